@@ -1,0 +1,105 @@
+import { Hono } from 'hono';
+import type { Context } from 'hono';
+import type { Deps } from './deps.ts';
+import type { AppEnv, RouteDef } from './route.ts';
+import { HttpError } from './http/errors.ts';
+import { bodyCap } from './http/body-limit.ts';
+import { corsMiddleware } from './http/cors.ts';
+import { RateLimiter, rateLimit } from './http/rate-limit.ts';
+import { TrustedProxies, clientIp, ipBucketKey } from './http/client-ip.ts';
+import { peerAddress } from './http/node-peer.ts';
+import {
+  ConcurrentUpdateError,
+  PathCollisionError,
+  RepoNotFoundError,
+  UnknownShaError,
+  UnsafeNameError,
+} from './git/store.ts';
+
+export interface AppOptions {
+  /** Routes to mount (functions/index.ts in production; tests may add their own). */
+  routes: RouteDef[];
+}
+
+/** Maps errors of lib/ to their HTTP form; anything unknown is a 500 with the details only in the log. */
+function toHttpError(e: unknown): HttpError | null {
+  if (e instanceof HttpError) return e;
+  if (e instanceof UnknownShaError) return new HttpError(400, `unknown sha: ${e.value}`);
+  if (e instanceof PathCollisionError) return new HttpError(409, e.message);
+  if (e instanceof RepoNotFoundError) return new HttpError(404, 'repo not found');
+  if (e instanceof UnsafeNameError) return new HttpError(400, e.message);
+  if (e instanceof ConcurrentUpdateError) return new HttpError(409, 'concurrent update, retry');
+  return null;
+}
+
+/** Builds the whole HTTP application around injected dependencies. */
+export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
+  const { config, log, clock } = deps;
+  const app = new Hono<AppEnv>();
+  const trusted = new TrustedProxies(config.trustedProxies);
+  const ipOf = (c: Context) => ipBucketKey(clientIp(peerAddress(c), c.req.header('x-forwarded-for'), trusted));
+
+  // Request id and one access-log line per request, around everything else.
+  app.use('*', async (c, next) => {
+    const started = performance.now();
+    const requestId = crypto.randomUUID();
+    c.set('deps', deps);
+    c.set('requestId', requestId);
+    await next();
+    c.res.headers.set('X-Request-Id', requestId);
+    log.info('request', {
+      id: requestId,
+      method: c.req.method,
+      path: new URL(c.req.url).pathname,
+      status: c.res.status,
+      ms: Math.round((performance.now() - started) * 10) / 10,
+      ip: clientIp(peerAddress(c), c.req.header('x-forwarded-for'), trusted),
+    });
+  });
+
+  app.use('*', corsMiddleware(config.corsOrigins));
+
+  if (!config.rateLimitDisabled) {
+    const general = new RateLimiter({ perMinute: config.rateLimitPerMin, burst: config.rateLimitBurst, clock });
+    const signIn = new RateLimiter({ perMinute: config.authRateLimitPerMin, burst: config.authRateLimitBurst, clock });
+    const generalMw = rateLimit({ limiter: general, keyOf: ipOf });
+    const signInMw = rateLimit({ limiter: signIn, keyOf: ipOf });
+    app.use('*', async (c, next) => {
+      if (c.req.method === 'OPTIONS' || new URL(c.req.url).pathname === '/health') return next();
+      return generalMw(c, next);
+    });
+    for (const r of opts.routes) if (r.limiter === 'auth') app.on(r.method, r.path, signInMw);
+  }
+
+  app.use('*', bodyCap(config.maxBodyBytes));
+
+  for (const r of opts.routes) app.on(r.method, r.path, r.handler);
+  // A known path with another method: 405, not 404.
+  const methodsByPath = new Map<string, Set<string>>();
+  for (const r of opts.routes) {
+    const set = methodsByPath.get(r.path) ?? new Set<string>();
+    set.add(r.method);
+    methodsByPath.set(r.path, set);
+  }
+  for (const [path, methods] of methodsByPath) {
+    app.all(path, (c) => {
+      c.header('Allow', [...methods, 'OPTIONS'].join(', '));
+      return c.json({ error: 'method not allowed' }, 405);
+    });
+  }
+
+  app.notFound((c) => c.json({ error: 'not found' }, 404));
+  app.onError((err, c) => {
+    const http = toHttpError(err);
+    if (http) return c.json(http.body(), http.status as 400);
+    log.error('unhandled', {
+      id: c.get('requestId'),
+      method: c.req.method,
+      path: new URL(c.req.url).pathname,
+      error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+      stack: err instanceof Error ? err.stack : undefined,
+    });
+    return c.json({ error: 'internal error' }, 500);
+  });
+  return app;
+}

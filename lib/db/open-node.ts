@@ -1,0 +1,30 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { createClient } from '@libsql/client';
+import { Database } from './database.ts';
+import { migrate, migrationsFromFiles, type Migration } from './migrate.ts';
+
+const MIGRATIONS_DIR = fileURLToPath(new URL('../../schema/migrations/', import.meta.url));
+
+export async function loadMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]> {
+  const names = (await readdir(dir)).filter((n) => n.endsWith('.sql'));
+  const files = await Promise.all(names.map(async (name) => ({ name, sql: await readFile(join(dir, name), 'utf8') })));
+  return migrationsFromFiles(files);
+}
+
+/**
+ * Opens (creating if needed) the libSQL database file, sets it up for durable single-writer use and
+ * applies pending migrations. Node only.
+ */
+export async function openDatabaseFile(file: string, nowSeconds: number): Promise<Database> {
+  const client = createClient({ url: pathToFileURL(file).href });
+  // WAL: readers do not block the writer; FULL: a committed transaction survives a crash.
+  await client.execute('PRAGMA journal_mode = WAL');
+  await client.execute('PRAGMA synchronous = FULL');
+  await client.execute('PRAGMA busy_timeout = 5000');
+  await client.execute('PRAGMA foreign_keys = ON');
+  const db = new Database(client);
+  await migrate(db, await loadMigrations(), nowSeconds);
+  return db;
+}

@@ -1,0 +1,115 @@
+import * as nodeFs from 'node:fs';
+import { mkdir, open, readdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type { StoreFs } from './fs.ts';
+
+const isMissing = (e: unknown) => (e as NodeJS.ErrnoException)?.code === 'ENOENT';
+
+async function fsyncPath(path: string, flags: string): Promise<void> {
+  const fh = await open(path, flags);
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+async function writeAndSync(path: string, data: Uint8Array, flags: string): Promise<void> {
+  const fh = await open(path, flags, 0o644);
+  try {
+    await fh.writeFile(data);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+/** The git store's filesystem on local disk: fsync before rename, fsync directories after. */
+export function nodeStoreFs(): StoreFs {
+  return {
+    iso: nodeFs,
+    async readFile(path) {
+      try {
+        return await readFile(path);
+      } catch (e) {
+        if (isMissing(e) || (e as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
+        throw e;
+      }
+    },
+    async readdir(path) {
+      try {
+        return await readdir(path);
+      } catch (e) {
+        if (isMissing(e) || (e as NodeJS.ErrnoException).code === 'ENOTDIR') return [];
+        throw e;
+      }
+    },
+    async exists(path) {
+      try {
+        await stat(path);
+        return true;
+      } catch (e) {
+        if (isMissing(e) || (e as NodeJS.ErrnoException).code === 'ENOTDIR') return false;
+        throw e;
+      }
+    },
+    async mkdirp(path) {
+      await mkdir(path, { recursive: true });
+    },
+    async writeDurable(files, tmpDir) {
+      if (files.length === 0) return;
+      const temps = files.map((f) => ({ ...f, tmp: `${tmpDir}/tmp_obj_${randomBytes(8).toString('hex')}` }));
+      try {
+        await Promise.all(temps.map((f) => writeAndSync(f.tmp, f.data, 'wx')));
+        const dirs = new Set<string>();
+        for (const f of temps) {
+          const dir = dirname(f.path);
+          if (!dirs.has(dir)) {
+            dirs.add(dir);
+            await mkdir(dir, { recursive: true });
+          }
+          await rename(f.tmp, f.path);
+        }
+        // Flush each directory that gained an entry, and their parents (new fan-out directories).
+        const parents = new Set<string>();
+        for (const d of dirs) parents.add(dirname(d));
+        await Promise.all([...dirs, ...parents].map((d) => fsyncPath(d, 'r')));
+      } catch (e) {
+        await Promise.all(temps.map((f) => unlink(f.tmp).catch(() => undefined)));
+        throw e;
+      }
+    },
+    async createExclusive(path, data) {
+      try {
+        await writeAndSync(path, data, 'wx');
+        return true;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
+        throw e;
+      }
+    },
+    async renameDurable(from, to) {
+      await rename(from, to);
+      await fsyncPath(dirname(to), 'r');
+    },
+    async unlink(path) {
+      try {
+        await unlink(path);
+      } catch (e) {
+        if (!isMissing(e)) throw e;
+      }
+    },
+    async removeTree(path) {
+      await rm(path, { recursive: true, force: true });
+    },
+    async mtimeMs(path) {
+      try {
+        return (await stat(path)).mtimeMs;
+      } catch (e) {
+        if (isMissing(e)) return null;
+        throw e;
+      }
+    },
+  };
+}

@@ -1,0 +1,277 @@
+import type { Database, Stmt } from '../db/database.ts';
+import type { CommitMeta, GitStore, PathChange } from './store.ts';
+import { UnknownShaError } from './store.ts';
+
+/**
+ * The derived commit/path index in libSQL. It answers per-path history, "the previous commit touching
+ * this path", pages at head and pull-since in O(result). It is never the source of truth: `sync`
+ * compares it with the branch in git and replays (or rebuilds) what is missing, so a deleted or stale
+ * database loses nothing.
+ */
+
+export interface IndexedCommit {
+  sha: string;
+  seq: number;
+  author: string;
+  email: string;
+  /** Unix seconds. */
+  time: number;
+  message: string;
+}
+
+export interface HeadEntry {
+  path: string;
+  blob: string;
+  /** The last commit that touched the path. */
+  commit: IndexedCommit;
+}
+
+const COMMIT_COLS = 'c.sha, c.seq, c.author, c.email, c.time, c.message';
+const REBUILD_CHUNK = 200;
+
+type Row = Record<string, unknown>;
+const toCommit = (r: Row): IndexedCommit => ({
+  sha: String(r.sha),
+  seq: Number(r.seq),
+  author: String(r.author),
+  email: String(r.email),
+  time: Number(r.time),
+  message: String(r.message),
+});
+
+export class PathIndex {
+  constructor(private readonly db: Database) {}
+
+  async headCommit(repo: string): Promise<IndexedCommit | null> {
+    const r = await this.db.get<Row>(
+      `SELECT ${COMMIT_COLS} FROM git_commits c WHERE c.repo_id = ? ORDER BY c.seq DESC LIMIT 1`,
+      [repo],
+    );
+    return r ? toCommit(r) : null;
+  }
+
+  async commitBySeq(repo: string, seq: number): Promise<IndexedCommit | null> {
+    const r = await this.db.get<Row>(`SELECT ${COMMIT_COLS} FROM git_commits c WHERE c.repo_id = ? AND c.seq = ?`, [
+      repo,
+      seq,
+    ]);
+    return r ? toCommit(r) : null;
+  }
+
+  /**
+   * Resolves 1–40 hex chars to the one commit of the branch they abbreviate. Anything else (not hex,
+   * no match, more than one match) is UnknownShaError.
+   */
+  async resolve(repo: string, value: string): Promise<IndexedCommit> {
+    if (!/^[0-9a-fA-F]{1,40}$/.test(value)) throw new UnknownShaError(value);
+    const prefix = value.toLowerCase();
+    const rows =
+      prefix.length === 40
+        ? await this.db.all<Row>(`SELECT ${COMMIT_COLS} FROM git_commits c WHERE c.repo_id = ? AND c.sha = ?`, [
+            repo,
+            prefix,
+          ])
+        : await this.db.all<Row>(
+            `SELECT ${COMMIT_COLS} FROM git_commits c WHERE c.repo_id = ? AND c.sha >= ? AND c.sha < ? LIMIT 2`,
+            [repo, prefix, `${prefix}g`],
+          );
+    if (rows.length !== 1) throw new UnknownShaError(value);
+    return toCommit(rows[0]!);
+  }
+
+  /** The page at head: its blob and the last commit that touched it, or null. */
+  async entry(repo: string, path: string): Promise<HeadEntry | null> {
+    const r = await this.db.get<Row>(
+      `SELECT h.path, h.blob, ${COMMIT_COLS} FROM git_head h JOIN git_commits c ON c.repo_id = h.repo_id AND c.seq = h.seq
+       WHERE h.repo_id = ? AND h.path = ?`,
+      [repo, path],
+    );
+    return r ? { path: String(r.path), blob: String(r.blob), commit: toCommit(r) } : null;
+  }
+
+  /** Every page at head, sorted by path (byte order, as git sorts). */
+  async pages(repo: string): Promise<HeadEntry[]> {
+    const rows = await this.db.all<Row>(
+      `SELECT h.path, h.blob, ${COMMIT_COLS} FROM git_head h JOIN git_commits c ON c.repo_id = h.repo_id AND c.seq = h.seq
+       WHERE h.repo_id = ? ORDER BY h.path`,
+      [repo],
+    );
+    return rows.map((r) => ({ path: String(r.path), blob: String(r.blob), commit: toCommit(r) }));
+  }
+
+  async pageCount(repo: string): Promise<number> {
+    const r = await this.db.get<Row>('SELECT COUNT(*) AS n FROM git_head WHERE repo_id = ?', [repo]);
+    return Number(r?.n ?? 0);
+  }
+
+  /** Commits touching `path`, newest first, optionally only those before `beforeSeq`. */
+  async history(repo: string, path: string, limit: number, beforeSeq?: number): Promise<IndexedCommit[]> {
+    const rows = await this.db.all<Row>(
+      `SELECT ${COMMIT_COLS} FROM git_changes ch JOIN git_commits c ON c.repo_id = ch.repo_id AND c.seq = ch.seq
+       WHERE ch.repo_id = ? AND ch.path = ? AND ch.seq < ? ORDER BY ch.seq DESC LIMIT ?`,
+      [repo, path, beforeSeq ?? Number.MAX_SAFE_INTEGER, limit],
+    );
+    return rows.map(toCommit);
+  }
+
+  /** The most recent commit at or before `atSeq` that touched `path` (with the blob it left), or null. */
+  async lastTouch(repo: string, path: string, atSeq: number): Promise<{ commit: IndexedCommit; blob: string | null } | null> {
+    const r = await this.db.get<Row>(
+      `SELECT ch.blob, ${COMMIT_COLS} FROM git_changes ch JOIN git_commits c ON c.repo_id = ch.repo_id AND c.seq = ch.seq
+       WHERE ch.repo_id = ? AND ch.path = ? AND ch.seq <= ? ORDER BY ch.seq DESC LIMIT 1`,
+      [repo, path, atSeq],
+    );
+    return r ? { commit: toCommit(r), blob: r.blob === null ? null : String(r.blob) } : null;
+  }
+
+  /** Newest commits first, each with the paths it touched. */
+  async timeline(repo: string, limit: number): Promise<Array<IndexedCommit & { paths: string[] }>> {
+    const commits = (
+      await this.db.all<Row>(
+        `SELECT ${COMMIT_COLS} FROM git_commits c WHERE c.repo_id = ? ORDER BY c.seq DESC LIMIT ?`,
+        [repo, limit],
+      )
+    ).map(toCommit);
+    if (commits.length === 0) return [];
+    const lo = commits[commits.length - 1]!.seq;
+    const hi = commits[0]!.seq;
+    const paths = new Map<number, string[]>();
+    for (const r of await this.db.all<Row>(
+      'SELECT seq, path FROM git_changes WHERE repo_id = ? AND seq BETWEEN ? AND ? ORDER BY seq, path',
+      [repo, lo, hi],
+    )) {
+      const seq = Number(r.seq);
+      let list = paths.get(seq);
+      if (!list) paths.set(seq, (list = []));
+      list.push(String(r.path));
+    }
+    return commits.map((c) => ({ ...c, paths: paths.get(c.seq) ?? [] }));
+  }
+
+  /**
+   * Pages changed after `sinceSeq` up to head: the ones present at head (with their blob and last
+   * commit) and the ones deleted since (only those that existed at `sinceSeq`).
+   */
+  async changedSince(repo: string, sinceSeq: number): Promise<{ present: HeadEntry[]; deleted: string[] }> {
+    const rows = await this.db.all<Row>(
+      `SELECT p.path AS path, h.blob AS blob, c.sha, c.seq, c.author, c.email, c.time, c.message,
+              (SELECT o.blob FROM git_changes o WHERE o.repo_id = ? AND o.path = p.path AND o.seq <= ?
+                ORDER BY o.seq DESC LIMIT 1) AS before
+       FROM (SELECT DISTINCT path FROM git_changes WHERE repo_id = ? AND seq > ?) p
+       LEFT JOIN git_head h ON h.repo_id = ? AND h.path = p.path
+       LEFT JOIN git_commits c ON c.repo_id = h.repo_id AND c.seq = h.seq
+       ORDER BY p.path`,
+      [repo, sinceSeq, repo, sinceSeq, repo],
+    );
+    const present: HeadEntry[] = [];
+    const deleted: string[] = [];
+    for (const r of rows) {
+      if (r.blob !== null && r.blob !== undefined) {
+        present.push({ path: String(r.path), blob: String(r.blob), commit: toCommit(r) });
+      } else if (r.before !== null && r.before !== undefined) {
+        deleted.push(String(r.path));
+      }
+    }
+    return { present, deleted };
+  }
+
+  /** Statements recording one commit on top of the current head (seq = previous + 1). */
+  private recordStmts(repo: string, seq: number, meta: CommitMeta, changes: PathChange[]): Stmt[] {
+    const stmts: Stmt[] = [
+      {
+        sql: 'INSERT INTO git_commits (repo_id, seq, sha, author, email, time, message) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        args: [repo, seq, meta.sha, meta.author, meta.email, meta.time, meta.message],
+      },
+    ];
+    for (const ch of changes) {
+      stmts.push({
+        sql: 'INSERT INTO git_changes (repo_id, path, seq, blob) VALUES (?, ?, ?, ?)',
+        args: [repo, ch.path, seq, ch.blob],
+      });
+      stmts.push(
+        ch.blob === null
+          ? { sql: 'DELETE FROM git_head WHERE repo_id = ? AND path = ?', args: [repo, ch.path] }
+          : {
+              sql: `INSERT INTO git_head (repo_id, path, blob, seq) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (repo_id, path) DO UPDATE SET blob = excluded.blob, seq = excluded.seq`,
+              args: [repo, ch.path, ch.blob, seq],
+            },
+      );
+    }
+    return stmts;
+  }
+
+  /** Records a commit the caller just made on top of the indexed head. */
+  async record(repo: string, meta: CommitMeta, changes: PathChange[]): Promise<IndexedCommit> {
+    const head = await this.headCommit(repo);
+    const seq = (head?.seq ?? 0) + 1;
+    await this.db.batch(this.recordStmts(repo, seq, meta, changes));
+    return { sha: meta.sha, seq, author: meta.author, email: meta.email, time: meta.time, message: meta.message };
+  }
+
+  /** Drops every row of a repository. */
+  async forget(repo: string): Promise<void> {
+    await this.db.batch([
+      { sql: 'DELETE FROM git_commits WHERE repo_id = ?', args: [repo] },
+      { sql: 'DELETE FROM git_changes WHERE repo_id = ?', args: [repo] },
+      { sql: 'DELETE FROM git_head WHERE repo_id = ?', args: [repo] },
+    ]);
+  }
+
+  /**
+   * Brings the index level with the branch in git. Walks back from git's head to the newest commit the
+   * index already knows, then replays the commits after it; if the index holds commits git does not
+   * (it diverged), it is cut back to the common point first. Callers hold the repository's lock.
+   * Returns the number of commits replayed.
+   */
+  async sync(repo: string, store: GitStore): Promise<number> {
+    const gitHead = await store.head(repo);
+    const indexed = await this.headCommit(repo);
+    if ((gitHead ?? null) === (indexed?.sha ?? null)) return 0;
+
+    const missing: CommitMeta[] = [];
+    let base: { seq: number } | null = null;
+    for (let sha = gitHead; sha; ) {
+      const known = await this.db.get<Row>('SELECT seq FROM git_commits WHERE repo_id = ? AND sha = ?', [repo, sha]);
+      if (known) {
+        base = { seq: Number(known.seq) };
+        break;
+      }
+      const meta = await store.readCommit(repo, sha);
+      missing.push(meta);
+      sha = meta.parent;
+    }
+    missing.reverse();
+
+    const baseSeq = base?.seq ?? 0;
+    if (!indexed || indexed.seq !== baseSeq) {
+      // The index is ahead of or beside git: cut it back to the common point and rebuild head state.
+      await this.db.batch([
+        { sql: 'DELETE FROM git_commits WHERE repo_id = ? AND seq > ?', args: [repo, baseSeq] },
+        { sql: 'DELETE FROM git_changes WHERE repo_id = ? AND seq > ?', args: [repo, baseSeq] },
+        { sql: 'DELETE FROM git_head WHERE repo_id = ?', args: [repo] },
+      ]);
+      if (baseSeq > 0) {
+        await this.db.run(
+          `INSERT INTO git_head (repo_id, path, blob, seq)
+           SELECT ch.repo_id, ch.path, ch.blob, ch.seq FROM git_changes ch
+           WHERE ch.repo_id = ? AND ch.seq = (SELECT MAX(seq) FROM git_changes o WHERE o.repo_id = ch.repo_id AND o.path = ch.path)
+             AND ch.blob IS NOT NULL`,
+          [repo],
+        );
+      }
+    }
+
+    let seq = baseSeq;
+    for (let i = 0; i < missing.length; i += REBUILD_CHUNK) {
+      const stmts: Stmt[] = [];
+      for (const meta of missing.slice(i, i + REBUILD_CHUNK)) {
+        seq += 1;
+        const changes = await store.changedPaths(repo, meta.parent, meta.sha);
+        stmts.push(...this.recordStmts(repo, seq, meta, changes));
+      }
+      await this.db.batch(stmts);
+    }
+    return missing.length;
+  }
+}

@@ -1,0 +1,276 @@
+import type { Clock } from '../clock.ts';
+import { PathIndex, type HeadEntry, type IndexedCommit } from './path-index.ts';
+import { ConcurrentUpdateError, GitStore, RepoNotFoundError, UnknownShaError, type FileWrite } from './store.ts';
+
+/**
+ * Repositories as the rest of the service sees them: the git store for content, the derived index for
+ * every question about history, kept level with each other. Every write runs under the repository's
+ * lock; every read first makes sure the index has caught up with git (once per repository per process,
+ * and again after anything went wrong).
+ */
+
+export interface PushFile {
+  path: string;
+  /** New content, or null to delete the page. */
+  content: Uint8Array | null;
+  /** The commit the client last saw for this page; omitted = overwrite. */
+  parentSha?: string;
+}
+
+export type PushOutcome =
+  | { path: string; kind: 'committed' }
+  | { path: string; kind: 'unchanged'; sha: string }
+  | { path: string; kind: 'absent' }
+  | {
+      path: string;
+      kind: 'conflict';
+      currentSha: string;
+      currentContent: Uint8Array;
+      expectedParentSha: string;
+      ancestorContent?: Uint8Array;
+    };
+
+export interface PushResult {
+  /** The branch head after the push ('' for a repository that still has no commit). */
+  head: string;
+  /** The commit made, or null when nothing was committed. */
+  commit: IndexedCommit | null;
+  outcomes: PushOutcome[];
+  /** The paths the commit changed, in push order. */
+  committedPaths: string[];
+}
+
+export class RepoStore {
+  readonly index: PathIndex;
+  private readonly synced = new Map<string, Promise<void>>();
+
+  constructor(
+    readonly git: GitStore,
+    index: PathIndex,
+    private readonly clock: Clock,
+  ) {
+    this.index = index;
+  }
+
+  exists(id: string): Promise<boolean> {
+    return this.git.exists(id);
+  }
+
+  list(): Promise<string[]> {
+    return this.git.list();
+  }
+
+  /** Creates the repository if missing; true when this call created it. */
+  create(id: string): Promise<boolean> {
+    return this.git.init(id);
+  }
+
+  /** Waits until the index reflects the branch in git. */
+  ready(id: string): Promise<void> {
+    let p = this.synced.get(id);
+    if (!p) {
+      p = this.git.withLock(id, async () => {
+        await this.index.sync(id, this.git);
+      });
+      this.synced.set(id, p);
+      p.catch(() => this.synced.delete(id));
+    }
+    return p;
+  }
+
+  /** Forgets what this process knows of the index, so the next access re-checks it against git. */
+  invalidate(id?: string): void {
+    if (id === undefined) this.synced.clear();
+    else this.synced.delete(id);
+  }
+
+  async head(id: string): Promise<IndexedCommit | null> {
+    await this.ready(id);
+    return this.index.headCommit(id);
+  }
+
+  async resolve(id: string, sha: string): Promise<IndexedCommit> {
+    await this.ready(id);
+    return this.index.resolve(id, sha);
+  }
+
+  async page(id: string, path: string): Promise<{ entry: HeadEntry; content: Uint8Array } | null> {
+    await this.ready(id);
+    const entry = await this.index.entry(id, path);
+    if (!entry) return null;
+    return { entry, content: await this.git.readBlob(id, entry.blob) };
+  }
+
+  /** The file at a commit, or null when that commit's tree lacks it. */
+  async fileAt(id: string, sha: string, path: string): Promise<Uint8Array | null> {
+    return this.git.readFileAt(id, sha, path);
+  }
+
+  async pages(id: string): Promise<HeadEntry[]> {
+    await this.ready(id);
+    return this.index.pages(id);
+  }
+
+  async history(id: string, path: string, limit: number, beforeSeq?: number): Promise<IndexedCommit[]> {
+    await this.ready(id);
+    return this.index.history(id, path, limit, beforeSeq);
+  }
+
+  async timeline(id: string, limit: number) {
+    await this.ready(id);
+    return this.index.timeline(id, limit);
+  }
+
+  async summary(id: string): Promise<{ pageCount: number; lastCommit: IndexedCommit | null }> {
+    await this.ready(id);
+    const [pageCount, lastCommit] = await Promise.all([this.index.pageCount(id), this.index.headCommit(id)]);
+    return { pageCount, lastCommit };
+  }
+
+  /**
+   * Everything a client needs to catch up: with no `since`, every page at head; otherwise the pages
+   * changed and deleted after `since` (UnknownShaError when it does not resolve).
+   */
+  async pull(
+    id: string,
+    since?: string,
+  ): Promise<{ head: IndexedCommit | null; files: Array<{ entry: HeadEntry; content: Uint8Array }>; deleted: string[] }> {
+    await this.ready(id);
+    const head = await this.index.headCommit(id);
+    let present: HeadEntry[];
+    let deleted: string[] = [];
+    if (since === undefined) {
+      present = head ? await this.index.pages(id) : [];
+    } else {
+      const from = await this.index.resolve(id, since);
+      ({ present, deleted } = await this.index.changedSince(id, from.seq));
+    }
+    const files = await Promise.all(
+      present.map(async (entry) => ({ entry, content: await this.git.readBlob(id, entry.blob) })),
+    );
+    return { head, files, deleted };
+  }
+
+  /**
+   * Commits every acceptable file as ONE commit. Per file: with a `parentSha`, an existing page whose
+   * last commit is not that sha (a unique abbreviation of it counts as equal) is a conflict and is left
+   * out; a write whose content equals the page's is `unchanged`; deleting a missing page is `absent`.
+   * When every file conflicts or nothing changes, no commit is made. The repository must exist.
+   */
+  async commitFiles(
+    id: string,
+    files: PushFile[],
+    author: { name: string; email: string },
+    message: string,
+  ): Promise<PushResult> {
+    if (!(await this.git.exists(id))) throw new RepoNotFoundError(id);
+    await this.ready(id);
+    return this.git.withLock(id, async () => {
+      try {
+        return await this.commitLocked(id, files, author, message);
+      } catch (e) {
+        // Whatever happened, the next access re-checks the index against git.
+        this.invalidate(id);
+        throw e;
+      }
+    });
+  }
+
+  private async commitLocked(
+    id: string,
+    files: PushFile[],
+    author: { name: string; email: string },
+    message: string,
+  ): Promise<PushResult> {
+    // Another process (or a crash) may have moved the branch: level the index first.
+    await this.index.sync(id, this.git);
+    const head = await this.index.headCommit(id);
+    const outcomes: Array<PushOutcome | null> = [];
+    const writes: FileWrite[] = [];
+    // The last write of a path wins when a batch names it twice.
+    const seen = new Map<string, number>();
+    for (const f of files) {
+      const current = await this.index.entry(id, f.path);
+      if (f.parentSha !== undefined && current && !(await this.sameCommit(id, f.parentSha, current.commit.sha))) {
+        outcomes.push(await this.conflict(id, f, current));
+        continue;
+      }
+      const at = seen.get(f.path);
+      if (at !== undefined) writes[at] = { path: f.path, content: f.content };
+      else {
+        seen.set(f.path, writes.length);
+        writes.push({ path: f.path, content: f.content });
+      }
+      outcomes.push(null);
+    }
+
+    let commit: IndexedCommit | null = null;
+    let changed = new Set<string>();
+    if (writes.length > 0) {
+      const made = await this.git.commit(id, {
+        parent: head?.sha ?? null,
+        writes,
+        author,
+        message,
+        time: Math.floor(this.clock.now() / 1000),
+      });
+      if (made) {
+        commit = await this.index.record(id, made.meta, made.changes);
+        changed = new Set(made.changes.map((c) => c.path));
+      }
+    }
+
+    const result: PushOutcome[] = [];
+    const committedPaths: string[] = [];
+    for (let i = 0; i < files.length; i++) {
+      const f = files[i]!;
+      const o = outcomes[i];
+      if (o) {
+        result.push(o);
+      } else if (changed.has(f.path)) {
+        result.push({ path: f.path, kind: 'committed' });
+        if (!committedPaths.includes(f.path)) committedPaths.push(f.path);
+      } else if (f.content === null) {
+        result.push({ path: f.path, kind: 'absent' });
+      } else {
+        const entry = await this.index.entry(id, f.path);
+        result.push(entry ? { path: f.path, kind: 'unchanged', sha: entry.commit.sha } : { path: f.path, kind: 'absent' });
+      }
+    }
+    const newHead = commit?.sha ?? head?.sha ?? '';
+    return { head: newHead, commit, outcomes: result, committedPaths };
+  }
+
+  private async sameCommit(id: string, given: string, actual: string): Promise<boolean> {
+    if (!/^[0-9a-fA-F]{1,40}$/.test(given)) return false;
+    const g = given.toLowerCase();
+    if (g === actual) return true;
+    if (!actual.startsWith(g)) return false;
+    try {
+      return (await this.index.resolve(id, g)).sha === actual;
+    } catch (e) {
+      if (e instanceof UnknownShaError) return false;
+      throw e;
+    }
+  }
+
+  private async conflict(id: string, f: PushFile, current: HeadEntry): Promise<PushOutcome> {
+    const out: PushOutcome = {
+      path: f.path,
+      kind: 'conflict',
+      currentSha: current.commit.sha,
+      currentContent: await this.git.readBlob(id, current.blob),
+      expectedParentSha: f.parentSha!,
+    };
+    try {
+      const ancestor = await this.index.resolve(id, f.parentSha!);
+      const content = await this.git.readFileAt(id, ancestor.sha, f.path);
+      if (content) out.ancestorContent = content;
+    } catch (e) {
+      if (!(e instanceof UnknownShaError)) throw e;
+    }
+    return out;
+  }
+}
+
+export { ConcurrentUpdateError, RepoNotFoundError, UnknownShaError };

@@ -1,0 +1,498 @@
+import git, { type PromiseFsClient } from 'isomorphic-git';
+import type { StoreFs } from './fs.ts';
+import { KeyedMutex } from './lock.ts';
+import { LruCache } from './lru.ts';
+import { isSafeRepoId, pagePathProblem } from '../page/path.ts';
+
+/**
+ * The git store: one bare repository per project at `<root>/<id>.git`, branch `main`, readable by the
+ * plain `git` command. Objects are written by isomorphic-git into a staging area, then flushed to disk
+ * durably (temp file, fsync, rename); the branch moves by git's own lock-file protocol with a
+ * check-and-set, under a per-repository lock. No working tree, no `.git/index`.
+ */
+
+export const BRANCH = 'main';
+const REF = `refs/heads/${BRANCH}`;
+const STALE_LOCK_MS = 30_000;
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+export interface CommitMeta {
+  sha: string;
+  parent: string | null;
+  tree: string;
+  author: string;
+  email: string;
+  /** Unix seconds. */
+  time: number;
+  /** Subject line. */
+  message: string;
+}
+
+/** A path a commit touched: its new blob, or null when the commit deleted it. */
+export interface PathChange {
+  path: string;
+  blob: string | null;
+}
+
+export class StoreError extends Error {}
+/** The id or a path could escape the data root or is not allowed; nothing touched the filesystem. */
+export class UnsafeNameError extends StoreError {}
+/** A sha (or abbreviation) that resolves to no commit, or to more than one. */
+export class UnknownShaError extends StoreError {
+  constructor(readonly value: string) {
+    super(`unknown sha: ${value}`);
+  }
+}
+/** The branch moved since the writer started: nothing was changed. */
+export class ConcurrentUpdateError extends StoreError {}
+/** A file write collides with a directory of the same name, or the reverse. */
+export class PathCollisionError extends StoreError {
+  constructor(readonly path: string) {
+    super(`path collides with an existing page or directory: ${path}`);
+  }
+}
+export class RepoNotFoundError extends StoreError {
+  constructor(readonly id: string) {
+    super(`repo not found: ${id}`);
+  }
+}
+
+export interface FileWrite {
+  path: string;
+  /** New content, or null to delete. */
+  content: Uint8Array | null;
+}
+
+interface TreeEntry {
+  mode: string;
+  path: string;
+  oid: string;
+  type: 'blob' | 'tree' | 'commit';
+}
+
+type IsoFs = PromiseFsClient;
+
+/** An fs for isomorphic-git that captures writes in memory and reads through to the real one. */
+function stagingFs(real: IsoFs, staged: Map<string, Uint8Array>): IsoFs {
+  const p = real.promises as unknown as Record<string, (...args: any[]) => Promise<any>>;
+  return {
+    promises: {
+      readFile: (...a: unknown[]) => p.readFile!(...a),
+      writeFile: async (path: string, data: Uint8Array | string) => {
+        staged.set(path, typeof data === 'string' ? encoder.encode(data) : new Uint8Array(data));
+      },
+      mkdir: async () => undefined,
+      rmdir: async () => undefined,
+      unlink: async () => undefined,
+      stat: (...a: unknown[]) => p.stat!(...a),
+      lstat: (...a: unknown[]) => p.lstat!(...a),
+      readdir: (...a: unknown[]) => p.readdir!(...a),
+      readlink: (...a: unknown[]) => p.readlink!(...a),
+      symlink: async () => undefined,
+    },
+  };
+}
+
+export interface GitStoreOptions {
+  fs: StoreFs;
+  /** Directory holding the `<id>.git` repositories. */
+  root: string;
+  /** Bytes of decoded objects kept in memory (objects are immutable, so this is always safe). */
+  cacheBytes?: number;
+}
+
+export class GitStore {
+  readonly fs: StoreFs;
+  readonly root: string;
+  private readonly iso: IsoFs;
+  private readonly mutex = new KeyedMutex();
+  private readonly isoCaches = new Map<string, object>();
+  private readonly blobs: LruCache<Uint8Array>;
+  private readonly trees: LruCache<TreeEntry[]>;
+  private readonly commits: LruCache<CommitMeta>;
+
+  constructor(opts: GitStoreOptions) {
+    this.fs = opts.fs;
+    this.root = opts.root.replace(/\/+$/, '');
+    this.iso = opts.fs.iso as IsoFs;
+    const bytes = opts.cacheBytes ?? 64 * 1024 * 1024;
+    this.blobs = new LruCache(bytes, (b) => b.byteLength + 64);
+    this.trees = new LruCache(Math.max(1, bytes / 4), (t) => 64 + t.length * 96);
+    this.commits = new LruCache(Math.max(1, bytes / 16), (c) => 256 + c.message.length);
+  }
+
+  gitdir(id: string): string {
+    if (!isSafeRepoId(id)) throw new UnsafeNameError(`invalid repo id: ${JSON.stringify(id)}`);
+    return `${this.root}/${id}.git`;
+  }
+
+  /** Runs `fn` holding the repository's write lock (in this process). */
+  withLock<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    this.gitdir(id);
+    return this.mutex.run(id, fn);
+  }
+
+  async exists(id: string): Promise<boolean> {
+    return this.fs.exists(`${this.gitdir(id)}/HEAD`);
+  }
+
+  async list(): Promise<string[]> {
+    const names = await this.fs.readdir(this.root);
+    const ids: string[] = [];
+    for (const n of names) {
+      if (!n.endsWith('.git')) continue;
+      const id = n.slice(0, -4);
+      if (isSafeRepoId(id) && (await this.fs.exists(`${this.root}/${n}/HEAD`))) ids.push(id);
+    }
+    return ids.sort();
+  }
+
+  /**
+   * Creates an empty bare repository. The repository is assembled in a temporary directory and renamed
+   * into place, so it appears whole or not at all. Returns false when it already existed.
+   */
+  async init(id: string): Promise<boolean> {
+    const gitdir = this.gitdir(id);
+    if (await this.exists(id)) return false;
+    await this.fs.mkdirp(this.root);
+    const tmp = `${this.root}/.init-${id}-${Math.random().toString(36).slice(2)}`;
+    try {
+      for (const d of ['objects/info', 'objects/pack', 'refs/heads', 'refs/tags', 'info']) {
+        await this.fs.mkdirp(`${tmp}/${d}`);
+      }
+      await this.fs.writeDurable(
+        [
+          { path: `${tmp}/HEAD`, data: encoder.encode(`ref: ${REF}\n`) },
+          {
+            path: `${tmp}/config`,
+            data: encoder.encode(
+              '[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n',
+            ),
+          },
+          { path: `${tmp}/description`, data: encoder.encode(`Knowledge repository ${id}\n`) },
+        ],
+        tmp,
+      );
+      try {
+        await this.fs.renameDurable(tmp, gitdir);
+      } catch (e) {
+        if (await this.exists(id)) return false;
+        throw e;
+      }
+      return true;
+    } finally {
+      await this.fs.removeTree(tmp);
+    }
+  }
+
+  /** Removes lock and temporary files left by a process that died mid-write. */
+  async recover(id: string, force = false): Promise<void> {
+    const gitdir = this.gitdir(id);
+    const lock = `${gitdir}/${REF}.lock`;
+    const mtime = await this.fs.mtimeMs(lock);
+    if (mtime !== null && (force || Date.now() - mtime > STALE_LOCK_MS)) await this.fs.unlink(lock);
+    if (force) {
+      for (const n of await this.fs.readdir(`${gitdir}/objects`)) {
+        if (n.startsWith('tmp_obj_')) await this.fs.unlink(`${gitdir}/objects/${n}`);
+      }
+    }
+  }
+
+  /** Clears leftovers of a crash in every repository; call once at boot, before serving. */
+  async recoverAll(): Promise<void> {
+    for (const n of await this.fs.readdir(this.root)) {
+      if (n.startsWith('.init-')) await this.fs.removeTree(`${this.root}/${n}`);
+    }
+    for (const id of await this.list()) await this.recover(id, true);
+  }
+
+  /** The sha `main` points at, or null for a repository with no commit yet. */
+  async head(id: string): Promise<string | null> {
+    const gitdir = this.gitdir(id);
+    const loose = await this.fs.readFile(`${gitdir}/${REF}`);
+    if (loose) {
+      const sha = decoder.decode(loose).trim();
+      if (/^[0-9a-f]{40}$/.test(sha)) return sha;
+    }
+    const packed = await this.fs.readFile(`${gitdir}/packed-refs`);
+    if (packed) {
+      for (const line of decoder.decode(packed).split('\n')) {
+        const [sha, name] = line.split(' ');
+        if (name === REF && sha && /^[0-9a-f]{40}$/.test(sha)) return sha;
+      }
+    }
+    if (!(await this.exists(id))) throw new RepoNotFoundError(id);
+    return null;
+  }
+
+  private cache(id: string): object {
+    let c = this.isoCaches.get(id);
+    if (!c) {
+      c = {};
+      this.isoCaches.set(id, c);
+    }
+    return c;
+  }
+
+  async readCommit(id: string, sha: string): Promise<CommitMeta> {
+    const key = `${id}:${sha}`;
+    const hit = this.commits.get(key);
+    if (hit) return hit;
+    let res;
+    try {
+      res = await git.readCommit({ fs: this.iso, gitdir: this.gitdir(id), oid: sha, cache: this.cache(id) });
+    } catch (e) {
+      if (e instanceof StoreError) throw e;
+      throw new UnknownShaError(sha);
+    }
+    const c = res.commit;
+    const meta: CommitMeta = {
+      sha: res.oid,
+      parent: c.parent[0] ?? null,
+      tree: c.tree,
+      author: c.author.name,
+      email: c.author.email,
+      time: c.author.timestamp,
+      message: c.message.split('\n')[0] ?? '',
+    };
+    this.commits.set(key, meta);
+    return meta;
+  }
+
+  async readTree(id: string, oid: string): Promise<TreeEntry[]> {
+    const key = `${id}:${oid}`;
+    const hit = this.trees.get(key);
+    if (hit) return hit;
+    const res = await git.readTree({ fs: this.iso, gitdir: this.gitdir(id), oid, cache: this.cache(id) });
+    const entries = res.tree as TreeEntry[];
+    this.trees.set(key, entries);
+    return entries;
+  }
+
+  async readBlob(id: string, oid: string): Promise<Uint8Array> {
+    const key = `${id}:${oid}`;
+    const hit = this.blobs.get(key);
+    if (hit) return hit;
+    const res = await git.readBlob({ fs: this.iso, gitdir: this.gitdir(id), oid, cache: this.cache(id) });
+    const blob = res.blob;
+    this.blobs.set(key, blob);
+    return blob;
+  }
+
+  /** The blob id of `path` in the tree of `commit`, or null when the commit lacks it. */
+  async blobAt(id: string, commit: string, path: string): Promise<string | null> {
+    this.checkPath(path);
+    let tree = (await this.readCommit(id, commit)).tree;
+    const segments = path.split('/');
+    for (let i = 0; i < segments.length; i++) {
+      const entry = (await this.readTree(id, tree)).find((e) => e.path === segments[i]);
+      if (!entry) return null;
+      if (i === segments.length - 1) return entry.type === 'blob' ? entry.oid : null;
+      if (entry.type !== 'tree') return null;
+      tree = entry.oid;
+    }
+    return null;
+  }
+
+  /** The file's bytes at `commit`, or null when the commit lacks it. */
+  async readFileAt(id: string, commit: string, path: string): Promise<Uint8Array | null> {
+    const blob = await this.blobAt(id, commit, path);
+    return blob ? this.readBlob(id, blob) : null;
+  }
+
+  /** Every file at `commit`: path → blob id. */
+  async listFiles(id: string, commit: string | null): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    if (!commit) return out;
+    const walk = async (tree: string, prefix: string) => {
+      for (const e of await this.readTree(id, tree)) {
+        if (e.type === 'tree') await walk(e.oid, `${prefix}${e.path}/`);
+        else if (e.type === 'blob') out.set(`${prefix}${e.path}`, e.oid);
+      }
+    };
+    await walk((await this.readCommit(id, commit)).tree, '');
+    return out;
+  }
+
+  /** Paths whose content differs between two commits (`from` null = the empty tree), sorted. */
+  async changedPaths(id: string, from: string | null, to: string | null): Promise<PathChange[]> {
+    const treeOf = async (c: string | null) => (c ? (await this.readCommit(id, c)).tree : null);
+    const out: PathChange[] = [];
+    await this.diffTrees(id, await treeOf(from), await treeOf(to), '', out);
+    return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  }
+
+  private async diffTrees(id: string, a: string | null, b: string | null, prefix: string, out: PathChange[]) {
+    if (a === b) return;
+    const ea = new Map((a ? await this.readTree(id, a) : []).map((e) => [e.path, e]));
+    const eb = new Map((b ? await this.readTree(id, b) : []).map((e) => [e.path, e]));
+    for (const name of new Set([...ea.keys(), ...eb.keys()])) {
+      const x = ea.get(name);
+      const y = eb.get(name);
+      if (x && y && x.oid === y.oid && x.type === y.type) continue;
+      const path = `${prefix}${name}`;
+      const xTree = x?.type === 'tree' ? x.oid : null;
+      const yTree = y?.type === 'tree' ? y.oid : null;
+      if (xTree || yTree) await this.diffTrees(id, xTree, yTree, `${path}/`, out);
+      if (y?.type === 'blob') out.push({ path, blob: y.oid });
+      else if (x?.type === 'blob') out.push({ path, blob: null });
+    }
+  }
+
+  /**
+   * Writes one commit on top of `parent` holding every write and delete, and moves `main` to it, but
+   * only if `main` still points at `parent` (ConcurrentUpdateError otherwise, nothing changed). Callers
+   * hold `withLock`. Returns the new commit and the paths it actually changed; when nothing would
+   * change, no commit is made and null is returned.
+   */
+  async commit(
+    id: string,
+    args: {
+      parent: string | null;
+      writes: FileWrite[];
+      author: { name: string; email: string };
+      message: string;
+      /** Unix seconds. */
+      time: number;
+    },
+  ): Promise<{ meta: CommitMeta; changes: PathChange[] } | null> {
+    const gitdir = this.gitdir(id);
+    for (const w of args.writes) this.checkPath(w.path);
+    const staged = new Map<string, Uint8Array>();
+    const sfs = stagingFs(this.iso, staged);
+
+    // Blobs first; a write whose blob equals the current one changes nothing.
+    const byPath = new Map<string, string | null>();
+    for (const w of args.writes) {
+      byPath.set(w.path, w.content === null ? null : await git.writeBlob({ fs: sfs, gitdir, blob: w.content }));
+    }
+    const parentTree = args.parent ? (await this.readCommit(id, args.parent)).tree : null;
+    const changes: PathChange[] = [];
+    const newTree = await this.rewriteTree(id, sfs, gitdir, parentTree, byPath, '', changes);
+    if (changes.length === 0) return null;
+    const rootTree = newTree ?? (await git.writeTree({ fs: sfs, gitdir, tree: [] }));
+
+    const message = args.message.endsWith('\n') ? args.message : `${args.message}\n`;
+    const who = { name: args.author.name, email: args.author.email, timestamp: args.time, timezoneOffset: 0 };
+    const sha = await git.writeCommit({
+      fs: sfs,
+      gitdir,
+      commit: { message, tree: rootTree, parent: args.parent ? [args.parent] : [], author: who, committer: who },
+    });
+
+    // Objects reach the disk before the ref that makes them reachable.
+    await this.fs.writeDurable(
+      [...staged].map(([path, data]) => ({ path, data })),
+      `${gitdir}/objects`,
+    );
+    await this.moveRef(id, args.parent, sha);
+
+    const meta: CommitMeta = {
+      sha,
+      parent: args.parent,
+      tree: rootTree,
+      author: args.author.name,
+      email: args.author.email,
+      time: args.time,
+      message: message.split('\n')[0] ?? '',
+    };
+    this.commits.set(`${id}:${sha}`, meta);
+    for (const w of args.writes) {
+      const blob = byPath.get(w.path);
+      if (blob && w.content) this.blobs.set(`${id}:${blob}`, w.content);
+    }
+    changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    return { meta, changes };
+  }
+
+  /** Applies `byPath` (paths relative to the repository root) below `prefix` to `tree`; null = empty. */
+  private async rewriteTree(
+    id: string,
+    sfs: IsoFs,
+    gitdir: string,
+    tree: string | null,
+    byPath: Map<string, string | null>,
+    prefix: string,
+    changes: PathChange[],
+  ): Promise<string | null> {
+    const entries = new Map<string, TreeEntry>((tree ? await this.readTree(id, tree) : []).map((e) => [e.path, e]));
+    const files = new Map<string, string | null>();
+    const dirs = new Map<string, Map<string, string | null>>();
+    for (const [path, blob] of byPath) {
+      const rest = path.slice(prefix.length);
+      const slash = rest.indexOf('/');
+      if (slash < 0) files.set(rest, blob);
+      else {
+        const name = rest.slice(0, slash);
+        let sub = dirs.get(name);
+        if (!sub) dirs.set(name, (sub = new Map()));
+        sub.set(path, blob);
+      }
+    }
+    let dirty = false;
+    for (const [name, blob] of files) {
+      const cur = entries.get(name);
+      if (dirs.has(name) || (cur && cur.type !== 'blob' && blob !== null)) {
+        throw new PathCollisionError(`${prefix}${name}`);
+      }
+      if (blob === null) {
+        if (cur && cur.type === 'blob') {
+          entries.delete(name);
+          changes.push({ path: `${prefix}${name}`, blob: null });
+          dirty = true;
+        }
+      } else if (!cur || cur.oid !== blob) {
+        entries.set(name, { mode: '100644', path: name, oid: blob, type: 'blob' });
+        changes.push({ path: `${prefix}${name}`, blob });
+        dirty = true;
+      }
+    }
+    for (const [name, sub] of dirs) {
+      const cur = entries.get(name);
+      if (cur && cur.type !== 'tree') {
+        // Deleting below a file is a no-op; writing below it collides.
+        if ([...sub.values()].some((b) => b !== null)) throw new PathCollisionError(`${prefix}${name}`);
+        continue;
+      }
+      const before = cur?.oid ?? null;
+      const after = await this.rewriteTree(id, sfs, gitdir, before, sub, `${prefix}${name}/`, changes);
+      if (after === before) continue;
+      dirty = true;
+      if (after === null) entries.delete(name);
+      else entries.set(name, { mode: '040000', path: name, oid: after, type: 'tree' });
+    }
+    if (!dirty) return tree;
+    if (entries.size === 0) return null;
+    const oid = await git.writeTree({ fs: sfs, gitdir, tree: [...entries.values()] });
+    return oid;
+  }
+
+  /** git's lock-file protocol: create `main.lock` exclusively, check the ref, rename over it. */
+  private async moveRef(id: string, expected: string | null, next: string): Promise<void> {
+    const gitdir = this.gitdir(id);
+    const refPath = `${gitdir}/${REF}`;
+    const lockPath = `${refPath}.lock`;
+    let locked = await this.fs.createExclusive(lockPath, encoder.encode(`${next}\n`));
+    if (!locked) {
+      await this.recover(id);
+      locked = await this.fs.createExclusive(lockPath, encoder.encode(`${next}\n`));
+      if (!locked) throw new ConcurrentUpdateError(`${REF} is locked by another writer`);
+    }
+    try {
+      const current = await this.head(id);
+      if (current !== expected) {
+        throw new ConcurrentUpdateError(`${REF} moved from ${expected ?? '(none)'} to ${current ?? '(none)'}`);
+      }
+      await this.fs.renameDurable(lockPath, refPath);
+    } catch (e) {
+      await this.fs.unlink(lockPath);
+      throw e;
+    }
+  }
+
+  private checkPath(path: string): void {
+    const problem = pagePathProblem(path);
+    if (problem) throw new UnsafeNameError(`invalid page path: ${path} (${problem})`);
+  }
+}

@@ -1,0 +1,24 @@
+import type { Handler } from 'hono';
+import type { Deps } from './deps.ts';
+
+/** The Hono environment every handler runs in. */
+export type AppEnv = {
+  Variables: {
+    deps: Deps;
+    requestId: string;
+  };
+};
+
+export type Method = 'GET' | 'POST' | 'DELETE';
+
+/** One endpoint: what each file in functions/ exports as its default. */
+export interface RouteDef {
+  method: Method;
+  /** Hono path pattern; `:path{.+}` captures a page path with its slashes. */
+  path: string;
+  /** Extra limiter for this route on top of the general one. */
+  limiter?: 'auth';
+  handler: Handler<AppEnv>;
+}
+
+export const defineRoute = (def: RouteDef): RouteDef => def;

@@ -1,0 +1,72 @@
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { serve } from '@hono/node-server';
+import type { Clock } from '../clock.ts';
+import { systemClock } from '../clock.ts';
+import type { Config } from '../config.ts';
+import type { Deps } from '../deps.ts';
+import type { Logger } from '../log.ts';
+import { openDatabaseFile } from '../db/open-node.ts';
+import { GitStore } from '../git/store.ts';
+import { nodeStoreFs } from '../git/node-fs.ts';
+import { PathIndex } from '../git/path-index.ts';
+import { RepoStore } from '../git/repo-store.ts';
+import { buildApp } from '../app.ts';
+import type { RouteDef } from '../route.ts';
+
+/**
+ * The Node runtime: data root on disk, libSQL file `service.db` in it, bare repositories under
+ * `repos/`. Used by server.ts and by the end-to-end tests.
+ */
+export async function openNodeDeps(config: Config, opts: { clock?: Clock; log: Logger }): Promise<Deps> {
+  const clock = opts.clock ?? systemClock;
+  await mkdir(config.dataRoot, { recursive: true });
+  await mkdir(join(config.dataRoot, 'repos'), { recursive: true });
+  const db = await openDatabaseFile(join(config.dataRoot, 'service.db'), Math.floor(clock.now() / 1000));
+  const git = new GitStore({ fs: nodeStoreFs(), root: join(config.dataRoot, 'repos') });
+  // Nothing else writes these repositories: leftovers of a crash are safe to clear before serving.
+  await git.recoverAll();
+  const repos = new RepoStore(git, new PathIndex(db), clock);
+  return { config, clock, db, repos, log: opts.log };
+}
+
+export interface RunningServer {
+  server: Server;
+  port: number;
+  url: string;
+  /** Stops accepting, lets in-flight requests finish, then closes the database. */
+  close(): Promise<void>;
+}
+
+export async function startServer(deps: Deps, routes: RouteDef[]): Promise<RunningServer> {
+  const app = buildApp(deps, { routes });
+  const { config } = deps;
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = serve(
+      { fetch: app.fetch, port: config.listenPort, hostname: config.listenHost },
+      () => resolve(s as Server),
+    ) as Server;
+    s.once('error', reject);
+  });
+  const addr = server.address() as AddressInfo;
+  const host = addr.family === 'IPv6' ? `[${addr.address === '::' ? '::1' : addr.address}]` : addr.address === '0.0.0.0' ? '127.0.0.1' : addr.address;
+  let closing: Promise<void> | null = null;
+  return {
+    server,
+    port: addr.port,
+    url: `http://${host}:${addr.port}`,
+    close() {
+      closing ??= (async () => {
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          // Idle keep-alive sockets would hold close() open; busy ones finish their request first.
+          server.closeIdleConnections();
+        });
+        await deps.db.close();
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,52 @@
+import { ConfigError, loadConfig } from './lib/config.ts';
+import { jsonLogger } from './lib/log.ts';
+import { openNodeDeps, startServer } from './lib/runtime/node.ts';
+import { routes } from './functions/index.ts';
+
+/** Node entry: environment → config → deps (libSQL file, git store on disk) → app → HTTP server. */
+const log = jsonLogger(
+  (line) => process.stdout.write(`${line}\n`),
+  (line) => process.stderr.write(`${line}\n`),
+);
+
+let loaded;
+try {
+  loaded = loadConfig(process.env, process.cwd());
+} catch (e) {
+  if (e instanceof ConfigError) {
+    log.error('config', { error: e.message });
+    process.exit(2);
+  }
+  throw e;
+}
+const { config, warnings } = loaded;
+for (const w of warnings) log.warn('config', { warning: w });
+
+const deps = await openNodeDeps(config, { log });
+const running = await startServer(deps, routes);
+log.info('listening', {
+  url: running.url,
+  address: `${config.listenHost ?? '*'}:${running.port}`,
+  data_root: config.dataRoot,
+});
+
+let stopping = false;
+const stop = (signal: string) => {
+  if (stopping) return;
+  stopping = true;
+  log.info('shutdown', { signal });
+  const force = setTimeout(() => {
+    log.error('shutdown', { error: 'in-flight requests did not finish within 25s; exiting' });
+    process.exit(1);
+  }, 25_000);
+  force.unref();
+  running.close().then(
+    () => process.exit(0),
+    (e) => {
+      log.error('shutdown', { error: String(e) });
+      process.exit(1);
+    },
+  );
+};
+process.on('SIGTERM', () => stop('SIGTERM'));
+process.on('SIGINT', () => stop('SIGINT'));
