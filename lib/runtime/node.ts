@@ -60,8 +60,13 @@ export async function startServer(deps: Deps, routes: RouteDef[]): Promise<Runni
     close() {
       closing ??= (async () => {
         await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          // Idle keep-alive sockets would hold close() open; busy ones finish their request first.
+          // Idle keep-alive sockets would hold close() open; busy ones finish their request first and
+          // are closed as soon as they fall idle.
+          const sweep = setInterval(() => server.closeIdleConnections(), 25);
+          server.close(() => {
+            clearInterval(sweep);
+            resolve();
+          });
           server.closeIdleConnections();
         });
         await deps.db.close();
