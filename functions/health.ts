@@ -4,5 +4,6 @@ import { defineRoute } from '../lib/route.ts';
 export default defineRoute({
   method: 'GET',
   path: '/health',
+  public: true,
   handler: (c) => c.json({ status: 'ok' }),
 });

@@ -3,6 +3,7 @@ import type { Config } from './config.ts';
 import type { Database } from './db/database.ts';
 import type { RepoStore } from './git/repo-store.ts';
 import type { Logger } from './log.ts';
+import type { Members } from './db/members.ts';
 
 /**
  * Everything a handler may use, injected: no module-level singletons. The Node entry builds these from
@@ -14,4 +15,5 @@ export interface Deps {
   db: Database;
   repos: RepoStore;
   log: Logger;
+  members: Members;
 }

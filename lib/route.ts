@@ -1,11 +1,14 @@
 import type { Handler } from 'hono';
 import type { Deps } from './deps.ts';
+import type { Identity } from './auth/identity.ts';
 
 /** The Hono environment every handler runs in. */
 export type AppEnv = {
   Variables: {
     deps: Deps;
     requestId: string;
+    /** Set by the auth middleware on /v1 routes. */
+    identity: Identity | undefined;
   };
 };
 
@@ -18,6 +21,8 @@ export interface RouteDef {
   path: string;
   /** Extra limiter for this route on top of the general one. */
   limiter?: 'auth';
+  /** No credential needed (health, sign-in, signed webhooks). Every other route runs behind authentication. */
+  public?: boolean;
   handler: Handler<AppEnv>;
 }
 

@@ -13,6 +13,7 @@ import { GitStore } from '../git/store.ts';
 import { nodeStoreFs } from '../git/node-fs.ts';
 import { PathIndex } from '../git/path-index.ts';
 import { RepoStore } from '../git/repo-store.ts';
+import { Members } from '../db/members.ts';
 import { buildApp } from '../app.ts';
 import type { RouteDef } from '../route.ts';
 
@@ -29,7 +30,7 @@ export async function openNodeDeps(config: Config, opts: { clock?: Clock; log: L
   // Nothing else writes these repositories: leftovers of a crash are safe to clear before serving.
   await git.recoverAll();
   const repos = new RepoStore(git, new PathIndex(db), clock);
-  return { config, clock, db, repos, log: opts.log };
+  return { config, clock, db, repos, log: opts.log, members: new Members(db, clock) };
 }
 
 export interface RunningServer {

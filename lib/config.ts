@@ -1,0 +1,360 @@
+/**
+ * Environment → typed configuration, with the rules of SPEC.md "Configuration" and API.md
+ * "Identities and tokens". Pure: warnings are returned, never printed, and nothing here touches the
+ * filesystem or the network. Only web-standard globals are used (`crypto.getRandomValues`, TextEncoder).
+ *
+ * Conventions where the documents are silent:
+ * - A variable set to the empty string (or only whitespace) counts as unset, except where an explicit empty
+ *   value has a meaning of its own: SERVICE_CORS_ORIGINS (`""` = no browser origin allowed),
+ *   SERVICE_TRUSTED_PROXIES (`""` = trust no proxy) and SERVICE_SESSION_SECRET (set but too short → refused).
+ * - Surrounding whitespace is trimmed from every value except SERVICE_SESSION_SECRET (whose bytes are used
+ *   as they are). So `" 100 "` is accepted as 100 for a numeric setting; inner garbage is not.
+ */
+import { TrustedProxies, isLoopbackIp, normalizeIp } from './http/client-ip.ts';
+
+export interface Config {
+  /** PORT (default 8080): only used to build the listen address when SERVICE_LISTEN_ADDR is unset. */
+  port: number;
+  /** Host to bind; undefined = every interface (`:8080` form). IPv6 hosts come without brackets. */
+  listenHost: string | undefined;
+  /** Port actually bound (from SERVICE_LISTEN_ADDR when set, else PORT). 0 = an ephemeral port. */
+  listenPort: number;
+  /** Absolute path. */
+  dataRoot: string;
+  sessionSecret: Uint8Array;
+  /** True when SERVICE_SESSION_SECRET was unset and a random secret was drawn for this boot. */
+  sessionSecretGenerated: boolean;
+  idpClientId: string | undefined;
+  idpJwksUrl: string;
+  idpIssuers: string[];
+  apiKey: string;
+  /** True when SERVICE_API_KEY was unset and the development key is in use. */
+  apiKeyDefaulted: boolean;
+  /** Allowed browser origins; exactly `['*']` when `*` was listed. */
+  corsOrigins: string[];
+  /** Addresses and CIDR blocks, validated (each is accepted by `new TrustedProxies`). */
+  trustedProxies: string[];
+  maxBodyBytes: number;
+  rateLimitPerMin: number;
+  rateLimitBurst: number;
+  authRateLimitPerMin: number;
+  authRateLimitBurst: number;
+  rateLimitDisabled: boolean;
+}
+
+/** A configuration the server must refuse to start with; the message says what to fix. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+export const DEFAULTS = {
+  port: 8080,
+  dataRoot: './service-data',
+  apiKey: 'dev-key',
+  corsOrigins: ['http://localhost:5173', 'http://localhost:3000'],
+  trustedProxies: ['127.0.0.1', '::1'],
+  idpJwksUrl: 'https://www.googleapis.com/oauth2/v3/certs',
+  idpIssuers: ['https://accounts.google.com', 'accounts.google.com'],
+  maxBodyBytes: 8388608,
+  rateLimitPerMin: 300,
+  rateLimitBurst: 100,
+  authRateLimitPerMin: 15,
+  authRateLimitBurst: 8,
+} as const;
+
+/** Minimum length of SERVICE_SESSION_SECRET, in bytes of its UTF-8 encoding. */
+export const MIN_SESSION_SECRET_BYTES = 32;
+
+/** Prefix of personal access tokens; a legacy key with it could never be used (PATs are resolved first). */
+const PAT_PREFIX = 'krp_';
+
+type Env = Record<string, string | undefined>;
+
+/** The value trimmed, or undefined when unset, empty or only whitespace. */
+function str(env: Env, name: string): string | undefined {
+  const v = env[name];
+  if (v === undefined) return undefined;
+  const t = v.trim();
+  return t === '' ? undefined : t;
+}
+
+/**
+ * SPEC.md rule 1: an integer greater than zero, else the default, silently. Only plain decimal digits
+ * (after trimming surrounding whitespace) are integers: `"12abc"`, `"1.5"`, `"1e3"`, `"+5"`, `"0x10"`,
+ * `"0"`, `"-3"`, `""` all give the default, as does a value beyond Number.MAX_SAFE_INTEGER.
+ */
+export function positiveInt(value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const t = value.trim();
+  if (!/^[0-9]+$/.test(t)) return fallback;
+  const n = Number(t);
+  return Number.isSafeInteger(n) && n > 0 ? n : fallback;
+}
+
+/** Comma-separated list: entries trimmed, empty entries dropped. */
+function list(value: string): string[] {
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+function parsePort(text: string, what: string): number {
+  if (!/^[0-9]{1,5}$/.test(text) || Number(text) > 65535) {
+    throw new ConfigError(`${what}: port must be an integer from 0 to 65535, got ${JSON.stringify(text)}`);
+  }
+  return Number(text);
+}
+
+const HOSTNAME_RE = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+
+/**
+ * SERVICE_LISTEN_ADDR in Go's `host:port` form: `:8080` (every interface), `127.0.0.1:8080`,
+ * `0.0.0.0:9000`, `[::1]:8080`, `localhost:8080`. Port 0 asks for an ephemeral port.
+ */
+export function parseListenAddr(value: string): { host: string | undefined; port: number } {
+  const what = `SERVICE_LISTEN_ADDR ${JSON.stringify(value)}`;
+  const hint = 'expected host:port, e.g. ":8080", "127.0.0.1:8080" or "[::1]:8080"';
+  if (value.includes('://')) throw new ConfigError(`${what} is a URL, not a listen address; ${hint}`);
+  if (value.startsWith('[')) {
+    const m = /^\[([^\]]*)\]:([^:]*)$/.exec(value);
+    if (!m) throw new ConfigError(`${what} is not a valid listen address; ${hint}`);
+    const host = m[1]!;
+    if (!host.includes(':') || !isIp(host)) {
+      throw new ConfigError(`${what}: ${JSON.stringify(host)} is not an IPv6 address; ${hint}`);
+    }
+    return { host, port: parsePort(m[2]!, what) };
+  }
+  const colon = value.lastIndexOf(':');
+  if (colon < 0) {
+    throw new ConfigError(`${what} has no port; ${hint}`);
+  }
+  const host = value.slice(0, colon);
+  const port = value.slice(colon + 1);
+  if (host.includes(':')) {
+    throw new ConfigError(`${what}: an IPv6 host must be in brackets; ${hint}`);
+  }
+  if (host !== '' && !isIp(host) && !HOSTNAME_RE.test(host)) {
+    throw new ConfigError(`${what}: ${JSON.stringify(host)} is not an IP address or host name; ${hint}`);
+  }
+  return { host: host === '' ? undefined : host, port: parsePort(port, what) };
+}
+
+function isIp(s: string): boolean {
+  return normalizeIp(s) !== undefined;
+}
+
+/** Whether a bind host is loopback-only. Undefined (every interface) is not. */
+export function isLoopbackHost(host: string | undefined): boolean {
+  if (host === undefined) return false;
+  const h = host.toLowerCase().replace(/\.$/, '');
+  return h === 'localhost' || h.endsWith('.localhost') || isLoopbackIp(h);
+}
+
+/** POSIX path resolution without node:path: `rel` against `base`, `.`/`..`/`//` normalised. */
+export function resolvePath(base: string, rel: string): string {
+  const joined = rel.startsWith('/') ? rel : `${base}/${rel}`;
+  const out: string[] = [];
+  for (const seg of joined.split('/')) {
+    if (seg === '' || seg === '.') continue;
+    if (seg === '..') out.pop();
+    else out.push(seg);
+  }
+  return `/${out.join('/')}`;
+}
+
+function currentDirectory(): string {
+  const proc = (globalThis as { process?: { cwd?: () => string } }).process;
+  return proc?.cwd?.() ?? '/';
+}
+
+/** A CORS origin in the form browsers send (`scheme://host[:port]`), or undefined. */
+function normalizeOrigin(entry: string): { origin: string; hadPath: boolean } | undefined {
+  let url: URL;
+  try {
+    url = new URL(entry);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
+  if (url.username || url.password) return undefined;
+  return { origin: url.origin, hadPath: url.pathname !== '/' || url.search !== '' || url.hash !== '' };
+}
+
+export function loadConfig(env: Env, cwd?: string): { config: Config; warnings: string[] } {
+  const warnings: string[] = [];
+
+  // --- listen address
+  // PORT is only needed when SERVICE_LISTEN_ADDR is unset: then an invalid PORT is refused; otherwise it is
+  // ignored with a warning (binding somewhere the operator did not ask for is worse than not starting).
+  const portText = str(env, 'PORT');
+  const listenAddr = str(env, 'SERVICE_LISTEN_ADDR');
+  let port: number = DEFAULTS.port;
+  if (portText !== undefined) {
+    try {
+      port = parsePort(portText, `PORT ${JSON.stringify(portText)}`);
+    } catch (e) {
+      if (!listenAddr) throw e;
+      warnings.push(`PORT ${JSON.stringify(portText)} is not a valid port; ignored (SERVICE_LISTEN_ADDR is set)`);
+    }
+  }
+  const { host: listenHost, port: listenPort } = listenAddr
+    ? parseListenAddr(listenAddr)
+    : { host: undefined, port };
+
+  // --- data root
+  const base = cwd ?? currentDirectory();
+  const dataRoot = resolvePath(resolvePath('/', base), str(env, 'SERVICE_DATA_ROOT') ?? DEFAULTS.dataRoot);
+
+  // --- session secret (not trimmed: its bytes are the key)
+  const secretText = env.SERVICE_SESSION_SECRET;
+  let sessionSecret: Uint8Array;
+  let sessionSecretGenerated = false;
+  if (secretText !== undefined) {
+    sessionSecret = new TextEncoder().encode(secretText);
+    if (sessionSecret.length < MIN_SESSION_SECRET_BYTES) {
+      throw new ConfigError(
+        `SERVICE_SESSION_SECRET must be at least ${MIN_SESSION_SECRET_BYTES} bytes (got ${sessionSecret.length}); ` +
+          'generate one with: openssl rand -base64 48',
+      );
+    }
+  } else {
+    sessionSecret = new Uint8Array(MIN_SESSION_SECRET_BYTES);
+    globalThis.crypto.getRandomValues(sessionSecret);
+    sessionSecretGenerated = true;
+    warnings.push(
+      'SERVICE_SESSION_SECRET is unset: using a random secret for this boot; every session token is ' +
+        'invalidated on restart. Set SERVICE_SESSION_SECRET (at least 32 bytes) to keep sessions.',
+    );
+  }
+
+  // --- legacy key
+  const rawKey = env.SERVICE_API_KEY;
+  const keyText = str(env, 'SERVICE_API_KEY');
+  if (rawKey !== undefined && keyText !== undefined && keyText !== rawKey) {
+    warnings.push('SERVICE_API_KEY had leading or trailing whitespace; it was removed.');
+  }
+  if (keyText?.startsWith(PAT_PREFIX)) {
+    throw new ConfigError(
+      `SERVICE_API_KEY must not start with "${PAT_PREFIX}": that prefix is reserved for personal access tokens`,
+    );
+  }
+  const apiKey = keyText ?? DEFAULTS.apiKey;
+  const apiKeyDefaulted = keyText === undefined;
+  if (apiKey === DEFAULTS.apiKey) {
+    const where = listenHost === undefined ? `every interface (:${listenPort})` : `${listenHost}:${listenPort}`;
+    const cause = apiKeyDefaulted ? 'SERVICE_API_KEY is unset' : 'SERVICE_API_KEY is the public development value';
+    if (isLoopbackHost(listenHost)) {
+      warnings.push(
+        `${cause}: the legacy key is "${DEFAULTS.apiKey}" (server-wide admin). Fine for local development ` +
+          'only; set SERVICE_API_KEY to a long random value before exposing the server.',
+      );
+    } else {
+      warnings.push(
+        `SECURITY: ${cause} and the server listens on ${where}, which is not loopback. ANYONE who can ` +
+          `reach it gets full admin access to every repository with the publicly known key "${DEFAULTS.apiKey}". ` +
+          'Set SERVICE_API_KEY to a long random value, or bind to 127.0.0.1 behind the proxy.',
+      );
+    }
+  }
+
+  // --- identity provider
+  const idpClientId = str(env, 'IDP_OAUTH_CLIENT_ID');
+  const idpJwksUrl = str(env, 'IDP_JWKS_URL') ?? DEFAULTS.idpJwksUrl;
+  let jwks: URL;
+  try {
+    jwks = new URL(idpJwksUrl);
+  } catch {
+    throw new ConfigError(`IDP_JWKS_URL ${JSON.stringify(idpJwksUrl)} is not a URL`);
+  }
+  if (jwks.protocol !== 'https:' && jwks.protocol !== 'http:') {
+    throw new ConfigError(`IDP_JWKS_URL ${JSON.stringify(idpJwksUrl)} must be an http(s) URL`);
+  }
+  if (jwks.protocol === 'http:' && !isLoopbackHost(jwks.hostname.replace(/^\[(.*)\]$/, '$1'))) {
+    warnings.push(
+      `IDP_JWKS_URL uses plain http to a non-loopback host (${jwks.host}): whoever can tamper with that ` +
+        'traffic can forge sign-ins. Use https.',
+    );
+  }
+  const issuersText = str(env, 'IDP_ISSUERS');
+  const parsedIssuers = issuersText === undefined ? [] : list(issuersText);
+  const idpIssuers = parsedIssuers.length > 0 ? parsedIssuers : [...DEFAULTS.idpIssuers];
+
+  // --- CORS: unset → default; set → exactly that list (possibly empty); `*` anywhere → ['*']
+  const corsText = env.SERVICE_CORS_ORIGINS;
+  let corsOrigins: string[];
+  if (corsText === undefined) {
+    corsOrigins = [...DEFAULTS.corsOrigins];
+  } else {
+    const entries = list(corsText);
+    if (entries.includes('*')) {
+      corsOrigins = ['*'];
+    } else {
+      corsOrigins = [];
+      for (const entry of entries) {
+        const o = normalizeOrigin(entry);
+        if (!o) {
+          warnings.push(`SERVICE_CORS_ORIGINS: ignoring ${JSON.stringify(entry)}, not an http(s) origin`);
+          continue;
+        }
+        if (o.hadPath) {
+          warnings.push(
+            `SERVICE_CORS_ORIGINS: ${JSON.stringify(entry)} has a path; using its origin ${o.origin}`,
+          );
+        }
+        if (!corsOrigins.includes(o.origin)) corsOrigins.push(o.origin);
+      }
+    }
+  }
+
+  // --- trusted proxies: unset → default; set → exactly that list (possibly empty); invalid → refuse
+  const proxiesText = env.SERVICE_TRUSTED_PROXIES;
+  const trustedProxies = proxiesText === undefined ? [...DEFAULTS.trustedProxies] : list(proxiesText);
+  for (const entry of trustedProxies) {
+    try {
+      new TrustedProxies([entry]);
+    } catch {
+      throw new ConfigError(
+        `SERVICE_TRUSTED_PROXIES: ${JSON.stringify(entry)} is not an IP address or CIDR block ` +
+          '(e.g. 127.0.0.1, ::1, 10.0.0.0/8, fd00::/8)',
+      );
+    }
+  }
+
+  // --- limits (SPEC.md rule 1)
+  const maxBodyBytes = positiveInt(env.SERVICE_MAX_BODY_BYTES, DEFAULTS.maxBodyBytes);
+  const rateLimitPerMin = positiveInt(env.SERVICE_RATELIMIT_PER_MIN, DEFAULTS.rateLimitPerMin);
+  const rateLimitBurst = positiveInt(env.SERVICE_RATELIMIT_BURST, DEFAULTS.rateLimitBurst);
+  const authRateLimitPerMin = positiveInt(env.SERVICE_AUTH_RATELIMIT_PER_MIN, DEFAULTS.authRateLimitPerMin);
+  const authRateLimitBurst = positiveInt(env.SERVICE_AUTH_RATELIMIT_BURST, DEFAULTS.authRateLimitBurst);
+  const disable = str(env, 'SERVICE_RATELIMIT_DISABLE')?.toLowerCase();
+  const rateLimitDisabled = disable === '1' || disable === 'true' || disable === 'yes';
+
+  return {
+    config: {
+      port,
+      listenHost,
+      listenPort,
+      dataRoot,
+      sessionSecret,
+      sessionSecretGenerated,
+      idpClientId,
+      idpJwksUrl,
+      idpIssuers,
+      apiKey,
+      apiKeyDefaulted,
+      corsOrigins,
+      trustedProxies,
+      maxBodyBytes,
+      rateLimitPerMin,
+      rateLimitBurst,
+      authRateLimitPerMin,
+      authRateLimitBurst,
+      rateLimitDisabled,
+    },
+    warnings,
+  };
+}

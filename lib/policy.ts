@@ -1,0 +1,131 @@
+import type { Context } from 'hono';
+import type { Identity, UserIdentity } from './auth/identity.ts';
+import type { Role } from './db/members.ts';
+import { HttpError } from './http/errors.ts';
+import type { AppEnv } from './route.ts';
+
+/**
+ * Who may do what: the one place that knows SPEC.md's "Behavior by mode" and "Roles" tables. Handlers
+ * name the action; nothing else re-implements a check.
+ */
+
+export type Action =
+  // Account-scoped
+  | 'me.read'
+  | 'pat.mint'
+  | 'pat.list'
+  | 'pat.revoke'
+  | 'repo.list'
+  | 'repo.create' // POST /v1/repos
+  | 'repo.create.legacy' // POST /v1/repos/:id
+  | 'repo.join'
+  // Repository-scoped: any member
+  | 'repo.read' // pages, pull, history, timeline, diff, evolution
+  | 'repo.push'
+  | 'members.list'
+  | 'activity.read'
+  // Repository-scoped: owners only
+  | 'invite.mint'
+  | 'invite.list'
+  | 'invite.revoke'
+  | 'member.remove';
+
+export type Decision = { allow: true } | { allow: false; status: 401 | 403; error: string };
+
+const ALLOW: Decision = { allow: true };
+const deny = (status: 401 | 403, error: string): Decision => ({ allow: false, status, error });
+
+const SESSION_REQUIRED = deny(401, 'session required');
+const USER_REQUIRED = deny(403, 'user session required');
+const NOT_MEMBER = deny(403, 'not a member of this repo');
+
+/** Actions that need the caller's role in the repository. */
+export const REPO_SCOPED: ReadonlySet<Action> = new Set<Action>([
+  'repo.read',
+  'repo.push',
+  'members.list',
+  'activity.read',
+  'invite.mint',
+  'invite.list',
+  'invite.revoke',
+  'member.remove',
+]);
+
+const OWNER_ONLY: Partial<Record<Action, string>> = {
+  'invite.mint': 'only an owner can manage invite keys',
+  'invite.list': 'only an owner can manage invite keys',
+  'invite.revoke': 'only an owner can manage invite keys',
+  'member.remove': 'only an owner can remove members',
+};
+
+/** Under the legacy key: the shared admin passes every membership and owner check, but has no user. */
+const LEGACY_TABLE: Record<Action, Decision> = {
+  'me.read': SESSION_REQUIRED,
+  'pat.mint': USER_REQUIRED,
+  'pat.list': USER_REQUIRED,
+  'pat.revoke': USER_REQUIRED,
+  'repo.list': ALLOW,
+  'repo.create': USER_REQUIRED,
+  'repo.create.legacy': ALLOW,
+  'repo.join': USER_REQUIRED,
+  'repo.read': ALLOW,
+  'repo.push': ALLOW,
+  'members.list': ALLOW,
+  'activity.read': ALLOW,
+  'invite.mint': USER_REQUIRED,
+  'invite.list': ALLOW,
+  'invite.revoke': ALLOW,
+  'member.remove': ALLOW,
+};
+
+/**
+ * The decision for an identity, an action and — for repository-scoped actions — the caller's role in
+ * that repository (null = not a member, or the repository does not exist).
+ */
+export function decide(identity: Identity, action: Action, role: Role | null = null): Decision {
+  if (identity.kind === 'legacy') return LEGACY_TABLE[action];
+  if (!REPO_SCOPED.has(action)) return ALLOW;
+  if (role === null) return NOT_MEMBER;
+  const ownerOnly = OWNER_ONLY[action];
+  if (ownerOnly && role !== 'owner') return deny(403, ownerOnly);
+  return ALLOW;
+}
+
+/** The identity the auth middleware resolved; 401 if none (the middleware normally answered already). */
+export function identityOf(c: Context<AppEnv>): Identity {
+  const id = c.get('identity');
+  if (!id) throw new HttpError(401, 'missing authorization header');
+  return id;
+}
+
+/** Throws the decision's HttpError unless the identity may perform an account-scoped action. */
+export function authorize(c: Context<AppEnv>, action: Action): Identity {
+  if (REPO_SCOPED.has(action)) throw new Error(`${action} is repository-scoped: use authorizeRepo`);
+  const identity = identityOf(c);
+  const d = decide(identity, action);
+  if (!d.allow) throw new HttpError(d.status, d.error);
+  return identity;
+}
+
+/** As authorize, for actions that need a real user; returns it typed. */
+export function authorizeUser(c: Context<AppEnv>, action: Action): UserIdentity {
+  const identity = authorize(c, action);
+  if (identity.kind !== 'user') throw new HttpError(403, 'user session required');
+  return identity;
+}
+
+/**
+ * Looks up the caller's role in `repoId` and throws unless the action is allowed. Returns the identity
+ * and the role (null under the legacy key).
+ */
+export async function authorizeRepo(
+  c: Context<AppEnv>,
+  action: Action,
+  repoId: string,
+): Promise<{ identity: Identity; role: Role | null }> {
+  const identity = identityOf(c);
+  const role = identity.kind === 'user' ? await c.get('deps').members.roleOf(repoId, identity.userId) : null;
+  const d = decide(identity, action, role);
+  if (!d.allow) throw new HttpError(d.status, d.error);
+  return { identity, role };
+}
