@@ -1,0 +1,50 @@
+/**
+ * Wire types of the section differ (API.md "Diff and evolution"). Plain JSON data: a SectionDiff is sent as
+ * is by the diff and evolution endpoints and printed by the clients.
+ */
+import type { FieldChange } from './frontmatter.ts';
+
+export type { FieldChange } from './frontmatter.ts';
+
+/** API.md's Commit: `{"sha","author","email","time","message"}`. */
+export interface CommitRef {
+  sha: string;
+  author: string;
+  email: string;
+  time: string;
+  message: string;
+}
+
+export type SectionStatus = 'added' | 'removed' | 'modified' | 'unchanged' | 'renamed';
+
+export interface SectionEntry {
+  /** The heading line without trailing blanks (`"## Decision"`), or `_preamble`. */
+  heading: string;
+  status: SectionStatus;
+  /** Old body (trailing blank lines trimmed); omitted when the section is new or its old body is empty. */
+  from?: string;
+  /** New body; omitted when the section was removed or its new body is empty. */
+  to?: string;
+  /** Every line prefixed `"  "`, `"- "` or `"+ "`, joined with `\n`; omitted when both bodies are empty. */
+  line_diff?: string;
+  /** For `renamed`: the old heading. */
+  old_heading?: string;
+  /** With blame: the first commit in which the heading appeared. */
+  introduced_by?: CommitRef;
+}
+
+export interface SectionDiff {
+  from_sha: string;
+  to_sha: string;
+  frontmatter: { changed: FieldChange[]; added: FieldChange[]; removed: FieldChange[] };
+  preamble?: SectionEntry;
+  sections: SectionEntry[];
+  parse_fallback?: true;
+  /** Some line diff was reported coarsely, or rename detection was skipped, to bound the work. */
+  truncated?: true;
+}
+
+export interface DiffShas {
+  from_sha?: string;
+  to_sha?: string;
+}
