@@ -1,5 +1,41 @@
 import type { RouteDef } from '../lib/route.ts';
 import health from './health.ts';
+import authIdp from './auth/idp.ts';
+import me from './me.ts';
+import patsCreate from './pats/create.ts';
+import patsList from './pats/list.ts';
+import patsRevoke from './pats/revoke.ts';
+import reposCreate from './repos/create.ts';
+import reposCreateLegacy from './repos/create-legacy.ts';
+import reposList from './repos/list.ts';
+import pagesList from './pages/list.ts';
+import pagesRead from './pages/read.ts';
+import syncPush from './sync/push.ts';
+import syncPull from './sync/pull.ts';
+import historyTimeline from './history/timeline.ts';
+import historyPage from './history/page.ts';
+import diffPage from './diff/diff.ts';
+import diffEvolution from './diff/evolution.ts';
+import activityList from './activity/list.ts';
 
 /** Every endpoint of the service, in one list: lib/app.ts mounts exactly these. */
-export const routes: RouteDef[] = [health];
+export const routes: RouteDef[] = [
+  health,
+  authIdp,
+  me,
+  patsCreate,
+  patsList,
+  patsRevoke,
+  reposList,
+  reposCreate,
+  reposCreateLegacy,
+  pagesList,
+  pagesRead,
+  syncPush,
+  syncPull,
+  historyTimeline,
+  historyPage,
+  diffPage,
+  diffEvolution,
+  activityList,
+];

@@ -8,6 +8,7 @@ import { corsMiddleware } from './http/cors.ts';
 import { RateLimiter, rateLimit } from './http/rate-limit.ts';
 import { TrustedProxies, clientIp, ipBucketKey } from './http/client-ip.ts';
 import { peerAddress } from './http/node-peer.ts';
+import { authenticate } from './auth/middleware.ts';
 import {
   ConcurrentUpdateError,
   PathCollisionError,
@@ -73,7 +74,11 @@ export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
 
   app.use('*', bodyCap(config.maxBodyBytes));
 
-  for (const r of opts.routes) app.on(r.method, r.path, r.handler);
+  // Every route but the public ones (health, sign-in, signed webhooks) resolves the caller first.
+  for (const r of opts.routes) {
+    if (r.public) app.on(r.method, r.path, r.handler);
+    else app.on(r.method, r.path, authenticate, r.handler);
+  }
   // A known path with another method: 405, not 404.
   const methodsByPath = new Map<string, Set<string>>();
   for (const r of opts.routes) {

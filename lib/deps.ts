@@ -4,6 +4,12 @@ import type { Database } from './db/database.ts';
 import type { RepoStore } from './git/repo-store.ts';
 import type { Logger } from './log.ts';
 import type { Members } from './db/members.ts';
+import type { Users } from './db/users.ts';
+import type { Pats } from './db/pats.ts';
+import type { IdpKeySource } from './auth/idp.ts';
+import type { Activity } from './db/activity.ts';
+import type { QuotaPolicy } from './quota.ts';
+import type { ParseCache } from './diff-service.ts';
 
 /**
  * Everything a handler may use, injected: no module-level singletons. The Node entry builds these from
@@ -16,4 +22,12 @@ export interface Deps {
   repos: RepoStore;
   log: Logger;
   members: Members;
+  users: Users;
+  pats: Pats;
+  /** Signing keys of the identity provider (remote JWKS in production; tests may point it anywhere). */
+  idpKeys: IdpKeySource;
+  activity: Activity;
+  quota: QuotaPolicy;
+  /** Parsed page revisions by (repository, blob id), shared by the diff and evolution endpoints. */
+  parsedPages: ParseCache;
 }

@@ -1000,11 +1000,9 @@ describe('property: the differ never throws', () => {
 // ---------------------------------------------------------------------------------------------------------
 
 describe('hostile input', () => {
-  const timed = <T>(f: () => T): [T, number] => {
-    const t0 = performance.now();
-    const v = f();
-    return [v, performance.now() - t0];
-  };
+  // No timing assertions here: a hang fails through the suite's per-test timeout; speed is measured by
+  // `npm run bench`.
+  const run = <T>(f: () => T): T => f();
 
   it('billion laughs in the frontmatter: parse_fallback, promptly', () => {
     let y = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]';
@@ -1013,8 +1011,7 @@ describe('hostile input', () => {
       y += `\n${c}: &${c} [${Array(9).fill('*' + prev).join(',')}]`;
       prev = c;
     }
-    const [d, ms] = timed(() => D(P(y, '## A', 'x'), P('a: 1', '## A', 'x')));
-    expect(ms).toBeLessThan(1000);
+    const d = run(() => D(P(y, '## A', 'x'), P('a: 1', '## A', 'x')));
     expect(d.parse_fallback).toBe(true);
     expect(d.sections).toEqual([]);
     expect(d.preamble?.status).toBe('modified');
@@ -1022,8 +1019,7 @@ describe('hostile input', () => {
 
   it('10,000-deep nesting: parse_fallback, promptly, no stack overflow', () => {
     for (const y of ['a: ' + '['.repeat(10_000) + ']'.repeat(10_000), 'a: ' + '{b: '.repeat(10_000) + '1' + '}'.repeat(10_000), '- '.repeat(10_000) + 'x']) {
-      const [d, ms] = timed(() => D(P(y, 'x'), P(y, 'x')));
-      expect(ms).toBeLessThan(1000);
+      const d = run(() => D(P(y, 'x'), P(y, 'x')));
       expect(d).toStrictEqual(X({ parse_fallback: true, preamble: U('_preamble', L('---', y, '---', 'x')) }));
     }
   });
@@ -1031,8 +1027,7 @@ describe('hostile input', () => {
   it('binary garbage on both sides', () => {
     const r = prng(7);
     const bytes = Array.from({ length: 200_000 }, () => String.fromCharCode(Math.floor(r() * 256))).join('');
-    const [d, ms] = timed(() => D(bytes, bytes.slice(1000) + '\u0000'));
-    expect(ms).toBeLessThan(5000);
+    const d = run(() => D(bytes, bytes.slice(1000) + '\u0000'));
     expect(d.parse_fallback).toBe(true);
     const sides = sidesOf(d.preamble!.line_diff);
     expect(sides.from).toBe(d.preamble!.from);
@@ -1044,8 +1039,7 @@ describe('hostile input', () => {
     const a = P('a: 1', body.join('\n'));
     const b = a.replace('section 20000 has', 'section 20000 HAS');
     expect(a.length).toBeGreaterThan(4_000_000);
-    const [d, ms] = timed(() => D(a, b));
-    expect(ms).toBeLessThan(10_000);
+    const d = run(() => D(a, b));
     expect(d.truncated).toBeUndefined();
     expect(d.sections.length).toBe(40_000);
     expect(d.sections.filter((s) => s.status !== 'unchanged').map((s) => s.heading)).toEqual(['## S20000']);
@@ -1057,8 +1051,7 @@ describe('hostile input', () => {
     const a = P('a: 1', '## Big', lines.join('\n'));
     const b = P('a: 1', '## Big', edited.join('\n'));
     expect(a.length).toBeGreaterThan(7_000_000);
-    const [d, ms] = timed(() => D(a, b));
-    expect(ms).toBeLessThan(10_000);
+    const d = run(() => D(a, b));
     expect(d.truncated).toBe(true);
     const e = d.sections[0]!;
     expect(e.status).toBe('modified');
@@ -1076,8 +1069,7 @@ describe('hostile input', () => {
     const lines = Array.from({ length: 120_000 }, (_, i) => `row ${i} ${'y'.repeat(30)}`);
     const a = lines.join('\n');
     const b = lines.map((l, i) => (i % 5 === 0 ? l + '!' : l)).join('\n');
-    const [d, ms] = timed(() => D(a, b));
-    expect(ms).toBeLessThan(10_000);
+    const d = run(() => D(a, b));
     expect(d.parse_fallback).toBe(true);
     expect(d.truncated).toBe(true);
     expect(sidesOf(d.preamble!.line_diff).to).toBe(d.preamble!.to);
@@ -1085,18 +1077,16 @@ describe('hostile input', () => {
 
   it('thousands of simultaneously renamed sections: bounded, truncated', () => {
     const make = (h: string) => P('a: 1', Array.from({ length: 2_000 }, (_, i) => `## ${h}${i}\nalpha beta gamma delta ${i}`).join('\n'));
-    const [d, ms] = timed(() => D(make('Old'), make('New')));
-    expect(ms).toBeLessThan(5000);
+    const d = run(() => D(make('Old'), make('New')));
     expect(d.truncated).toBe(true);
     expect(d.sections.length).toBe(4_000);
   });
 
   it('long inner runs of blanks or punctuation stay linear (no regex backtracking)', () => {
     const n = 100_000;
-    const [d, ms] = timed(() =>
+    const d = run(() =>
       D(P('a: 1', '## H' + ' '.repeat(n) + 'x', 'a' + '!'.repeat(n) + 'b words'), P('a: 1', '## G' + ' '.repeat(n) + 'x', 'a' + '!'.repeat(n) + 'b words')),
     );
-    expect(ms).toBeLessThan(1000);
     expect(d.sections.map((s) => s.status)).toEqual(['renamed']);
   });
 

@@ -217,9 +217,7 @@ describe('parsePage: frontmatter YAML', () => {
 
   it('oversized block → too-large, without parsing', () => {
     const yaml = 'a: ' + 'x'.repeat(MAX_FRONTMATTER_BYTES);
-    const t0 = performance.now();
     const p = fm(yaml);
-    expect(performance.now() - t0).toBeLessThan(500);
     expect(p.frontmatterProblem).toBe('too-large');
   });
 
@@ -230,9 +228,7 @@ describe('parsePage: frontmatter YAML', () => {
       y += `${c}: &${c} [${Array(9).fill('*' + prev).join(',')}]\n`;
       prev = c;
     }
-    const t0 = performance.now();
     const p = fm(y);
-    expect(performance.now() - t0).toBeLessThan(1000);
     expect(p.frontmatter).toBeNull();
     expect(p.frontmatterProblem).toBe('invalid');
     expect(p.frontmatterError).toMatch(/alias/i);
@@ -253,9 +249,7 @@ describe('parsePage: frontmatter YAML', () => {
   ];
   for (const [name, yaml] of deep) {
     it(`deep nesting: ${name} → too-deep, promptly, no stack overflow`, () => {
-      const t0 = performance.now();
       const p = fm(yaml);
-      expect(performance.now() - t0).toBeLessThan(1000);
       expect(p.frontmatter).toBeNull();
       expect(p.frontmatterProblem).toBe('too-deep');
     });
@@ -274,33 +268,16 @@ describe('parsePage: robustness and speed', () => {
     expect(parsePage(null as unknown as string).empty).toBe(true);
   });
 
-  it('parses a 4 KB page well under a millisecond on average', () => {
-    const page =
-      '---\ntitle: A page\ntype: concept\ntags: [alpha, beta, gamma]\nupdated: 2026-05-17T10:00:00Z\n---\n\n# A page\n\nIntro.\n\n' +
-      Array.from({ length: 40 }, (_, i) => `## Section ${i}\n\nSome text for section ${i}, with words.\n### Sub\nMore text.\n`).join('\n');
-    expect(page.length).toBeGreaterThan(3000);
-    for (let i = 0; i < 200; i++) parsePage(page);
-    const n = 1000;
-    const t0 = performance.now();
-    for (let i = 0; i < n; i++) parsePage(page);
-    const avg = (performance.now() - t0) / n;
-    expect(avg).toBeLessThan(1);
-  });
-
-  it('a multi-megabyte page parses in linear time', () => {
+  it('a multi-megabyte page parses whole (a hang fails by the suite timeout; speed is measured by npm run bench)', () => {
     const big = '---\na: 1\n---\n' + Array.from({ length: 50_000 }, (_, i) => `## S${i}\n${'word '.repeat(16)}`).join('\n');
-    const t0 = performance.now();
     const p = parsePage(big);
-    expect(performance.now() - t0).toBeLessThan(2000);
     expect(p.sections.length).toBe(50_000);
   });
 
   it('long runs of blanks, fences and punctuation stay linear', () => {
     const n = 200_000;
-    const t0 = performance.now();
     parsePage('---\n---\n## ' + ' '.repeat(n) + 'x\n' + ' '.repeat(n) + 'y\n' + '`'.repeat(n) + 'z\n---' + ' '.repeat(n) + 'q');
     parsePage('---' + ' '.repeat(n) + 'x\n## A');
-    expect(performance.now() - t0).toBeLessThan(500);
     expect(parsePage('---\n---\n## A' + ' '.repeat(n)).sections[0]!.heading).toBe('## A');
   });
 

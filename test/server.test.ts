@@ -34,10 +34,10 @@ describe('the real server on port 0', () => {
       env: { SERVICE_MAX_BODY_BYTES: '1024' },
       routes: [
         ...routes,
-        defineRoute({ method: 'POST', path: '/test/echo', handler: async (c) => c.json({ bytes: (await c.req.arrayBuffer()).byteLength }) }),
-        defineRoute({ method: 'GET', path: '/test/slow', handler: async (c) => (await gate, c.json({ slow: true })) }),
-        defineRoute({ method: 'GET', path: '/test/boom', handler: () => { throw new Error('secret internals'); } }),
-        defineRoute({ method: 'GET', path: '/test/teapot', handler: () => { throw new HttpError(418, 'short and stout', { spout: 1 }); } }),
+        defineRoute({ method: 'POST', path: '/test/echo', public: true, handler: async (c) => c.json({ bytes: (await c.req.arrayBuffer()).byteLength }) }),
+        defineRoute({ method: 'GET', path: '/test/slow', public: true, handler: async (c) => (await gate, c.json({ slow: true })) }),
+        defineRoute({ method: 'GET', path: '/test/boom', public: true, handler: () => { throw new Error('secret internals'); } }),
+        defineRoute({ method: 'GET', path: '/test/teapot', public: true, handler: () => { throw new HttpError(418, 'short and stout', { spout: 1 }); } }),
       ],
     });
   });

@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.ts';
 import { PathIndex, type HeadEntry, type IndexedCommit } from './path-index.ts';
+import { KeyedMutex } from './lock.ts';
 import { ConcurrentUpdateError, GitStore, RepoNotFoundError, UnknownShaError, type FileWrite } from './store.ts';
 
 /**
@@ -42,6 +43,8 @@ export interface PushResult {
 
 export class RepoStore {
   readonly index: PathIndex;
+  /** Serialises creating (and claiming) a repository id, separately from the write lock. */
+  readonly creation = new KeyedMutex();
   private readonly synced = new Map<string, Promise<void>>();
 
   constructor(

@@ -14,6 +14,12 @@ import { nodeStoreFs } from '../git/node-fs.ts';
 import { PathIndex } from '../git/path-index.ts';
 import { RepoStore } from '../git/repo-store.ts';
 import { Members } from '../db/members.ts';
+import { Users } from '../db/users.ts';
+import { Pats } from '../db/pats.ts';
+import { remoteIdpKeys } from '../auth/idp.ts';
+import { Activity } from '../db/activity.ts';
+import { unlimitedQuota, type QuotaPolicy } from '../quota.ts';
+import { ParseCache } from '../diff-service.ts';
 import { buildApp } from '../app.ts';
 import type { RouteDef } from '../route.ts';
 
@@ -21,7 +27,10 @@ import type { RouteDef } from '../route.ts';
  * The Node runtime: data root on disk, libSQL file `service.db` in it, bare repositories under
  * `repos/`. Used by server.ts and by the end-to-end tests.
  */
-export async function openNodeDeps(config: Config, opts: { clock?: Clock; log: Logger }): Promise<Deps> {
+export async function openNodeDeps(
+  config: Config,
+  opts: { clock?: Clock; log: Logger; quota?: QuotaPolicy },
+): Promise<Deps> {
   const clock = opts.clock ?? systemClock;
   await mkdir(config.dataRoot, { recursive: true });
   await mkdir(join(config.dataRoot, 'repos'), { recursive: true });
@@ -30,7 +39,14 @@ export async function openNodeDeps(config: Config, opts: { clock?: Clock; log: L
   // Nothing else writes these repositories: leftovers of a crash are safe to clear before serving.
   await git.recoverAll();
   const repos = new RepoStore(git, new PathIndex(db), clock);
-  return { config, clock, db, repos, log: opts.log, members: new Members(db, clock) };
+  return { config, clock, db, repos, log: opts.log, members: new Members(db, clock),
+    users: new Users(db, clock),
+    pats: new Pats(db, clock),
+    idpKeys: remoteIdpKeys(new URL(config.idpJwksUrl), { clock }),
+    activity: new Activity(db, clock),
+    quota: opts.quota ?? unlimitedQuota,
+    parsedPages: new ParseCache(),
+  };
 }
 
 export interface RunningServer {

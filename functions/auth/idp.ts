@@ -1,0 +1,27 @@
+import { z } from 'zod';
+import { defineRoute } from '../../lib/route.ts';
+import { HttpError } from '../../lib/http/errors.ts';
+import { parseBody } from '../../lib/http/parse.ts';
+import { signInWithIdToken } from '../../lib/auth/idp.ts';
+import { IdpSignInRequest, type IdpSignInResponse } from '../../schema/wire/auth.ts';
+
+/**
+ * POST /v1/auth/idp — exchange an identity-provider ID token for a session token. Public (no bearer),
+ * behind its own rate limiter. 503 when no client id is configured, checked before anything else.
+ */
+export default defineRoute({
+  method: 'POST',
+  path: '/v1/auth/idp',
+  public: true,
+  limiter: 'auth',
+  handler: async (c) => {
+    const deps = c.get('deps');
+    if (!deps.config.idpClientId) throw new HttpError(503, 'identity provider not configured');
+    const body = IdpSignInRequest.safeParse(await parseBody(c, z.unknown(), { emptyAsObject: true }));
+    if (!body.success) throw new HttpError(400, 'id_token required');
+    const { accessToken, user } = await signInWithIdToken(deps, body.data.id_token);
+    c.header('Cache-Control', 'no-store');
+    const res: IdpSignInResponse = { access_token: accessToken, user: { id: user.id, email: user.email, name: user.name } };
+    return c.json(res);
+  },
+});

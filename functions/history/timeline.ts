@@ -1,0 +1,15 @@
+import { defineRoute } from '../../lib/route.ts';
+import { openRepo } from '../../lib/repos.ts';
+import { limitQuery } from '../../lib/http/params.ts';
+import { commitJson } from '../../lib/wire.ts';
+
+/** GET /v1/repos/:id/timeline?limit=N — the newest commits with the paths each touched. */
+export default defineRoute({
+  method: 'GET',
+  path: '/v1/repos/:id/timeline',
+  handler: async (c) => {
+    const { id } = await openRepo(c, 'repo.read');
+    const commits = await c.get('deps').repos.timeline(id, limitQuery(c, 'limit', 50, 1000));
+    return c.json({ commits: commits.map((cm) => ({ ...commitJson(cm), paths: cm.paths })) });
+  },
+});

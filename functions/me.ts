@@ -1,0 +1,14 @@
+import { defineRoute } from '../lib/route.ts';
+import { authorizeUser } from '../lib/policy.ts';
+import type { MeResponse } from '../schema/wire/auth.ts';
+
+/** GET /v1/me — the signed-in user (session or PAT). The legacy key gets 401 `session required`. */
+export default defineRoute({
+  method: 'GET',
+  path: '/v1/me',
+  handler: (c) => {
+    const me = authorizeUser(c, 'me.read');
+    const res: MeResponse = { id: me.userId, email: me.email, name: me.name };
+    return c.json(res);
+  },
+});

@@ -1,0 +1,14 @@
+import { defineRoute } from '../../lib/route.ts';
+import { openRepo } from '../../lib/repos.ts';
+import { commitJson } from '../../lib/wire.ts';
+
+/** GET /v1/repos/:id/pages — every page at head with the last commit that touched it. */
+export default defineRoute({
+  method: 'GET',
+  path: '/v1/repos/:id/pages',
+  handler: async (c) => {
+    const { id } = await openRepo(c, 'repo.read');
+    const pages = await c.get('deps').repos.pages(id);
+    return c.json({ pages: pages.map((p) => ({ path: p.path, ...commitJson(p.commit) })) });
+  },
+});

@@ -1,0 +1,20 @@
+import { defineRoute } from '../../lib/route.ts';
+import { openRepo } from '../../lib/repos.ts';
+import { pagePathParam } from '../../lib/http/params.ts';
+import { HttpError } from '../../lib/http/errors.ts';
+
+/** GET /v1/repos/:id/pages/<path> — the page's bytes at head; X-Page-SHA = its last commit. */
+export default defineRoute({
+  method: 'GET',
+  path: '/v1/repos/:id/pages/:path{.+}',
+  handler: async (c) => {
+    const { id } = await openRepo(c, 'repo.read');
+    const path = pagePathParam(c);
+    const page = await c.get('deps').repos.page(id, path);
+    if (!page) throw new HttpError(404, 'page not found');
+    return c.body(page.content as Uint8Array<ArrayBuffer>, 200, {
+      'Content-Type': 'text/markdown; charset=utf-8',
+      'X-Page-SHA': page.entry.commit.sha,
+    });
+  },
+});

@@ -1,0 +1,24 @@
+import { defineRoute } from '../../lib/route.ts';
+import { authorizeUser } from '../../lib/policy.ts';
+import { parseBody } from '../../lib/http/parse.ts';
+import { CreatePatRequest, type CreatePatResponse } from '../../schema/wire/auth.ts';
+
+/**
+ * POST /v1/pats — mint a personal access token for the caller (a session or an existing PAT; the legacy
+ * key gets 403 `user session required`). The token is in this answer and nowhere else, ever.
+ */
+export default defineRoute({
+  method: 'POST',
+  path: '/v1/pats',
+  handler: async (c) => {
+    const me = authorizeUser(c, 'pat.mint');
+    const body = await parseBody(c, CreatePatRequest, { emptyAsObject: true });
+    const { pat, token } = await c.get('deps').pats.create(me.userId, {
+      label: body.label,
+      expiresInDays: body.expires_in_days,
+    });
+    c.header('Cache-Control', 'no-store');
+    const res: CreatePatResponse = { pat, token };
+    return c.json(res, 201);
+  },
+});

@@ -1,0 +1,17 @@
+import { defineRoute } from '../../lib/route.ts';
+import { authorizeUser } from '../../lib/policy.ts';
+import { HttpError } from '../../lib/http/errors.ts';
+
+/**
+ * DELETE /v1/pats/:id — revoke one of the caller's PATs (the row is deleted, so the token stops working at
+ * once). Unknown ids and other users' PATs are both 404 `pat not found`.
+ */
+export default defineRoute({
+  method: 'DELETE',
+  path: '/v1/pats/:id',
+  handler: async (c) => {
+    const me = authorizeUser(c, 'pat.revoke');
+    if (!(await c.get('deps').pats.revoke(me.userId, c.req.param('id') ?? ''))) throw new HttpError(404, 'pat not found');
+    return c.body(null, 204);
+  },
+});

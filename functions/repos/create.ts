@@ -1,0 +1,20 @@
+import { defineRoute } from '../../lib/route.ts';
+import { authorizeUser } from '../../lib/policy.ts';
+import { parseBody } from '../../lib/http/parse.ts';
+import { HttpError } from '../../lib/http/errors.ts';
+import { REPO_ID_PATTERN } from '../../lib/page/path.ts';
+import { createRepo } from '../../lib/repos.ts';
+import { CreateRepoRequest } from '../../schema/wire/repos.ts';
+
+/** POST /v1/repos — create a repository; the creator becomes its owner (or adopts an ownerless one). */
+export default defineRoute({
+  method: 'POST',
+  path: '/v1/repos',
+  handler: async (c) => {
+    const user = authorizeUser(c, 'repo.create');
+    const body = await parseBody(c, CreateRepoRequest);
+    if (!REPO_ID_PATTERN.test(body.id)) throw new HttpError(400, 'id must match [A-Za-z0-9][A-Za-z0-9_-]{0,63}');
+    await createRepo(c.get('deps'), user, body.id);
+    return c.json({ id: body.id, role: 'owner' as const }, 201);
+  },
+});

@@ -1,0 +1,63 @@
+/**
+ * Credential resolution (API.md "Conventions" and "Identities and tokens"):
+ *
+ * - No Authorization header (or an empty one) → 401 `missing authorization header`.
+ * - A scheme other than Bearer, or Bearer without a token → 401
+ *   `invalid authorization format, expected Bearer <token>`. The scheme is matched case-insensitively
+ *   (RFC 9110 §11.1, RFC 6750), so `bearer x` is accepted.
+ * - Token with the `krp_` prefix → a PAT, and nothing else.
+ * - Token equal to SERVICE_API_KEY (constant-time compare) → `legacy:admin`.
+ * - Otherwise → a session JWT whose user still exists.
+ * - Anything unknown, expired, revoked or malformed → 401 `invalid token`, the same whatever it looked like.
+ */
+import type { Deps } from '../deps.ts';
+import { HttpError } from '../http/errors.ts';
+import { LEGACY, type Identity } from './identity.ts';
+import { verifySession } from './session.ts';
+import { PAT_PREFIX, constantTimeEqual } from './tokens.ts';
+
+export const MISSING_AUTH = 'missing authorization header';
+export const BAD_AUTH_FORMAT = 'invalid authorization format, expected Bearer <token>';
+export const INVALID_TOKEN = 'invalid token';
+
+/** The bearer token of an Authorization header value; throws the 401s of a missing or malformed header. */
+export function bearerToken(header: string | undefined | null): string {
+  const value = header?.trim() ?? '';
+  if (value === '') throw new HttpError(401, MISSING_AUTH);
+  const m = /^([^\s]+)(?:\s+(.*))?$/s.exec(value);
+  const scheme = m?.[1] ?? '';
+  const token = m?.[2]?.trim() ?? '';
+  if (scheme.toLowerCase() !== 'bearer' || token === '') throw new HttpError(401, BAD_AUTH_FORMAT);
+  return token;
+}
+
+/** The identity a bearer token stands for; throws 401 `invalid token` for anything else. */
+export async function resolveToken(deps: Pick<Deps, 'config' | 'clock' | 'users' | 'pats'>, token: string): Promise<Identity> {
+  if (token.startsWith(PAT_PREFIX)) {
+    const found = await deps.pats.resolve(token);
+    if (!found) throw new HttpError(401, INVALID_TOKEN);
+    return {
+      kind: 'user',
+      userId: found.user.id,
+      email: found.user.email,
+      name: found.user.name,
+      via: 'pat',
+      patId: found.pat.id,
+    };
+  }
+  if (await constantTimeEqual(token, deps.config.apiKey)) return LEGACY;
+  const claims = await verifySession(deps.config.sessionSecret, deps.clock, token);
+  if (!claims) throw new HttpError(401, INVALID_TOKEN);
+  // The account is read afresh: email and name as of the last sign-in, and a deleted user's sessions die.
+  const user = await deps.users.byId(claims.sub);
+  if (!user) throw new HttpError(401, INVALID_TOKEN);
+  return { kind: 'user', userId: user.id, email: user.email, name: user.name, via: 'session' };
+}
+
+/** Authorization header value → identity, or the matching 401. */
+export async function resolveAuthorization(
+  deps: Pick<Deps, 'config' | 'clock' | 'users' | 'pats'>,
+  header: string | undefined | null,
+): Promise<Identity> {
+  return resolveToken(deps, bearerToken(header));
+}

@@ -1,0 +1,77 @@
+import type { Clock } from '../clock.ts';
+import type { Database } from './database.ts';
+
+export type ActivityAction = 'push' | 'pull';
+
+export interface ActivityEvent {
+  user_id: string;
+  email: string;
+  action: ActivityAction;
+  detail?: Record<string, unknown>;
+  /** Unix seconds. */
+  created_at: number;
+}
+
+/** The newest events kept per repository (SPEC.md "Events" rule 2). */
+export const ACTIVITY_RETENTION = 1000;
+/** Paths kept in a push event's detail. */
+export const PUSH_DETAIL_PATHS = 50;
+
+/** The per-repository activity feed. */
+export class Activity {
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+    private readonly retention = ACTIVITY_RETENTION,
+  ) {}
+
+  /** Records one event and prunes the repository's feed to the newest `retention`, atomically. */
+  async record(
+    repoId: string,
+    actor: { userId: string; email: string },
+    action: ActivityAction,
+    detail?: Record<string, unknown>,
+  ): Promise<void> {
+    await this.db.batch([
+      {
+        sql: 'INSERT INTO activity (repo_id, user_id, email, action, detail, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+        args: [
+          repoId,
+          actor.userId,
+          actor.email,
+          action,
+          detail ? JSON.stringify(detail) : null,
+          Math.floor(this.clock.now() / 1000),
+        ],
+      },
+      {
+        sql: `DELETE FROM activity WHERE repo_id = ? AND id <= (
+                SELECT id FROM activity WHERE repo_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)`,
+        args: [repoId, repoId, this.retention],
+      },
+    ]);
+  }
+
+  /** Newest first, with the total kept. */
+  async list(repoId: string, limit: number, offset: number): Promise<{ events: ActivityEvent[]; total: number }> {
+    const [rows, count] = await Promise.all([
+      this.db.all<Record<string, unknown>>(
+        `SELECT user_id, email, action, detail, created_at FROM activity WHERE repo_id = ?
+         ORDER BY id DESC LIMIT ? OFFSET ?`,
+        [repoId, limit, offset],
+      ),
+      this.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM activity WHERE repo_id = ?', [repoId]),
+    ]);
+    const events = rows.map((r) => {
+      const e: ActivityEvent = {
+        user_id: String(r.user_id),
+        email: String(r.email),
+        action: r.action as ActivityAction,
+        created_at: Number(r.created_at),
+      };
+      if (typeof r.detail === 'string') e.detail = JSON.parse(r.detail) as Record<string, unknown>;
+      return e;
+    });
+    return { events, total: Number(count?.n ?? 0) };
+  }
+}

@@ -1,0 +1,40 @@
+import type { Context } from 'hono';
+import { pagePathProblem, stripRepoId } from '../page/path.ts';
+import { HttpError } from './errors.ts';
+
+/** The `:id` of a repo-scoped route, stripped to `[A-Za-z0-9_-]` (400 `invalid repo id` if unusable). */
+export function repoIdParam(c: Context): string {
+  const id = stripRepoId(c.req.param('id') ?? '');
+  if (id === null) throw new HttpError(400, 'invalid repo id');
+  return id;
+}
+
+/** The page path captured by `:path{.+}`, validated (400 `invalid page path: <path>`). */
+export function pagePathParam(c: Context): string {
+  const path = c.req.param('path') ?? '';
+  if (pagePathProblem(path) !== null) throw new HttpError(400, `invalid page path: ${path}`);
+  return path;
+}
+
+/** A positive-integer query parameter: absent or not a positive integer → `fallback`; above `max` → `max`. */
+export function limitQuery(c: Context, name: string, fallback: number, max: number): number {
+  const raw = c.req.query(name);
+  if (raw === undefined || !/^[0-9]+$/.test(raw.trim())) return fallback;
+  const n = Number(raw.trim());
+  if (!Number.isSafeInteger(n) || n <= 0) return fallback;
+  return Math.min(n, max);
+}
+
+/** A non-negative integer query parameter (offsets); anything else → 0. */
+export function offsetQuery(c: Context, name: string): number {
+  const raw = c.req.query(name);
+  if (raw === undefined || !/^[0-9]+$/.test(raw.trim())) return 0;
+  const n = Number(raw.trim());
+  return Number.isSafeInteger(n) ? n : 0;
+}
+
+/** `true`/`1`/`yes` (any case) → true. */
+export function flagQuery(c: Context, name: string): boolean {
+  const raw = c.req.query(name)?.trim().toLowerCase();
+  return raw === 'true' || raw === '1' || raw === 'yes';
+}

@@ -1,0 +1,113 @@
+import type { Context } from 'hono';
+import type { Identity, UserIdentity } from './auth/identity.ts';
+import type { Role } from './db/members.ts';
+import type { Deps } from './deps.ts';
+import { HttpError } from './http/errors.ts';
+import { repoIdParam } from './http/params.ts';
+import { authorizeRepo, type Action } from './policy.ts';
+import { quotaError } from './quota.ts';
+import type { AppEnv } from './route.ts';
+import type { RepoSummary } from '../schema/wire/repos.ts';
+import { commitJson } from './wire.ts';
+
+/**
+ * Repositories as the API sees them: who may open one, how each of the three creation paths works,
+ * and the listing. Creation of one id is serialised, so two creators never both become its owner.
+ */
+
+/**
+ * Resolves `:id`, checks the caller may perform `action` there (a non-member gets 403 whether or not
+ * the repository exists) and that it exists (404 `repo not found`).
+ */
+export async function openRepo(
+  c: Context<AppEnv>,
+  action: Action,
+): Promise<{ id: string; identity: Identity; role: Role | null }> {
+  const id = repoIdParam(c);
+  const { identity, role } = await authorizeRepo(c, action, id);
+  if (!(await c.get('deps').repos.exists(id))) throw new HttpError(404, 'repo not found');
+  return { id, identity, role };
+}
+
+async function createChecked(deps: Deps, identity: Identity, id: string): Promise<boolean> {
+  if (await deps.repos.exists(id)) return false;
+  const refusal = await deps.quota.checkRepoCreate(identity);
+  if (refusal) throw quotaError(refusal);
+  return deps.repos.create(id);
+}
+
+/**
+ * `POST /v1/repos`: creates the repository with the user as owner, or adopts it when it exists without
+ * an owner. 409 when it exists with one.
+ */
+export async function createRepo(deps: Deps, user: UserIdentity, id: string): Promise<'created' | 'adopted'> {
+  return deps.repos.creation.run(id, async () => {
+    if (await createChecked(deps, user, id)) {
+      await deps.members.add(id, user.userId, 'owner');
+      return 'created';
+    }
+    if (await deps.members.hasOwner(id)) throw new HttpError(409, 'repo already exists');
+    await deps.members.claimIfOwnerless(id, user.userId);
+    return 'adopted';
+  });
+}
+
+/**
+ * `POST /v1/repos/:id` (legacy, idempotent): creates the repository if missing. A real user becomes
+ * owner only of a repository that is new or has no owner; on an owned repository a non-member gets 403.
+ */
+export async function legacyCreateRepo(deps: Deps, identity: Identity, id: string): Promise<void> {
+  await deps.repos.creation.run(id, async () => {
+    const created = await createChecked(deps, identity, id);
+    if (identity.kind !== 'user') return;
+    if (created) {
+      await deps.members.add(id, identity.userId, 'owner');
+      return;
+    }
+    if (await deps.members.claimIfOwnerless(id, identity.userId)) return;
+    if ((await deps.members.roleOf(id, identity.userId)) === null) {
+      throw new HttpError(403, 'not a member of this repo');
+    }
+  });
+}
+
+/**
+ * Before a push: a missing repository is created (a real pusher becomes its owner); an existing one
+ * requires membership. Returns whether this call created it.
+ */
+export async function repoForPush(c: Context<AppEnv>, id: string): Promise<{ identity: Identity; created: boolean }> {
+  const deps = c.get('deps');
+  return deps.repos.creation.run(id, async () => {
+    if (await deps.repos.exists(id)) {
+      const { identity } = await authorizeRepo(c, 'repo.push', id);
+      return { identity, created: false };
+    }
+    const identity = c.get('identity')!;
+    const created = await createChecked(deps, identity, id);
+    if (created && identity.kind === 'user') await deps.members.add(id, identity.userId, 'owner');
+    if (!created) await authorizeRepo(c, 'repo.push', id);
+    return { identity, created };
+  });
+}
+
+/** `GET /v1/repos`: every repository for the legacy key, the user's own (with role) otherwise. */
+export async function listRepos(deps: Deps, identity: Identity): Promise<RepoSummary[]> {
+  let entries: Array<{ id: string; role?: Role }>;
+  if (identity.kind === 'user') {
+    const mine = await deps.members.reposOf(identity.userId);
+    const existing = await Promise.all(mine.map(async (m) => ((await deps.repos.exists(m.repo_id)) ? m : null)));
+    entries = existing.filter((m) => m !== null).map((m) => ({ id: m.repo_id, role: m.role }));
+  } else {
+    entries = (await deps.repos.list()).map((id) => ({ id }));
+  }
+  const out = await Promise.all(
+    entries.map(async (e) => {
+      const { pageCount, lastCommit } = await deps.repos.summary(e.id);
+      const s: RepoSummary = { id: e.id, page_count: pageCount };
+      if (lastCommit) s.last_commit = commitJson(lastCommit);
+      if (e.role) s.role = e.role;
+      return s;
+    }),
+  );
+  return out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}

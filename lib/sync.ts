@@ -1,0 +1,110 @@
+import type { Identity } from './auth/identity.ts';
+import type { Deps } from './deps.ts';
+import { PUSH_DETAIL_PATHS } from './db/activity.ts';
+import { HttpError } from './http/errors.ts';
+import { pagePathProblem } from './page/path.ts';
+import type { PushFile as StoreFile } from './git/repo-store.ts';
+import type { PullResponse, PushRequest, PushResponse } from '../schema/wire/sync.ts';
+import { toBase64, utf8 } from './wire.ts';
+
+/**
+ * Push and pull: the wire forms of API.md "Pages and sync" over the repository store, and the activity
+ * they record.
+ */
+
+const HEX_SHA = /^[0-9a-fA-F]{1,40}$/;
+const encoder = new TextEncoder();
+
+/**
+ * Checks every file of a push before anything is written: page paths, parent shas, and that each
+ * file either carries content or deletes. Returns the store's form of the files.
+ */
+export function validatePush(body: PushRequest): StoreFile[] {
+  for (const f of body.files) {
+    if (pagePathProblem(f.path) !== null) throw new HttpError(400, `invalid page path: ${f.path}`);
+  }
+  return body.files.map((f, i) => {
+    if (f.parent_sha !== undefined && !HEX_SHA.test(f.parent_sha)) {
+      throw new HttpError(400, `invalid parent_sha: ${f.parent_sha}`);
+    }
+    if (f.delete !== true && f.content === undefined) {
+      throw new HttpError(400, `invalid request: files[${i}].content: required unless delete is true`);
+    }
+    const file: StoreFile = { path: f.path, content: f.delete === true ? null : encoder.encode(f.content!) };
+    if (f.parent_sha !== undefined) file.parentSha = f.parent_sha;
+    return file;
+  });
+}
+
+/** Git identities cannot hold `<`, `>` or line breaks; keep what the client meant, minus those. */
+function cleanIdent(value: string | undefined, fallback: string): string {
+  const v = (value ?? '').replace(/[<>\u0000-\u001f\u007f]/g, '').trim();
+  return v === '' ? fallback : v;
+}
+
+/** Who the commit is by: the account for real users, what the client sends under the legacy key. */
+export function commitAuthor(identity: Identity, body: PushRequest): { name: string; email: string } {
+  if (identity.kind === 'user') {
+    return {
+      name: cleanIdent(identity.name, identity.email.split('@')[0] || identity.email),
+      email: cleanIdent(identity.email, 'unknown@service.local'),
+    };
+  }
+  return {
+    name: cleanIdent(body.author_name, 'unknown'),
+    email: cleanIdent(body.author_email, 'unknown@service.local'),
+  };
+}
+
+/** Commits a validated push; 409 when any file conflicted. Records `push` activity for real users. */
+export async function push(
+  deps: Deps,
+  identity: Identity,
+  repoId: string,
+  body: PushRequest,
+  files: StoreFile[],
+): Promise<{ status: 200 | 409; body: PushResponse }> {
+  const message = (body.message ?? '').replace(/\u0000/g, '').trim() || 'push';
+  const result = await deps.repos.commitFiles(repoId, files, commitAuthor(identity, body), message);
+  const out: PushResponse = { new_head: result.head, pushed: [], conflicts: [] };
+  for (const o of result.outcomes) {
+    if (o.kind === 'committed') out.pushed.push({ path: o.path, sha: result.commit!.sha });
+    else if (o.kind === 'unchanged') out.pushed.push({ path: o.path, sha: o.sha, unchanged: true });
+    else if (o.kind === 'conflict') {
+      out.conflicts.push({
+        path: o.path,
+        current_sha: o.currentSha,
+        current_content: toBase64(o.currentContent),
+        expected_parent_sha: o.expectedParentSha,
+        ...(o.ancestorContent ? { ancestor_content: toBase64(o.ancestorContent) } : {}),
+      });
+    }
+  }
+  if (result.commit && identity.kind === 'user') {
+    await deps.activity.record(repoId, identity, 'push', {
+      paths: result.committedPaths.slice(0, PUSH_DETAIL_PATHS),
+    });
+  }
+  return { status: out.conflicts.length > 0 ? 409 : 200, body: out };
+}
+
+/** Pages for a client to catch up; records `pull` activity when pages were actually received. */
+export async function pull(
+  deps: Deps,
+  identity: Identity,
+  repoId: string,
+  since: string | undefined,
+  client: string | undefined,
+): Promise<PullResponse> {
+  const res = await deps.repos.pull(repoId, since);
+  const body: PullResponse = {
+    new_head: res.head?.sha ?? '',
+    files: res.files.map((f) => ({ path: f.entry.path, content: utf8(f.content), sha: f.entry.commit.sha })),
+    deleted: res.deleted,
+  };
+  if (body.files.length > 0 && identity.kind === 'user') {
+    const name = client?.trim();
+    await deps.activity.record(repoId, identity, 'pull', name ? { client: name.slice(0, 200) } : undefined);
+  }
+  return body;
+}

@@ -1,0 +1,45 @@
+/** Wire bodies of sign-in, /v1/me and personal access tokens (API.md "Sign-in, me, PATs"). */
+import { z } from 'zod';
+
+/** POST /v1/auth/idp. Anything but a non-empty string in `id_token` is answered 400 `id_token required`. */
+export const IdpSignInRequest = z.object({ id_token: z.string().min(1) });
+export type IdpSignInRequest = z.infer<typeof IdpSignInRequest>;
+
+/** `{"id","email","name"}`: the user in the sign-in answer and the body of GET /v1/me. */
+export const UserInfo = z.object({ id: z.string(), email: z.string(), name: z.string() });
+export type UserInfo = z.infer<typeof UserInfo>;
+
+export const IdpSignInResponse = z.object({ access_token: z.string(), user: UserInfo });
+export type IdpSignInResponse = z.infer<typeof IdpSignInResponse>;
+
+export const MeResponse = UserInfo;
+export type MeResponse = UserInfo;
+
+export const PAT_MAX_DAYS = 366;
+
+/** POST /v1/pats; an empty body means `{}`. */
+export const CreatePatRequest = z.object({
+  label: z.string().optional(),
+  expires_in_days: z
+    .custom<number>((v) => typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= PAT_MAX_DAYS, {
+      message: `must be an integer from 1 to ${PAT_MAX_DAYS}`,
+    })
+    .optional(),
+});
+export type CreatePatRequest = z.infer<typeof CreatePatRequest>;
+
+/** A PAT as shown: never the token or its hash. Times are Unix seconds. */
+export const PatInfo = z.object({
+  id: z.string(),
+  label: z.string(),
+  created_at: z.number().int(),
+  expires_at: z.number().int().optional(),
+  last_used_at: z.number().int().optional(),
+});
+export type PatInfo = z.infer<typeof PatInfo>;
+
+export const CreatePatResponse = z.object({ pat: PatInfo, token: z.string().startsWith('krp_') });
+export type CreatePatResponse = z.infer<typeof CreatePatResponse>;
+
+export const PatsResponse = z.object({ pats: z.array(PatInfo) });
+export type PatsResponse = z.infer<typeof PatsResponse>;

@@ -1,0 +1,115 @@
+import { describe, expect, it } from 'vitest';
+import { Hono } from 'hono';
+import type { Identity } from '../lib/auth/identity.ts';
+import { LEGACY } from '../lib/auth/identity.ts';
+import type { Role } from '../lib/db/members.ts';
+import { HttpError } from '../lib/http/errors.ts';
+import { REPO_SCOPED, authorize, authorizeUser, decide, type Action, type Decision } from '../lib/policy.ts';
+import type { AppEnv } from '../lib/route.ts';
+
+/**
+ * The whole decision table, written out from SPEC.md "Authentication / Behavior by mode", "Roles" and
+ * "Errors", and API.md's messages — independently of lib/policy.ts, which must agree cell by cell.
+ * Columns: legacy key, owner, member, non-member (a real user without a row in the repository; for
+ * account-scoped actions, any real user).
+ */
+type Who = 'legacy' | 'owner' | 'member' | 'nonMember';
+const WHO: Who[] = ['legacy', 'owner', 'member', 'nonMember'];
+
+const ok: Decision = { allow: true };
+const sessionRequired: Decision = { allow: false, status: 401, error: 'session required' };
+const userRequired: Decision = { allow: false, status: 403, error: 'user session required' };
+const notMember: Decision = { allow: false, status: 403, error: 'not a member of this repo' };
+const ownerInvites: Decision = { allow: false, status: 403, error: 'only an owner can manage invite keys' };
+const ownerRemove: Decision = { allow: false, status: 403, error: 'only an owner can remove members' };
+
+const TABLE: Record<Action, Record<Who, Decision>> = {
+  // Account-scoped: any real user; the legacy key has no user.
+  'me.read': { legacy: sessionRequired, owner: ok, member: ok, nonMember: ok },
+  'pat.mint': { legacy: userRequired, owner: ok, member: ok, nonMember: ok },
+  'pat.list': { legacy: userRequired, owner: ok, member: ok, nonMember: ok },
+  'pat.revoke': { legacy: userRequired, owner: ok, member: ok, nonMember: ok },
+  'repo.list': { legacy: ok, owner: ok, member: ok, nonMember: ok },
+  'repo.create': { legacy: userRequired, owner: ok, member: ok, nonMember: ok },
+  'repo.create.legacy': { legacy: ok, owner: ok, member: ok, nonMember: ok },
+  'repo.join': { legacy: userRequired, owner: ok, member: ok, nonMember: ok },
+  // Any member; the legacy key passes membership checks.
+  'repo.read': { legacy: ok, owner: ok, member: ok, nonMember: notMember },
+  'repo.push': { legacy: ok, owner: ok, member: ok, nonMember: notMember },
+  'members.list': { legacy: ok, owner: ok, member: ok, nonMember: notMember },
+  'activity.read': { legacy: ok, owner: ok, member: ok, nonMember: notMember },
+  // Owners only; the legacy key passes ownership checks except for minting (needs a user).
+  'invite.mint': { legacy: userRequired, owner: ok, member: ownerInvites, nonMember: notMember },
+  'invite.list': { legacy: ok, owner: ok, member: ownerInvites, nonMember: notMember },
+  'invite.revoke': { legacy: ok, owner: ok, member: ownerInvites, nonMember: notMember },
+  'member.remove': { legacy: ok, owner: ok, member: ownerRemove, nonMember: notMember },
+};
+const ACTIONS = Object.keys(TABLE) as Action[];
+
+const user = (via: 'session' | 'pat' = 'session'): Identity => ({
+  kind: 'user',
+  userId: 'u-1',
+  email: 'u@example.com',
+  name: 'U',
+  via,
+  ...(via === 'pat' ? { patId: 'p-1' } : {}),
+});
+const roleOf: Record<Who, Role | null> = { legacy: null, owner: 'owner', member: 'member', nonMember: null };
+
+describe('decide(): the full table', () => {
+  const cells = ACTIONS.flatMap((action) => WHO.map((who) => [action, who] as const));
+  it.each(cells)('%s as %s', (action, who) => {
+    const expected = TABLE[action][who];
+    if (who === 'legacy') {
+      expect(decide(LEGACY, action, null)).toEqual(expected);
+      // The legacy key's decision never depends on a role.
+      expect(decide(LEGACY, action, 'owner')).toEqual(expected);
+      expect(decide(LEGACY, action, 'member')).toEqual(expected);
+    } else {
+      // Session and PAT identities are the same user: same decisions.
+      expect(decide(user('session'), action, roleOf[who])).toEqual(expected);
+      expect(decide(user('pat'), action, roleOf[who])).toEqual(expected);
+    }
+  });
+
+  it('repository-scoped actions are exactly the member/owner rows', () => {
+    expect([...REPO_SCOPED].sort()).toEqual(
+      ['repo.read', 'repo.push', 'members.list', 'activity.read', 'invite.mint', 'invite.list', 'invite.revoke', 'member.remove'].sort(),
+    );
+  });
+
+  it('account-scoped actions ignore the role argument for real users', () => {
+    for (const action of ACTIONS.filter((a) => !REPO_SCOPED.has(a))) {
+      for (const role of ['owner', 'member', null] as const) expect(decide(user(), action, role)).toEqual(ok);
+    }
+  });
+});
+
+describe('authorize() / authorizeUser() in a handler', () => {
+  function appFor(identity: Identity | undefined, run: (c: Parameters<typeof authorize>[0]) => unknown) {
+    const app = new Hono<AppEnv>();
+    app.get('/', (c) => {
+      c.set('identity', identity);
+      return c.json({ result: run(c) ?? null });
+    });
+    app.onError((e, c) => (e instanceof HttpError ? c.json(e.body(), e.status as 401) : c.json({ crash: String(e) }, 500)));
+    return app;
+  }
+  const call = async (identity: Identity | undefined, run: (c: Parameters<typeof authorize>[0]) => unknown) => {
+    const res = await appFor(identity, run).request('/');
+    return { status: res.status, body: await res.json() };
+  };
+
+  it('throws the decision as an HttpError', async () => {
+    expect(await call(LEGACY, (c) => void authorize(c, 'me.read'))).toEqual({ status: 401, body: { error: 'session required' } });
+    expect(await call(LEGACY, (c) => void authorizeUser(c, 'pat.mint'))).toEqual({ status: 403, body: { error: 'user session required' } });
+    expect(await call(LEGACY, (c) => authorize(c, 'repo.list').kind)).toEqual({ status: 200, body: { result: 'legacy' } });
+    expect(await call(user(), (c) => authorizeUser(c, 'me.read').userId)).toEqual({ status: 200, body: { result: 'u-1' } });
+  });
+
+  it('answers 401 when no identity was resolved, and refuses repo-scoped actions', async () => {
+    expect(await call(undefined, (c) => void authorize(c, 'me.read'))).toEqual({ status: 401, body: { error: 'missing authorization header' } });
+    const r = await call(user(), (c) => void authorize(c, 'repo.read'));
+    expect(r.status).toBe(500);
+  });
+});
