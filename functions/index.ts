@@ -7,6 +7,12 @@ import patsList from './pats/list.ts';
 import patsRevoke from './pats/revoke.ts';
 import reposCreate from './repos/create.ts';
 import reposCreateLegacy from './repos/create-legacy.ts';
+import membersList from './members/list.ts';
+import membersRemove from './members/remove.ts';
+import invitesCreate from './invites/create.ts';
+import invitesList from './invites/list.ts';
+import invitesRevoke from './invites/revoke.ts';
+import invitesJoin from './invites/join.ts';
 import reposList from './repos/list.ts';
 import pagesList from './pages/list.ts';
 import pagesRead from './pages/read.ts';
@@ -28,7 +34,14 @@ export const routes: RouteDef[] = [
   patsRevoke,
   reposList,
   reposCreate,
+  // Before POST /v1/repos/:id, which would otherwise take `join` for a repository id.
+  invitesJoin,
   reposCreateLegacy,
+  membersList,
+  membersRemove,
+  invitesCreate,
+  invitesList,
+  invitesRevoke,
   pagesList,
   pagesRead,
   syncPush,

@@ -8,6 +8,7 @@ import type { Users } from './db/users.ts';
 import type { Pats } from './db/pats.ts';
 import type { IdpKeySource } from './auth/idp.ts';
 import type { Activity } from './db/activity.ts';
+import type { Invites } from './db/invites.ts';
 import type { QuotaPolicy } from './quota.ts';
 import type { ParseCache } from './diff-service.ts';
 
@@ -27,6 +28,7 @@ export interface Deps {
   /** Signing keys of the identity provider (remote JWKS in production; tests may point it anywhere). */
   idpKeys: IdpKeySource;
   activity: Activity;
+  invites: Invites;
   quota: QuotaPolicy;
   /** Parsed page revisions by (repository, blob id), shared by the diff and evolution endpoints. */
   parsedPages: ParseCache;

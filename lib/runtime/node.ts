@@ -18,6 +18,7 @@ import { Users } from '../db/users.ts';
 import { Pats } from '../db/pats.ts';
 import { remoteIdpKeys } from '../auth/idp.ts';
 import { Activity } from '../db/activity.ts';
+import { Invites } from '../db/invites.ts';
 import { unlimitedQuota, type QuotaPolicy } from '../quota.ts';
 import { ParseCache } from '../diff-service.ts';
 import { buildApp } from '../app.ts';
@@ -44,6 +45,7 @@ export async function openNodeDeps(
     pats: new Pats(db, clock),
     idpKeys: remoteIdpKeys(new URL(config.idpJwksUrl), { clock }),
     activity: new Activity(db, clock),
+    invites: new Invites(db, clock),
     quota: opts.quota ?? unlimitedQuota,
     parsedPages: new ParseCache(),
   };

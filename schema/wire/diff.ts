@@ -48,5 +48,10 @@ export type SectionDiff = z.infer<typeof SectionDiff>;
 export const EvolutionEntry = z.object({ commit: Commit, diff: SectionDiff });
 export type EvolutionEntry = z.infer<typeof EvolutionEntry>;
 
-export const EvolutionResponse = z.object({ path: z.string(), entries: z.array(EvolutionEntry) });
+export const EvolutionResponse = z.object({
+  path: z.string(),
+  entries: z.array(EvolutionEntry),
+  /** Later entries were left out to bound the response (multi-megabyte pages); ask with a lower limit. */
+  truncated: z.literal(true).optional(),
+});
 export type EvolutionResponse = z.infer<typeof EvolutionResponse>;

@@ -1,0 +1,16 @@
+import { defineRoute } from '../../lib/route.ts';
+import { openRepo } from '../../lib/repos.ts';
+import { HttpError } from '../../lib/http/errors.ts';
+
+/** DELETE /v1/repos/:id/invite-keys/:keyId — revoke by key id (never by token). */
+export default defineRoute({
+  method: 'DELETE',
+  path: '/v1/repos/:id/invite-keys/:keyId',
+  handler: async (c) => {
+    const { id } = await openRepo(c, 'invite.revoke');
+    if (!(await c.get('deps').invites.revoke(id, c.req.param('keyId') ?? ''))) {
+      throw new HttpError(404, 'invite key not found');
+    }
+    return c.body(null, 204);
+  },
+});

@@ -1,0 +1,358 @@
+import { annotateBlame, BLAME_MAX_REVISIONS, diffParsed, parsePage, type CommitRef, type ParsedPage, type SectionDiff } from './differ/index.ts';
+import type { IndexedCommit } from './git/path-index.ts';
+import type { RepoStore } from './git/repo-store.ts';
+import { LruCache } from './git/lru.ts';
+import { HttpError } from './http/errors.ts';
+import type { Logger } from './log.ts';
+import { commitJson, utf8 } from './wire.ts';
+import type { Commit } from '../schema/wire/common.ts';
+
+/**
+ * The diff and evolution endpoints' logic (SPEC.md "Diff rules", API.md "Diff and evolution"), answered
+ * from the derived commit/path index and the git object store — never by walking the whole history. The
+ * section differ itself is lib/differ; this module decides which two revisions to compare and feeds it.
+ *
+ * Revision resolution for `GET /diff/<path>?from=&to=`:
+ *  - `from`/`to` are 1–40 hex characters resolving to exactly one commit of the branch; anything else
+ *    (names, tags, `HEAD~1`, unknown or ambiguous abbreviations) is 400 `unknown sha: <value>`. An empty
+ *    value (`?from=`) counts as not given. Both values are checked before anything else.
+ *  - A path no commit ever touched → 404 `path not present in repo`.
+ *  - `to` defaults to the page's tip: the most recent commit that touched the path (a deletion counts: the
+ *    diff then shows everything removed).
+ *  - `from` defaults to the commit that touched the path before the one that produced the page as it is
+ *    at `to` — not the git parent. With neither given that is the previous commit touching the path; with
+ *    only `to` given and `to` touching the path, the previous touch before `to`; with only `to` given and
+ *    `to` not touching the path, the touch before the last one at or before `to` (so the diff shows the
+ *    page's last change as of `to`, rather than an all-unchanged comparison of equal contents).
+ *    No such commit → 400 `no parent commit for this path; pass ?from explicitly`; the path not existing
+ *    at or before `to` at all → 404 `path not present at either sha`.
+ *  - Only `from` given → compared against the page's tip.
+ *  - A side whose commit lacks the path is the empty document; both sides lacking it → 404
+ *    `path not present at either sha`. `from_sha`/`to_sha` are the full resolved shas.
+ *
+ * Blame (`blame=true`): the revisions are the at most {@link BLAME_MAX_REVISIONS} most recent commits
+ * touching the path at or before `to`, oldest to newest, handed to lib/differ's annotateBlame. A revision
+ * that deleted the page, or whose blob cannot be read, is skipped. Any failure while gathering them returns
+ * the plain diff (logged as a warning). Nothing to attribute (a `parse_fallback` diff, or a `to` side
+ * without the page) means no walk at all. The walk reads at most {@link BLAME_MAX_READ_BYTES} of revisions
+ * not yet in the cache; past that blame is abandoned and the plain diff says `truncated: true`.
+ *
+ * Evolution: every commit touching the page, newest first, each diffed against the previous commit
+ * touching it (the oldest against the empty document, `from_sha: ""`); a deletion is an entry whose `to`
+ * side is empty. With blame each entry is annotated from its own window (the 200 touches up to it). When
+ * the entries' texts pass {@link EVOLUTION_MAX_CHARS} (multi-megabyte pages), the later ones are left out
+ * and the response says `"truncated": true` at the top level (the first entry is always there).
+ *
+ * Each revision is parsed once: parsed pages are kept in a {@link ParseCache} keyed by (repository, blob
+ * id), injected through Deps, with the headings-only outlines blame needs kept longer, so repeated requests
+ * and evolution-with-blame reuse parses.
+ */
+
+/**
+ * Parsed pages by (repository, blob id), size-bounded, least recently used first out; plus, for blame,
+ * their outlines (headings only), which are small enough to keep for many more revisions. Concurrent
+ * requests for the same blob share one parse.
+ */
+export class ParseCache {
+  private readonly pages: LruCache<ParsedPage>;
+  private readonly outlines: LruCache<ParsedPage>;
+  private readonly pending = new Map<string, Promise<ParsedPage>>();
+
+  /**
+   * `capacity`: estimated bytes of parsed pages kept (default 32 MiB); `outlineCapacity`: estimated
+   * bytes of outlines kept (default 8 MiB).
+   */
+  constructor(capacity = 32 * 1024 * 1024, outlineCapacity = 8 * 1024 * 1024) {
+    this.pages = new LruCache<ParsedPage>(capacity, estimateSize);
+    this.outlines = new LruCache<ParsedPage>(outlineCapacity, estimateSize);
+  }
+
+  /** The parsed page of blob `oid` in `repo`; `load` reads the blob's bytes on a miss. */
+  async get(repo: string, oid: string, load: () => Promise<Uint8Array>): Promise<ParsedPage> {
+    const key = cacheKey(repo, oid);
+    const hit = this.pages.get(key);
+    if (hit) return hit;
+    let p = this.pending.get(key);
+    if (!p) {
+      p = (async () => {
+        const page = parsePage(utf8(await load()));
+        this.pages.set(key, page);
+        this.outlines.set(key, outlineOf(page));
+        return page;
+      })();
+      this.pending.set(key, p);
+      const clear = () => this.pending.delete(key);
+      p.then(clear, clear);
+    }
+    return p;
+  }
+
+  /** The outline of blob `oid` (parsing it on a miss): what blame needs of a revision. */
+  async outline(repo: string, oid: string, load: () => Promise<Uint8Array>): Promise<ParsedPage> {
+    const hit = this.outlines.get(cacheKey(repo, oid));
+    if (hit) return hit;
+    const page = await this.get(repo, oid, load);
+    return this.outlines.get(cacheKey(repo, oid)) ?? outlineOf(page);
+  }
+
+  /** Estimated bytes held (pages and outlines). */
+  get bytes(): number {
+    return this.pages.bytes + this.outlines.bytes;
+  }
+}
+
+const cacheKey = (repo: string, oid: string) => `${repo}\u0000${oid}`;
+
+/** A parsed page holds its text plus roughly one more copy in preamble and section bodies (UTF-16). */
+function estimateSize(p: ParsedPage): number {
+  let headings = 0;
+  for (const s of p.sections) headings += s.heading.length;
+  return 256 + (p.text.length + p.preamble.length + (p.frontmatterRaw?.length ?? 0)) * 2 + p.sections.length * 96 + headings * 4;
+}
+
+/**
+ * The part of a page that blame reads (lib/differ/blame.ts): its headings, in order, and whether it has a
+ * preamble. Texts and bodies are dropped; a non-empty preamble is kept as one character.
+ */
+function outlineOf(p: ParsedPage): ParsedPage {
+  return {
+    text: '',
+    empty: p.empty,
+    frontmatter: p.frontmatter === null ? null : {},
+    ...(p.frontmatterProblem ? { frontmatterProblem: p.frontmatterProblem } : {}),
+    frontmatterRaw: null,
+    preamble: p.preamble === '' ? '' : '\u2026',
+    sections: p.sections.map((s) => ({ heading: s.heading, body: '', line: s.line })),
+  };
+}
+
+export interface DiffDeps {
+  repos: RepoStore;
+  parsedPages: ParseCache;
+  log?: Logger;
+}
+
+export interface DiffQuery {
+  from?: string;
+  to?: string;
+  blame?: boolean;
+}
+
+export interface EvolutionEntry {
+  commit: Commit;
+  diff: SectionDiff;
+}
+
+export interface Evolution {
+  path: string;
+  entries: EvolutionEntry[];
+  /** Entries were left out to bound the response ({@link EVOLUTION_MAX_CHARS}); ask with a lower limit. */
+  truncated?: true;
+}
+
+export const EVOLUTION_DEFAULT_LIMIT = 20;
+export const EVOLUTION_MAX_LIMIT = 200;
+/**
+ * Evolution stops adding entries once their texts (bodies and line diffs) exceed this many characters,
+ * and says `truncated: true`; the first entry is always given.
+ */
+export const EVOLUTION_MAX_CHARS = 32 * 1024 * 1024;
+/**
+ * Blame reads at most this many bytes of revisions not already outlined in the cache per request; past
+ * that it is abandoned: the plain diff, marked `truncated: true`. (What was read stays cached, so the
+ * next request gets further.)
+ */
+export const BLAME_MAX_READ_BYTES = 128 * 1024 * 1024;
+
+export const PATH_NOT_IN_REPO = 'path not present in repo';
+export const PATH_NOT_AT_EITHER = 'path not present at either sha';
+export const NO_PARENT = 'no parent commit for this path; pass ?from explicitly';
+
+/** One revision of the page: a commit and the blob the path has there (null: absent). */
+interface Side {
+  commit: IndexedCommit;
+  blob: string | null;
+}
+
+type Revision = { commit: CommitRef; page: ParsedPage | null };
+
+class BlameBudgetExceeded extends Error {}
+
+const LATEST = Number.MAX_SAFE_INTEGER;
+const EMPTY_PAGE = (): ParsedPage => parsePage('');
+
+/** `GET /v1/repos/:id/diff/<path>`: the SectionDiff of two revisions of a page (see the module comment). */
+export async function diffPage(deps: DiffDeps, id: string, path: string, q: DiffQuery = {}): Promise<SectionDiff> {
+  const { repos } = deps;
+  const index = repos.index;
+  await repos.ready(id);
+  const given = (v: string | undefined) => (v === undefined || v === '' ? undefined : v);
+  const fromQ = given(q.from);
+  const toQ = given(q.to);
+  // UnknownShaError → 400 `unknown sha: <value>` (lib/app.ts).
+  const from = fromQ !== undefined ? await index.resolve(id, fromQ) : undefined;
+  const to = toQ !== undefined ? await index.resolve(id, toQ) : undefined;
+
+  const tip = await index.lastTouch(id, path, LATEST);
+  if (!tip) throw new HttpError(404, PATH_NOT_IN_REPO);
+
+  // The page as it is at `to`: the change that produced it (null: the path did not exist yet).
+  const current = to ? await index.lastTouch(id, path, to.seq) : tip;
+  const toSide: Side = to ? { commit: to, blob: current?.blob ?? null } : { commit: tip.commit, blob: tip.blob };
+
+  let fromSide: Side;
+  if (from) {
+    fromSide = { commit: from, blob: (await index.lastTouch(id, path, from.seq))?.blob ?? null };
+  } else {
+    if (!current) throw new HttpError(404, PATH_NOT_AT_EITHER);
+    const prev = (await index.history(id, path, 1, current.commit.seq))[0];
+    if (!prev) throw new HttpError(400, NO_PARENT);
+    fromSide = { commit: prev, blob: (await index.lastTouch(id, path, prev.seq))?.blob ?? null };
+  }
+  if (fromSide.blob === null && toSide.blob === null) throw new HttpError(404, PATH_NOT_AT_EITHER);
+
+  const [a, b] = await Promise.all([sidePage(deps, id, fromSide.blob), sidePage(deps, id, toSide.blob)]);
+  const diff = diffParsed(a, b, { from_sha: fromSide.commit.sha, to_sha: toSide.commit.sha });
+  if (!q.blame || !worthBlaming(diff, toSide)) return diff;
+  try {
+    const touches = await touchesWithBlobs(repos, id, path, BLAME_MAX_REVISIONS, toSide.commit.seq + 1);
+    return annotateBlame(diff, await revisionsOf(deps, id, touches.reverse()));
+  } catch (e) {
+    return blameFailed(deps, id, path, e, diff);
+  }
+}
+
+/** `GET /v1/repos/:id/evolution/<path>`: the page's commits newest first, each with its diff. */
+export async function pageEvolution(
+  deps: DiffDeps,
+  id: string,
+  path: string,
+  opts: { limit?: number; blame?: boolean } = {},
+): Promise<Evolution> {
+  const { repos } = deps;
+  await repos.ready(id);
+  const limit = clampLimit(opts.limit);
+  // One extra touch for the oldest entry's `from`; with blame, enough for every entry's window.
+  const want = opts.blame ? limit + BLAME_MAX_REVISIONS - 1 : limit + 1;
+  const touches = await touchesWithBlobs(repos, id, path, want);
+  if (touches.length === 0) throw new HttpError(404, PATH_NOT_IN_REPO);
+
+  // Entries newest first; each revision is parsed (or fetched from the cache) once, and the older side of
+  // one entry is the newer side of the next.
+  const entries: EvolutionEntry[] = [];
+  let truncated = false;
+  let chars = 0;
+  let newer = await sidePage(deps, id, touches[0]!.blob);
+  for (let i = 0; i < Math.min(limit, touches.length); i++) {
+    const t = touches[i]!;
+    const prev = touches[i + 1];
+    const older = prev ? await sidePage(deps, id, prev.blob) : EMPTY_PAGE();
+    const diff = diffParsed(older, newer, { from_sha: prev?.commit.sha ?? '', to_sha: t.commit.sha });
+    const size = textSize(diff);
+    if (entries.length > 0 && chars + size > EVOLUTION_MAX_CHARS) {
+      truncated = true;
+      break;
+    }
+    chars += size;
+    entries.push({ commit: commitJson(t.commit), diff });
+    newer = older;
+  }
+
+  if (opts.blame) {
+    // Entry i (newest first) is blamed over touches i … i+199, oldest first.
+    const needed = touches.slice(0, entries.length + BLAME_MAX_REVISIONS - 1);
+    let revisions: Revision[] | null = null;
+    try {
+      revisions = await revisionsOf(deps, id, needed.slice().reverse());
+    } catch (e) {
+      entries.forEach((entry, i) => {
+        if (worthBlaming(entry.diff, touches[i]!)) entry.diff = blameFailed(deps, id, path, e, entry.diff, i > 0);
+      });
+    }
+    if (revisions) {
+      const n = revisions.length;
+      entries.forEach((entry, i) => {
+        if (!worthBlaming(entry.diff, touches[i]!)) return;
+        const end = n - i;
+        entry.diff = annotateBlame(entry.diff, revisions.slice(Math.max(0, end - BLAME_MAX_REVISIONS), end));
+      });
+    }
+  }
+  return truncated ? { path, entries, truncated: true } : { path, entries };
+}
+
+function clampLimit(limit: number | undefined): number {
+  if (limit === undefined || !Number.isSafeInteger(limit) || limit <= 0) return EVOLUTION_DEFAULT_LIMIT;
+  return Math.min(limit, EVOLUTION_MAX_LIMIT);
+}
+
+/** Blame has something to attribute: a structured diff whose new side has the page. */
+const worthBlaming = (diff: SectionDiff, to: Side): boolean => !diff.parse_fallback && to.blob !== null;
+
+/** Characters of text a SectionDiff carries (bodies and line diffs), to bound evolution responses. */
+function textSize(d: SectionDiff): number {
+  let n = 256;
+  for (const e of d.preamble ? [d.preamble, ...d.sections] : d.sections) {
+    n += 64 + e.heading.length + (e.from?.length ?? 0) + (e.to?.length ?? 0) + (e.line_diff?.length ?? 0);
+  }
+  return n;
+}
+
+/** The commits touching the path (newest first, before `beforeSeq`), each with the blob it left. */
+async function touchesWithBlobs(repos: RepoStore, id: string, path: string, limit: number, beforeSeq?: number): Promise<Side[]> {
+  const commits = await repos.index.history(id, path, limit, beforeSeq);
+  return Promise.all(
+    commits.map(async (commit) => ({ commit, blob: (await repos.index.lastTouch(id, path, commit.seq))?.blob ?? null })),
+  );
+}
+
+/** The parsed page of one side; a missing path is the empty document. */
+function sidePage(deps: DiffDeps, id: string, blob: string | null): Promise<ParsedPage> {
+  if (blob === null) return Promise.resolve(EMPTY_PAGE());
+  return deps.parsedPages.get(id, blob, () => deps.repos.git.readBlob(id, blob));
+}
+
+/**
+ * Blame revisions, in the order given, as outlines. A deletion or an unreadable blob is a null page
+ * (skipped by annotateBlame). One revision at a time, so that a long history of a large page never holds
+ * more than one parse; BlameBudgetExceeded past {@link BLAME_MAX_READ_BYTES} of uncached revisions.
+ */
+async function revisionsOf(deps: DiffDeps, id: string, sides: Side[]): Promise<Revision[]> {
+  let read = 0;
+  const load = (blob: string) => async () => {
+    const bytes = await deps.repos.git.readBlob(id, blob);
+    read += bytes.byteLength;
+    if (read > BLAME_MAX_READ_BYTES) throw new BlameBudgetExceeded('blame read budget exceeded');
+    return bytes;
+  };
+  const out: Revision[] = [];
+  for (const s of sides) {
+    let page: ParsedPage | null = null;
+    if (s.blob !== null) {
+      try {
+        page = await deps.parsedPages.outline(id, s.blob, load(s.blob));
+      } catch (e) {
+        if (e instanceof BlameBudgetExceeded) throw e;
+        page = null;
+      }
+    }
+    out.push({ commit: commitJson(s.commit), page });
+  }
+  return out;
+}
+
+/**
+ * Blame failed: the plain diff. When the walk was cut for its cost the diff says `truncated: true`; any
+ * other failure is logged (once per request).
+ */
+function blameFailed(deps: DiffDeps, id: string, path: string, e: unknown, diff: SectionDiff, quiet = false): SectionDiff {
+  if (e instanceof BlameBudgetExceeded) return diff.parse_fallback ? diff : { ...diff, truncated: true };
+  if (!quiet) {
+    deps.log?.warn('blame failed; answering the plain diff', {
+      repo: id,
+      path,
+      error: e instanceof Error ? `${e.name}: ${e.message}` : String(e),
+    });
+  }
+  return diff;
+}

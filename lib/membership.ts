@@ -1,0 +1,33 @@
+import type { UserIdentity } from './auth/identity.ts';
+import type { Role } from './db/members.ts';
+import type { Deps } from './deps.ts';
+import { HttpError } from './http/errors.ts';
+import { quotaError } from './quota.ts';
+
+/**
+ * Joining and leaving: redeeming an invite key, removing a member. The role rules of SPEC.md "States
+ * and transitions" live here; who may call them is lib/policy.ts's business.
+ */
+
+/**
+ * Redeems an invite key: the caller becomes a member, or keeps the role they have (idempotent; an owner
+ * stays owner). Unknown or revoked → 404, expired → 410. A first join asks the quota policy.
+ */
+export async function redeemInvite(deps: Deps, user: UserIdentity, token: string): Promise<{ repoId: string; role: Role }> {
+  const found = await deps.invites.find(token);
+  if (!found || !(await deps.repos.exists(found.repoId))) throw new HttpError(404, 'invite key not recognized');
+  if (found.expired) throw new HttpError(410, 'invite key expired');
+  const current = await deps.members.roleOf(found.repoId, user.userId);
+  if (current) return { repoId: found.repoId, role: current };
+  const refusal = await deps.quota.checkJoin(found.repoId, user);
+  if (refusal) throw quotaError(refusal);
+  const { role } = await deps.members.add(found.repoId, user.userId, 'member');
+  return { repoId: found.repoId, role };
+}
+
+/** Removes a member: 404 when the target is not one, 409 for the last owner. */
+export async function removeMember(deps: Deps, repoId: string, userId: string): Promise<void> {
+  const result = await deps.members.remove(repoId, userId);
+  if (result === 'not_member') throw new HttpError(404, 'not a member of this repo');
+  if (result === 'last_owner') throw new HttpError(409, "can't remove the last owner");
+}

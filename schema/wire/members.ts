@@ -1,0 +1,29 @@
+import { z } from 'zod';
+
+export const Member = z.object({
+  user_id: z.string(),
+  email: z.string(),
+  role: z.enum(['owner', 'member']),
+  added_at: z.number().int(),
+});
+export type Member = z.infer<typeof Member>;
+export const MembersResponse = z.object({ members: z.array(Member) });
+export type MembersResponse = z.infer<typeof MembersResponse>;
+
+export const InviteKey = z.object({
+  id: z.string(),
+  label: z.string(),
+  created_at: z.number().int(),
+  expires_at: z.number().int(),
+});
+export type InviteKey = z.infer<typeof InviteKey>;
+
+export const MintInviteRequest = z.object({ label: z.string().max(200).optional() });
+export const MintInviteResponse = z.object({ key: InviteKey, token: z.string() });
+export type MintInviteResponse = z.infer<typeof MintInviteResponse>;
+export const InviteKeysResponse = z.object({ keys: z.array(InviteKey) });
+export type InviteKeysResponse = z.infer<typeof InviteKeysResponse>;
+
+export const JoinRequest = z.object({ key: z.unknown().optional() });
+export const JoinResponse = z.object({ repo_id: z.string(), role: z.enum(['owner', 'member']) });
+export type JoinResponse = z.infer<typeof JoinResponse>;

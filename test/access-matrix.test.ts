@@ -1,0 +1,114 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { routes } from '../functions/index.ts';
+import { signIn, startIdpTestServer, type IdpTestServer } from './helpers/idp.ts';
+
+/**
+ * The access matrix: every repo-scoped route × every kind of caller → the exact status. A route added
+ * under /v1/repos/:id without a row here fails the first test.
+ */
+
+type Caller = 'none' | 'garbage' | 'legacy' | 'owner' | 'member' | 'nonMember' | 'ownerPat' | 'revokedPat';
+const CALLERS: Caller[] = ['none', 'garbage', 'legacy', 'owner', 'member', 'nonMember', 'ownerPat', 'revokedPat'];
+type Row = Record<Exclude<Caller, 'none' | 'garbage' | 'revokedPat'>, number>;
+
+// Unauthenticated callers always get 401; the rest per SPEC.md's "Behavior by mode" and "Roles".
+const MATRIX: Record<string, Row> = {
+  'POST /v1/repos/:id': { legacy: 201, owner: 201, member: 201, nonMember: 403, ownerPat: 201 },
+  'GET /v1/repos/:id/members': { legacy: 200, owner: 200, member: 200, nonMember: 403, ownerPat: 200 },
+  'DELETE /v1/repos/:id/members/:userId': { legacy: 404, owner: 404, member: 403, nonMember: 403, ownerPat: 404 },
+  'POST /v1/repos/:id/invite-keys': { legacy: 403, owner: 201, member: 403, nonMember: 403, ownerPat: 201 },
+  'GET /v1/repos/:id/invite-keys': { legacy: 200, owner: 200, member: 403, nonMember: 403, ownerPat: 200 },
+  'DELETE /v1/repos/:id/invite-keys/:keyId': { legacy: 404, owner: 404, member: 403, nonMember: 403, ownerPat: 404 },
+  'GET /v1/repos/:id/pages': { legacy: 200, owner: 200, member: 200, nonMember: 403, ownerPat: 200 },
+  'GET /v1/repos/:id/pages/:path{.+}': { legacy: 200, owner: 200, member: 200, nonMember: 403, ownerPat: 200 },
+  'POST /v1/repos/:id/sync/push': { legacy: 200, owner: 200, member: 200, nonMember: 403, ownerPat: 200 },
+  'GET /v1/repos/:id/sync/pull': { legacy: 200, owner: 200, member: 200, nonMember: 403, ownerPat: 200 },
+  'GET /v1/repos/:id/timeline': { legacy: 200, owner: 200, member: 200, nonMember: 403, ownerPat: 200 },
+  'GET /v1/repos/:id/history/:path{.+}': { legacy: 200, owner: 200, member: 200, nonMember: 403, ownerPat: 200 },
+  'GET /v1/repos/:id/diff/:path{.+}': { legacy: 200, owner: 200, member: 200, nonMember: 403, ownerPat: 200 },
+  'GET /v1/repos/:id/evolution/:path{.+}': { legacy: 200, owner: 200, member: 200, nonMember: 403, ownerPat: 200 },
+  'GET /v1/repos/:id/activity': { legacy: 200, owner: 200, member: 200, nonMember: 403, ownerPat: 200 },
+};
+
+const repoScoped = routes.filter((r) => r.path.startsWith('/v1/repos/:id')).map((r) => `${r.method} ${r.path}`);
+
+let srv: IdpTestServer;
+const creds = {} as Record<Caller, string | null>;
+let strangerId = '';
+
+beforeAll(async () => {
+  srv = await startIdpTestServer();
+  const owner = await signIn(srv, { sub: 'o', email: 'owner@example.test', name: 'Owner' });
+  const member = await signIn(srv, { sub: 'm', email: 'member@example.test', name: 'Member' });
+  const stranger = await signIn(srv, { sub: 'n', email: 'stranger@example.test', name: 'Stranger' });
+  strangerId = stranger.user.id;
+  const mintPat = async () => (await (await srv.api('/v1/pats', { method: 'POST', token: owner.token, json: {} })).json()) as { pat: { id: string }; token: string };
+  const pat = await mintPat();
+  const revoked = await mintPat();
+  expect((await srv.api(`/v1/pats/${revoked.pat.id}`, { method: 'DELETE', token: owner.token })).status).toBe(204);
+  Object.assign(creds, {
+    none: null,
+    garbage: 'garbage-token',
+    legacy: 'test-legacy-key',
+    owner: owner.token,
+    member: member.token,
+    nonMember: stranger.token,
+    ownerPat: pat.token,
+    revokedPat: revoked.token,
+  });
+  expect((await srv.api('/v1/repos', { method: 'POST', token: owner.token, json: { id: 'mx' } })).status).toBe(201);
+  const invite = (await (await srv.api('/v1/repos/mx/invite-keys', { method: 'POST', token: owner.token, json: {} })).json()) as { token: string };
+  expect((await srv.api('/v1/repos/join', { method: 'POST', token: member.token, json: { key: invite.token } })).status).toBe(200);
+  for (const content of ['---\ntitle: A\n---\n## One\nfirst\n', '---\ntitle: A\n---\n## One\nsecond\n']) {
+    expect((await srv.api('/v1/repos/mx/sync/push', { method: 'POST', token: owner.token, json: { files: [{ path: 'a.md', content }] } })).status).toBe(200);
+  }
+});
+afterAll(async () => srv?.stop());
+
+function request(route: string): { method: string; path: string; json?: unknown } {
+  const [method, pattern] = route.split(' ') as [string, string];
+  const path = pattern
+    .replace(':id', 'mx')
+    .replace(':path{.+}', 'a.md')
+    .replace(':userId', strangerId)
+    .replace(':keyId', '00000000-0000-4000-8000-000000000000');
+  if (route === 'POST /v1/repos/:id/sync/push') return { method, path, json: { files: [{ path: 'a.md', content: '---\ntitle: A\n---\n## One\nsecond\n' }] } };
+  if (method === 'POST' && route !== 'POST /v1/repos/:id') return { method, path, json: {} };
+  return { method, path };
+}
+
+describe('access matrix', () => {
+  it('has a row for every repo-scoped route', () => {
+    expect(repoScoped.filter((r) => !(r in MATRIX))).toEqual([]);
+    expect(Object.keys(MATRIX).filter((r) => !repoScoped.includes(r))).toEqual([]);
+  });
+
+  for (const route of Object.keys(MATRIX)) {
+    it(route, async () => {
+      const got: Record<string, number> = {};
+      const want: Record<string, number> = {};
+      for (const caller of CALLERS) {
+        const { method, path, json } = request(route);
+        const res = await srv.api(path, { method, token: creds[caller], json });
+        got[caller] = res.status;
+        want[caller] = caller === 'none' || caller === 'garbage' || caller === 'revokedPat' ? 401 : MATRIX[route]![caller];
+        const body = res.status === 204 ? null : await res.json().catch(() => 'not json');
+        if (res.status >= 400) expect(body, `${caller} ${route}`).toEqual({ error: expect.any(String) });
+        if (caller === 'none') expect(body).toEqual({ error: 'missing authorization header' });
+        if (caller === 'garbage' || caller === 'revokedPat') expect(body).toEqual({ error: 'invalid token' });
+        if (caller === 'nonMember') expect(body).toEqual({ error: 'not a member of this repo' });
+      }
+      expect(got).toEqual(want);
+    });
+  }
+
+  it('a non-member gets the same 403 for a repository that does not exist', async () => {
+    for (const route of Object.keys(MATRIX)) {
+      if (route === 'POST /v1/repos/:id' || route === 'POST /v1/repos/:id/sync/push') continue; // these create it
+      const { method, path, json } = request(route);
+      const res = await srv.api(path.replace('/mx', '/no-such-repo'), { method, token: creds.nonMember, json });
+      expect(res.status, route).toBe(403);
+      expect(await res.json()).toEqual({ error: 'not a member of this repo' });
+    }
+  });
+});
