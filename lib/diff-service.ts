@@ -300,10 +300,7 @@ function textSize(d: SectionDiff): number {
 
 /** The commits touching the path (newest first, before `beforeSeq`), each with the blob it left. */
 async function touchesWithBlobs(repos: RepoStore, id: string, path: string, limit: number, beforeSeq?: number): Promise<Side[]> {
-  const commits = await repos.index.history(id, path, limit, beforeSeq);
-  return Promise.all(
-    commits.map(async (commit) => ({ commit, blob: (await repos.index.lastTouch(id, path, commit.seq))?.blob ?? null })),
-  );
+  return repos.index.touches(id, path, limit, beforeSeq);
 }
 
 /** The parsed page of one side; a missing path is the empty document. */

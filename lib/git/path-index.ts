@@ -114,6 +114,21 @@ export class PathIndex {
     return rows.map(toCommit);
   }
 
+  /** As `history`, each commit with the blob it left at `path` (null where it deleted the page). */
+  async touches(
+    repo: string,
+    path: string,
+    limit: number,
+    beforeSeq?: number,
+  ): Promise<Array<{ commit: IndexedCommit; blob: string | null }>> {
+    const rows = await this.db.all<Row>(
+      `SELECT ch.blob, ${COMMIT_COLS} FROM git_changes ch JOIN git_commits c ON c.repo_id = ch.repo_id AND c.seq = ch.seq
+       WHERE ch.repo_id = ? AND ch.path = ? AND ch.seq < ? ORDER BY ch.seq DESC LIMIT ?`,
+      [repo, path, beforeSeq ?? Number.MAX_SAFE_INTEGER, limit],
+    );
+    return rows.map((r) => ({ commit: toCommit(r), blob: r.blob === null ? null : String(r.blob) }));
+  }
+
   /** The most recent commit at or before `atSeq` that touched `path` (with the blob it left), or null. */
   async lastTouch(repo: string, path: string, atSeq: number): Promise<{ commit: IndexedCommit; blob: string | null } | null> {
     const r = await this.db.get<Row>(
