@@ -2,9 +2,13 @@
  * What the git store needs from a filesystem. The Node implementation is lib/git/node-fs.ts; the hosted
  * build supplies its own (Durable Object storage). Paths are absolute, `/`-separated.
  */
+import type { ObjectCodec } from './objects.ts';
+
 export interface StoreFs {
   /** A filesystem object in the shape isomorphic-git accepts (`{ promises: … }` or node:fs). */
   readonly iso: unknown;
+  /** Hashing and deflating of new objects; the web-standard codec when absent. */
+  readonly codec?: ObjectCodec;
   /** File bytes, or null when the file does not exist. */
   readFile(path: string): Promise<Uint8Array | null>;
   /** Directory entries, or [] when the directory does not exist. */

@@ -170,7 +170,15 @@ export class RepoStore {
     await this.ready(id);
     return this.git.withLock(id, async () => {
       try {
-        return await this.commitLocked(id, files, author, message);
+        try {
+          return await this.commitLocked(id, files, author, message);
+        } catch (e) {
+          // The branch moved under us (another process, or a crash left the index behind): level the
+          // index with git and decide every file again, once.
+          if (!(e instanceof ConcurrentUpdateError)) throw e;
+          await this.index.sync(id, this.git);
+          return await this.commitLocked(id, files, author, message);
+        }
       } catch (e) {
         // Whatever happened, the next access re-checks the index against git.
         this.invalidate(id);
@@ -185,8 +193,8 @@ export class RepoStore {
     author: { name: string; email: string },
     message: string,
   ): Promise<PushResult> {
-    // Another process (or a crash) may have moved the branch: level the index first.
-    await this.index.sync(id, this.git);
+    // The index is level with git (ready()); if git moved since, the ref's check-and-set refuses the
+    // commit and commitFiles re-syncs and retries.
     const head = await this.index.headCommit(id);
     const outcomes: Array<PushOutcome | null> = [];
     const writes: FileWrite[] = [];

@@ -1,4 +1,5 @@
 import git, { type PromiseFsClient } from 'isomorphic-git';
+import { encodeObject, serializeCommit, serializeTree, webCodec, type ObjectCodec, type ObjectType } from './objects.ts';
 import type { StoreFs } from './fs.ts';
 import { KeyedMutex } from './lock.ts';
 import { LruCache } from './lru.ts';
@@ -73,25 +74,17 @@ interface TreeEntry {
 
 type IsoFs = PromiseFsClient;
 
-/** An fs for isomorphic-git that captures writes in memory and reads through to the real one. */
-function stagingFs(real: IsoFs, staged: Map<string, Uint8Array>): IsoFs {
-  const p = real.promises as unknown as Record<string, (...args: any[]) => Promise<any>>;
-  return {
-    promises: {
-      readFile: (...a: unknown[]) => p.readFile!(...a),
-      writeFile: async (path: string, data: Uint8Array | string) => {
-        staged.set(path, typeof data === 'string' ? encoder.encode(data) : new Uint8Array(data));
-      },
-      mkdir: async () => undefined,
-      rmdir: async () => undefined,
-      unlink: async () => undefined,
-      stat: (...a: unknown[]) => p.stat!(...a),
-      lstat: (...a: unknown[]) => p.lstat!(...a),
-      readdir: (...a: unknown[]) => p.readdir!(...a),
-      readlink: (...a: unknown[]) => p.readlink!(...a),
-      symlink: async () => undefined,
-    },
-  };
+/** Objects encoded for one commit, flushed together once all are known. */
+class ObjectStage {
+  readonly objects = new Map<string, Uint8Array>();
+  /** Trees written, with their entries, for the read cache once they are on disk. */
+  readonly trees = new Map<string, TreeEntry[]>();
+  constructor(private readonly codec: ObjectCodec) {}
+  async put(type: ObjectType, content: Uint8Array): Promise<string> {
+    const { oid, deflated } = await encodeObject(this.codec, type, content);
+    this.objects.set(oid, deflated);
+    return oid;
+  }
 }
 
 export interface GitStoreOptions {
@@ -359,33 +352,36 @@ export class GitStore {
   ): Promise<{ meta: CommitMeta; changes: PathChange[] } | null> {
     const gitdir = this.gitdir(id);
     for (const w of args.writes) this.checkPath(w.path);
-    const staged = new Map<string, Uint8Array>();
-    const sfs = stagingFs(this.iso, staged);
+    const stage = new ObjectStage(this.fs.codec ?? webCodec);
 
     // Blobs first; a write whose blob equals the current one changes nothing.
     const byPath = new Map<string, string | null>();
     for (const w of args.writes) {
-      byPath.set(w.path, w.content === null ? null : await git.writeBlob({ fs: sfs, gitdir, blob: w.content }));
+      byPath.set(w.path, w.content === null ? null : await stage.put('blob', w.content));
     }
     const parentTree = args.parent ? (await this.readCommit(id, args.parent)).tree : null;
     const changes: PathChange[] = [];
-    const newTree = await this.rewriteTree(id, sfs, gitdir, parentTree, byPath, '', changes);
+    const newTree = await this.rewriteTree(id, stage, parentTree, byPath, '', changes);
     if (changes.length === 0) return null;
-    const rootTree = newTree ?? (await git.writeTree({ fs: sfs, gitdir, tree: [] }));
+    const rootTree = newTree ?? (await stage.put('tree', serializeTree([])));
 
     const message = args.message.endsWith('\n') ? args.message : `${args.message}\n`;
-    const who = { name: args.author.name, email: args.author.email, timestamp: args.time, timezoneOffset: 0 };
-    const sha = await git.writeCommit({
-      fs: sfs,
-      gitdir,
-      commit: { message, tree: rootTree, parent: args.parent ? [args.parent] : [], author: who, committer: who },
-    });
+        const sha = await stage.put(
+      'commit',
+      serializeCommit({ tree: rootTree, parents: args.parent ? [args.parent] : [], author: args.author, time: args.time, message }),
+    );
 
-    // Objects reach the disk before the ref that makes them reachable.
+    // Objects reach the disk before the ref that makes them reachable; ones already stored are kept.
+    const candidates = [...stage.objects].map(([oid, data]) => ({
+      path: `${gitdir}/objects/${oid.slice(0, 2)}/${oid.slice(2)}`,
+      data,
+    }));
+    const stored = await Promise.all(candidates.map((f) => this.fs.exists(f.path)));
     await this.fs.writeDurable(
-      [...staged].map(([path, data]) => ({ path, data })),
+      candidates.filter((_, i) => !stored[i]),
       `${gitdir}/objects`,
     );
+    for (const [oid, entries] of stage.trees) this.trees.set(`${id}:${oid}`, entries);
     await this.moveRef(id, args.parent, sha);
 
     const meta: CommitMeta = {
@@ -409,8 +405,7 @@ export class GitStore {
   /** Applies `byPath` (paths relative to the repository root) below `prefix` to `tree`; null = empty. */
   private async rewriteTree(
     id: string,
-    sfs: IsoFs,
-    gitdir: string,
+    stage: ObjectStage,
     tree: string | null,
     byPath: Map<string, string | null>,
     prefix: string,
@@ -456,7 +451,7 @@ export class GitStore {
         continue;
       }
       const before = cur?.oid ?? null;
-      const after = await this.rewriteTree(id, sfs, gitdir, before, sub, `${prefix}${name}/`, changes);
+      const after = await this.rewriteTree(id, stage, before, sub, `${prefix}${name}/`, changes);
       if (after === before) continue;
       dirty = true;
       if (after === null) entries.delete(name);
@@ -464,7 +459,12 @@ export class GitStore {
     }
     if (!dirty) return tree;
     if (entries.size === 0) return null;
-    const oid = await git.writeTree({ fs: sfs, gitdir, tree: [...entries.values()] });
+    const list = [...entries.values()];
+    const oid = await stage.put(
+      'tree',
+      serializeTree(list.map((e) => ({ mode: e.mode, name: e.path, oid: e.oid, type: e.type }))),
+    );
+    stage.trees.set(oid, list);
     return oid;
   }
 
