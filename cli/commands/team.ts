@@ -1,0 +1,145 @@
+/** `kr repos`, `kr invite`, `kr join`, `kr members`, `kr pats`. */
+import { checkRepoId, connect, repoOf, saveConfig, saveCredentials } from '../config.ts';
+import { refused, usageError } from '../errors.ts';
+import { note, out, paint, printJson, shortSha, table, utc } from '../output.ts';
+import { intOption } from './inspect.ts';
+
+interface Common {
+  repo?: string;
+  json?: boolean;
+}
+
+/** The create route's id pattern (API.md "Repositories"). */
+const CREATE_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
+export async function reposList(opts: Common): Promise<void> {
+  const session = await connect();
+  const { repos } = await session.api.repos();
+  if (opts.json) return printJson({ repos });
+  if (repos.length === 0) return out('No repositories yet ("kr repos create <id>" makes one).');
+  const current = opts.repo ?? session.config.repo;
+  out(
+    table(
+      repos.map((r) => [
+        r.id === current ? `* ${r.id}` : `  ${r.id}`,
+        r.role ?? '-',
+        String(r.page_count),
+        r.last_commit ? `${shortSha(r.last_commit.sha)} ${r.last_commit.time} ${r.last_commit.email}` : '-',
+      ]),
+      ['  ID', 'ROLE', 'PAGES', 'LAST COMMIT'],
+    ),
+  );
+}
+
+export async function reposCreate(id: string, opts: Common): Promise<void> {
+  if (!CREATE_ID.test(id)) throw usageError(`invalid repository id: ${id} (must match [A-Za-z0-9][A-Za-z0-9_-]{0,63})`);
+  const session = await connect();
+  const res = await session.api.createRepo(id);
+  const becameCurrent = !session.config.repo;
+  if (becameCurrent) await saveConfig({ repo: res.id });
+  if (opts.json) return printJson(res);
+  out(`Created repository ${res.id}; you are its owner.`);
+  if (becameCurrent) out(`It is now your current repository.`);
+  else note(`Your current repository is still ${session.config.repo} ("kr remote set-repo ${res.id}" to switch).`);
+}
+
+export async function inviteCreate(opts: Common & { label?: string }): Promise<void> {
+  const session = await connect();
+  const repo = repoOf(session, opts.repo);
+  const res = await session.api.createInvite(repo, opts.label);
+  if (opts.json) return printJson(res);
+  const p = paint();
+  out(`Invite key ${res.key.id} for ${repo}${res.key.label ? ` (${res.key.label})` : ''}, expires ${utc(res.key.expires_at)}.`);
+  out(`Token (shown only this once; share it privately):`);
+  out(`  ${p.bold(res.token)}`);
+  out(`The invitee runs: kr join ${res.token}`);
+}
+
+export async function inviteList(opts: Common): Promise<void> {
+  const session = await connect();
+  const repo = repoOf(session, opts.repo);
+  const { keys } = await session.api.listInvites(repo);
+  const now = Math.floor(Date.now() / 1000);
+  const rows = keys.map((k) => ({ ...k, status: k.expires_at > now ? ('active' as const) : ('expired' as const) }));
+  if (opts.json) return printJson({ keys: rows });
+  if (rows.length === 0) return out('No invite keys ("kr invite create" mints one).');
+  out(table(rows.map((k) => [k.id, k.label || '-', utc(k.expires_at), k.status]), ['KEY ID', 'LABEL', 'EXPIRES (UTC)', 'STATUS']));
+}
+
+export async function inviteRevoke(keyId: string, opts: Common): Promise<void> {
+  if (keyId.startsWith('kri_')) {
+    throw usageError('that is an invite token; revoking takes the key id (the first column of "kr invite list")');
+  }
+  const session = await connect();
+  const repo = repoOf(session, opts.repo);
+  await session.api.revokeInvite(repo, keyId);
+  if (opts.json) return printJson({ revoked: keyId });
+  out(`Revoked invite key ${keyId}.`);
+}
+
+export async function join(token: string, opts: Common): Promise<void> {
+  if (!token.startsWith('kri_')) throw usageError('not an invite token (invite tokens start with kri_)');
+  const session = await connect(); // stops without credentials or without a server URL
+  const res = await session.api.join(token);
+  checkRepoId(res.repo_id);
+  await saveConfig({ repo: res.repo_id });
+  if (opts.json) return printJson(res);
+  out(`Joined ${res.repo_id} as ${res.role}; it is now your current repository.`);
+  out(`Next: "kr init" in your project folder (if not done yet), then "kr pull".`);
+}
+
+export async function membersList(opts: Common): Promise<void> {
+  const session = await connect();
+  const repo = repoOf(session, opts.repo);
+  const { members } = await session.api.members(repo);
+  if (opts.json) return printJson({ members });
+  out(table(members.map((m) => [m.email, m.role, utc(m.added_at), m.user_id]), ['EMAIL', 'ROLE', 'JOINED (UTC)', 'USER ID']));
+}
+
+export async function membersRemove(email: string, opts: Common): Promise<void> {
+  const session = await connect();
+  const repo = repoOf(session, opts.repo);
+  const { members } = await session.api.members(repo);
+  const wanted = email.trim().toLowerCase();
+  const member = members.find((m) => m.email.toLowerCase() === wanted);
+  if (!member) throw refused(`${email} is not a member of ${repo}`);
+  await session.api.removeMember(repo, member.user_id);
+  if (opts.json) return printJson({ removed: { user_id: member.user_id, email: member.email } });
+  out(`Removed ${member.email} from ${repo}. Their past commits keep their name and email.`);
+}
+
+export async function patsCreate(opts: Common & { label?: string; expiresInDays?: string; save?: boolean }): Promise<void> {
+  const days = intOption('expires-in-days', opts.expiresInDays);
+  if (days !== undefined && days > 366) throw usageError('--expires-in-days must be at most 366');
+  const session = await connect();
+  const res = await session.api.createPat({ ...(opts.label !== undefined ? { label: opts.label } : {}), ...(days ? { expires_in_days: days } : {}) });
+  if (opts.save) await saveCredentials({ server_url: session.serverUrl, token: res.token });
+  if (opts.json) return printJson(res);
+  out(`Personal access token ${res.pat.id}${res.pat.label ? ` (${res.pat.label})` : ''}${res.pat.expires_at ? `, expires ${utc(res.pat.expires_at)}` : ', no expiry'}.`);
+  if (opts.save) out('Saved as your credentials: kr now uses it.');
+  else {
+    out('Token (shown only this once):');
+    out(`  ${res.token}`);
+  }
+}
+
+export async function patsList(opts: Common): Promise<void> {
+  const session = await connect();
+  const { pats } = await session.api.listPats();
+  if (opts.json) return printJson({ pats });
+  if (pats.length === 0) return out('No personal access tokens.');
+  out(
+    table(
+      pats.map((t) => [t.id, t.label || '-', utc(t.created_at), t.expires_at ? utc(t.expires_at) : 'never', t.last_used_at ? utc(t.last_used_at) : '-']),
+      ['ID', 'LABEL', 'CREATED (UTC)', 'EXPIRES (UTC)', 'LAST USED (UTC)'],
+    ),
+  );
+}
+
+export async function patsRevoke(id: string, opts: Common): Promise<void> {
+  if (id.startsWith('krp_')) throw usageError('that is a token; revoking takes the token id (the first column of "kr pats list")');
+  const session = await connect();
+  await session.api.revokePat(id);
+  if (opts.json) return printJson({ revoked: id });
+  out(`Revoked personal access token ${id}.`);
+}

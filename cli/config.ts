@@ -1,0 +1,184 @@
+/**
+ * User-level settings (SPEC.md "Authentication" rule 7):
+ *  - `config.json`: `server_url`, `repo`;
+ *  - `credentials.json`: `server_url`, `token`, created with mode 0600 (readable only by its owner).
+ * Both live in `$XDG_CONFIG_HOME/kr/` when XDG_CONFIG_HOME is set to an absolute path, else in
+ * `~/.config/kr/` (HOME is respected). The credentials file's URL wins over the config's, so a token is
+ * only ever sent to the server it was issued for.
+ */
+import { chmod, mkdir, readFile, rename, stat, writeFile, unlink } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { dirname, isAbsolute, join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { CliError, refused, usageError } from './errors.ts';
+import { Api } from './api.ts';
+import { warn } from './output.ts';
+
+export function configDir(env: NodeJS.ProcessEnv = process.env): string {
+  const xdg = env.XDG_CONFIG_HOME;
+  if (xdg && isAbsolute(xdg)) return join(xdg, 'kr');
+  return join(homedir(), '.config', 'kr');
+}
+
+export const configPath = (): string => join(configDir(), 'config.json');
+export const credentialsPath = (): string => join(configDir(), 'credentials.json');
+
+const ConfigFile = z.object({ server_url: z.string().optional(), repo: z.string().optional() }).passthrough();
+export type ConfigFile = z.infer<typeof ConfigFile>;
+
+const CredentialsFile = z
+  .object({
+    server_url: z.string({ error: '"server_url" is not a string' }).optional(),
+    token: z.string({ error: 'no "token" in the file' }).min(1, 'the "token" is empty'),
+  })
+  .passthrough();
+export type CredentialsFile = z.infer<typeof CredentialsFile>;
+
+const errnoOf = (e: unknown): string | undefined => (e as NodeJS.ErrnoException | null)?.code;
+const reasonOf = (e: unknown): string => {
+  const code = errnoOf(e);
+  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
+  if (code === 'EISDIR') return 'it is a directory';
+  return e instanceof Error ? e.message : String(e);
+};
+
+/** Writes JSON through a temporary file and a rename, so a crash never leaves half a file. */
+export async function writeJsonAtomic(path: string, value: unknown, mode = 0o644): Promise<void> {
+  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  const tmp = join(dirname(path), `.${randomBytes(6).toString('hex')}.tmp`);
+  try {
+    await writeFile(tmp, JSON.stringify(value, null, 2) + '\n', { mode, flag: 'wx' });
+    await chmod(tmp, mode);
+    await rename(tmp, path);
+  } catch (e) {
+    await unlink(tmp).catch(() => {});
+    throw e;
+  }
+}
+
+export async function loadConfig(): Promise<ConfigFile> {
+  const path = configPath();
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (e) {
+    if (errnoOf(e) === 'ENOENT') return {};
+    throw refused(`cannot read config file ${path}: ${reasonOf(e)}`);
+  }
+  try {
+    const parsed = ConfigFile.safeParse(JSON.parse(text));
+    if (!parsed.success) throw new Error('expected {"server_url"?: string, "repo"?: string}');
+    return parsed.data;
+  } catch (e) {
+    throw refused(`cannot read config file ${path}: ${reasonOf(e)}`);
+  }
+}
+
+export async function saveConfig(update: Partial<ConfigFile>): Promise<ConfigFile> {
+  const next = { ...(await loadConfig()), ...update };
+  await writeJsonAtomic(configPath(), next, 0o644);
+  return next;
+}
+
+/**
+ * The credentials, or a clear refusal: a missing file means "not logged in", any other failure (permission,
+ * not JSON, no token) means "unreadable". A file others can read is used, with a warning.
+ */
+export async function loadCredentials(): Promise<CredentialsFile> {
+  const path = credentialsPath();
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (e) {
+    if (errnoOf(e) === 'ENOENT') {
+      throw refused(`not logged in: no credentials file at ${path} (run "kr login")`);
+    }
+    throw refused(`cannot read credentials file ${path}: ${reasonOf(e)} (run "kr login" again)`);
+  }
+  let creds: CredentialsFile;
+  try {
+    const parsed = CredentialsFile.safeParse(JSON.parse(text));
+    if (!parsed.success) throw new Error(parsed.error.issues[0]?.message ?? 'unexpected content');
+    creds = parsed.data;
+  } catch (e) {
+    throw refused(`cannot read credentials file ${path}: ${reasonOf(e)} (run "kr login" again)`);
+  }
+  try {
+    const st = await stat(path);
+    if (process.platform !== 'win32' && (st.mode & 0o077) !== 0) {
+      warn(`${path} is readable by other users; run: chmod 600 ${path}`);
+    }
+  } catch {
+    // stat after a successful read: nothing useful to add
+  }
+  return creds;
+}
+
+export async function saveCredentials(creds: CredentialsFile): Promise<void> {
+  await writeJsonAtomic(credentialsPath(), creds, 0o600);
+}
+
+/** A server URL as typed → its normalised base (`http(s)://host[:port][/prefix]`, no trailing slash). */
+export function normaliseServerUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw usageError(`not a URL: ${raw} (expected e.g. https://kr.example.com)`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw usageError(`unsupported URL scheme ${url.protocol} (expected http or https)`);
+  }
+  if (url.username || url.password) throw usageError('the server URL must not carry a user name or password');
+  if (url.search || url.hash) throw usageError('the server URL must not carry a query or fragment');
+  return url.toString().replace(/\/+$/, '');
+}
+
+const REPO_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+export function checkRepoId(id: string): string {
+  if (!REPO_ID.test(id)) throw usageError(`invalid repository id: ${id} (letters, digits, _ and -, at most 64)`);
+  return id;
+}
+
+export interface Session {
+  api: Api;
+  serverUrl: string;
+  /** Where the URL came from. */
+  serverFrom: 'credentials' | 'config';
+  config: ConfigFile;
+}
+
+/** Credentials + server URL, or a refusal: what every command that talks to the server starts with. */
+export async function connect(): Promise<Session> {
+  const creds = await loadCredentials();
+  const config = await loadConfig();
+  const serverUrl = creds.server_url || config.server_url;
+  if (!serverUrl) {
+    throw refused('no server URL set: run "kr remote set <url>" or "kr login --server <url>"');
+  }
+  let base: string;
+  try {
+    base = normaliseServerUrl(serverUrl);
+  } catch (e) {
+    throw refused(`invalid server URL ${serverUrl} in ${creds.server_url ? credentialsPath() : configPath()}: ${(e as Error).message}`);
+  }
+  return {
+    api: new Api({ baseUrl: base, token: creds.token }),
+    serverUrl: base,
+    serverFrom: creds.server_url ? 'credentials' : 'config',
+    config,
+  };
+}
+
+/** The repository a command works on: `--repo`, else the config's. */
+export function repoOf(session: Session, flag: string | undefined): string {
+  const id = flag ?? session.config.repo;
+  if (!id) {
+    throw refused('no repository set: run "kr remote set-repo <id>", "kr repos create <id>" or "kr join <invite-token>"');
+  }
+  return checkRepoId(id);
+}
+
+export { CliError };

@@ -1,0 +1,295 @@
+/**
+ * The command tree of `kr` (commander). Every command has `--help` with examples; every read command has
+ * `--json`. Command implementations are loaded on demand (`import()` inside each action).
+ */
+import { Command, Option } from 'commander';
+import { paint } from './output.ts';
+
+export const VERSION = '0.1.0';
+
+type Opts = Record<string, unknown>;
+
+/** Each command's `--help` ends with examples. */
+function examples(cmd: Command, lines: string[]): Command {
+  return cmd.addHelpText('after', `\nExamples:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n`);
+}
+
+/** An action: positional arguments, then the options merged with the global ones (`--repo`). */
+function act(cmd: Command, run: (args: string[], opts: Opts) => Promise<void>): Command {
+  return cmd.action(async (...params: unknown[]) => {
+    const self = params[params.length - 1] as Command;
+    const positional = params.slice(0, params.length - 2).flatMap((a) => (Array.isArray(a) ? a : [a])) as string[];
+    await run(positional, self.optsWithGlobals());
+  });
+}
+
+const json = () => new Option('--json', 'print machine-readable JSON');
+const typeOpt = () => new Option('-t, --type <type>', 'page type when a slug exists under several').choices(['concept', 'entity', 'analysis', 'source']);
+
+const setup = () => import('./commands/setup.ts');
+const sync = () => import('./commands/sync.ts');
+const inspect = () => import('./commands/inspect.ts');
+const team = () => import('./commands/team.ts');
+
+export function buildProgram(): Command {
+  const program = new Command('kr')
+    .description('Command-line client of the Knowledge Repository Service: sync project knowledge pages with a shared repository.')
+    .version(VERSION, '-V, --version')
+    .option('-r, --repo <id>', 'repository to use instead of the configured one')
+    .exitOverride()
+    .showHelpAfterError('(run with --help for usage)')
+    .configureOutput({ outputError: (str, write) => write(paint(process.stderr).red(str)) });
+  program.addHelpText(
+    'after',
+    `
+Exit codes: 0 success, 1 refused request (server error, not logged in, conflict), 2 bad usage.
+Files: ~/.config/kr/config.json (server_url, repo), ~/.config/kr/credentials.json (server_url, token; mode 0600),
+       .kr/ at the project root (pages and state.json). XDG_CONFIG_HOME is honoured; NO_COLOR turns colour off.
+
+Examples:
+  $ kr login --server https://kr.example.com --token krp_...
+  $ kr repos create acme && kr init && kr push
+  $ kr join kri_... && kr init && kr pull
+  $ kr diff decision-log --local`,
+  );
+
+  // --- setup --------------------------------------------------------------------------------------------
+  examples(
+    act(
+      program
+        .command('login')
+        .description('save a token for a server, after checking it (GET /v1/me; the legacy key: GET /v1/repos)')
+        .option('-s, --server <url>', 'server URL (default: the one already configured)')
+        .option('--token <token>', 'token to save: a personal access token (krp_...), a session token or the legacy key; "-" reads it from stdin; asked for on a terminal when omitted')
+        .addOption(json()),
+      async (_a, o) => (await setup()).login(o as never),
+    ),
+    ['kr login --server https://kr.example.com', 'kr login --server http://127.0.0.1:8080 --token krp_abc...', 'pass show kr | kr login --token -'],
+  );
+
+  const remote = program.command('remote').description('show or change the server URL and the current repository');
+  examples(
+    act(remote.command('set').argument('<url>', 'server URL').description('set the server URL (config.json)'), async ([url], _o) =>
+      (await setup()).remoteSet(url!),
+    ),
+    ['kr remote set https://kr.example.com'],
+  );
+  examples(
+    act(remote.command('set-repo').argument('<id>', 'repository id').description('set the current repository (config.json)'), async ([id], _o) =>
+      (await setup()).remoteSetRepo(id!),
+    ),
+    ['kr remote set-repo acme'],
+  );
+  examples(
+    act(remote.command('get').description('show the server URL (and which file it comes from) and the repository').addOption(json()), async (_a, o) =>
+      (await setup()).remoteGet(o as never),
+    ),
+    ['kr remote get', 'kr remote get --json'],
+  );
+  examples(remote, ['kr remote set https://kr.example.com', 'kr remote set-repo acme', 'kr remote get']);
+
+  examples(
+    act(program.command('init').description('create .kr/ (wiki/concepts, wiki/entities, wiki/analyses, raw/sessions, state.json) here'), async () =>
+      (await setup()).init(),
+    ),
+    ['kr init', 'kr init && kr pull'],
+  );
+
+  // --- sync ---------------------------------------------------------------------------------------------
+  examples(
+    act(
+      program
+        .command('push')
+        .description('send new and changed pages (each based on the version you last pulled); conflicts are reported, your files stay as they are')
+        .argument('[paths...]', 'slugs, page files or folders (default: every page)')
+        .addOption(typeOpt())
+        .option('-m, --message <text>', 'commit message')
+        .option('-n, --dry-run', 'only list what would be pushed')
+        .addOption(json()),
+      async (paths, o) => (await sync()).push(paths, o as never),
+    ),
+    ['kr push', 'kr push decision-log -m "record the decision"', 'kr push --type concept', 'kr push .kr/wiki/entities --dry-run'],
+  );
+  examples(
+    act(
+      program
+        .command('pull')
+        .description('fetch what changed on the server into .kr/ (deletions too); your unpushed edits are kept and reported')
+        .option('--full', 'fetch every page, not only what changed since the last pull')
+        .addOption(json()),
+      async (_a, o) => (await sync()).pull(o as never),
+    ),
+    ['kr pull', 'kr pull --full'],
+  );
+  examples(
+    act(program.command('status').description('pages that are new, modified, behind the server, or in conflict (one request)').addOption(json()), async (_a, o) =>
+      (await sync()).status(o as never),
+    ),
+    ['kr status', 'kr status --json'],
+  );
+  examples(
+    act(
+      program
+        .command('resolve')
+        .description('after merging a conflict by hand: base your file on the server\'s current version, so the next push goes through')
+        .argument('<slug>', 'page slug')
+        .addOption(typeOpt())
+        .option('--theirs', "discard your version and take the server's")
+        .addOption(json()),
+      async ([slug], o) => (await sync()).resolveConflict(slug!, o as never),
+    ),
+    ['kr resolve decision-log && kr push', 'kr resolve decision-log --theirs'],
+  );
+
+  // --- inspect ------------------------------------------------------------------------------------------
+  examples(
+    act(
+      program
+        .command('log')
+        .description('activity of the repository: actor email, action, UTC time (newest first)')
+        .option('-n, --limit <n>', 'how many events (at most 500)')
+        .option('--offset <n>', 'skip this many events')
+        .addOption(json()),
+      async (_a, o) => (await inspect()).log(o as never),
+    ),
+    ['kr log', 'kr log --limit 200 --json'],
+  );
+  examples(
+    act(
+      program.command('timeline').description('commits of the repository with the pages they touched (newest first)').option('-n, --limit <n>', 'how many commits').addOption(json()),
+      async (_a, o) => (await inspect()).timeline(o as never),
+    ),
+    ['kr timeline', 'kr timeline -n 10'],
+  );
+  examples(
+    act(
+      program
+        .command('history')
+        .description('commits that touched a page (newest first)')
+        .argument('<slug>', 'page slug (looked up in the local page folders)')
+        .addOption(typeOpt())
+        .option('-n, --limit <n>', 'how many commits')
+        .addOption(json()),
+      async ([slug], o) => (await inspect()).history(slug!, o as never),
+    ),
+    ['kr history decision-log', 'kr history acme --type entity'],
+  );
+  examples(
+    act(
+      program
+        .command('diff')
+        .description('section diff of a page: between two commits on the server, or (--local) your file against the server copy')
+        .argument('<slug>', 'page slug (looked up in the local page folders)')
+        .addOption(typeOpt())
+        .option('--from <sha>', 'older commit (default: the previous commit that touched the page)')
+        .option('--to <sha>', 'newer commit (default: the last commit that touched the page)')
+        .option('--blame', 'name the commit that introduced each heading')
+        .option('--local', 'compare your file with the server copy, in-process (not with --from, --to or --blame)')
+        .addOption(json()),
+      async ([slug], o) => (await inspect()).diff(slug!, o as never),
+    ),
+    ['kr diff decision-log', 'kr diff decision-log --from 1a2b3c4 --to 5d6e7f8', 'kr diff decision-log --blame', 'kr diff decision-log --local', 'kr diff acme --type entity --json'],
+  );
+  examples(
+    act(
+      program
+        .command('evolution')
+        .description('how a page changed, commit by commit, section by section (newest first)')
+        .argument('<slug>', 'page slug (looked up in the local page folders)')
+        .addOption(typeOpt())
+        .option('-n, --limit <n>', 'how many commits (at most 200)')
+        .option('--blame', 'name the commit that introduced each heading')
+        .addOption(json()),
+      async ([slug], o) => (await inspect()).evolution(slug!, o as never),
+    ),
+    ['kr evolution decision-log', 'kr evolution decision-log -n 5 --json'],
+  );
+
+  // --- team ---------------------------------------------------------------------------------------------
+  const repos = program.command('repos').description('your repositories');
+  examples(
+    act(repos.command('list', { isDefault: true }).description('list the repositories you belong to (the default)').addOption(json()), async (_a, o) =>
+      (await team()).reposList(o as never),
+    ),
+    ['kr repos', 'kr repos list --json'],
+  );
+  examples(
+    act(repos.command('create').argument('<id>', 'repository id: [A-Za-z0-9][A-Za-z0-9_-]{0,63}').description('create a repository; you become its owner').addOption(json()), async ([id], o) =>
+      (await team()).reposCreate(id!, o as never),
+    ),
+    ['kr repos create acme'],
+  );
+  examples(repos, ['kr repos', 'kr repos create acme']);
+
+  const invite = program.command('invite').description('invite keys of the current repository (owners only)');
+  examples(
+    act(invite.command('create').description('mint an invite key (valid 7 days); the token is shown once').option('-l, --label <text>', 'a note on who it is for').addOption(json()), async (_a, o) =>
+      (await team()).inviteCreate(o as never),
+    ),
+    ['kr invite create --label "for bob"'],
+  );
+  examples(
+    act(invite.command('list').description('key id, label, expiry (UTC), active/expired').addOption(json()), async (_a, o) =>
+      (await team()).inviteList(o as never),
+    ),
+    ['kr invite list'],
+  );
+  examples(
+    act(invite.command('revoke').argument('<key-id>', 'the key id from "kr invite list" (not the token)').description('revoke an invite key').addOption(json()), async ([id], o) =>
+      (await team()).inviteRevoke(id!, o as never),
+    ),
+    ['kr invite revoke 6f1c2a9e-...'],
+  );
+  examples(invite, ['kr invite create --label bob', 'kr invite list', 'kr invite revoke <key-id>']);
+
+  examples(
+    act(
+      program.command('join').argument('<invite-token>', 'the kri_... token you were given').description('redeem an invite token; its repository becomes your current one').addOption(json()),
+      async ([tokenArg], o) => (await team()).join(tokenArg!, o as never),
+    ),
+    ['kr join kri_AbC...'],
+  );
+
+  const members = program.command('members').description('members of the current repository');
+  examples(
+    act(members.command('list', { isDefault: true }).description('email, role, join time (the default)').addOption(json()), async (_a, o) =>
+      (await team()).membersList(o as never),
+    ),
+    ['kr members', 'kr members --json'],
+  );
+  examples(
+    act(members.command('remove').argument('<email>', 'the member\'s email (any case)').description('remove a member (owners only)').addOption(json()), async ([email], o) =>
+      (await team()).membersRemove(email!, o as never),
+    ),
+    ['kr members remove bob@example.com'],
+  );
+  examples(members, ['kr members', 'kr members remove bob@example.com']);
+
+  const pats = program.command('pats').description('your personal access tokens');
+  examples(
+    act(
+      pats
+        .command('create')
+        .description('mint a personal access token (shown once)')
+        .option('-l, --label <text>', 'what it is for')
+        .option('--expires-in-days <n>', 'lifetime in days, 1 to 366')
+        .option('--save', 'store it as your credentials instead of printing it')
+        .addOption(json()),
+      async (_a, o) => (await team()).patsCreate(o as never),
+    ),
+    ['kr pats create --label laptop --save', 'kr pats create --label ci --expires-in-days 90'],
+  );
+  examples(
+    act(pats.command('list', { isDefault: true }).description('list your tokens (the default)').addOption(json()), async (_a, o) => (await team()).patsList(o as never)),
+    ['kr pats list'],
+  );
+  examples(
+    act(pats.command('revoke').argument('<id>', 'token id from "kr pats list"').description('revoke a token').addOption(json()), async ([id], o) =>
+      (await team()).patsRevoke(id!, o as never),
+    ),
+    ['kr pats revoke 0c9e...'],
+  );
+  examples(pats, ['kr pats create --save', 'kr pats list', 'kr pats revoke <id>']);
+
+  return program;
+}
