@@ -1,0 +1,265 @@
+import { join } from 'node:path';
+import { makePage, Rng, type PageModel } from '../content.ts';
+import { pushBody, type PushResponse } from '../http.ts';
+import { copyRepo, GIT_FSYNC_CONFIG, PlumbingCommitter } from '../git.ts';
+import { summarize, round } from '../stats.ts';
+import { createRepo, repoDir, type Side, type Workload } from './types.ts';
+
+/** W1 push-one, W2 push-batch, W7 concurrent push: the service's pushes against plumbing commits. */
+
+const PLUMBING_ONE =
+  'bash, timed per commit with $EPOCHREALTIME: git hash-object -w --stdin; git mktree (one per tree level); git commit-tree <tree> -p <head> -m <msg>; git update-ref refs/heads/main <new> <old>';
+
+function plumbingSide(label: string, command: string, ms: number[], extra?: Record<string, unknown>): Side {
+  const s = summarize(ms);
+  return { label, command, unit: 'ms', median: s.median, p95: s.p95, n: s.n, extra: { mean: s.mean, total_ms: s.total, ...extra } };
+}
+
+interface W1State {
+  pages: PageModel[];
+  paths: string[];
+  shas: string[];
+  refCopy: string;
+  /** A second copy for the context run with git's fsync settings. */
+  refCopyFsync: string;
+}
+
+export const w1: Workload = {
+  id: 'W1',
+  title: 'push-one',
+  async seed(ctx) {
+    const { w1Pages } = ctx.scale;
+    await createRepo(ctx, 'w1');
+    const rng = new Rng(101);
+    const pages = Array.from({ length: w1Pages }, (_, i) => makePage(rng, `W1 page ${i + 1}`));
+    const paths = pages.map((_, i) => `pages/page-${String(i + 1).padStart(2, '0')}.md`);
+    const { data } = await ctx.api().json<PushResponse>(
+      'POST',
+      '/v1/repos/w1/sync/push',
+      pushBody('seed W1', pages.map((p, i) => ({ path: paths[i]!, content: p.render() }))),
+    );
+    const shas = paths.map((p) => data.pushed.find((x) => x.path === p)!.sha);
+    const refCopy = await copyRepo(repoDir(ctx, 'w1'), join(ctx.work, 'ref-w1.git'));
+    const refCopyFsync = await copyRepo(repoDir(ctx, 'w1'), join(ctx.work, 'ref-w1-fsync.git'));
+    ctx.shared.set('w1', { pages, paths, shas, refCopy, refCopyFsync } satisfies W1State);
+  },
+  async measure(ctx) {
+    const st = ctx.shared.get('w1') as W1State;
+    const rng = new Rng(102);
+    const ms: number[] = [];
+    const commits: Array<{ path: string; content: string }> = [];
+    const api = ctx.api();
+    for (let i = 0; i < ctx.scale.w1Pushes; i++) {
+      const k = i % st.pages.length;
+      const content = st.pages[k]!.touch(rng, i);
+      const r = await api.json<PushResponse>(
+        'POST',
+        '/v1/repos/w1/sync/push',
+        pushBody(`W1 update ${i}`, [{ path: st.paths[k]!, content, parent_sha: st.shas[k] }]),
+      );
+      if (r.data.conflicts.length) throw new Error(`W1: unexpected conflict on ${st.paths[k]}`);
+      st.shas[k] = r.data.pushed[0]!.sha;
+      ms.push(r.ms);
+      commits.push({ path: st.paths[k]!, content });
+    }
+    ctx.log(`W1: ${ms.length} pushes done; reference on a copy`);
+    const ref = await PlumbingCommitter.open(st.refCopy, join(ctx.work, 'scratch-w1'));
+    for (const [i, c] of commits.entries()) await ref.plan([c], `W1 update ${i}`);
+    const refMs = await ref.run();
+    // Context: the same commits with git made durable (the service fsyncs every object and the ref).
+    const durable = await PlumbingCommitter.open(st.refCopyFsync, join(ctx.work, 'scratch-w1-fsync'), GIT_FSYNC_CONFIG);
+    for (const [i, c] of commits.entries()) await durable.plan([c], `W1 update ${i}`);
+    const durableSide = plumbingSide('git plumbing commit, fsync on', `${PLUMBING_ONE}; with -c ${GIT_FSYNC_CONFIG.join(' -c ')}`, await durable.run());
+    const ours = summarize(ms);
+    const refSide = plumbingSide('git plumbing commit', PLUMBING_ONE, refMs);
+    const ratio = ours.median / refSide.median;
+    return [
+      {
+        id: 'W1',
+        title: `push-one (${ms.length} sequential pushes, 1 of ${st.pages.length} pages, parent_sha)`,
+        ours: {
+          label: 'POST /sync/push, 1 file',
+          command: 'POST /v1/repos/w1/sync/push {"files":[{"path","content","parent_sha"}]}',
+          unit: 'ms',
+          median: ours.median,
+          p95: ours.p95,
+          n: ours.n,
+          extra: { mean: ours.mean, first_ms: round(ms[0]!), total_ms: ours.total },
+        },
+        reference: refSide,
+        ratio,
+        ratioBasis: 'p50/p50',
+        target: { text: 'p50 ≤ 0.5×', met: ratio <= 0.5 },
+        notes: [`git runs with its defaults: no fsync of objects or refs; the service fsyncs each object, its directory, the ref and the database`],
+      },
+      {
+        id: 'W1·ctx',
+        title: 'W1 against the same plumbing with git fsyncing objects and refs (context only)',
+        ours: { label: 'POST /sync/push, 1 file', command: 'as W1', unit: 'ms', median: ours.median, p95: ours.p95, n: ours.n },
+        reference: durableSide,
+        ratio: ours.median / durableSide.median,
+        ratioBasis: 'p50/p50',
+        target: { text: '(context)', met: null },
+        notes: [],
+      },
+    ];
+  },
+};
+
+interface W2State {
+  refCopy: string;
+}
+
+export const w2: Workload = {
+  id: 'W2',
+  title: 'push-batch',
+  async seed(ctx) {
+    await createRepo(ctx, 'w2');
+    const rng = new Rng(201);
+    const files = Array.from({ length: 20 }, (_, i) => ({ path: `notes/note-${i + 1}.md`, content: makePage(rng, `Note ${i + 1}`).render() }));
+    await ctx.api().json<PushResponse>('POST', '/v1/repos/w2/sync/push', pushBody('seed W2', files));
+    ctx.shared.set('w2', { refCopy: await copyRepo(repoDir(ctx, 'w2'), join(ctx.work, 'ref-w2.git')) } satisfies W2State);
+  },
+  async measure(ctx) {
+    const st = ctx.shared.get('w2') as W2State;
+    const { w2Pages, w2Pushes } = ctx.scale;
+    const rng = new Rng(202);
+    const batches = Array.from({ length: w2Pushes }, (_, b) =>
+      Array.from({ length: w2Pages }, (_, i) => ({
+        path: `batch-${b + 1}/page-${String(i + 1).padStart(3, '0')}.md`,
+        content: makePage(rng, `Batch ${b + 1} page ${i + 1}`).render(),
+      })),
+    );
+    const bytes = batches[0]!.reduce((a, f) => a + Buffer.byteLength(f.content), 0);
+    const ms: number[] = [];
+    for (const [b, files] of batches.entries()) {
+      const r = await ctx.api().json<PushResponse>('POST', '/v1/repos/w2/sync/push', pushBody(`W2 batch ${b + 1}`, files));
+      if (r.data.pushed.length !== files.length) throw new Error(`W2: pushed ${r.data.pushed.length} of ${files.length}`);
+      ms.push(r.ms);
+    }
+    const ref = await PlumbingCommitter.open(st.refCopy, join(ctx.work, 'scratch-w2'));
+    for (const [b, files] of batches.entries()) await ref.plan(files, `W2 batch ${b + 1}`);
+    const refMs = await ref.run();
+    const ours = summarize(ms);
+    const refSide = plumbingSide(
+      `git plumbing commit of ${w2Pages} files`,
+      'bash, timed per commit: git hash-object -w --stdin-paths (files written beforehand, untimed); git mktree (one per tree level); git commit-tree; git update-ref',
+      refMs,
+    );
+    return [
+      {
+        id: 'W2',
+        title: `push-batch (${w2Pages} new pages of 2–4 KB in one push, ×${ms.length})`,
+        ours: {
+          label: `POST /sync/push, ${w2Pages} files`,
+          command: `POST /v1/repos/w2/sync/push with ${w2Pages} files (${Math.round(bytes / 1024)} KiB of content)`,
+          unit: 'ms',
+          median: ours.median,
+          p95: ours.p95,
+          n: ours.n,
+          extra: { mean: ours.mean, all_ms: ms.map((x) => round(x)) },
+        },
+        reference: refSide,
+        ratio: ours.median / refSide.median,
+        ratioBasis: 'p50/p50',
+        target: { text: '—', met: null },
+        notes: [],
+      },
+    ];
+  },
+};
+
+interface W7State {
+  pages: PageModel[];
+  paths: string[];
+  shas: string[];
+  refCopy: string;
+}
+
+export const w7: Workload = {
+  id: 'W7',
+  title: 'concurrent push',
+  async seed(ctx) {
+    await createRepo(ctx, 'w7');
+    const rng = new Rng(701);
+    const n = ctx.scale.w7Clients;
+    const pages = Array.from({ length: n }, (_, i) => makePage(rng, `Client ${i + 1}`));
+    const paths = pages.map((_, i) => `clients/client-${String(i + 1).padStart(2, '0')}.md`);
+    const { data } = await ctx.api().json<PushResponse>(
+      'POST',
+      '/v1/repos/w7/sync/push',
+      pushBody('seed W7', pages.map((p, i) => ({ path: paths[i]!, content: p.render() }))),
+    );
+    const shas = paths.map((p) => data.pushed.find((x) => x.path === p)!.sha);
+    ctx.shared.set('w7', { pages, paths, shas, refCopy: await copyRepo(repoDir(ctx, 'w7'), join(ctx.work, 'ref-w7.git')) } satisfies W7State);
+  },
+  async measure(ctx) {
+    const st = ctx.shared.get('w7') as W7State;
+    const { w7Clients, w7Updates } = ctx.scale;
+    // Contents are drawn up front so both sides commit the same bytes.
+    const rng = new Rng(702);
+    const updates = st.pages.map((p, c) => Array.from({ length: w7Updates }, (_, u) => p.touch(rng, c + u)));
+    const ms: number[] = [];
+    const order: Array<{ path: string; content: string }> = [];
+    let retries = 0;
+    const started = performance.now();
+    await Promise.all(
+      updates.map(async (contents, c) => {
+        const api = ctx.newApi(1);
+        try {
+          for (const [u, content] of contents.entries()) {
+            for (;;) {
+              const r = await api.send(
+                'POST',
+                '/v1/repos/w7/sync/push',
+                pushBody(`W7 client ${c + 1} update ${u + 1}`, [{ path: st.paths[c]!, content, parent_sha: st.shas[c] }]),
+              );
+              if (r.status === 409 && r.body.toString('utf8').includes('concurrent update')) {
+                retries++;
+                continue;
+              }
+              if (r.status !== 200) throw new Error(`W7: push → ${r.status}: ${r.body.toString('utf8').slice(0, 300)}`);
+              const body = JSON.parse(r.body.toString('utf8')) as PushResponse;
+              st.shas[c] = body.pushed[0]!.sha;
+              ms.push(r.ms);
+              order.push({ path: st.paths[c]!, content });
+              break;
+            }
+          }
+        } finally {
+          api.close();
+        }
+      }),
+    );
+    const wall = performance.now() - started;
+    const commits = order.length;
+    ctx.log(`W7: ${commits} pushes by ${w7Clients} clients in ${Math.round(wall)} ms; reference on a copy`);
+    const ref = await PlumbingCommitter.open(st.refCopy, join(ctx.work, 'scratch-w7'));
+    for (const [i, c] of order.entries()) await ref.plan([c], `W7 commit ${i + 1}`);
+    const refMs = await ref.run();
+    // One after another, so the sequence's wall time is the sum of its commits.
+    const refWall = refMs.reduce((a, b) => a + b, 0);
+    const ours = summarize(ms);
+    const refSide = plumbingSide(`${commits} git plumbing commits, one after another`, PLUMBING_ONE, refMs, { wall_ms: round(refWall) });
+    return [
+      {
+        id: 'W7',
+        title: `concurrent push (${w7Clients} clients × ${w7Updates} updates of their own page)`,
+        ours: {
+          label: `${w7Clients} keep-alive clients pushing at once`,
+          command: 'POST /v1/repos/w7/sync/push, 1 file with parent_sha, per client sequentially, clients in parallel',
+          unit: 'ms',
+          median: ours.median,
+          p95: ours.p95,
+          n: ours.n,
+          extra: { wall_ms: round(wall), commits_per_s: round((commits / wall) * 1000, 1), retries_after_409: retries },
+        },
+        reference: refSide,
+        ratio: wall / refWall,
+        ratioBasis: `wall time for all ${commits} commits`,
+        target: { text: '—', met: null },
+        notes: [`wall time ${Math.round(wall)} ms vs ${Math.round(refWall)} ms for the same ${commits} commits through plumbing`],
+      },
+    ];
+  },
+};
