@@ -1,4 +1,15 @@
-import { annotateBlame, BLAME_MAX_REVISIONS, diffParsed, parsePage, type CommitRef, type ParsedPage, type SectionDiff } from './differ/index.ts';
+import {
+  annotateBlame,
+  applyBlame,
+  blameIndex,
+  BLAME_MAX_REVISIONS,
+  diffParsed,
+  parsePage,
+  type BlameIndex,
+  type CommitRef,
+  type ParsedPage,
+  type SectionDiff,
+} from './differ/index.ts';
 import type { IndexedCommit } from './git/path-index.ts';
 import type { RepoStore } from './git/repo-store.ts';
 import { LruCache } from './git/lru.ts';
@@ -57,6 +68,8 @@ export class ParseCache {
   private readonly pages: LruCache<ParsedPage>;
   private readonly outlines: LruCache<ParsedPage>;
   private readonly pending = new Map<string, Promise<ParsedPage>>();
+  /** Blame indexes by (repo, path, newest revision's sha): a walk's result never changes. */
+  private readonly blames = new LruCache<BlameIndex>(4 * 1024 * 1024, (b) => 256 + b.first.size * 256);
 
   /**
    * `capacity`: estimated bytes of parsed pages kept (default 32 MiB); `outlineCapacity`: estimated
@@ -93,6 +106,19 @@ export class ParseCache {
     if (hit) return hit;
     const page = await this.get(repo, oid, load);
     return this.outlines.get(cacheKey(repo, oid)) ?? outlineOf(page);
+  }
+
+  /**
+   * The blame index of `path` for the walk ending at commit `toSha`, computed by `walk` on a miss. A
+   * failed walk is not cached.
+   */
+  async blame(repo: string, path: string, toSha: string, walk: () => Promise<BlameIndex>): Promise<BlameIndex> {
+    const key = `${repo}\u0000${path}\u0000${toSha}`;
+    const hit = this.blames.get(key);
+    if (hit) return hit;
+    const index = await walk();
+    this.blames.set(key, index);
+    return index;
   }
 
   /** Estimated bytes held (pages and outlines). */
@@ -215,8 +241,11 @@ export async function diffPage(deps: DiffDeps, id: string, path: string, q: Diff
   const diff = diffParsed(a, b, { from_sha: fromSide.commit.sha, to_sha: toSide.commit.sha });
   if (!q.blame || !worthBlaming(diff, toSide)) return diff;
   try {
-    const touches = await touchesWithBlobs(repos, id, path, BLAME_MAX_REVISIONS, toSide.commit.seq + 1);
-    return annotateBlame(diff, await revisionsOf(deps, id, touches.reverse()));
+    const index = await deps.parsedPages.blame(id, path, toSide.commit.sha, async () => {
+      const touches = await touchesWithBlobs(repos, id, path, BLAME_MAX_REVISIONS, toSide.commit.seq + 1);
+      return blameIndex(await revisionsOf(deps, id, touches.reverse()));
+    });
+    return applyBlame(diff, index);
   } catch (e) {
     return blameFailed(deps, id, path, e, diff);
   }

@@ -38,12 +38,14 @@ export async function sha256Hex(text: string): Promise<string> {
 }
 
 /**
- * Whether two strings are equal, in time independent of where they differ and of their lengths: both
- * are hashed to 32 bytes first, then every byte is compared.
+ * Whether `given` equals `secret`, in time that depends only on the secret's length: every byte of the
+ * secret is compared, whatever the given string is and wherever it differs. (No hashing: this runs on
+ * every request that presents the legacy key.)
  */
-export async function constantTimeEqual(a: string, b: string): Promise<boolean> {
-  const [x, y] = await Promise.all([sha256(a), sha256(b)]);
-  let diff = 0;
-  for (let i = 0; i < x.length; i++) diff |= x[i]! ^ y[i]!;
+export async function constantTimeEqual(given: string, secret: string): Promise<boolean> {
+  const x = encoder.encode(given);
+  const y = encoder.encode(secret);
+  let diff = x.length ^ y.length;
+  for (let i = 0; i < y.length; i++) diff |= (x[i] ?? 0) ^ y[i]!;
   return diff === 0;
 }

@@ -32,28 +32,53 @@ const commitCopy = (c: CommitRef): CommitRef => ({
   message: c.message,
 });
 
+/**
+ * What blame learns from a walk: for each heading occurrence, the first revision that had it, and the
+ * first revision with a preamble. It depends only on the revisions, so callers may cache it per (page,
+ * newest revision) and apply it to any diff ending there.
+ */
+export interface BlameIndex {
+  first: ReadonlyMap<string, CommitRef>;
+  firstPreamble?: CommitRef;
+}
+
+/** Walks the revisions oldest to newest (the newest {@link BLAME_MAX_REVISIONS}; null pages skipped). */
+export function blameIndex(revisionsOldestFirst: ReadonlyArray<{ commit: CommitRef; page: ParsedPage | null }>): BlameIndex {
+  const revisions = Array.isArray(revisionsOldestFirst) ? revisionsOldestFirst.slice(-BLAME_MAX_REVISIONS) : [];
+  const first = new Map<string, CommitRef>();
+  let firstPreamble: CommitRef | undefined;
+  for (const rev of revisions) {
+    const page = rev?.page;
+    if (!page || !rev.commit || !Array.isArray(page.sections)) continue;
+    const counts = new Map<string, number>();
+    for (const s of page.sections) {
+      const n = counts.get(s.heading) ?? 0;
+      counts.set(s.heading, n + 1);
+      const k = key(s.heading, n);
+      if (!first.has(k)) first.set(k, rev.commit);
+    }
+    if (!firstPreamble && typeof page.preamble === 'string' && page.preamble !== '') firstPreamble = rev.commit;
+  }
+  return firstPreamble ? { first, firstPreamble } : { first };
+}
+
 export function annotateBlame(
   diff: SectionDiff,
   revisionsOldestFirst: ReadonlyArray<{ commit: CommitRef; page: ParsedPage | null }>,
 ): SectionDiff {
   try {
     if (diff.parse_fallback || !Array.isArray(revisionsOldestFirst)) return diff;
-    const revisions = revisionsOldestFirst.slice(-BLAME_MAX_REVISIONS);
+    return applyBlame(diff, blameIndex(revisionsOldestFirst));
+  } catch {
+    return diff;
+  }
+}
 
-    const first = new Map<string, CommitRef>();
-    let firstPreamble: CommitRef | undefined;
-    for (const rev of revisions) {
-      const page = rev?.page;
-      if (!page || !rev.commit || !Array.isArray(page.sections)) continue;
-      const counts = new Map<string, number>();
-      for (const s of page.sections) {
-        const n = counts.get(s.heading) ?? 0;
-        counts.set(s.heading, n + 1);
-        const k = key(s.heading, n);
-        if (!first.has(k)) first.set(k, rev.commit);
-      }
-      if (!firstPreamble && typeof page.preamble === 'string' && page.preamble !== '') firstPreamble = rev.commit;
-    }
+/** Annotates a diff from a blame index (pure; on any failure the plain diff). */
+export function applyBlame(diff: SectionDiff, index: BlameIndex): SectionDiff {
+  try {
+    if (diff.parse_fallback) return diff;
+    const { first, firstPreamble } = index;
 
     // Occurrence numbers: `toSeen` counts headings on the new side (entries in new-page order, renamed ones
     // last); `fromSeen` on the old side (matched entries first, then the removed/renamed tail in old order).

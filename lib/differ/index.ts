@@ -36,7 +36,7 @@ import type { DiffShas, SectionDiff, SectionEntry, SectionStatus } from './types
 export type { CommitRef, DiffShas, FieldChange, SectionDiff, SectionEntry, SectionStatus } from './types.ts';
 export type { ParsedPage, PageSection, PageType, Frontmatter } from '../page/parse.ts';
 export { parsePage } from '../page/parse.ts';
-export { annotateBlame, BLAME_MAX_REVISIONS } from './blame.ts';
+export { annotateBlame, applyBlame, blameIndex, BLAME_MAX_REVISIONS, type BlameIndex } from './blame.ts';
 export { lineDiff, LINE_DIFF_WORK_BUDGET } from './line.ts';
 export { diffFrontmatter, canonical } from './frontmatter.ts';
 export { wordTokens, jaccard, RENAME_MAX_PAIRS, RENAME_WORK_BUDGET } from './rename.ts';

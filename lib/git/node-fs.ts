@@ -28,7 +28,8 @@ async function writeAndSync(path: string, data: Uint8Array, flags: string): Prom
   const fh = await open(path, flags, 0o644);
   try {
     await fh.writeFile(data);
-    await fh.sync();
+    // fdatasync: the data and the size needed to read it back; the timestamps need not be durable.
+    await fh.datasync();
   } finally {
     await fh.close();
   }
@@ -36,6 +37,8 @@ async function writeAndSync(path: string, data: Uint8Array, flags: string): Prom
 
 /** The git store's filesystem on local disk: fsync before rename, fsync directories after. */
 export function nodeStoreFs(): StoreFs {
+  /** Directories known to exist (object fan-out directories): no mkdir for them on every write. */
+  const knownDirs = new Set<string>();
   return {
     iso: nodeFs,
     codec: nodeCodec,
@@ -73,12 +76,28 @@ export function nodeStoreFs(): StoreFs {
       try {
         await Promise.all(temps.map((f) => writeAndSync(f.tmp, f.data, 'wx')));
         const dirs = new Set(temps.map((f) => dirname(f.path)));
-        await Promise.all([...dirs].map((d) => mkdir(d, { recursive: true })));
-        await Promise.all(temps.map((f) => rename(f.tmp, f.path)));
-        // Flush each directory that gained an entry, and their parents (new fan-out directories).
-        const parents = new Set<string>();
-        for (const d of dirs) parents.add(dirname(d));
-        await Promise.all([...dirs, ...parents].map((d) => fsyncPath(d, 'r')));
+        // Directories this call created: their parents gained an entry too and are flushed as well.
+        const created = new Set<string>();
+        const ensureDir = async (d: string) => {
+          if ((await mkdir(d, { recursive: true })) !== undefined) created.add(d);
+          knownDirs.add(d);
+        };
+        await Promise.all([...dirs].filter((d) => !knownDirs.has(d)).map(ensureDir));
+        await Promise.all(
+          temps.map(async (f) => {
+            try {
+              await rename(f.tmp, f.path);
+            } catch (e) {
+              if (!isMissing(e)) throw e;
+              // A directory we knew was removed meanwhile (e.g. by `git prune`): make it again.
+              await ensureDir(dirname(f.path));
+              await rename(f.tmp, f.path);
+            }
+          }),
+        );
+        const flush = new Set<string>(dirs);
+        for (const d of created) flush.add(dirname(d));
+        await Promise.all([...flush].map((d) => fsyncPath(d, 'r')));
       } catch (e) {
         await Promise.all(temps.map((f) => unlink(f.tmp).catch(() => undefined)));
         throw e;

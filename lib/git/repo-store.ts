@@ -41,11 +41,19 @@ export interface PushResult {
   committedPaths: string[];
 }
 
+/** Head entries kept per repository before the map starts over. */
+const HEAD_CACHE_ENTRIES = 20_000;
+
 export class RepoStore {
   readonly index: PathIndex;
   /** Serialises creating (and claiming) a repository id, separately from the write lock. */
   readonly creation = new KeyedMutex();
   private readonly synced = new Map<string, Promise<void>>();
+  /**
+   * Head entries already looked up, per repository, with a generation that every write bumps: a read
+   * that raced a write never stores what it saw (see headEntry).
+   */
+  private readonly heads = new Map<string, { gen: number; entries: Map<string, HeadEntry | null> }>();
 
   constructor(
     readonly git: GitStore,
@@ -83,8 +91,34 @@ export class RepoStore {
 
   /** Forgets what this process knows of the index, so the next access re-checks it against git. */
   invalidate(id?: string): void {
-    if (id === undefined) this.synced.clear();
-    else this.synced.delete(id);
+    if (id === undefined) {
+      this.synced.clear();
+      for (const h of this.heads.values()) this.forgetHeads(h);
+    } else {
+      this.synced.delete(id);
+      const h = this.heads.get(id);
+      if (h) this.forgetHeads(h);
+    }
+  }
+
+  private forgetHeads(h: { gen: number; entries: Map<string, HeadEntry | null> }): void {
+    h.gen += 1;
+    h.entries.clear();
+  }
+
+  /** The page's head entry, from memory when this process already looked it up since the last write. */
+  private async headEntry(id: string, path: string): Promise<HeadEntry | null> {
+    let h = this.heads.get(id);
+    if (!h) this.heads.set(id, (h = { gen: 0, entries: new Map() }));
+    const hit = h.entries.get(path);
+    if (hit !== undefined) return hit;
+    const gen = h.gen;
+    const entry = await this.index.entry(id, path);
+    if (h.gen === gen) {
+      if (h.entries.size >= HEAD_CACHE_ENTRIES) h.entries.clear();
+      h.entries.set(path, entry);
+    }
+    return entry;
   }
 
   async head(id: string): Promise<IndexedCommit | null> {
@@ -99,7 +133,7 @@ export class RepoStore {
 
   async page(id: string, path: string): Promise<{ entry: HeadEntry; content: Uint8Array } | null> {
     await this.ready(id);
-    const entry = await this.index.entry(id, path);
+    const entry = await this.headEntry(id, path);
     if (!entry) return null;
     return { entry, content: await this.git.readBlob(id, entry.blob) };
   }
@@ -177,6 +211,8 @@ export class RepoStore {
           // index with git and decide every file again, once.
           if (!(e instanceof ConcurrentUpdateError)) throw e;
           await this.index.sync(id, this.git);
+          const h = this.heads.get(id);
+          if (h) this.forgetHeads(h);
           return await this.commitLocked(id, files, author, message);
         }
       } catch (e) {
@@ -218,16 +254,27 @@ export class RepoStore {
     let commit: IndexedCommit | null = null;
     let changed = new Set<string>();
     if (writes.length > 0) {
-      const made = await this.git.commit(id, {
+      const prepared = await this.git.prepareCommit(id, {
         parent: head?.sha ?? null,
         writes,
         author,
         message,
         time: Math.floor(this.clock.now() / 1000),
       });
-      if (made) {
-        commit = await this.index.record(id, made.meta, made.changes);
-        changed = new Set(made.changes.map((c) => c.path));
+      if (prepared) {
+        // The objects are on disk; moving the branch and recording the commit in the index go in
+        // parallel. An index row for a commit whose publish then fails (the branch moved) is cut back
+        // by the re-sync in commitFiles, as is any index left ahead of git by a crash.
+        const [published, recorded] = await Promise.allSettled([
+          prepared.publish(),
+          this.index.record(id, prepared.meta, prepared.changes),
+        ]);
+        const h = this.heads.get(id);
+        if (h) this.forgetHeads(h);
+        if (published.status === 'rejected') throw published.reason;
+        if (recorded.status === 'rejected') throw recorded.reason;
+        commit = recorded.value;
+        changed = new Set(prepared.changes.map((c) => c.path));
       }
     }
 

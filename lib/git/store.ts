@@ -59,6 +59,24 @@ export class RepoNotFoundError extends StoreError {
   }
 }
 
+export interface CommitArgs {
+  parent: string | null;
+  writes: FileWrite[];
+  author: { name: string; email: string };
+  message: string;
+  /** Unix seconds. */
+  time: number;
+}
+
+export interface PreparedCommit {
+  meta: CommitMeta;
+  changes: PathChange[];
+  /** Moves the branch to the commit (the check-and-set was made when the lock was taken). */
+  publish(): Promise<void>;
+  /** Releases the lock without moving the branch. */
+  abort(): Promise<void>;
+}
+
 export interface FileWrite {
   path: string;
   /** New content, or null to delete. */
@@ -100,6 +118,7 @@ export class GitStore {
   readonly root: string;
   private readonly iso: IsoFs;
   private readonly mutex = new KeyedMutex();
+  private readonly known = new Set<string>();
   private readonly isoCaches = new Map<string, object>();
   private readonly blobs: LruCache<Uint8Array>;
   private readonly trees: LruCache<TreeEntry[]>;
@@ -127,7 +146,11 @@ export class GitStore {
   }
 
   async exists(id: string): Promise<boolean> {
-    return this.fs.exists(`${this.gitdir(id)}/HEAD`);
+    // Repositories are never deleted by the service, so a repository seen once stays known.
+    if (this.known.has(id)) return true;
+    const found = await this.fs.exists(`${this.gitdir(id)}/HEAD`);
+    if (found) this.known.add(id);
+    return found;
   }
 
   async list(): Promise<string[]> {
@@ -339,17 +362,21 @@ export class GitStore {
    * hold `withLock`. Returns the new commit and the paths it actually changed; when nothing would
    * change, no commit is made and null is returned.
    */
-  async commit(
-    id: string,
-    args: {
-      parent: string | null;
-      writes: FileWrite[];
-      author: { name: string; email: string };
-      message: string;
-      /** Unix seconds. */
-      time: number;
-    },
-  ): Promise<{ meta: CommitMeta; changes: PathChange[] } | null> {
+  async commit(id: string, args: CommitArgs): Promise<{ meta: CommitMeta; changes: PathChange[] } | null> {
+    const prepared = await this.prepareCommit(id, args);
+    if (!prepared) return null;
+    await prepared.publish();
+    return prepared;
+  }
+
+  /**
+   * The first half of `commit`: every object is durably on disk and the branch's lock file is taken
+   * (git's `main.lock`, holding the new sha) after checking that the branch still points at `parent`
+   * (ConcurrentUpdateError otherwise), but the branch has not moved. `publish()` moves it (rename of
+   * the lock over the ref) and `abort()` gives the lock back. Callers hold `withLock` and
+   * must call one of the two. Null when nothing would change (no lock taken).
+   */
+  async prepareCommit(id: string, args: CommitArgs): Promise<PreparedCommit | null> {
     const gitdir = this.gitdir(id);
     for (const w of args.writes) this.checkPath(w.path);
     const stage = new ObjectStage(this.fs.codec ?? webCodec);
@@ -366,23 +393,37 @@ export class GitStore {
     const rootTree = newTree ?? (await stage.put('tree', serializeTree([])));
 
     const message = args.message.endsWith('\n') ? args.message : `${args.message}\n`;
-        const sha = await stage.put(
+    const sha = await stage.put(
       'commit',
       serializeCommit({ tree: rootTree, parents: args.parent ? [args.parent] : [], author: args.author, time: args.time, message }),
     );
 
-    // Objects reach the disk before the ref that makes them reachable; ones already stored are kept.
-    const candidates = [...stage.objects].map(([oid, data]) => ({
-      path: `${gitdir}/objects/${oid.slice(0, 2)}/${oid.slice(2)}`,
-      data,
-    }));
-    const stored = await Promise.all(candidates.map((f) => this.fs.exists(f.path)));
-    await this.fs.writeDurable(
-      candidates.filter((_, i) => !stored[i]),
-      `${gitdir}/objects`,
-    );
+    // Objects reach the disk before the ref that makes them reachable. The lock file (which names the
+    // new sha but makes nothing reachable) is written and flushed at the same time. An object that is
+    // already stored is simply replaced by the same bytes (rename is atomic).
+    const refPath = `${gitdir}/${REF}`;
+    const lockPath = `${refPath}.lock`;
+    const [objects, lock] = await Promise.allSettled([
+      this.fs.writeDurable(
+        [...stage.objects].map(([oid, data]) => ({ path: `${gitdir}/objects/${oid.slice(0, 2)}/${oid.slice(2)}`, data })),
+        `${gitdir}/objects`,
+      ),
+      // Once the lock is held no git-protocol writer can move the branch, so the check-and-set
+      // comparison is made now, while the objects are being flushed.
+      this.takeLock(id, lockPath, sha).then(async () => {
+        const current = await this.head(id);
+        if (current !== args.parent) {
+          await this.fs.unlink(lockPath);
+          throw new ConcurrentUpdateError(`${REF} moved from ${args.parent ?? '(none)'} to ${current ?? '(none)'}`);
+        }
+      }),
+    ]);
+    if (objects.status === 'rejected' || lock.status === 'rejected') {
+      // A failed lock step has already released (or never taken) the lock.
+      if (lock.status === 'fulfilled') await this.fs.unlink(lockPath);
+      throw objects.status === 'rejected' ? objects.reason : (lock as PromiseRejectedResult).reason;
+    }
     for (const [oid, entries] of stage.trees) this.trees.set(`${id}:${oid}`, entries);
-    await this.moveRef(id, args.parent, sha);
 
     const meta: CommitMeta = {
       sha,
@@ -393,13 +434,42 @@ export class GitStore {
       time: args.time,
       message: message.split('\n')[0] ?? '',
     };
-    this.commits.set(`${id}:${sha}`, meta);
-    for (const w of args.writes) {
-      const blob = byPath.get(w.path);
-      if (blob && w.content) this.blobs.set(`${id}:${blob}`, w.content);
-    }
     changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-    return { meta, changes };
+    let settled = false;
+    return {
+      meta,
+      changes,
+      publish: async () => {
+        if (settled) throw new StoreError('commit already published or aborted');
+        settled = true;
+        try {
+          await this.fs.renameDurable(lockPath, refPath);
+        } catch (e) {
+          await this.fs.unlink(lockPath);
+          throw e;
+        }
+        this.commits.set(`${id}:${sha}`, meta);
+        for (const w of args.writes) {
+          const blob = byPath.get(w.path);
+          if (blob && w.content) this.blobs.set(`${id}:${blob}`, w.content);
+        }
+      },
+      abort: async () => {
+        if (settled) return;
+        settled = true;
+        await this.fs.unlink(lockPath);
+      },
+    };
+  }
+
+  /** Takes `main.lock` (O_EXCL), clearing a stale one left by a crash first if needed. */
+  private async takeLock(id: string, lockPath: string, sha: string): Promise<void> {
+    const data = encoder.encode(`${sha}\n`);
+    if (await this.fs.createExclusive(lockPath, data)) return;
+    await this.recover(id);
+    if (!(await this.fs.createExclusive(lockPath, data))) {
+      throw new ConcurrentUpdateError(`${REF} is locked by another writer`);
+    }
   }
 
   /** Applies `byPath` (paths relative to the repository root) below `prefix` to `tree`; null = empty. */
@@ -466,29 +536,6 @@ export class GitStore {
     );
     stage.trees.set(oid, list);
     return oid;
-  }
-
-  /** git's lock-file protocol: create `main.lock` exclusively, check the ref, rename over it. */
-  private async moveRef(id: string, expected: string | null, next: string): Promise<void> {
-    const gitdir = this.gitdir(id);
-    const refPath = `${gitdir}/${REF}`;
-    const lockPath = `${refPath}.lock`;
-    let locked = await this.fs.createExclusive(lockPath, encoder.encode(`${next}\n`));
-    if (!locked) {
-      await this.recover(id);
-      locked = await this.fs.createExclusive(lockPath, encoder.encode(`${next}\n`));
-      if (!locked) throw new ConcurrentUpdateError(`${REF} is locked by another writer`);
-    }
-    try {
-      const current = await this.head(id);
-      if (current !== expected) {
-        throw new ConcurrentUpdateError(`${REF} moved from ${expected ?? '(none)'} to ${current ?? '(none)'}`);
-      }
-      await this.fs.renameDurable(lockPath, refPath);
-    } catch (e) {
-      await this.fs.unlink(lockPath);
-      throw e;
-    }
   }
 
   private checkPath(path: string): void {

@@ -10,10 +10,14 @@
  * On overflow the incoming stream is left alone rather than cancelled: cancelling it would destroy the
  * socket under @hono/node-server before the 413 could be written. The Node adapter drains or closes the
  * unread remainder after the response.
+ *
+ * A body that breaks off before its end (the client disconnected, or broke the chunked framing) is a client
+ * error: 400 `{"error":"request body incomplete"}` (usually no one is left to read it).
  */
 import type { Context, MiddlewareHandler } from 'hono';
 
 const tooLarge = (c: Context) => c.json({ error: 'request body too large' }, 413);
+const incomplete = (c: Context) => c.json({ error: 'request body incomplete' }, 400);
 
 export function bodyCap(maxBytes: number): MiddlewareHandler {
   if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) {
@@ -28,13 +32,25 @@ export function bodyCap(maxBytes: number): MiddlewareHandler {
         return tooLarge(c);
       }
     }
+    // No handler reads a body on these methods; not touching `raw.body` also spares @hono/node-server
+    // from building a full Request for every read.
+    const m = c.req.method;
+    if (m === 'GET' || m === 'HEAD' || m === 'OPTIONS' || m === 'DELETE') return next();
     if (raw.body === null || raw.bodyUsed) return next();
 
     const reader = raw.body.getReader();
     const chunks: Uint8Array[] = [];
     let size = 0;
     for (;;) {
-      const { done, value } = await reader.read();
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch {
+        // The client went away or broke the framing mid-body (e.g. a bad chunk size): its fault, not ours,
+        // and there is no one left to answer. Without this it was an unhandled error logged as a 500.
+        return incomplete(c);
+      }
+      const { done, value } = chunk;
       if (done) break;
       size += value.byteLength;
       if (size > maxBytes) {

@@ -20,11 +20,21 @@ export const CORS_MAX_AGE = 600;
  */
 export function corsMiddleware(origins: string[]): MiddlewareHandler {
   const allowed = new Set(origins);
-  return cors({
+  const allowAll = allowed.has('*');
+  const browser = cors({
     origin: allowed.has('*') ? '*' : (origin) => (origin !== '' && allowed.has(origin) ? origin : null),
     allowMethods: CORS_ALLOW_METHODS,
     allowHeaders: CORS_ALLOW_HEADERS,
     exposeHeaders: CORS_EXPOSE_HEADERS,
     maxAge: CORS_MAX_AGE,
   });
+  // Requests without an Origin header (the CLI, agents, curl) need no CORS headers; skipping the cors
+  // middleware for them also keeps it from touching the response before the handler runs (which makes
+  // Hono copy every response once more).
+  return async function corsOrSkip(c, next) {
+    if (c.req.header('origin') !== undefined) return browser(c, next);
+    await next();
+    // On the response's own headers: c.header() after the handler would rebuild the whole response.
+    if (!allowAll) c.res.headers.append('Vary', 'Origin');
+  };
 }
