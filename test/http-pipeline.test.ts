@@ -683,3 +683,20 @@ describe('over a real socket', () => {
     expect(d).toEqual({ status: 200, body: '{"ip":"127.0.0.1"}' });
   });
 });
+
+describe('preflight without an Origin header', () => {
+  it('is still answered 204 by the CORS layer, not routed', async () => {
+    const { Hono } = await import('hono');
+    const { corsMiddleware } = await import('../lib/http/cors.ts');
+    const app = new Hono();
+    app.use('*', corsMiddleware(['http://localhost:5173']));
+    app.get('/x', (c) => c.text('x'));
+    const res = await app.request('/x', { method: 'OPTIONS' });
+    expect(res.status).toBe(204);
+    expect(res.headers.get('access-control-allow-methods')).toBe('GET,POST,DELETE,OPTIONS');
+    const plain = await app.request('/x');
+    expect(plain.status).toBe(200);
+    expect(plain.headers.get('vary')).toBe('Origin');
+    expect(plain.headers.get('access-control-allow-origin')).toBeNull();
+  });
+});

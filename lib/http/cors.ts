@@ -32,7 +32,7 @@ export function corsMiddleware(origins: string[]): MiddlewareHandler {
   // middleware for them also keeps it from touching the response before the handler runs (which makes
   // Hono copy every response once more).
   return async function corsOrSkip(c, next) {
-    if (c.req.header('origin') !== undefined) return browser(c, next);
+    if (c.req.header('origin') !== undefined || c.req.method === 'OPTIONS') return browser(c, next);
     await next();
     // On the response's own headers: c.header() after the handler would rebuild the whole response.
     if (!allowAll) c.res.headers.append('Vary', 'Origin');
