@@ -7,7 +7,7 @@ ENV NODE_ENV=production \
 
 WORKDIR /app
 
-# Dependencies first, for layer caching. tsx runs the TypeScript entry directly: no build step.
+# Dependencies first, for layer caching.
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev && npm cache clean --force
 
@@ -15,6 +15,8 @@ COPY server.ts tsconfig.json ./
 COPY lib ./lib
 COPY functions ./functions
 COPY schema ./schema
+# What `npm start`'s prestart step does: bundle the TypeScript entry with esbuild (a runtime dependency).
+RUN npm run --silent build:server
 
 RUN mkdir -p /data && chown node:node /data
 VOLUME ["/data"]
@@ -24,6 +26,6 @@ EXPOSE 8080
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 
-# The same command as `npm start`, run directly so that SIGTERM reaches the server (npm does not
-# forward it), which then finishes in-flight requests and closes the database.
-CMD ["node", "--import", "tsx", "server.ts"]
+# The same command as `npm start` (after its prestart build), run directly so that SIGTERM reaches the
+# server (npm does not forward it), which then finishes in-flight requests and closes the database.
+CMD ["node", "dist/server.mjs"]

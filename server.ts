@@ -4,9 +4,24 @@ import { openNodeDeps, startServer } from './lib/runtime/node.ts';
 import { routes } from './functions/index.ts';
 
 /** Node entry: environment → config → deps (libSQL file, git store on disk) → app → HTTP server. */
+// Info lines (one access-log line per request) are written once per event-loop turn rather than one
+// write each; warnings and errors go out at once. Whatever is pending is written before exit.
+let pending: string[] = [];
+const flush = () => {
+  if (pending.length === 0) return;
+  const chunk = pending.join('');
+  pending = [];
+  process.stdout.write(chunk);
+};
+process.on('exit', flush);
 const log = jsonLogger(
-  (line) => process.stdout.write(`${line}\n`),
-  (line) => process.stderr.write(`${line}\n`),
+  (line) => {
+    if (pending.push(`${line}\n`) === 1) setImmediate(flush);
+  },
+  (line) => {
+    flush();
+    process.stderr.write(`${line}\n`);
+  },
 );
 
 let loaded;

@@ -1,11 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { openSync, closeSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 
 /**
- * Child processes of the benchmark: the real server (`node --import tsx server.ts`, as `npm start` runs
+ * Child processes of the benchmark: the real server (`node dist/server.mjs`, as `npm start` runs
  * it) and the bare Hono reference. Each child's stdout/stderr go to a log file (so the harness spends no
  * time draining pipes); the harness waits for the `listening` line and reads the child's memory from
  * /proc/<pid>/status.
@@ -94,8 +94,19 @@ export interface ServiceOptions {
   cpuProfDir?: string;
 }
 
+let built = false;
+
+/** What `npm start` runs: build the server bundle (its prestart step) once per benchmark run. */
+function buildServer(): void {
+  if (built) return;
+  execFileSync('npm', ['run', '--silent', 'build:server'], { cwd: REPO_ROOT, stdio: 'inherit' });
+  built = true;
+}
+
 export function startService(o: ServiceOptions): Promise<Child> {
-  const args = [...(o.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`] : []), '--import', 'tsx', 'server.ts'];
+  buildServer();
+  // The same command as `npm start` (after its prestart build): node dist/server.mjs.
+  const args = [...(o.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`] : []), 'dist/server.mjs'];
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
     HOME: process.env.HOME,

@@ -1,7 +1,7 @@
 /**
  * `npm run bench [-- --only W1,W3 --scale small|full --profile --keep --git-fsync]`
  *
- * Starts the real server (`node --import tsx server.ts`) as a child process on a temporary data root with
+ * Starts the real server (`node dist/server.mjs`, what `npm start` runs) as a child process on a temporary data root with
  * rate limits off, seeds every repository through the HTTP API, runs workloads W1–W7 of issue 7 with
  * keep-alive clients on loopback, and measures, in the same run and on the same bare repositories, the
  * `git` command doing the equivalent work (on copies where it moves refs) and, for W4, a bare Hono route.

@@ -46,12 +46,15 @@ export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
     const requestId = crypto.randomUUID();
     c.set('deps', deps);
     c.set('requestId', requestId);
+    // Set before the handler: it goes into the headers every response built through `c` starts from.
+    c.header('X-Request-Id', requestId);
     await next();
-    c.res.headers.set('X-Request-Id', requestId);
+    // A response built without `c` (none of ours) would lack it; add it then.
+    if (!c.res.headers.has('X-Request-Id')) c.res.headers.set('X-Request-Id', requestId);
     log.info('request', {
       id: requestId,
       method: c.req.method,
-      path: new URL(c.req.url).pathname,
+      path: c.req.path,
       status: c.res.status,
       ms: Math.round((performance.now() - started) * 10) / 10,
       ip: clientIp(peerAddress(c), c.req.header('x-forwarded-for'), trusted),
@@ -66,7 +69,7 @@ export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
     const generalMw = rateLimit({ limiter: general, keyOf: ipOf });
     const signInMw = rateLimit({ limiter: signIn, keyOf: ipOf });
     app.use('*', async (c, next) => {
-      if (c.req.method === 'OPTIONS' || new URL(c.req.url).pathname === '/health') return next();
+      if (c.req.method === 'OPTIONS' || c.req.path === '/health') return next();
       return generalMw(c, next);
     });
     for (const r of opts.routes) if (r.limiter === 'auth') app.on(r.method, r.path, signInMw);
@@ -100,7 +103,7 @@ export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
     log.error('unhandled', {
       id: c.get('requestId'),
       method: c.req.method,
-      path: new URL(c.req.url).pathname,
+      path: c.req.path,
       error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
       stack: err instanceof Error ? err.stack : undefined,
     });

@@ -25,6 +25,20 @@ export async function redeemInvite(deps: Deps, user: UserIdentity, token: string
   return { repoId: found.repoId, role };
 }
 
+/**
+ * The user's role in a repository. A repository that has no owner at all but names this user as its
+ * creator (a crash came between creating it and recording its owner) is claimed by them here.
+ */
+export async function roleIn(deps: Pick<Deps, 'members' | 'repos'>, repoId: string, userId: string): Promise<Role | null> {
+  const role = await deps.members.roleOf(repoId, userId);
+  if (role !== null) return role;
+  if (!(await deps.repos.exists(repoId)) || (await deps.repos.git.creatorOf(repoId)) !== userId) return null;
+  // Atomic: claims only while the repository has no owner. Then the role as it stands now — the
+  // request that created the repository may have recorded its owner a moment ago.
+  await deps.members.claimIfOwnerless(repoId, userId);
+  return deps.members.roleOf(repoId, userId);
+}
+
 /** Removes a member: 404 when the target is not one, 409 for the last owner. */
 export async function removeMember(deps: Deps, repoId: string, userId: string): Promise<void> {
   const result = await deps.members.remove(repoId, userId);

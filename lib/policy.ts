@@ -2,6 +2,7 @@ import type { Context } from 'hono';
 import type { Identity, UserIdentity } from './auth/identity.ts';
 import type { Role } from './db/members.ts';
 import { HttpError } from './http/errors.ts';
+import { roleIn } from './membership.ts';
 import type { AppEnv } from './route.ts';
 
 /**
@@ -124,7 +125,7 @@ export async function authorizeRepo(
   repoId: string,
 ): Promise<{ identity: Identity; role: Role | null }> {
   const identity = identityOf(c);
-  const role = identity.kind === 'user' ? await c.get('deps').members.roleOf(repoId, identity.userId) : null;
+  const role = identity.kind === 'user' ? await roleIn(c.get('deps'), repoId, identity.userId) : null;
   const d = decide(identity, action, role);
   if (!d.allow) throw new HttpError(d.status, d.error);
   return { identity, role };

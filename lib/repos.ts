@@ -33,7 +33,7 @@ async function createChecked(deps: Deps, identity: Identity, id: string): Promis
   if (await deps.repos.exists(id)) return false;
   const refusal = await deps.quota.checkRepoCreate(identity);
   if (refusal) throw quotaError(refusal);
-  return deps.repos.create(id);
+  return deps.repos.create(id, identity.kind === 'user' ? identity.userId : undefined);
 }
 
 /**

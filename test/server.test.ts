@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'node:http';
@@ -154,14 +154,17 @@ describe('rate limiting over real HTTP', () => {
   });
 });
 
-describe('npm start', () => {
+describe('npm start (the bundle its prestart step builds)', () => {
   let child: ChildProcess | undefined;
   afterAll(() => child?.kill('SIGKILL'));
 
   it('boots with the start command, serves /health, and exits 0 on SIGTERM after finishing', async () => {
     const dir = await tempDir();
     try {
-      child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
+      // What `npm start` does: its prestart step builds the bundle, then node runs it. (npm itself is
+      // left out so that SIGTERM reaches the server, as in the container.)
+      execFileSync('npm', ['run', '--silent', 'build:server'], { stdio: 'inherit' });
+      child = spawn(process.execPath, ['dist/server.mjs'], {
         env: { ...process.env, SERVICE_DATA_ROOT: join(dir.path, 'data'), SERVICE_LISTEN_ADDR: '127.0.0.1:0', SERVICE_API_KEY: '' },
         stdio: ['ignore', 'pipe', 'pipe'],
       });

@@ -154,3 +154,21 @@ describe('activity feed', () => {
     expect(await activity('busy', alice.token, '?offset=1000')).toEqual({ events: [], total: 1000 });
   });
 });
+
+describe('a crash between creating a repository and recording its owner', () => {
+  it('leaves the creator, recorded in the repository itself, able to claim it; no one else', async () => {
+    // The state such a crash leaves: the repository exists (with its creator in its config), no owner row.
+    expect(await srv.deps.repos.create('half-made', bob.user.id)).toBe(true);
+    expect(gitIn(gitdir('half-made'), 'config', 'kr.creator').trim()).toBe(bob.user.id);
+    expect(await srv.deps.members.list('half-made')).toEqual([]);
+    const other = await push('half-made', alice.token, { files: [{ path: 'a.md', content: 'a' }] });
+    expect(other.status).toBe(403);
+    expect(await other.json()).toEqual({ error: 'not a member of this repo' });
+    const retry = await push('half-made', bob.token, { files: [{ path: 'a.md', content: 'a' }] });
+    expect(retry.status).toBe(200);
+    expect((await srv.deps.members.list('half-made')).map((m) => [m.email, m.role])).toEqual([['bob@example.test', 'owner']]);
+    // A repository created under the legacy key records no creator and stays claimable only by POST /v1/repos.
+    expect((await srv.api('/v1/repos/legacy-made', { method: 'POST' })).status).toBe(201);
+    expect(await srv.deps.repos.git.creatorOf('legacy-made')).toBeNull();
+  });
+});

@@ -1,11 +1,26 @@
 import { readdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createClient } from '@libsql/client';
 import { Database } from './database.ts';
 import { migrate, migrationsFromFiles, type Migration } from './migrate.ts';
 
-const MIGRATIONS_DIR = fileURLToPath(new URL('../../schema/migrations/', import.meta.url));
+/**
+ * schema/migrations, found by walking up from this module: from lib/db/ in the sources, or from the
+ * bundle npm start runs (dist/server.mjs).
+ */
+function findMigrationsDir(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const candidate = join(dir, 'schema', 'migrations');
+    if (existsSync(candidate)) return candidate;
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error('schema/migrations not found above ' + fileURLToPath(import.meta.url));
+    dir = parent;
+  }
+}
+const MIGRATIONS_DIR = findMigrationsDir();
 
 export async function loadMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]> {
   const names = (await readdir(dir)).filter((n) => n.endsWith('.sql'));

@@ -41,6 +41,23 @@ export interface PushResult {
   committedPaths: string[];
 }
 
+/** Blob reads a pull keeps in flight. */
+const PULL_READS_IN_FLIGHT = 32;
+
+/** `Promise.all(items.map(fn))` with at most `limit` calls running at once; results in input order. */
+async function mapBounded<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
 /** Head entries kept per repository before the map starts over. */
 const HEAD_CACHE_ENTRIES = 20_000;
 
@@ -71,9 +88,12 @@ export class RepoStore {
     return this.git.list();
   }
 
-  /** Creates the repository if missing; true when this call created it. */
-  create(id: string): Promise<boolean> {
-    return this.git.init(id);
+  /**
+   * Creates the repository if missing; true when this call created it. `creator` (a user id) is kept in
+   * the repository itself, so that a crash before the owner is recorded cannot orphan it.
+   */
+  create(id: string, creator?: string): Promise<boolean> {
+    return this.git.init(id, { creator });
   }
 
   /** Waits until the index reflects the branch in git. */
@@ -182,9 +202,11 @@ export class RepoStore {
       const from = await this.index.resolve(id, since);
       ({ present, deleted } = await this.index.changedSince(id, from.seq));
     }
-    const files = await Promise.all(
-      present.map(async (entry) => ({ entry, content: await this.git.readBlob(id, entry.blob) })),
-    );
+    // Bounded: a thousand blob reads at once hold a thousand inflate buffers at the peak.
+    const files = await mapBounded(present, PULL_READS_IN_FLIGHT, async (entry) => ({
+      entry,
+      content: await this.git.readBlob(id, entry.blob),
+    }));
     return { head, files, deleted };
   }
 

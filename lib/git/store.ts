@@ -168,7 +168,7 @@ export class GitStore {
    * Creates an empty bare repository. The repository is assembled in a temporary directory and renamed
    * into place, so it appears whole or not at all. Returns false when it already existed.
    */
-  async init(id: string): Promise<boolean> {
+  async init(id: string, opts: { creator?: string } = {}): Promise<boolean> {
     const gitdir = this.gitdir(id);
     if (await this.exists(id)) return false;
     await this.fs.mkdirp(this.root);
@@ -183,7 +183,8 @@ export class GitStore {
           {
             path: `${tmp}/config`,
             data: encoder.encode(
-              '[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n',
+              '[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n' +
+                (opts.creator && /^[A-Za-z0-9._:@-]{1,200}$/.test(opts.creator) ? `[kr]\n\tcreator = ${opts.creator}\n` : ''),
             ),
           },
           { path: `${tmp}/description`, data: encoder.encode(`Knowledge repository ${id}\n`) },
@@ -200,6 +201,17 @@ export class GitStore {
     } finally {
       await this.fs.removeTree(tmp);
     }
+  }
+
+  /**
+   * The user id recorded as the repository's creator when it was made (`kr.creator` in its config,
+   * written atomically with the repository itself), or null.
+   */
+  async creatorOf(id: string): Promise<string | null> {
+    const config = await this.fs.readFile(`${this.gitdir(id)}/config`);
+    if (!config) return null;
+    const m = /^\[kr\][^[]*?^\s*creator\s*=\s*(\S+)\s*$/m.exec(decoder.decode(config));
+    return m ? m[1]! : null;
   }
 
   /** Removes lock and temporary files left by a process that died mid-write. */

@@ -33,8 +33,9 @@ export function corsMiddleware(origins: string[]): MiddlewareHandler {
   // Hono copy every response once more).
   return async function corsOrSkip(c, next) {
     if (c.req.header('origin') !== undefined || c.req.method === 'OPTIONS') return browser(c, next);
-    await next();
-    // On the response's own headers: c.header() after the handler would rebuild the whole response.
-    if (!allowAll) c.res.headers.append('Vary', 'Origin');
+    // Before the handler, into the headers every response built through `c` starts from (c.header()
+    // after the handler would rebuild the whole response).
+    if (!allowAll) c.header('Vary', 'Origin', { append: true });
+    return next();
   };
 }

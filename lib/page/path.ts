@@ -9,7 +9,8 @@ const encoder = new TextEncoder();
 /** Why a page path is refused, or null when it is acceptable. */
 export function pagePathProblem(path: unknown): string | null {
   if (typeof path !== 'string' || path.length === 0) return 'empty';
-  if (encoder.encode(path).length > MAX_PATH_BYTES) return 'longer than 512 bytes';
+  // A UTF-16 code unit is at most 3 UTF-8 bytes: only long paths need encoding to be measured.
+  if (path.length * 3 > MAX_PATH_BYTES && encoder.encode(path).length > MAX_PATH_BYTES) return 'longer than 512 bytes';
   // C0 controls, DEL and C1 controls; lone surrogates cannot be stored as UTF-8 either.
   if (/[\u0000-\u001f\u007f-\u009f]/.test(path)) return 'control character';
   if (/[\ud800-\udfff]/.test(path.replace(/[\ud800-\udbff][\udc00-\udfff]/g, ''))) return 'invalid unicode';

@@ -116,9 +116,9 @@ async function worker(cycle: number, w: number, r: ReturnType<typeof rng>, stop:
       const mine = body.pushed.find((p) => p.path === path);
       if (!mine || mine.unchanged || mine.sha !== body.new_head) problems.push(`push answered 200 without committing ${path}: ${text}`);
       else acks.push({ repo, sha: body.new_head, path, content, viaPat, cycle });
-    } else if (!(viaPat && res.status === 403 && repo.startsWith('crash-new-'))) {
-      // 403 is possible only for the new repository, when a kill landed between creating it and
-      // recording its owner (see the README's Reliability section); anything else is a failure.
+    } else {
+      // Every answer but 200 is a failure: even a kill landing between creating the new repository
+      // and recording its owner leaves the creator (kept in the repository's config) able to claim it.
       problems.push(`push to ${repo} answered ${res.status}: ${text}`);
     }
   }
