@@ -98,7 +98,8 @@ let built = false;
 
 /** What `npm start` runs: build the server bundle (its prestart step) once per benchmark run. */
 function buildServer(): void {
-  if (built) return;
+  // KR_BENCH_NO_BUILD=1 measures the bundle already in dist/ (e.g. an instrumented build).
+  if (built || process.env.KR_BENCH_NO_BUILD === '1') return;
   execFileSync('npm', ['run', '--silent', 'build:server'], { cwd: REPO_ROOT, stdio: 'inherit' });
   built = true;
 }

@@ -33,7 +33,11 @@ export async function loadMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]>
  * applies pending migrations. Node only.
  */
 export async function openDatabaseFile(file: string, nowSeconds: number): Promise<Database> {
-  const client = createClient({ url: pathToFileURL(file).href });
+  // A pool limit far above anything this process borrows at once (writes are queued one at a time,
+  // reads borrow a connection synchronously): no call ever waits for another's release. The client's
+  // release path can close a connection without waking a queued waiter, which then sleeps until some
+  // other query happens to release one.
+  const client = createClient({ url: pathToFileURL(file).href, concurrency: 256 });
   // WAL: readers do not block the writer; FULL: a committed transaction survives a crash.
   await client.execute('PRAGMA journal_mode = WAL');
   await client.execute('PRAGMA synchronous = FULL');
