@@ -21,6 +21,15 @@ export function intOption(name: string, raw: string | undefined, min = 1): numbe
 }
 
 /** Activity: three columns, actor email, action, UTC timestamp (SPEC.md "Events" rule 3). */
+/** The page a slug names (resolved among the local page directories) and the repository to ask. */
+async function pageTarget(slug: string, opts: Common & { type?: string }) {
+  const type = parseType(opts.type);
+  const project = await openProject();
+  const path = await resolveSlug(project, slug, type);
+  const session = await connect();
+  return { project, path, session, repo: repoOf(session, opts.repo) };
+}
+
 export async function log(opts: Common & { limit?: string; offset?: string }): Promise<void> {
   const limit = intOption('limit', opts.limit);
   const offset = intOption('offset', opts.offset, 0);
@@ -47,12 +56,8 @@ export async function timeline(opts: Common & { limit?: string }): Promise<void>
 }
 
 export async function history(slug: string, opts: Common & { type?: string; limit?: string }): Promise<void> {
-  const type = parseType(opts.type);
   const limit = intOption('limit', opts.limit);
-  const project = await openProject();
-  const path = await resolveSlug(project, slug, type);
-  const session = await connect();
-  const repo = repoOf(session, opts.repo);
+  const { path, session, repo } = await pageTarget(slug, opts);
   const res = await session.api.history(repo, path, limit);
   if (opts.json) return printJson({ path, ...res });
   if (res.commits.length === 0) return out(`${path}: no commits on the server yet.`);
@@ -68,11 +73,7 @@ export async function diff(
     const given = [opts.from !== undefined && '--from', opts.to !== undefined && '--to', opts.blame && '--blame'].filter(Boolean).join(', ');
     throw usageError(`--local compares your file with the server's current copy; it cannot be combined with ${given}`);
   }
-  const type = parseType(opts.type);
-  const project = await openProject();
-  const path = await resolveSlug(project, slug, type);
-  const session = await connect();
-  const repo = repoOf(session, opts.repo);
+  const { project, path, session, repo } = await pageTarget(slug, opts);
   const p = paint();
   if (opts.local) {
     const local = await project.read(path);
@@ -90,12 +91,8 @@ export async function diff(
 }
 
 export async function evolution(slug: string, opts: Common & { type?: string; limit?: string; blame?: boolean }): Promise<void> {
-  const type = parseType(opts.type);
   const limit = intOption('limit', opts.limit);
-  const project = await openProject();
-  const path = await resolveSlug(project, slug, type);
-  const session = await connect();
-  const repo = repoOf(session, opts.repo);
+  const { path, session, repo } = await pageTarget(slug, opts);
   const res = await session.api.evolution(repo, path, { limit, blame: opts.blame });
   if (opts.json) return printJson(res);
   const p = paint();
