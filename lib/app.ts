@@ -20,6 +20,15 @@ import {
 export interface AppOptions {
   /** Routes to mount (functions/index.ts in production; tests may add their own). */
   routes: RouteDef[];
+  /** Requests in flight by id, for the runtime's slow-request warning. */
+  inflight?: Map<string, InflightRequest>;
+}
+
+export interface InflightRequest {
+  method: string;
+  path: string;
+  /** Clock milliseconds when the request arrived. */
+  started: number;
 }
 
 /** Maps errors of lib/ to their HTTP form; anything unknown is a 500 with the details only in the log. */
@@ -48,7 +57,12 @@ export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
     c.set('requestId', requestId);
     // Set before the handler: it goes into the headers every response built through `c` starts from.
     c.header('X-Request-Id', requestId);
-    await next();
+    opts.inflight?.set(requestId, { method: c.req.method, path: c.req.path, started: clock.now() });
+    try {
+      await next();
+    } finally {
+      opts.inflight?.delete(requestId);
+    }
     // A response built without `c` (none of ours) would lack it; add it then.
     if (!c.res.headers.has('X-Request-Id')) c.res.headers.set('X-Request-Id', requestId);
     log.info('request', {

@@ -197,3 +197,37 @@ describe('npm start (the bundle its prestart step builds)', () => {
     }
   });
 });
+
+describe('slow requests', () => {
+  it('are reported once as a slow_request warning with their id, method and path', async () => {
+    const { ManualClock } = await import('../lib/clock.ts');
+    const clock = new ManualClock(Date.UTC(2026, 10, 21, 9, 0, 0));
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    const srv = await startTestServer({
+      clock,
+      slowCheckMs: 20,
+      routes: [...routes, defineRoute({ method: 'GET', path: '/test/stuck', public: true, handler: async (c) => (await gate, c.json({ done: true })) })],
+    });
+    try {
+      const pending = fetch(`${srv.url}/test/stuck`);
+      await new Promise((r) => setTimeout(r, 60));
+      expect(srv.logs.filter((l) => l.includes('slow_request'))).toEqual([]);
+      clock.advance(31_000);
+      await new Promise((r) => setTimeout(r, 100));
+      const slow = srv.logs.map((l) => JSON.parse(l)).filter((l) => l.event === 'slow_request');
+      expect(slow).toEqual([
+        { time: expect.any(String), level: 'warn', event: 'slow_request', id: expect.stringMatching(/^[0-9a-f-]{36}$/), method: 'GET', path: '/test/stuck', ms: expect.any(Number) },
+      ]);
+      expect(slow[0].ms).toBeGreaterThanOrEqual(31_000);
+      open();
+      const res = await pending;
+      expect(res.headers.get('x-request-id')).toBe(slow[0].id);
+      await new Promise((r) => setTimeout(r, 60));
+      expect(srv.logs.filter((l) => l.includes('slow_request'))).toHaveLength(1);
+    } finally {
+      open();
+      await srv.stop();
+    }
+  });
+});

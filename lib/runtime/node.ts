@@ -21,7 +21,7 @@ import { Activity } from '../db/activity.ts';
 import { Invites } from '../db/invites.ts';
 import { unlimitedQuota, type QuotaPolicy } from '../quota.ts';
 import { ParseCache } from '../diff-service.ts';
-import { buildApp } from '../app.ts';
+import { buildApp, type InflightRequest } from '../app.ts';
 import type { RouteDef } from '../route.ts';
 
 /**
@@ -59,8 +59,27 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-export async function startServer(deps: Deps, routes: RouteDef[]): Promise<RunningServer> {
-  const app = buildApp(deps, { routes });
+/** A request in flight longer than this is reported (once) as a `slow_request` warning. */
+const SLOW_REQUEST_MS = 30_000;
+
+export async function startServer(
+  deps: Deps,
+  routes: RouteDef[],
+  opts: { slowCheckMs?: number } = {},
+): Promise<RunningServer> {
+  const inflight = new Map<string, InflightRequest>();
+  const app = buildApp(deps, { routes, inflight });
+  const reported = new Set<string>();
+  const watch = setInterval(() => {
+    const now = deps.clock.now();
+    for (const [id, r] of inflight) {
+      if (now - r.started < SLOW_REQUEST_MS || reported.has(id)) continue;
+      reported.add(id);
+      deps.log.warn('slow_request', { id, method: r.method, path: r.path, ms: now - r.started });
+    }
+    for (const id of reported) if (!inflight.has(id)) reported.delete(id);
+  }, opts.slowCheckMs ?? 5_000);
+  watch.unref();
   const { config } = deps;
   const server = await new Promise<Server>((resolve, reject) => {
     const s = serve(
@@ -78,6 +97,7 @@ export async function startServer(deps: Deps, routes: RouteDef[]): Promise<Runni
     url: `http://${host}:${addr.port}`,
     close() {
       closing ??= (async () => {
+        clearInterval(watch);
         await new Promise<void>((resolve) => {
           // Idle keep-alive sockets would hold close() open; busy ones finish their request first and
           // are closed as soon as they fall idle.

@@ -41,14 +41,14 @@ export interface TestServer extends RunningServer {
 
 /** Starts the real server (real libSQL file, real git repositories) on port 0 in a temp data root. */
 export async function startTestServer(
-  opts: { env?: Record<string, string>; clock?: Clock; routes?: RouteDef[]; dataRoot?: string } = {},
+  opts: { env?: Record<string, string>; clock?: Clock; routes?: RouteDef[]; dataRoot?: string; slowCheckMs?: number } = {},
 ): Promise<TestServer> {
   const dir = opts.dataRoot ? null : await tempDir();
   const dataRoot = opts.dataRoot ?? dir!.path;
   const config = testConfig(dataRoot, opts.env);
   const log = memoryLogger();
   const deps = await openNodeDeps(config, { log, clock: opts.clock });
-  const running = await startServer(deps, opts.routes ?? allRoutes);
+  const running = await startServer(deps, opts.routes ?? allRoutes, { slowCheckMs: opts.slowCheckMs });
   return {
     ...running,
     deps,
