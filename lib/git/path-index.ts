@@ -50,14 +50,6 @@ export class PathIndex {
     return r ? toCommit(r) : null;
   }
 
-  async commitBySeq(repo: string, seq: number): Promise<IndexedCommit | null> {
-    const r = await this.db.get<Row>(`SELECT ${COMMIT_COLS} FROM git_commits c WHERE c.repo_id = ? AND c.seq = ?`, [
-      repo,
-      seq,
-    ]);
-    return r ? toCommit(r) : null;
-  }
-
   /**
    * Resolves 1–40 hex chars to the one commit of the branch they abbreviate. Anything else (not hex,
    * no match, more than one match) is UnknownShaError.
@@ -222,15 +214,6 @@ export class PathIndex {
     const seq = (head?.seq ?? 0) + 1;
     await this.db.batch(this.recordStmts(repo, seq, meta, changes));
     return { sha: meta.sha, seq, author: meta.author, email: meta.email, time: meta.time, message: meta.message };
-  }
-
-  /** Drops every row of a repository. */
-  async forget(repo: string): Promise<void> {
-    await this.db.batch([
-      { sql: 'DELETE FROM git_commits WHERE repo_id = ?', args: [repo] },
-      { sql: 'DELETE FROM git_changes WHERE repo_id = ?', args: [repo] },
-      { sql: 'DELETE FROM git_head WHERE repo_id = ?', args: [repo] },
-    ]);
   }
 
   /**

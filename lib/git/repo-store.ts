@@ -353,4 +353,3 @@ export class RepoStore {
   }
 }
 
-export { ConcurrentUpdateError, RepoNotFoundError, UnknownShaError };

@@ -18,4 +18,3 @@ export class HttpError extends Error {
   }
 }
 
-export const isHttpError = (e: unknown): e is HttpError => e instanceof HttpError;
