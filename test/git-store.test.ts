@@ -136,6 +136,9 @@ describe('commits', () => {
       { path: 'wiki/concepts/c.md', blob: gitIn(gitdir('r'), 'rev-parse', 'main:wiki/concepts/c.md').trim() },
       { path: 'wiki/entities/b.md', blob: null },
     ]);
+    expect([...(await store.listFiles('r', second.commit!.sha)).keys()]).toEqual(
+      gitIn(gitdir('r'), '-c', 'core.quotePath=false', 'ls-tree', '-r', '--name-only', 'main').trim().split('\n'),
+    );
     expect((await repos.pages('r')).map((p) => [p.path, p.commit.sha])).toEqual([
       ['wiki/concepts/a.md', second.commit!.sha],
       ['wiki/concepts/c.md', second.commit!.sha],

@@ -54,12 +54,22 @@ function hexToBytes(hex: string, out: Uint8Array, at: number): void {
   for (let i = 0; i < 20; i++) out[at + i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16);
 }
 
+/** `items` in git's tree order (as they are stored, and as git and isomorphic-git read them back). */
+export function inTreeOrder<T extends { type: string }>(items: T[], nameOf: (item: T) => string): T[] {
+  return items
+    .map((it) => {
+      const name = encoder.encode(nameOf(it));
+      return { it, key: it.type === 'tree' ? new Uint8Array([...name, 0x2f]) : name };
+    })
+    .sort(compareEntries)
+    .map((x) => x.it);
+}
+
 /** The binary content of a tree object (without the object header). */
 export function serializeTree(items: TreeItem[]): Uint8Array {
-  const rows = items.map((it) => {
+  const rows = inTreeOrder(items, (it) => it.name).map((it) => {
     const isTree = it.type === 'tree';
     const name = encoder.encode(it.name);
-    const key = isTree ? new Uint8Array([...name, 0x2f]) : name;
     const mode = isTree ? '40000' : it.mode.replace(/^0+/, '');
     const head = encoder.encode(`${mode} `);
     const row = new Uint8Array(head.length + name.length + 1 + 20);
@@ -67,15 +77,14 @@ export function serializeTree(items: TreeItem[]): Uint8Array {
     row.set(name, head.length);
     row[head.length + name.length] = 0;
     hexToBytes(it.oid, row, head.length + name.length + 1);
-    return { key, row };
+    return row;
   });
-  rows.sort(compareEntries);
-  const size = rows.reduce((n, r) => n + r.row.length, 0);
+  const size = rows.reduce((n, r) => n + r.length, 0);
   const out = new Uint8Array(size);
   let at = 0;
   for (const r of rows) {
-    out.set(r.row, at);
-    at += r.row.length;
+    out.set(r, at);
+    at += r.length;
   }
   return out;
 }

@@ -1,5 +1,5 @@
 import git, { type PromiseFsClient } from 'isomorphic-git';
-import { encodeObject, serializeCommit, serializeTree, webCodec, type ObjectCodec, type ObjectType } from './objects.ts';
+import { encodeObject, inTreeOrder, serializeCommit, serializeTree, webCodec, type ObjectCodec, type ObjectType } from './objects.ts';
 import type { StoreFs } from './fs.ts';
 import { KeyedMutex } from './lock.ts';
 import { LruCache } from './lru.ts';
@@ -541,7 +541,8 @@ export class GitStore {
     }
     if (!dirty) return tree;
     if (entries.size === 0) return null;
-    const list = [...entries.values()];
+    // Cached in the order the tree is stored, so a cached read equals one from disk.
+    const list = inTreeOrder([...entries.values()], (e) => e.path);
     const oid = await stage.put(
       'tree',
       serializeTree(list.map((e) => ({ mode: e.mode, name: e.path, oid: e.oid, type: e.type }))),
