@@ -28,6 +28,8 @@ export interface HeadEntry {
 
 const COMMIT_COLS = 'c.sha, c.seq, c.author, c.email, c.time, c.message';
 const REBUILD_CHUNK = 200;
+/** Paths per IN (...) query: well under SQLite's bound-parameter limit. */
+const ENTRIES_CHUNK = 500;
 
 type Row = Record<string, unknown>;
 const toCommit = (r: Row): IndexedCommit => ({
@@ -79,6 +81,22 @@ export class PathIndex {
       [repo, path],
     );
     return r ? { path: String(r.path), blob: String(r.blob), commit: toCommit(r) } : null;
+  }
+
+  /** The head entries of several pages at once (missing pages are absent from the map). */
+  async entries(repo: string, paths: string[]): Promise<Map<string, HeadEntry>> {
+    const out = new Map<string, HeadEntry>();
+    const unique = [...new Set(paths)];
+    for (let i = 0; i < unique.length; i += ENTRIES_CHUNK) {
+      const chunk = unique.slice(i, i + ENTRIES_CHUNK);
+      const rows = await this.db.all<Row>(
+        `SELECT h.path, h.blob, ${COMMIT_COLS} FROM git_head h JOIN git_commits c ON c.repo_id = h.repo_id AND c.seq = h.seq
+         WHERE h.repo_id = ? AND h.path IN (${chunk.map(() => '?').join(', ')})`,
+        [repo, ...chunk],
+      );
+      for (const r of rows) out.set(String(r.path), { path: String(r.path), blob: String(r.blob), commit: toCommit(r) });
+    }
+    return out;
   }
 
   /** Every page at head, sorted by path (byte order, as git sorts). */

@@ -258,8 +258,10 @@ export class RepoStore {
     const writes: FileWrite[] = [];
     // The last write of a path wins when a batch names it twice.
     const seen = new Map<string, number>();
+    // One query for every page named; an unchanged page's entry is still this one after the commit.
+    const before = await this.index.entries(id, files.map((f) => f.path));
     for (const f of files) {
-      const current = await this.index.entry(id, f.path);
+      const current = before.get(f.path) ?? null;
       if (f.parentSha !== undefined && current && !(await this.sameCommit(id, f.parentSha, current.commit.sha))) {
         outcomes.push(await this.conflict(id, f, current));
         continue;
@@ -302,6 +304,7 @@ export class RepoStore {
 
     const result: PushOutcome[] = [];
     const committedPaths: string[] = [];
+    const listed = new Set<string>();
     for (let i = 0; i < files.length; i++) {
       const f = files[i]!;
       const o = outcomes[i];
@@ -309,11 +312,14 @@ export class RepoStore {
         result.push(o);
       } else if (changed.has(f.path)) {
         result.push({ path: f.path, kind: 'committed' });
-        if (!committedPaths.includes(f.path)) committedPaths.push(f.path);
+        if (!listed.has(f.path)) {
+          listed.add(f.path);
+          committedPaths.push(f.path);
+        }
       } else if (f.content === null) {
         result.push({ path: f.path, kind: 'absent' });
       } else {
-        const entry = await this.index.entry(id, f.path);
+        const entry = before.get(f.path);
         result.push(entry ? { path: f.path, kind: 'unchanged', sha: entry.commit.sha } : { path: f.path, kind: 'absent' });
       }
     }
