@@ -72,6 +72,15 @@ export async function legacyCreateRepo(deps: Deps, identity: Identity, id: strin
 }
 
 /**
+ * A push's first check, before its body is read: into an existing repository only members may push
+ * (403 before any 400 about the body). A missing one is created later, by repoForPush, once the body
+ * has been validated.
+ */
+export async function precheckPush(c: Context<AppEnv>, id: string): Promise<void> {
+  if (await c.get('deps').repos.exists(id)) await authorizeRepo(c, 'repo.push', id);
+}
+
+/**
  * Before a push: a missing repository is created (a real pusher becomes its owner); an existing one
  * requires membership. Returns whether this call created it.
  */

@@ -1,8 +1,7 @@
 import { defineRoute } from '../../lib/route.ts';
-import { authorizeRepo } from '../../lib/policy.ts';
 import { parseBody } from '../../lib/http/parse.ts';
 import { repoIdParam } from '../../lib/http/params.ts';
-import { repoForPush } from '../../lib/repos.ts';
+import { precheckPush, repoForPush } from '../../lib/repos.ts';
 import { push, validatePush } from '../../lib/sync.ts';
 import { PushRequest } from '../../schema/wire/sync.ts';
 
@@ -17,7 +16,7 @@ export default defineRoute({
   handler: async (c) => {
     const deps = c.get('deps');
     const id = repoIdParam(c);
-    if (await deps.repos.exists(id)) await authorizeRepo(c, 'repo.push', id);
+    await precheckPush(c, id);
     const body = await parseBody(c, PushRequest);
     const files = validatePush(body);
     const { identity } = await repoForPush(c, id);
