@@ -2,6 +2,7 @@ import type { RouteDef } from '../lib/route.ts';
 import health from './health.ts';
 import authIdp from './auth/idp.ts';
 import me from './me.ts';
+import limits from './limits.ts';
 import patsCreate from './pats/create.ts';
 import patsList from './pats/list.ts';
 import patsRevoke from './pats/revoke.ts';
@@ -28,6 +29,7 @@ import activityList from './activity/list.ts';
 export const routes: RouteDef[] = [
   health,
   authIdp,
+  limits,
   me,
   patsCreate,
   patsList,

@@ -4,6 +4,8 @@ import type { Deps } from './deps.ts';
 import { HttpError } from './http/errors.ts';
 import { quotaError } from './quota.ts';
 
+export const REMOVED = 'removed from this repo; ask an owner for a new invite key';
+
 /**
  * Joining and leaving: redeeming an invite key, removing a member. The role rules of SPEC.md "States
  * and transitions" live here; who may call them is lib/policy.ts's business.
@@ -11,7 +13,8 @@ import { quotaError } from './quota.ts';
 
 /**
  * Redeems an invite key: the caller becomes a member, or keeps the role they have (idempotent; an owner
- * stays owner). Unknown or revoked → 404, expired → 410. A first join asks the quota policy.
+ * stays owner). Unknown or revoked → 404, expired → 410; a key minted before the caller was removed from
+ * the repository → 403. A first join asks the quota policy.
  */
 export async function redeemInvite(deps: Deps, user: UserIdentity, token: string): Promise<{ repoId: string; role: Role }> {
   const found = await deps.invites.find(token);
@@ -19,6 +22,8 @@ export async function redeemInvite(deps: Deps, user: UserIdentity, token: string
   if (found.expired) throw new HttpError(410, 'invite key expired');
   const current = await deps.members.roleOf(found.repoId, user.userId);
   if (current) return { repoId: found.repoId, role: current };
+  // A removed member stays removed: only a key minted after the removal readmits them.
+  if (await deps.invites.excludes(found.key.id, user.userId)) throw new HttpError(403, REMOVED);
   const refusal = await deps.quota.checkJoin(found.repoId, user);
   if (refusal) throw quotaError(refusal);
   const { role } = await deps.members.add(found.repoId, user.userId, 'member');

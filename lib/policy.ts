@@ -12,6 +12,7 @@ import type { AppEnv } from './route.ts';
 
 export type Action =
   // Account-scoped
+  | 'limits.read'
   | 'me.read'
   | 'pat.mint'
   | 'pat.list'
@@ -61,6 +62,7 @@ const OWNER_ONLY: Partial<Record<Action, string>> = {
 
 /** Under the legacy key: the shared admin passes every membership and owner check, but has no user. */
 const LEGACY_TABLE: Record<Action, Decision> = {
+  'limits.read': ALLOW,
   'me.read': SESSION_REQUIRED,
   'pat.mint': USER_REQUIRED,
   'pat.list': USER_REQUIRED,

@@ -6,6 +6,7 @@ import { HttpError } from './http/errors.ts';
 import { repoIdParam } from './http/params.ts';
 import { authorizeRepo, type Action } from './policy.ts';
 import { quotaError } from './quota.ts';
+import { roleIn } from './membership.ts';
 import type { AppEnv } from './route.ts';
 import type { RepoSummary } from '../schema/wire/repos.ts';
 import { commitJson } from './wire.ts';
@@ -29,45 +30,46 @@ export async function openRepo(
   return { id, identity, role };
 }
 
+/**
+ * Creates the repository unless it exists; true when this call created it. An id equal to an existing
+ * repository's ignoring ASCII case, but not exactly, is refused (409): on a case-insensitive filesystem the
+ * two would be one directory. Callers hold the creation lock of the id (see {@link creationKey}).
+ */
 async function createChecked(deps: Deps, identity: Identity, id: string): Promise<boolean> {
   if (await deps.repos.exists(id)) return false;
+  if ((await deps.repos.git.caseVariant(id)) !== null) throw new HttpError(409, REPO_EXISTS);
   const refusal = await deps.quota.checkRepoCreate(identity);
   if (refusal) throw quotaError(refusal);
   return deps.repos.create(id, identity.kind === 'user' ? identity.userId : undefined);
 }
 
+const REPO_EXISTS = 'repo already exists';
+
+/** Creations of ids that differ only in letter case are serialised together. */
+const creationKey = (id: string) => id.replace(/[A-Z]/g, (ch) => ch.toLowerCase());
+
 /**
- * `POST /v1/repos`: creates the repository with the user as owner, or adopts it when it exists without
- * an owner. 409 when it exists with one.
+ * `POST /v1/repos`: creates the repository with the user as owner; 409 when it exists — with an owner or
+ * without one. Only the very first user adopts ownerless repositories (at sign-in); after that an operator
+ * gives one an owner.
  */
-export async function createRepo(deps: Deps, user: UserIdentity, id: string): Promise<'created' | 'adopted'> {
-  return deps.repos.creation.run(id, async () => {
-    if (await createChecked(deps, user, id)) {
-      await deps.members.add(id, user.userId, 'owner');
-      return 'created';
-    }
-    if (await deps.members.hasOwner(id)) throw new HttpError(409, 'repo already exists');
-    await deps.members.claimIfOwnerless(id, user.userId);
-    return 'adopted';
+export async function createRepo(deps: Deps, user: UserIdentity, id: string): Promise<void> {
+  await deps.repos.creation.run(creationKey(id), async () => {
+    if (!(await createChecked(deps, user, id))) throw new HttpError(409, REPO_EXISTS);
+    await deps.members.add(id, user.userId, 'owner');
   });
 }
 
 /**
- * `POST /v1/repos/:id` (legacy, idempotent): creates the repository if missing. A real user becomes
- * owner only of a repository that is new or has no owner; on an owned repository a non-member gets 403.
+ * `POST /v1/repos/:id` (legacy, idempotent): creates the repository if missing. A real user becomes owner
+ * only of a repository this call created; on an existing one (owned or ownerless) a non-member gets 403.
  */
 export async function legacyCreateRepo(deps: Deps, identity: Identity, id: string): Promise<void> {
-  await deps.repos.creation.run(id, async () => {
+  await deps.repos.creation.run(creationKey(id), async () => {
     const created = await createChecked(deps, identity, id);
     if (identity.kind !== 'user') return;
-    if (created) {
-      await deps.members.add(id, identity.userId, 'owner');
-      return;
-    }
-    if (await deps.members.claimIfOwnerless(id, identity.userId)) return;
-    if ((await deps.members.roleOf(id, identity.userId)) === null) {
-      throw new HttpError(403, 'not a member of this repo');
-    }
+    if (created) await deps.members.add(id, identity.userId, 'owner');
+    else if ((await roleIn(deps, id, identity.userId)) === null) throw new HttpError(403, 'not a member of this repo');
   });
 }
 
@@ -86,7 +88,7 @@ export async function precheckPush(c: Context<AppEnv>, id: string): Promise<void
  */
 export async function repoForPush(c: Context<AppEnv>, id: string): Promise<{ identity: Identity; created: boolean }> {
   const deps = c.get('deps');
-  return deps.repos.creation.run(id, async () => {
+  return deps.repos.creation.run(creationKey(id), async () => {
     if (await deps.repos.exists(id)) {
       const { identity } = await authorizeRepo(c, 'repo.push', id);
       return { identity, created: false };

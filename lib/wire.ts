@@ -1,5 +1,14 @@
 import type { IndexedCommit } from './git/path-index.ts';
-import type { Commit } from '../schema/wire/common.ts';
+import { LABEL_MAX_CHARS, type Commit } from '../schema/wire/common.ts';
+import { HttpError } from './http/errors.ts';
+
+/** A PAT's or invite key's label: at most {@link LABEL_MAX_CHARS} characters (code points); absent = "". */
+export function checkLabel(label: string | undefined): string {
+  if (label === undefined) return '';
+  let n = 0;
+  for (const _ of label) if (++n > LABEL_MAX_CHARS) throw new HttpError(400, `label too long (max ${LABEL_MAX_CHARS})`);
+  return label;
+}
 
 /** Unix seconds → RFC 3339 UTC with whole seconds (`2026-05-17T10:00:00Z`). */
 export const rfc3339 = (unixSeconds: number): string =>

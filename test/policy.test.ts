@@ -25,6 +25,7 @@ const ownerRemove: Decision = { allow: false, status: 403, error: 'only an owner
 
 const TABLE: Record<Action, Record<Who, Decision>> = {
   // Account-scoped: any real user; the legacy key has no user.
+  'limits.read': { legacy: ok, owner: ok, member: ok, nonMember: ok },
   'me.read': { legacy: sessionRequired, owner: ok, member: ok, nonMember: ok },
   'pat.mint': { legacy: userRequired, owner: ok, member: ok, nonMember: ok },
   'pat.list': { legacy: userRequired, owner: ok, member: ok, nonMember: ok },

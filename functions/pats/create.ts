@@ -1,21 +1,25 @@
 import { defineRoute } from '../../lib/route.ts';
 import { authorizeUser } from '../../lib/policy.ts';
 import { parseBody } from '../../lib/http/parse.ts';
+import { checkLabel } from '../../lib/wire.ts';
 import { CreatePatRequest, type CreatePatResponse } from '../../schema/wire/auth.ts';
 
 /**
  * POST /v1/pats — mint a personal access token for the caller (a session or an existing PAT; the legacy
- * key gets 403 `user session required`). The token is in this answer and nowhere else, ever.
+ * key gets 403 `user session required`). A PAT minted with a PAT never outlives it. The token is in this
+ * answer and nowhere else, ever.
  */
 export default defineRoute({
   method: 'POST',
   path: '/v1/pats',
+  body: 'small',
   handler: async (c) => {
     const me = authorizeUser(c, 'pat.mint');
     const body = await parseBody(c, CreatePatRequest, { emptyAsObject: true });
     const { pat, token } = await c.get('deps').pats.create(me.userId, {
-      label: body.label,
+      label: checkLabel(body.label),
       expiresInDays: body.expires_in_days,
+      ...(me.via === 'pat' && me.patId ? { parentPatId: me.patId } : {}),
     });
     c.header('Cache-Control', 'no-store');
     const res: CreatePatResponse = { pat, token };

@@ -152,7 +152,8 @@ export async function verifyIdToken(token: string, check: IdTokenCheck): Promise
   try {
     ({ payload } = await jwtVerify(token, check.keys, {
       algorithms: ['RS256'],
-      issuer: check.issuers,
+      // Either spelling of a configured issuer is accepted (see normalizeIssuer).
+      issuer: check.issuers.flatMap((i) => [i, normalizeIssuer(i), i.replace(/^https:\/\//, '')]),
       audience: check.clientId,
       currentDate: new Date(check.clock.now()),
       requiredClaims: ['iss', 'aud', 'sub', 'exp'],
@@ -161,12 +162,23 @@ export async function verifyIdToken(token: string, check: IdTokenCheck): Promise
     if (e instanceof IdpUnavailableError) throw new HttpError(503, 'identity provider unavailable');
     throw invalid(reasonOf(e));
   }
-  const { iss, sub, email, email_verified: verified, name } = payload;
+  const { iss, sub, email, email_verified: verified, name, aud, azp } = payload;
   if (typeof iss !== 'string') throw invalid('issuer not allowed');
+  // OpenID Connect Core §3.1.3.7: a token for several audiences must name this client as its authorized party.
+  if (Array.isArray(aud) && aud.length > 1 && azp !== check.clientId) throw invalid('azp');
   if (typeof sub !== 'string' || sub === '') throw invalid('missing sub claim');
   if (typeof email !== 'string' || email.trim() === '') throw invalid('no email');
   if (verified !== true) throw invalid('email not verified');
-  return { issuer: iss, subject: sub, email: email.trim().toLowerCase(), name: typeof name === 'string' ? name : '' };
+  return { issuer: normalizeIssuer(iss), subject: sub, email: email.trim().toLowerCase(), name: typeof name === 'string' ? name : '' };
+}
+
+/**
+ * One spelling per issuer: `accounts.google.com` (what Google puts in some tokens) and
+ * `https://accounts.google.com` are one issuer, so an issuer without a scheme gets `https://`. Users are
+ * keyed by (normalised issuer, sub).
+ */
+export function normalizeIssuer(iss: string): string {
+  return iss.includes('://') ? iss : `https://${iss}`;
 }
 
 export interface SignInResult {

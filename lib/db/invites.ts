@@ -58,8 +58,20 @@ export class Invites {
 
   /** Deletes a key of this repository by its id. False when there is no such key here. */
   async revoke(repoId: string, keyId: string): Promise<boolean> {
-    const { changes } = await this.db.run('DELETE FROM invite_keys WHERE id = ? AND repo_id = ?', [keyId, repoId]);
-    return changes > 0;
+    const [deleted] = await this.db.batch([
+      { sql: 'DELETE FROM invite_keys WHERE id = ? AND repo_id = ?', args: [keyId, repoId] },
+      {
+        sql: 'DELETE FROM invite_key_exclusions WHERE key_id = ? AND NOT EXISTS (SELECT 1 FROM invite_keys WHERE id = ?)',
+        args: [keyId, keyId],
+      },
+    ]);
+    return deleted!.changes > 0;
+  }
+
+  /** Whether the key was minted before `userId` was removed from its repository (it never readmits them). */
+  async excludes(keyId: string, userId: string): Promise<boolean> {
+    const r = await this.db.get('SELECT 1 AS x FROM invite_key_exclusions WHERE key_id = ? AND user_id = ?', [keyId, userId]);
+    return r !== undefined;
   }
 
   /** The key a token names, with its repository and whether it has expired; null when unknown or revoked. */

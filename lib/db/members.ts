@@ -110,7 +110,10 @@ export class Members {
     return adopted;
   }
 
-  /** Removes a member; refuses to remove the last owner. Atomic against concurrent removals. */
+  /**
+   * Removes a member; refuses to remove the last owner. Atomic against concurrent removals and joins:
+   * the invite keys that exist at the removal are marked as never readmitting the user.
+   */
   async remove(repoId: string, userId: string): Promise<RemoveResult> {
     return this.db.transaction(async (tx) => {
       const row = await tx.get<{ role: Role }>('SELECT role FROM members WHERE repo_id = ? AND user_id = ?', [
@@ -126,6 +129,11 @@ export class Members {
         if (Number(owners?.n ?? 0) <= 1) return 'last_owner';
       }
       await tx.run('DELETE FROM members WHERE repo_id = ? AND user_id = ?', [repoId, userId]);
+      // Every key of the repository minted so far stops admitting this user (lib/db/invites.ts).
+      await tx.run(
+        'INSERT OR IGNORE INTO invite_key_exclusions (key_id, user_id) SELECT id, ? FROM invite_keys WHERE repo_id = ?',
+        [userId, repoId],
+      );
       return 'removed';
     });
   }

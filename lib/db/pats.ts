@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.ts';
 import { PAT_PREFIX, randomToken, sha256Hex } from '../auth/tokens.ts';
 import type { Database } from './database.ts';
+import { HttpError } from '../http/errors.ts';
 
 /** A personal access token as listed: never the token, never its hash. Times are Unix seconds. */
 export interface Pat {
@@ -51,12 +52,31 @@ export class Pats {
     return Math.floor(this.clock.now() / 1000);
   }
 
-  /** Mints a PAT for a user; `expiresInDays` absent = no expiry. */
-  async create(userId: string, opts: { label?: string; expiresInDays?: number } = {}): Promise<{ pat: Pat; token: string }> {
+  /**
+   * Mints a PAT for a user; `expiresInDays` absent = no expiry. A PAT minted with another PAT
+   * (`parentPatId`) never outlives it: its expiry is capped at the parent's, and with no `expiresInDays`
+   * it is the parent's.
+   */
+  async create(
+    userId: string,
+    opts: { label?: string; expiresInDays?: number; parentPatId?: string } = {},
+  ): Promise<{ pat: Pat; token: string }> {
     const token = randomToken(PAT_PREFIX);
     const now = this.now();
     const pat: Pat = { id: crypto.randomUUID(), label: opts.label ?? '', created_at: now };
     if (opts.expiresInDays !== undefined) pat.expires_at = now + opts.expiresInDays * DAY_SECONDS;
+    if (opts.parentPatId !== undefined) {
+      const parent = await this.db.get<{ expires_at: number | bigint | null }>(
+        'SELECT expires_at FROM pats WHERE id = ? AND user_id = ?',
+        [opts.parentPatId, userId],
+      );
+      // The parent authenticated this very request; gone since means revoked meanwhile.
+      if (!parent) throw new HttpError(401, 'invalid token');
+      if (parent.expires_at !== null) {
+        const cap = Number(parent.expires_at);
+        if (pat.expires_at === undefined || pat.expires_at > cap) pat.expires_at = cap;
+      }
+    }
     await this.db.run(
       'INSERT INTO pats (id, user_id, token_hash, label, created_at, expires_at, last_used_at) VALUES (?, ?, ?, ?, ?, ?, NULL)',
       [pat.id, userId, await sha256Hex(token), pat.label, pat.created_at, pat.expires_at ?? null],

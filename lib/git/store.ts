@@ -36,6 +36,9 @@ export interface PathChange {
   blob: string | null;
 }
 
+/** Repository ids hold ASCII only, so ASCII folding is the whole of "ignoring case" for them. */
+const asciiLower = (s: string) => s.replace(/[A-Z]/g, (ch) => ch.toLowerCase());
+
 export class StoreError extends Error {}
 /** The id or a path could escape the data root or is not allowed; nothing touched the filesystem. */
 export class UnsafeNameError extends StoreError {}
@@ -148,9 +151,29 @@ export class GitStore {
   async exists(id: string): Promise<boolean> {
     // Repositories are never deleted by the service, so a repository seen once stays known.
     if (this.known.has(id)) return true;
-    const found = await this.fs.exists(`${this.gitdir(id)}/HEAD`);
-    if (found) this.known.add(id);
-    return found;
+    if (!(await this.fs.exists(`${this.gitdir(id)}/HEAD`))) return false;
+    // On a case-insensitive filesystem `ACME.git/HEAD` opens `acme.git/HEAD`: only the exact spelling
+    // among the directory's entries is this repository.
+    if (!(await this.fs.readdir(this.root)).includes(`${id}.git`)) return false;
+    this.known.add(id);
+    return true;
+  }
+
+  /**
+   * The id of an existing repository that equals `id` ignoring ASCII letter case (possibly `id` itself),
+   * or null. Ids are unique ignoring case, because on case-insensitive filesystems two such ids would be
+   * one directory.
+   */
+  async caseVariant(id: string): Promise<string | null> {
+    const folded = asciiLower(id);
+    for (const n of await this.fs.readdir(this.root)) {
+      if (!n.endsWith('.git')) continue;
+      const other = n.slice(0, -4);
+      if (asciiLower(other) === folded && isSafeRepoId(other) && (await this.fs.exists(`${this.root}/${n}/HEAD`))) {
+        return other;
+      }
+    }
+    return null;
   }
 
   async list(): Promise<string[]> {

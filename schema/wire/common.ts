@@ -10,5 +10,8 @@ export const Commit = z.object({
 });
 export type Commit = z.infer<typeof Commit>;
 
+/** Labels of PATs and invite keys: at most this many characters. */
+export const LABEL_MAX_CHARS = 200;
+
 export const ErrorBody = z.object({ error: z.string() }).passthrough();
 export type ErrorBody = z.infer<typeof ErrorBody>;

@@ -18,7 +18,8 @@ export const InviteKey = z.object({
 });
 export type InviteKey = z.infer<typeof InviteKey>;
 
-export const MintInviteRequest = z.object({ label: z.string().max(200).optional() });
+/** `label`: at most 200 characters (checked by lib/wire.ts checkLabel, for the exact error). */
+export const MintInviteRequest = z.object({ label: z.string().optional() });
 export const MintInviteResponse = z.object({ key: InviteKey, token: z.string() });
 export type MintInviteResponse = z.infer<typeof MintInviteResponse>;
 export const InviteKeysResponse = z.object({ keys: z.array(InviteKey) });

@@ -1,0 +1,20 @@
+import { defineRoute } from '../lib/route.ts';
+import { authorize } from '../lib/policy.ts';
+import { MAX_FILES_PER_PUSH } from '../lib/sync.ts';
+import { MAX_PATH_BYTES } from '../lib/page/path.ts';
+import type { LimitsResponse } from '../schema/wire/limits.ts';
+
+/** GET /v1/limits — what a client needs to size its pushes. Any credential. */
+export default defineRoute({
+  method: 'GET',
+  path: '/v1/limits',
+  handler: (c) => {
+    authorize(c, 'limits.read');
+    const res: LimitsResponse = {
+      max_body_bytes: c.get('deps').config.maxBodyBytes,
+      max_files_per_push: MAX_FILES_PER_PUSH,
+      max_page_path_bytes: MAX_PATH_BYTES,
+    };
+    return c.json(res);
+  },
+});
