@@ -5,6 +5,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import { deflateSync } from 'node:zlib';
 import type { StoreFs } from './fs.ts';
 import type { ObjectCodec } from './objects.ts';
+import { mapBounded } from '../bounded.ts';
+
+/** File operations one durable write keeps in flight at most. */
+const FILES_IN_FLIGHT = 64;
 
 /** Synchronous SHA-1 and deflate: a fraction of a millisecond per object. */
 export const nodeCodec: ObjectCodec = {
@@ -73,8 +77,10 @@ export function nodeStoreFs(): StoreFs {
     async writeDurable(files, tmpDir) {
       if (files.length === 0) return;
       const temps = files.map((f) => ({ ...f, tmp: `${tmpDir}/tmp_obj_${randomBytes(8).toString('hex')}` }));
+      // Every step keeps at most FILES_IN_FLIGHT descriptors or renames going, whatever the file count
+      // (a push may write tens of thousands of objects): no EMFILE, and the threadpool stays shared.
       try {
-        await Promise.all(temps.map((f) => writeAndSync(f.tmp, f.data, 'wx')));
+        await mapBounded(temps, FILES_IN_FLIGHT, (f) => writeAndSync(f.tmp, f.data, 'wx'));
         const dirs = new Set(temps.map((f) => dirname(f.path)));
         // Directories this call created: their parents gained an entry too and are flushed as well.
         const created = new Set<string>();
@@ -82,24 +88,22 @@ export function nodeStoreFs(): StoreFs {
           if ((await mkdir(d, { recursive: true })) !== undefined) created.add(d);
           knownDirs.add(d);
         };
-        await Promise.all([...dirs].filter((d) => !knownDirs.has(d)).map(ensureDir));
-        await Promise.all(
-          temps.map(async (f) => {
-            try {
-              await rename(f.tmp, f.path);
-            } catch (e) {
-              if (!isMissing(e)) throw e;
-              // A directory we knew was removed meanwhile (e.g. by `git prune`): make it again.
-              await ensureDir(dirname(f.path));
-              await rename(f.tmp, f.path);
-            }
-          }),
-        );
+        await mapBounded([...dirs].filter((d) => !knownDirs.has(d)), FILES_IN_FLIGHT, ensureDir);
+        await mapBounded(temps, FILES_IN_FLIGHT, async (f) => {
+          try {
+            await rename(f.tmp, f.path);
+          } catch (e) {
+            if (!isMissing(e)) throw e;
+            // A directory we knew was removed meanwhile (e.g. by `git prune`): make it again.
+            await ensureDir(dirname(f.path));
+            await rename(f.tmp, f.path);
+          }
+        });
         const flush = new Set<string>(dirs);
         for (const d of created) flush.add(dirname(d));
-        await Promise.all([...flush].map((d) => fsyncPath(d, 'r')));
+        await mapBounded([...flush], FILES_IN_FLIGHT, (d) => fsyncPath(d, 'r'));
       } catch (e) {
-        await Promise.all(temps.map((f) => unlink(f.tmp).catch(() => undefined)));
+        await mapBounded(temps, FILES_IN_FLIGHT, (f) => unlink(f.tmp).catch(() => undefined));
         throw e;
       }
     },
