@@ -13,6 +13,8 @@ import { toBase64, utf8 } from './wire.ts';
  */
 
 const HEX_SHA = /^[0-9a-fA-F]{1,40}$/;
+/** Files one push may hold (API.md): every one is an object write and an index row. */
+export const MAX_FILES_PER_PUSH = 10_000;
 const encoder = new TextEncoder();
 
 /**
@@ -20,6 +22,9 @@ const encoder = new TextEncoder();
  * file either carries content or deletes. Returns the store's form of the files.
  */
 export function validatePush(body: PushRequest): StoreFile[] {
+  if (body.files.length > MAX_FILES_PER_PUSH) {
+    throw new HttpError(413, `too many files in one push (max ${MAX_FILES_PER_PUSH})`);
+  }
   for (const f of body.files) {
     if (pagePathProblem(f.path) !== null) throw new HttpError(400, `invalid page path: ${f.path}`);
   }
