@@ -15,6 +15,7 @@ import invitesList from './invites/list.ts';
 import invitesRevoke from './invites/revoke.ts';
 import invitesJoin from './invites/join.ts';
 import reposList from './repos/list.ts';
+import reposExport from './repos/export.ts';
 import pagesList from './pages/list.ts';
 import pagesRead from './pages/read.ts';
 import syncPush from './sync/push.ts';
@@ -53,4 +54,5 @@ export const routes: RouteDef[] = [
   diffPage,
   diffEvolution,
   activityList,
+  reposExport,
 ];

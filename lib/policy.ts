@@ -30,7 +30,8 @@ export type Action =
   | 'invite.mint'
   | 'invite.list'
   | 'invite.revoke'
-  | 'member.remove';
+  | 'member.remove'
+  | 'repo.export';
 
 export type Decision = { allow: true } | { allow: false; status: 401 | 403; error: string };
 
@@ -51,6 +52,7 @@ export const REPO_SCOPED: ReadonlySet<Action> = new Set<Action>([
   'invite.list',
   'invite.revoke',
   'member.remove',
+  'repo.export',
 ]);
 
 const OWNER_ONLY: Partial<Record<Action, string>> = {
@@ -58,6 +60,7 @@ const OWNER_ONLY: Partial<Record<Action, string>> = {
   'invite.list': 'only an owner can manage invite keys',
   'invite.revoke': 'only an owner can manage invite keys',
   'member.remove': 'only an owner can remove members',
+  'repo.export': 'only an owner can export',
 };
 
 /** Under the legacy key: the shared admin passes every membership and owner check, but has no user. */
@@ -79,6 +82,7 @@ const LEGACY_TABLE: Record<Action, Decision> = {
   'invite.list': ALLOW,
   'invite.revoke': ALLOW,
   'member.remove': ALLOW,
+  'repo.export': ALLOW,
 };
 
 /**

@@ -7,6 +7,7 @@ import { repoIdParam } from './http/params.ts';
 import { authorizeRepo, type Action } from './policy.ts';
 import { quotaError } from './quota.ts';
 import { roleIn } from './membership.ts';
+import { buildBundle } from './git/bundle.ts';
 import type { AppEnv } from './route.ts';
 import type { RepoSummary } from '../schema/wire/repos.ts';
 import { commitJson } from './wire.ts';
@@ -121,4 +122,12 @@ export async function listRepos(deps: Deps, identity: Identity): Promise<RepoSum
     }),
   );
   return out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+/** `GET /v1/repos/:id/export`: the repository as a git bundle; 409 while it has no commit to bundle. */
+export async function exportBundle(deps: Deps, id: string): Promise<Uint8Array<ArrayBuffer>> {
+  await deps.repos.ready(id);
+  const bundle = await buildBundle(deps.repos.git, id);
+  if (!bundle) throw new HttpError(409, 'repo is empty: nothing to export');
+  return bundle;
 }

@@ -44,6 +44,7 @@ const TABLE: Record<Action, Record<Who, Decision>> = {
   'invite.list': { legacy: ok, owner: ok, member: ownerInvites, nonMember: notMember },
   'invite.revoke': { legacy: ok, owner: ok, member: ownerInvites, nonMember: notMember },
   'member.remove': { legacy: ok, owner: ok, member: ownerRemove, nonMember: notMember },
+  'repo.export': { legacy: ok, owner: ok, member: { allow: false, status: 403, error: 'only an owner can export' }, nonMember: notMember },
 };
 const ACTIONS = Object.keys(TABLE) as Action[];
 
@@ -75,7 +76,7 @@ describe('decide(): the full table', () => {
 
   it('repository-scoped actions are exactly the member/owner rows', () => {
     expect([...REPO_SCOPED].sort()).toEqual(
-      ['repo.read', 'repo.push', 'members.list', 'activity.read', 'invite.mint', 'invite.list', 'invite.revoke', 'member.remove'].sort(),
+      ['repo.read', 'repo.push', 'members.list', 'activity.read', 'invite.mint', 'invite.list', 'invite.revoke', 'member.remove', 'repo.export'].sort(),
     );
   });
 

@@ -1,0 +1,89 @@
+import type { ObjectType } from './objects.ts';
+import { BRANCH, type GitStore } from './store.ts';
+
+/**
+ * A repository as a git bundle (v2): the header names `HEAD` and `refs/heads/main`, then one packfile holds
+ * every object reachable from the branch, each stored whole (no deltas) and deflated. `git bundle verify`
+ * accepts it and `git clone <file>` restores every page and the whole history. Web-standard only
+ * (CompressionStream, crypto.subtle), so both runtimes build it from whatever store backs the repository.
+ *
+ * Pack format (gitformat-pack): `PACK`, version 2, object count, then per object a header (type in bits
+ * 6-4 of the first byte, the size in little-endian 7-bit groups starting with its low 4 bits) and the
+ * zlib-deflated content; last, the SHA-1 of everything before it.
+ */
+
+const PACK_TYPE: Record<ObjectType, number> = { commit: 1, tree: 2, blob: 3 };
+const encoder = new TextEncoder();
+
+/** Every object reachable from `head`: the commits of its (first-parent) line, their trees and blobs. */
+async function reachable(store: GitStore, id: string, head: string): Promise<string[]> {
+  const seen = new Set<string>();
+  const order: string[] = [];
+  const add = (oid: string) => {
+    if (seen.has(oid)) return false;
+    seen.add(oid);
+    order.push(oid);
+    return true;
+  };
+  const walkTree = async (tree: string): Promise<void> => {
+    if (!add(tree)) return;
+    for (const e of await store.readTree(id, tree)) {
+      if (e.type === 'tree') await walkTree(e.oid);
+      else if (e.type === 'blob') add(e.oid);
+    }
+  };
+  for (let sha: string | null = head; sha && add(sha); ) {
+    const commit = await store.readCommit(id, sha);
+    await walkTree(commit.tree);
+    sha = commit.parent;
+  }
+  return order;
+}
+
+async function deflate(data: Uint8Array): Promise<Uint8Array> {
+  const stream = new Blob([data as Uint8Array<ArrayBuffer>]).stream().pipeThrough(new CompressionStream('deflate'));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+
+function entryHeader(type: ObjectType, size: number): Uint8Array {
+  const bytes: number[] = [];
+  let byte = (PACK_TYPE[type] << 4) | (size & 0x0f);
+  let rest = Math.floor(size / 16);
+  while (rest > 0) {
+    bytes.push(byte | 0x80);
+    byte = rest & 0x7f;
+    rest = Math.floor(rest / 128);
+  }
+  bytes.push(byte);
+  return Uint8Array.from(bytes);
+}
+
+function concat(parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
+  let size = 0;
+  for (const p of parts) size += p.byteLength;
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
+}
+
+/** The repository's bundle, or null when it has no commit yet (git has no bundle of nothing). */
+export async function buildBundle(store: GitStore, id: string): Promise<Uint8Array<ArrayBuffer> | null> {
+  const head = await store.head(id);
+  if (!head) return null;
+  const oids = await reachable(store, id, head);
+  const count = new Uint8Array(4);
+  new DataView(count.buffer).setUint32(0, oids.length);
+  const parts: Uint8Array[] = [encoder.encode('PACK'), Uint8Array.from([0, 0, 0, 2]), count];
+  for (const oid of oids) {
+    const { type, content } = await store.readObject(id, oid);
+    parts.push(entryHeader(type, content.byteLength), await deflate(content));
+  }
+  const pack = concat(parts);
+  const checksum = new Uint8Array(await crypto.subtle.digest('SHA-1', pack));
+  const header = encoder.encode(`# v2 git bundle\n${head} HEAD\n${head} refs/heads/${BRANCH}\n\n`);
+  return concat([header, pack, checksum]);
+}
