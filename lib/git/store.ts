@@ -331,6 +331,13 @@ export class GitStore {
     return blob;
   }
 
+  /** Any object's type and raw content (what git hashes after its `<type> <size>\0` header). */
+  async readObject(id: string, oid: string): Promise<{ type: ObjectType; content: Uint8Array }> {
+    const res = await git.readObject({ fs: this.iso, gitdir: this.gitdir(id), oid, format: 'content', cache: this.cache(id) });
+    if (res.type !== 'blob' && res.type !== 'tree' && res.type !== 'commit') throw new StoreError(`unexpected ${res.type} object ${oid}`);
+    return { type: res.type, content: res.object as Uint8Array };
+  }
+
   /** The blob id of `path` in the tree of `commit`, or null when the commit lacks it. */
   async blobAt(id: string, commit: string, path: string): Promise<string | null> {
     this.checkPath(path);
