@@ -1,9 +1,9 @@
 import { Hono } from 'hono';
-import type { Context } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import type { Deps } from './deps.ts';
 import type { AppEnv, RouteDef } from './route.ts';
 import { HttpError } from './http/errors.ts';
-import { bodyCap } from './http/body-limit.ts';
+import { BodyBudget, BodyRefused, SMALL_BODY_BYTES, bodyGuard, type BodyKind } from './http/body-limit.ts';
 import { corsMiddleware } from './http/cors.ts';
 import { RateLimiter, rateLimit } from './http/rate-limit.ts';
 import { TrustedProxies, clientIp, ipBucketKey } from './http/client-ip.ts';
@@ -89,12 +89,24 @@ export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
     for (const r of opts.routes) if (r.limiter === 'auth') app.on(r.method, r.path, signInMw);
   }
 
-  app.use('*', bodyCap(config.maxBodyBytes));
+  // Bodies (lib/http/body-limit.ts): one budget for this app; each route's guard runs after authentication,
+  // so an unauthenticated request is answered with its body unread.
+  const budget = new BodyBudget(config.maxInflightBodyBytes);
+  const guardOf = (maxBytes: number) => bodyGuard({ maxBytes, budget, idleMs: config.bodyIdleTimeoutMs });
+  const guards: Record<BodyKind, MiddlewareHandler | null> = {
+    none: null,
+    small: guardOf(Math.min(SMALL_BODY_BYTES, config.maxBodyBytes)),
+    push: guardOf(config.maxBodyBytes),
+  };
 
   // Every route but the public ones (health, sign-in, signed webhooks) resolves the caller first.
   for (const r of opts.routes) {
-    if (r.public) app.on(r.method, r.path, r.handler);
-    else app.on(r.method, r.path, authenticate, r.handler);
+    const guard = guards[r.body ?? (r.method === 'POST' ? 'small' : 'none')];
+    const chain: MiddlewareHandler<AppEnv>[] = [];
+    if (!r.public) chain.push(authenticate);
+    if (guard) chain.push(guard);
+    // (Hono's overloads want a fixed count; at run time `on` takes any number of handlers.)
+    app.on(r.method, r.path, ...(chain as [MiddlewareHandler<AppEnv>]), r.handler);
   }
   // A known path with another method: 405, not 404.
   const methodsByPath = new Map<string, Set<string>>();
@@ -113,6 +125,7 @@ export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
   app.notFound((c) => c.json({ error: 'not found' }, 404));
   app.onError((err, c) => {
     const http = toHttpError(err);
+    if (err instanceof BodyRefused) for (const [name, value] of Object.entries(err.headers)) c.header(name, value);
     if (http) return c.json(http.body(), http.status as 400);
     log.error('unhandled', {
       id: c.get('requestId'),

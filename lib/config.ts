@@ -35,6 +35,10 @@ export interface Config {
   /** Addresses and CIDR blocks, validated (each is accepted by `new TrustedProxies`). */
   trustedProxies: string[];
   maxBodyBytes: number;
+  /** Ceiling on the bytes held by all request bodies in flight (503 `server busy` past it); ≥ maxBodyBytes. */
+  maxInflightBodyBytes: number;
+  /** A request body with no new byte for this long is cut off (408). */
+  bodyIdleTimeoutMs: number;
   rateLimitPerMin: number;
   rateLimitBurst: number;
   authRateLimitPerMin: number;
@@ -59,6 +63,8 @@ export const DEFAULTS = {
   idpJwksUrl: 'https://www.googleapis.com/oauth2/v3/certs',
   idpIssuers: ['https://accounts.google.com', 'accounts.google.com'],
   maxBodyBytes: 8388608,
+  maxInflightBodyBytes: 64 * 1024 * 1024,
+  bodyIdleTimeoutMs: 30_000,
   rateLimitPerMin: 300,
   rateLimitBurst: 100,
   authRateLimitPerMin: 15,
@@ -326,6 +332,17 @@ export function loadConfig(env: Env, cwd?: string): { config: Config; warnings: 
 
   // --- limits (SPEC.md rule 1)
   const maxBodyBytes = positiveInt(env.SERVICE_MAX_BODY_BYTES, DEFAULTS.maxBodyBytes);
+  // The ceiling must let one body of the largest size through, or no maximal push could ever start.
+  // Unset: 64 MiB, or SERVICE_MAX_BODY_BYTES if that is larger; set below it: raised to it, with a warning.
+  let maxInflightBodyBytes = positiveInt(env.SERVICE_MAX_INFLIGHT_BODY_BYTES, Math.max(DEFAULTS.maxInflightBodyBytes, maxBodyBytes));
+  if (maxInflightBodyBytes < maxBodyBytes) {
+    warnings.push(
+      `SERVICE_MAX_INFLIGHT_BODY_BYTES (${maxInflightBodyBytes}) is below SERVICE_MAX_BODY_BYTES ` +
+        `(${maxBodyBytes}); using ${maxBodyBytes}`,
+    );
+    maxInflightBodyBytes = maxBodyBytes;
+  }
+  const bodyIdleTimeoutMs = positiveInt(env.SERVICE_BODY_IDLE_TIMEOUT_MS, DEFAULTS.bodyIdleTimeoutMs);
   const rateLimitPerMin = positiveInt(env.SERVICE_RATELIMIT_PER_MIN, DEFAULTS.rateLimitPerMin);
   const rateLimitBurst = positiveInt(env.SERVICE_RATELIMIT_BURST, DEFAULTS.rateLimitBurst);
   const authRateLimitPerMin = positiveInt(env.SERVICE_AUTH_RATELIMIT_PER_MIN, DEFAULTS.authRateLimitPerMin);
@@ -349,6 +366,8 @@ export function loadConfig(env: Env, cwd?: string): { config: Config; warnings: 
       corsOrigins,
       trustedProxies,
       maxBodyBytes,
+      maxInflightBodyBytes,
+      bodyIdleTimeoutMs,
       rateLimitPerMin,
       rateLimitBurst,
       authRateLimitPerMin,

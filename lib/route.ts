@@ -1,6 +1,7 @@
 import type { Handler } from 'hono';
 import type { Deps } from './deps.ts';
 import type { Identity } from './auth/identity.ts';
+import type { BodyKind } from './http/body-limit.ts';
 
 /** The Hono environment every handler runs in. */
 export type AppEnv = {
@@ -23,6 +24,11 @@ export interface RouteDef {
   limiter?: 'auth';
   /** No credential needed (health, sign-in, signed webhooks). Every other route runs behind authentication. */
   public?: boolean;
+  /**
+   * The request body this route reads (lib/http/body-limit.ts): `none` (never read), `small` (JSON up to
+   * 64 KiB) or `push` (up to SERVICE_MAX_BODY_BYTES). Default: `small` for POST, `none` otherwise.
+   */
+  body?: BodyKind;
   handler: Handler<AppEnv>;
 }
 

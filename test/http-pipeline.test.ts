@@ -5,7 +5,8 @@ import { Hono } from 'hono';
 import { serve, type ServerType } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import { ManualClock } from '../lib/clock.ts';
-import { bodyCap } from '../lib/http/body-limit.ts';
+import { BodyBudget, bodyGuard } from '../lib/http/body-limit.ts';
+import { HttpError } from '../lib/http/errors.ts';
 import {
   TrustedProxies,
   clientIp,
@@ -391,8 +392,19 @@ describe('rateLimit middleware', () => {
 });
 
 // ---------------------------------------------------------------------------------------------------
+// The body guard alone (lib/app.ts mounts it per route, after authentication; test/security/bodies.test.ts
+// covers that wiring). A refusal found while reading is thrown into the handler, rendered as in lib/app.ts.
+function bodyCap(max: number) {
+  return bodyGuard({ maxBytes: max, budget: new BodyBudget(1 << 30), idleMs: 30_000 });
+}
+
+function renderHttpErrors(app: Hono) {
+  app.onError((err, c) => (err instanceof HttpError ? c.json(err.body(), err.status as 400) : c.json({ error: 'internal error' }, 500)));
+}
+
 function capApp(max: number) {
   const app = new Hono();
+  renderHttpErrors(app);
   app.use('*', bodyCap(max));
   app.post('/json', async (c) => c.json({ got: await c.req.json() }));
   app.post('/bytes', async (c) => c.json({ length: (await c.req.arrayBuffer()).byteLength }));
@@ -419,7 +431,7 @@ function streamedRequest(path: string, chunks: Uint8Array[]): Request {
   } as RequestInit);
 }
 
-describe('bodyCap', () => {
+describe('bodyGuard: the cap', () => {
   it('declared Content-Length over the cap → 413 with the exact body, handler not reached', async () => {
     const app = new Hono();
     let reached = false;
@@ -624,6 +636,7 @@ describe('over a real socket', () => {
 
   function capServerApp(max: number) {
     const app = new Hono();
+    renderHttpErrors(app);
     app.use('*', bodyCap(max));
     app.post('/bytes', async (c) => c.json({ length: (await c.req.arrayBuffer()).byteLength }));
     app.post('/json', async (c) => c.json({ got: await c.req.json() }));

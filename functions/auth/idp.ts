@@ -14,6 +14,7 @@ export default defineRoute({
   path: '/v1/auth/idp',
   public: true,
   limiter: 'auth',
+  body: 'small',
   handler: async (c) => {
     const deps = c.get('deps');
     if (!deps.config.idpClientId) throw new HttpError(503, 'identity provider not configured');

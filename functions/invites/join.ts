@@ -9,6 +9,7 @@ import { JoinRequest } from '../../schema/wire/members.ts';
 export default defineRoute({
   method: 'POST',
   path: '/v1/repos/join',
+  body: 'small',
   handler: async (c) => {
     const user = authorizeUser(c, 'repo.join');
     const body = await parseBody(c, JoinRequest, { emptyAsObject: true });

@@ -7,6 +7,7 @@ import { legacyCreateRepo } from '../../lib/repos.ts';
 export default defineRoute({
   method: 'POST',
   path: '/v1/repos/:id',
+  body: 'none',
   handler: async (c) => {
     const identity = authorize(c, 'repo.create.legacy');
     const id = repoIdParam(c);

@@ -10,6 +10,7 @@ import { CreateRepoRequest } from '../../schema/wire/repos.ts';
 export default defineRoute({
   method: 'POST',
   path: '/v1/repos',
+  body: 'small',
   handler: async (c) => {
     const user = authorizeUser(c, 'repo.create');
     const body = await parseBody(c, CreateRepoRequest);

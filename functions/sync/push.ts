@@ -13,6 +13,7 @@ import { PushRequest } from '../../schema/wire/sync.ts';
 export default defineRoute({
   method: 'POST',
   path: '/v1/repos/:id/sync/push',
+  body: 'push',
   handler: async (c) => {
     const deps = c.get('deps');
     const id = repoIdParam(c);

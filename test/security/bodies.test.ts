@@ -1,0 +1,350 @@
+/**
+ * Request bodies (API.md "Conventions", issue 12): read only after authentication, 64 KiB on the small JSON
+ * routes and SERVICE_MAX_BODY_BYTES on push, never read on GET/DELETE, cut off when they stall, and bounded
+ * all together (503 `server busy` with Retry-After). Real servers on port 0; bodies sent over bare sockets
+ * where the point is what the server does before the body is complete.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { routes } from '../../functions/index.ts';
+import { loadConfig } from '../../lib/config.ts';
+import { defineRoute } from '../../lib/route.ts';
+import { startTestServer, type TestServer } from '../helpers/env.ts';
+import { signIn, startIdpTestServer, type IdpTestServer } from '../helpers/idp.ts';
+import { head, rawRequest } from './helpers/raw-http.ts';
+
+const KIB = 1024;
+const MIB = 1024 * 1024;
+const LEGACY = 'test-legacy-key';
+const TOO_LARGE = '{"error":"request body too large"}';
+
+/** A JSON object of exactly `size` bytes: `fields` plus a `pad` string (unknown keys are ignored). */
+function jsonOfSize(fields: Record<string, unknown>, size: number): string {
+  const base = JSON.stringify({ ...fields, pad: '' });
+  return JSON.stringify({ ...fields, pad: 'x'.repeat(size - base.length) });
+}
+
+/** A chunked upload through fetch (a stream body has no Content-Length). */
+function chunked(chunks: string[]): ReadableStream<Uint8Array> {
+  const enc = new TextEncoder();
+  let i = 0;
+  return new ReadableStream({
+    pull(controller) {
+      if (i < chunks.length) controller.enqueue(enc.encode(chunks[i++]!));
+      else controller.close();
+    },
+  });
+}
+
+function chunk(data: string | Buffer): Buffer {
+  const b = typeof data === 'string' ? Buffer.from(data) : data;
+  return Buffer.concat([Buffer.from(`${b.length.toString(16)}\r\n`), b, Buffer.from('\r\n')]);
+}
+
+describe('bodies on the real routes (max body 1 MiB, idle timeout 400 ms)', () => {
+  let srv: IdpTestServer;
+  let session: string;
+  beforeAll(async () => {
+    srv = await startIdpTestServer({ env: { SERVICE_MAX_BODY_BYTES: String(MIB), SERVICE_BODY_IDLE_TIMEOUT_MS: '400' } });
+    session = (await signIn(srv, { sub: 'alice', email: 'alice@example.com' })).token;
+    expect((await srv.api('/v1/repos', { method: 'POST', token: session, json: { id: 'r1' } })).status).toBe(201);
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  describe('an unauthenticated request is answered 401 with its body unread', () => {
+    it.each([
+      ['a bad token', { Authorization: 'Bearer not-a-token' }, '{"error":"invalid token"}'],
+      ['no Authorization header', {}, '{"error":"missing authorization header"}'],
+    ])('%s, 8 MB declared, 10 bytes sent', async (_label, auth, body) => {
+      const x = rawRequest(
+        srv.url,
+        head('POST', '/v1/repos/r1/sync/push', { ...auth, 'Content-Type': 'application/json', 'Content-Length': 8_000_000 }),
+        '{"files":[',
+      );
+      const res = await x.response;
+      expect(res.status).toBe(401);
+      expect(res.body).toBe(body);
+      expect(x.socket.bytesWritten).toBeLessThan(1000);
+      // The server does not wait for the other 7.99 MB: it closes the connection (the Node adapter's drain).
+      await x.closed;
+    });
+
+    it('a chunked body that never ends', async () => {
+      const x = rawRequest(
+        srv.url,
+        head('POST', '/v1/repos/r1/sync/push', { Authorization: 'Bearer nope', 'Transfer-Encoding': 'chunked' }),
+        chunk('{"files":['),
+      );
+      const res = await x.response;
+      expect(res.status).toBe(401);
+      expect(res.body).toBe('{"error":"invalid token"}');
+      await x.closed;
+    });
+
+    it('authentication comes before the cap: a body over it with a bad token is a 401, not a 413', async () => {
+      const x = rawRequest(srv.url, head('POST', '/v1/repos', { Authorization: 'Bearer nope', 'Content-Length': 2 * MIB }));
+      expect(await x.response).toMatchObject({ status: 401, body: '{"error":"invalid token"}' });
+      x.destroy();
+    });
+  });
+
+  describe('small JSON routes cap their body at 64 KiB', () => {
+    const small: Array<[string, string, string | null]> = [
+      ['sign-in', '/v1/auth/idp', null],
+      ['PAT creation', '/v1/pats', 'session'],
+      ['repository creation', '/v1/repos', 'session'],
+      ['invite key creation', '/v1/repos/r1/invite-keys', 'session'],
+      ['join', '/v1/repos/join', 'session'],
+    ];
+    it.each(small)('%s: declared 64 KiB + 1 → 413 before any byte of the body', async (_label, path, auth) => {
+      const headers: Record<string, string | number> = { 'Content-Type': 'application/json', 'Content-Length': 64 * KIB + 1 };
+      if (auth) headers.Authorization = `Bearer ${session}`;
+      const x = rawRequest(srv.url, head('POST', path, headers));
+      const res = await x.response;
+      expect(res.status).toBe(413);
+      expect(res.body).toBe(TOO_LARGE);
+      expect(res.headers['content-type']).toMatch(/^application\/json/);
+      x.destroy();
+    });
+
+    it.each(small)('%s: a chunked body over 64 KiB → 413 on the bytes read', async (_label, path, auth) => {
+      const res = await srv.api(path, {
+        method: 'POST',
+        token: auth ? session : null,
+        headers: { 'content-type': 'application/json' },
+        body: chunked(['{"pad":"', 'x'.repeat(40 * KIB), 'x'.repeat(40 * KIB), '"}']),
+        duplex: 'half',
+      } as RequestInit);
+      expect(res.status).toBe(413);
+      expect(await res.text()).toBe(TOO_LARGE);
+    });
+
+    it('exactly 64 KiB is read: sign-in and repository creation succeed', async () => {
+      const idToken = await srv.idp.signIdToken({ sub: 'bob', email: 'bob@example.com', name: 'bob' });
+      const signInBody = jsonOfSize({ id_token: idToken }, 64 * KIB);
+      expect(Buffer.byteLength(signInBody)).toBe(64 * KIB);
+      const signedIn = await srv.api('/v1/auth/idp', { method: 'POST', token: null, headers: { 'content-type': 'application/json' }, body: signInBody });
+      expect(signedIn.status).toBe(200);
+      expect((await signedIn.json()).user).toMatchObject({ email: 'bob@example.com' });
+
+      const createBody = jsonOfSize({ id: 'exactly-64k' }, 64 * KIB);
+      const created = await srv.api('/v1/repos', { method: 'POST', token: session, headers: { 'content-type': 'application/json' }, body: createBody });
+      expect(created.status).toBe(201);
+      expect(await created.json()).toEqual({ id: 'exactly-64k', role: 'owner' });
+    });
+  });
+
+  describe('push alone takes SERVICE_MAX_BODY_BYTES', () => {
+    it('a 300 KiB push is accepted', async () => {
+      const res = await srv.api('/v1/repos/big-push/sync/push', { method: 'POST', json: { files: [{ path: 'big.md', content: `# Big\n\n${'y'.repeat(300 * KIB)}\n` }] } });
+      expect(res.status).toBe(200);
+      const out = await res.json();
+      expect(out.pushed.map((p: { path: string }) => p.path)).toEqual(['big.md']);
+      expect(out.conflicts).toEqual([]);
+    });
+
+    it('declared over 1 MiB → 413 with the body unsent; chunked over 1 MiB → 413 on the bytes read', async () => {
+      const x = rawRequest(srv.url, head('POST', '/v1/repos/big-push/sync/push', { Authorization: `Bearer ${LEGACY}`, 'Content-Length': MIB + 1 }));
+      expect(await x.response).toMatchObject({ status: 413, body: TOO_LARGE });
+      x.destroy();
+      const res = await srv.api('/v1/repos/big-push/sync/push', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: chunked(['{"files":[{"path":"a.md","content":"', ...Array.from({ length: 5 }, () => 'z'.repeat(256 * KIB)), '"}]}']),
+        duplex: 'half',
+      } as RequestInit);
+      expect(res.status).toBe(413);
+      expect(await res.text()).toBe(TOO_LARGE);
+    });
+  });
+
+  describe('routes without a body never read one', () => {
+    it('GET with 8 MB declared and 5 bytes sent is answered at once', async () => {
+      const x = rawRequest(srv.url, head('GET', '/v1/repos', { Authorization: `Bearer ${LEGACY}`, 'Content-Length': 8_000_000 }), 'hello');
+      const res = await x.response;
+      expect(res.status).toBe(200);
+      expect(Array.isArray(JSON.parse(res.body).repos)).toBe(true);
+      x.destroy();
+    });
+
+    it('DELETE with 8 MB declared is answered at once', async () => {
+      const x = rawRequest(
+        srv.url,
+        head('DELETE', '/v1/pats/00000000-0000-4000-8000-000000000000', { Authorization: `Bearer ${session}`, 'Content-Length': 8_000_000 }),
+        'hello',
+      );
+      expect(await x.response).toMatchObject({ status: 404, body: '{"error":"pat not found"}' });
+      x.destroy();
+    });
+
+    it('the legacy creation POST /v1/repos/:id ignores its body', async () => {
+      const x = rawRequest(srv.url, head('POST', '/v1/repos/legacy-body', { Authorization: `Bearer ${LEGACY}`, 'Content-Length': 8_000_000 }), '{');
+      expect(await x.response).toMatchObject({ status: 201, body: '{"repo_id":"legacy-body"}' });
+      x.destroy();
+    });
+  });
+
+  describe('a body that stops arriving is cut off', () => {
+    it('declared length, 10 bytes sent, then nothing → 408 and the connection is closed', async () => {
+      const x = rawRequest(
+        srv.url,
+        head('POST', '/v1/repos/idle/sync/push', { Authorization: `Bearer ${LEGACY}`, 'Content-Type': 'application/json', 'Content-Length': 1000 }),
+        '{"files":[',
+      );
+      const res = await x.response;
+      expect(res.status).toBe(408);
+      expect(res.body).toBe('{"error":"request body timeout"}');
+      expect(res.headers.connection).toBe('close');
+      await x.closed;
+    });
+
+    it('chunked, one chunk, then nothing → 408', async () => {
+      const x = rawRequest(
+        srv.url,
+        head('POST', '/v1/repos', { Authorization: `Bearer ${session}`, 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' }),
+        chunk('{"id":'),
+      );
+      expect(await x.response).toMatchObject({ status: 408, body: '{"error":"request body timeout"}' });
+      await x.closed;
+    });
+
+    it('a slow body that keeps arriving is not cut off', async () => {
+      const body = JSON.stringify({ id: 'slow-but-steady' });
+      const x = rawRequest(
+        srv.url,
+        head('POST', '/v1/repos', { Authorization: `Bearer ${session}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) }),
+      );
+      // Six pieces, 150 ms apart: 750 ms in all, longer than the 400 ms idle timeout, never idle that long.
+      for (let i = 0; i < body.length; i += 5) {
+        await new Promise((r) => setTimeout(r, 150));
+        await x.write(body.slice(i, i + 5));
+      }
+      expect(await x.response).toMatchObject({ status: 201, body: '{"id":"slow-but-steady","role":"owner"}' });
+      x.destroy();
+    });
+  });
+});
+
+describe('the ceiling on bytes held by all bodies in flight (max body 1 MiB, ceiling 1.5 MiB)', () => {
+  let srv: TestServer;
+  // A test route that reads its whole body (push-sized cap) and tells when it starts and ends, by the
+  // request's X-Tag.
+  const waiting = new Map<string, () => void>();
+  const when = (event: 'enter' | 'leave', tag: string) => new Promise<void>((r) => waiting.set(`${event}:${tag}`, r));
+  const signal = (event: 'enter' | 'leave', tag: string | undefined) => waiting.get(`${event}:${tag}`)?.();
+  beforeAll(async () => {
+    srv = await startTestServer({
+      env: { SERVICE_MAX_BODY_BYTES: String(MIB), SERVICE_MAX_INFLIGHT_BODY_BYTES: String(1.5 * MIB) },
+      routes: [
+        ...routes,
+        defineRoute({
+          method: 'POST',
+          path: '/test/slurp',
+          body: 'push',
+          handler: async (c) => {
+            const tag = c.req.header('x-tag');
+            signal('enter', tag);
+            try {
+              return c.json({ bytes: (await c.req.arrayBuffer()).byteLength });
+            } finally {
+              signal('leave', tag);
+            }
+          },
+        }),
+      ],
+    });
+  });
+  afterAll(async () => {
+    await srv?.stop();
+  });
+
+  it('a declared body reserves its length; past the ceiling new bodies get 503 server busy with Retry-After', async () => {
+    // A: 1 MiB declared, 1 KiB sent, stalled. Its reading has started: it holds 1 MiB of the 1.5 MiB.
+    const aIn = when('enter', 'a');
+    const aOut = when('leave', 'a');
+    const a = rawRequest(srv.url, head('POST', '/test/slurp', { Authorization: `Bearer ${LEGACY}`, 'X-Tag': 'a', 'Content-Length': MIB }), Buffer.alloc(KIB, 97));
+    await aIn;
+
+    // B: a push declaring 1 MiB does not fit → 503 before a byte of it is read.
+    const b = rawRequest(
+      srv.url,
+      head('POST', '/v1/repos/busy/sync/push', { Authorization: `Bearer ${LEGACY}`, 'Content-Type': 'application/json', 'Content-Length': MIB }),
+    );
+    const busy = await b.response;
+    expect(busy.status).toBe(503);
+    expect(busy.body).toBe('{"error":"server busy"}');
+    expect(busy.headers['retry-after']).toBe('5');
+    b.destroy();
+
+    // C: a small body still fits.
+    const cIn = when('enter', 'c');
+    const small = await srv.api('/test/slurp', { method: 'POST', headers: { 'x-tag': 'c' }, body: 'x'.repeat(100) });
+    await cIn;
+    expect(small.status).toBe(200);
+    expect(await small.text()).toBe('{"bytes":100}');
+
+    // D: a chunked body reserves what arrives: 256 KiB fit (1.25 MiB held), 300 KiB more do not.
+    const dIn = when('enter', 'd');
+    const d = rawRequest(srv.url, head('POST', '/test/slurp', { Authorization: `Bearer ${LEGACY}`, 'X-Tag': 'd', 'Transfer-Encoding': 'chunked' }), chunk(Buffer.alloc(256 * KIB, 98)));
+    await dIn;
+    await d.write(chunk(Buffer.alloc(300 * KIB, 99)));
+    const dRes = await d.response;
+    expect(dRes.status).toBe(503);
+    expect(dRes.body).toBe('{"error":"server busy"}');
+    expect(dRes.headers['retry-after']).toBe('5');
+    d.destroy();
+
+    // A goes away: its request ends (400 request body incomplete, no one left to read it) and its 1 MiB is
+    // given back, so a whole 1 MiB body now fits.
+    a.destroy();
+    await aOut;
+    const eIn = when('enter', 'e');
+    const whole = await srv.api('/test/slurp', { method: 'POST', headers: { 'x-tag': 'e' }, body: new Uint8Array(MIB) });
+    await eIn;
+    expect(whole.status).toBe(200);
+    expect(await whole.text()).toBe(`{"bytes":${MIB}}`);
+    const ended = srv.logs.map((l) => JSON.parse(l)).filter((l) => l.event === 'request' && l.path === '/test/slurp').map((l) => l.status);
+    expect(ended).toEqual([200, 503, 400, 200]); // C, D, A, E
+  });
+
+  it('refused and finished bodies all gave their bytes back: two 700 KiB bodies fit side by side', async () => {
+    const in1 = when('enter', 'one');
+    const in2 = when('enter', 'two');
+    const one = rawRequest(srv.url, head('POST', '/test/slurp', { Authorization: `Bearer ${LEGACY}`, 'X-Tag': 'one', 'Content-Length': 700 * KIB }), Buffer.alloc(KIB));
+    const two = rawRequest(srv.url, head('POST', '/test/slurp', { Authorization: `Bearer ${LEGACY}`, 'X-Tag': 'two', 'Content-Length': 700 * KIB }), Buffer.alloc(KIB));
+    await Promise.all([in1, in2]);
+    await one.write(Buffer.alloc(699 * KIB));
+    await two.write(Buffer.alloc(699 * KIB));
+    expect(await one.response).toMatchObject({ status: 200, body: `{"bytes":${700 * KIB}}` });
+    expect(await two.response).toMatchObject({ status: 200, body: `{"bytes":${700 * KIB}}` });
+    one.destroy();
+    two.destroy();
+  });
+});
+
+describe('configuration of the body limits', () => {
+  const base = { SERVICE_SESSION_SECRET: 'x'.repeat(32), SERVICE_API_KEY: 'k', SERVICE_LISTEN_ADDR: '127.0.0.1:0' };
+  it('defaults: 64 MiB ceiling, 30 s idle timeout', () => {
+    const { config, warnings } = loadConfig(base, '/tmp');
+    expect(config.maxInflightBodyBytes).toBe(64 * MIB);
+    expect(config.bodyIdleTimeoutMs).toBe(30_000);
+    expect(warnings).toEqual([]);
+  });
+  it('unset ceiling follows a larger SERVICE_MAX_BODY_BYTES silently', () => {
+    const { config, warnings } = loadConfig({ ...base, SERVICE_MAX_BODY_BYTES: String(100 * MIB) }, '/tmp');
+    expect(config.maxInflightBodyBytes).toBe(100 * MIB);
+    expect(warnings).toEqual([]);
+  });
+  it('a ceiling set below SERVICE_MAX_BODY_BYTES is raised to it, with a warning', () => {
+    const { config, warnings } = loadConfig({ ...base, SERVICE_MAX_INFLIGHT_BODY_BYTES: '1000' }, '/tmp');
+    expect(config.maxInflightBodyBytes).toBe(8 * MIB);
+    expect(warnings).toEqual(['SERVICE_MAX_INFLIGHT_BODY_BYTES (1000) is below SERVICE_MAX_BODY_BYTES (8388608); using 8388608']);
+  });
+  it('like every numeric setting, anything but an integer > 0 means the default', () => {
+    const { config } = loadConfig({ ...base, SERVICE_MAX_INFLIGHT_BODY_BYTES: '0', SERVICE_BODY_IDLE_TIMEOUT_MS: '1.5' }, '/tmp');
+    expect(config.maxInflightBodyBytes).toBe(64 * MIB);
+    expect(config.bodyIdleTimeoutMs).toBe(30_000);
+    expect(loadConfig({ ...base, SERVICE_BODY_IDLE_TIMEOUT_MS: ' 250 ' }, '/tmp').config.bodyIdleTimeoutMs).toBe(250);
+  });
+});
