@@ -42,6 +42,9 @@ function toHttpError(e: unknown): HttpError | null {
   return null;
 }
 
+/** `/v1` and everything under it: the API proper, whose responses are never to be cached. */
+const isApiPath = (path: string) => path === '/v1' || path.startsWith('/v1/');
+
 /** Builds the whole HTTP application around injected dependencies. */
 export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
   const { config, log, clock } = deps;
@@ -49,14 +52,19 @@ export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
   const trusted = new TrustedProxies(config.trustedProxies);
   const ipOf = (c: Context) => ipBucketKey(clientIp(peerAddress(c), c.req.header('x-forwarded-for'), trusted));
 
-  // Request id and one access-log line per request, around everything else.
+  // Request id, security headers and one access-log line per request, around everything else.
   app.use('*', async (c, next) => {
     const started = performance.now();
     const requestId = crypto.randomUUID();
     c.set('deps', deps);
     c.set('requestId', requestId);
-    // Set before the handler: it goes into the headers every response built through `c` starts from.
+    // Set before the handler: they go into the headers every response built through `c` starts from.
     c.header('X-Request-Id', requestId);
+    c.header('X-Content-Type-Options', 'nosniff');
+    // API.md: every response to an authenticated request carries no-store. We put it on every /v1 response
+    // but preflights (401s, 404s and sign-in's token included): simpler, and never less private.
+    const noStore = isApiPath(c.req.path) && c.req.method !== 'OPTIONS';
+    if (noStore) c.header('Cache-Control', 'no-store');
     opts.inflight?.set(requestId, { method: c.req.method, path: c.req.path, started: clock.now() });
     try {
       await next();
@@ -65,6 +73,8 @@ export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
     }
     // A response built without `c` (none of ours) would lack it; add it then.
     if (!c.res.headers.has('X-Request-Id')) c.res.headers.set('X-Request-Id', requestId);
+    if (!c.res.headers.has('X-Content-Type-Options')) c.res.headers.set('X-Content-Type-Options', 'nosniff');
+    if (noStore && !c.res.headers.has('Cache-Control')) c.res.headers.set('Cache-Control', 'no-store');
     log.info('request', {
       id: requestId,
       method: c.req.method,
