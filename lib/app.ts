@@ -16,6 +16,7 @@ import {
   UnknownShaError,
   UnsafeNameError,
 } from './git/store.ts';
+import { PathCaseError } from './git/repo-store.ts';
 
 export interface AppOptions {
   /** Routes to mount (functions/index.ts in production; tests may add their own). */
@@ -36,6 +37,7 @@ function toHttpError(e: unknown): HttpError | null {
   if (e instanceof HttpError) return e;
   if (e instanceof UnknownShaError) return new HttpError(400, `unknown sha: ${e.value}`);
   if (e instanceof PathCollisionError) return new HttpError(409, e.message);
+  if (e instanceof PathCaseError) return new HttpError(400, e.message);
   if (e instanceof RepoNotFoundError) return new HttpError(404, 'repo not found');
   if (e instanceof UnsafeNameError) return new HttpError(400, e.message);
   if (e instanceof ConcurrentUpdateError) return new HttpError(409, 'concurrent update, retry');

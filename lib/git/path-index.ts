@@ -1,6 +1,7 @@
 import type { Database, Stmt } from '../db/database.ts';
 import type { CommitMeta, GitStore, PathChange } from './store.ts';
 import { UnknownShaError } from './store.ts';
+import { foldPathCase } from '../page/path.ts';
 
 /**
  * The derived commit/path index in libSQL. It answers per-path history, "the previous commit touching
@@ -95,6 +96,29 @@ export class PathIndex {
         [repo, ...chunk],
       );
       for (const r of rows) out.set(String(r.path), { path: String(r.path), blob: String(r.blob), commit: toCommit(r) });
+    }
+    return out;
+  }
+
+  /**
+   * The pages at head whose case-folded path (foldPathCase) is one of `folds`, grouped by that key: what
+   * a new path would collide with on a case-insensitive disk. One indexed lookup per key.
+   */
+  async caseTwins(repo: string, folds: string[]): Promise<Map<string, string[]>> {
+    const out = new Map<string, string[]>();
+    const unique = [...new Set(folds)];
+    for (let i = 0; i < unique.length; i += ENTRIES_CHUNK) {
+      const chunk = unique.slice(i, i + ENTRIES_CHUNK);
+      const rows = await this.db.all<Row>(
+        `SELECT path, path_fold FROM git_head WHERE repo_id = ? AND path_fold IN (${chunk.map(() => '?').join(', ')}) ORDER BY path`,
+        [repo, ...chunk],
+      );
+      for (const r of rows) {
+        const key = String(r.path_fold);
+        let list = out.get(key);
+        if (!list) out.set(key, (list = []));
+        list.push(String(r.path));
+      }
     }
     return out;
   }
@@ -217,9 +241,9 @@ export class PathIndex {
         ch.blob === null
           ? { sql: 'DELETE FROM git_head WHERE repo_id = ? AND path = ?', args: [repo, ch.path] }
           : {
-              sql: `INSERT INTO git_head (repo_id, path, blob, seq) VALUES (?, ?, ?, ?)
-                    ON CONFLICT (repo_id, path) DO UPDATE SET blob = excluded.blob, seq = excluded.seq`,
-              args: [repo, ch.path, ch.blob, seq],
+              sql: `INSERT INTO git_head (repo_id, path, blob, seq, path_fold) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (repo_id, path) DO UPDATE SET blob = excluded.blob, seq = excluded.seq, path_fold = excluded.path_fold`,
+              args: [repo, ch.path, ch.blob, seq, foldPathCase(ch.path)],
             },
       );
     }
@@ -241,6 +265,28 @@ export class PathIndex {
    * Returns the number of commits replayed.
    */
   async sync(repo: string, store: GitStore): Promise<number> {
+    const replayed = await this.replay(repo, store);
+    await this.fillFolds(repo);
+    return replayed;
+  }
+
+  /**
+   * Fills `path_fold` where it is missing: rows indexed before migration 0002, and head rows rebuilt from
+   * git_changes by `replay`. SQLite cannot compute the fold (its lower() is ASCII-only), so it is done here.
+   */
+  private async fillFolds(repo: string): Promise<void> {
+    const rows = await this.db.all<Row>('SELECT path FROM git_head WHERE repo_id = ? AND path_fold IS NULL', [repo]);
+    for (let i = 0; i < rows.length; i += ENTRIES_CHUNK) {
+      await this.db.batch(
+        rows.slice(i, i + ENTRIES_CHUNK).map((r) => ({
+          sql: 'UPDATE git_head SET path_fold = ? WHERE repo_id = ? AND path = ?',
+          args: [foldPathCase(String(r.path)), repo, String(r.path)],
+        })),
+      );
+    }
+  }
+
+  private async replay(repo: string, store: GitStore): Promise<number> {
     const gitHead = await store.head(repo);
     const indexed = await this.headCommit(repo);
     if ((gitHead ?? null) === (indexed?.sha ?? null)) return 0;

@@ -1,7 +1,8 @@
 import type { Clock } from '../clock.ts';
 import { PathIndex, type HeadEntry, type IndexedCommit } from './path-index.ts';
 import { KeyedMutex } from './lock.ts';
-import { ConcurrentUpdateError, GitStore, RepoNotFoundError, UnknownShaError, type FileWrite } from './store.ts';
+import { foldPathCase } from '../page/path.ts';
+import { ConcurrentUpdateError, GitStore, RepoNotFoundError, StoreError, UnknownShaError, type FileWrite } from './store.ts';
 
 /**
  * Repositories as the rest of the service sees them: the git store for content, the derived index for
@@ -9,6 +10,19 @@ import { ConcurrentUpdateError, GitStore, RepoNotFoundError, UnknownShaError, ty
  * lock; every read first makes sure the index has caught up with git (once per repository per process,
  * and again after anything went wrong).
  */
+
+/**
+ * A push would create a page whose path differs only in letter case (foldPathCase) from another page's:
+ * one at head, or another new one in the same push. On a case-insensitive disk both would be one file.
+ */
+export class PathCaseError extends StoreError {
+  constructor(
+    readonly path: string,
+    readonly existing: string,
+  ) {
+    super(`path "${path}" differs only in letter case from "${existing}"`);
+  }
+}
 
 export interface PushFile {
   path: string;
@@ -238,8 +252,9 @@ export class RepoStore {
           return await this.commitLocked(id, files, author, message);
         }
       } catch (e) {
-        // Whatever happened, the next access re-checks the index against git.
-        this.invalidate(id);
+        // Whatever happened, the next access re-checks the index against git (a refused path changed
+        // nothing).
+        if (!(e instanceof PathCaseError)) this.invalidate(id);
         throw e;
       }
     });
@@ -274,6 +289,9 @@ export class RepoStore {
       }
       outcomes.push(null);
     }
+
+    // Under the lock, against the head this commit builds on: two pushes of `A.md` and `a.md` cannot both land.
+    await this.refuseCaseTwins(id, writes, before);
 
     let commit: IndexedCommit | null = null;
     let changed = new Set<string>();
@@ -325,6 +343,28 @@ export class RepoStore {
     }
     const newHead = commit?.sha ?? head?.sha ?? '';
     return { head: newHead, commit, outcomes: result, committedPaths };
+  }
+
+  /**
+   * Throws PathCaseError when a page this commit creates has the case-folded path of a different page
+   * that is at head and not deleted by this same commit, or of another page this commit creates.
+   * Updating a page under its exact path, and deleting, never collide. Costs one indexed lookup per
+   * created page (git_head.path_fold), whatever the size of the repository.
+   */
+  private async refuseCaseTwins(id: string, writes: FileWrite[], before: Map<string, HeadEntry>): Promise<void> {
+    const created = writes.filter((w) => w.content !== null && !before.has(w.path)).map((w) => w.path);
+    if (created.length === 0) return;
+    const deleted = new Set(writes.filter((w) => w.content === null).map((w) => w.path));
+    const folds = created.map(foldPathCase);
+    const atHead = await this.index.caseTwins(id, folds);
+    const claimed = new Map<string, string>();
+    for (let i = 0; i < created.length; i++) {
+      const path = created[i]!;
+      const key = folds[i]!;
+      const existing = atHead.get(key)?.find((p) => p !== path && !deleted.has(p)) ?? claimed.get(key);
+      if (existing !== undefined) throw new PathCaseError(path, existing);
+      claimed.set(key, path);
+    }
   }
 
   private async sameCommit(id: string, given: string, actual: string): Promise<boolean> {
