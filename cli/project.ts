@@ -57,6 +57,11 @@ export class Project {
   readonly krDir: string;
   readonly statePath: string;
   private realKr: string | null = null;
+  /**
+   * Page files whose names on disk are not Unicode NFC (a Linux disk keeps the bytes it was given, e.g. a
+   * file copied from an old Mac): server path (NFC, as the server requires) → the path as found on disk.
+   */
+  private readonly diskNames = new Map<string, string>();
 
   constructor(
     readonly root: string,
@@ -66,9 +71,9 @@ export class Project {
     this.statePath = join(this.krDir, STATE_FILE);
   }
 
-  /** `.kr/<path>` (lexical; see safeTarget before writing). */
+  /** `.kr/<path>`, under the file's own name when it is not NFC on disk (lexical; see safeTarget before writing). */
   fileOf(pagePath: string): string {
-    return join(this.krDir, ...pagePath.split('/'));
+    return join(this.krDir, ...(this.diskNames.get(pagePath) ?? pagePath).split('/'));
   }
 
   async save(): Promise<void> {
@@ -120,7 +125,8 @@ export class Project {
 
   /**
    * Every page file of the layout on disk: `*.md` directly in the three wiki folders, any file directly in
-   * raw/sessions (dotfiles skipped), as server paths.
+   * raw/sessions (dotfiles skipped), as server paths: in Unicode NFC, whatever the form of the name on
+   * disk (remembered for fileOf). A file whose NFC twin also exists is left to the twin.
    */
   async layoutPages(types: readonly PageType[] = PAGE_TYPES): Promise<string[]> {
     const found: string[] = [];
@@ -133,10 +139,15 @@ export class Project {
         if (errnoOf(e) === 'ENOENT' || errnoOf(e) === 'ENOTDIR') continue;
         throw e;
       }
+      const listed = new Set(names.map((d) => d.name));
       for (const d of names) {
         if (!d.isFile() || d.name.startsWith('.')) continue;
-        const path = `${LAYOUT_DIRS[type]}/${d.name}`;
-        if (pageRefOfPath(path)?.type === type) found.push(path);
+        const name = d.name.normalize('NFC');
+        if (name !== d.name && listed.has(name)) continue;
+        const path = `${LAYOUT_DIRS[type]}/${name}`;
+        if (pageRefOfPath(path)?.type !== type) continue;
+        if (name !== d.name) this.diskNames.set(path, `${LAYOUT_DIRS[type]}/${d.name}`);
+        found.push(path);
       }
     }
     return found.sort();
@@ -258,7 +269,11 @@ export async function loadState(root: string): Promise<StateFile> {
 export async function openProject(): Promise<Project> {
   const root = await findProjectRoot();
   if (!root) throw refused(`not inside a kr project (no ${KR_DIR}/ folder here or above; run "kr init")`);
-  return new Project(root, await loadState(root));
+  const project = new Project(root, await loadState(root));
+  // Learns the page files named in another Unicode form than their server path, so that every command
+  // reads and writes them under their own name (four directory listings).
+  await project.layoutPages();
+  return project;
 }
 
 /** `kr init`: the layout and an empty state file in `dir`; returns false when it was there already. */
@@ -304,7 +319,7 @@ export async function resolveSlug(project: Project, arg: string, type?: PageType
       abs = project.fileOf(arg);
       rel = relative(project.krDir, abs);
     }
-    const asPath = rel.split(sep).join('/');
+    const asPath = rel.split(sep).join('/').normalize('NFC');
     const ref = !rel.startsWith('..') && !isAbsolute(rel) ? pageRefOfPath(asPath) : null;
     if (!ref) throw usageError(`${arg} is not a page file under ${project.display('')}/(wiki/concepts|wiki/entities|wiki/analyses|raw/sessions)`);
     if (type && ref.type !== type) throw usageError(`${arg} is a ${ref.type} page, not a ${type}`);
@@ -312,6 +327,7 @@ export async function resolveSlug(project: Project, arg: string, type?: PageType
     return asPath;
   }
   if (!isValidSlug(arg)) throw usageError(`invalid slug: ${JSON.stringify(arg)}`);
+  arg = arg.normalize('NFC');
   const types = type ? [type] : PAGE_TYPES;
   const hits: Array<{ type: PageType; path: string }> = [];
   for (const t of types) {
