@@ -179,7 +179,7 @@ describe('sign-in, sessions, PATs and /v1/me over real HTTP', () => {
   const clock = new ManualClock(Date.UTC(2026, 0, 1));
   let srv: IdpTestServer;
   beforeAll(async () => {
-    srv = await startIdpTestServer({ clock, extraIssuers: ['idp.test'] });
+    srv = await startIdpTestServer({ clock, extraIssuers: ['idp.test', 'https://other-idp.test'] });
   });
   afterAll(async () => {
     await srv?.stop();
@@ -297,8 +297,11 @@ describe('sign-in, sessions, PATs and /v1/me over real HTTP', () => {
       expect(b.user).toEqual({ id: a.user.id, email: 'robert@example.org', name: 'Robert' });
       // The earlier session reads the account afresh.
       expect(await json(await me(a.token))).toEqual({ status: 200, body: b.user });
+      // The issuer spelled without https:// is the same issuer: the same user.
+      const same = await signIn(srv, { sub: 'refresh-1', email: 'robert@example.org', name: 'Robert' }, { iss: 'idp.test' });
+      expect(same.user.id).toBe(a.user.id);
       // Same sub from another accepted issuer: another user.
-      const c = await signIn(srv, { sub: 'refresh-1', email: 'robert@example.org', name: 'Robert' }, { iss: 'idp.test' });
+      const c = await signIn(srv, { sub: 'refresh-1', email: 'robert@example.org', name: 'Robert' }, { iss: 'https://other-idp.test' });
       expect(c.user.id).not.toBe(a.user.id);
       // Same email, other sub: another user too.
       const d = await signIn(srv, { sub: 'refresh-2', email: 'robert@example.org' });

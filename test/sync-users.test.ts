@@ -39,16 +39,18 @@ describe('creating repositories as a user', () => {
     expect((await srv.api('/v1/repos', { method: 'POST', token: alice.token, json: { id: 'A'.repeat(64) } })).status).toBe(201);
   });
 
-  it('adopts a repository that exists without an owner', async () => {
+  it('an ownerless repository made after the first user is not up for grabs: 409, legacy create 403', async () => {
     expect((await srv.api('/v1/repos/orphan', { method: 'POST' })).status).toBe(201); // legacy key: no owner
-    const r = await srv.api('/v1/repos', { method: 'POST', token: bob.token, json: { id: 'orphan' } });
-    expect(r.status).toBe(201);
-    expect(await r.json()).toEqual({ id: 'orphan', role: 'owner' });
-    const again = await srv.api('/v1/repos', { method: 'POST', token: alice.token, json: { id: 'orphan' } });
-    expect(again.status).toBe(409);
+    for (const token of [bob.token, alice.token]) {
+      const r = await srv.api('/v1/repos', { method: 'POST', token, json: { id: 'orphan' } });
+      expect({ status: r.status, body: await r.json() }).toEqual({ status: 409, body: { error: 'repo already exists' } });
+      const legacy = await srv.api('/v1/repos/orphan', { method: 'POST', token });
+      expect({ status: legacy.status, body: await legacy.json() }).toEqual({ status: 403, body: { error: 'not a member of this repo' } });
+    }
+    expect(await srv.deps.members.list('orphan')).toEqual([]);
   });
 
-  it('the legacy route gives a user ownership only of a new or ownerless repository', async () => {
+  it('the legacy route gives a user ownership only of a repository it creates', async () => {
     const r = await srv.api('/v1/repos/bobs.repo', { method: 'POST', token: bob.token });
     expect(r.status).toBe(201);
     expect(await r.json()).toEqual({ repo_id: 'bobsrepo' });
@@ -65,7 +67,7 @@ describe('creating repositories as a user', () => {
     expect(a.repos.map((r: { id: string; role: string }) => [r.id, r.role])).toEqual([['A'.repeat(64), 'owner'], ['team', 'owner']]);
     expect(a.repos[1]).toEqual({ id: 'team', page_count: 0, role: 'owner' });
     const b = await (await srv.api('/v1/repos', { token: bob.token })).json();
-    expect(b.repos.map((r: { id: string; role: string }) => [r.id, r.role])).toEqual([['bobsrepo', 'owner'], ['orphan', 'owner']]);
+    expect(b.repos.map((r: { id: string; role: string }) => [r.id, r.role])).toEqual([['bobsrepo', 'owner']]);
   });
 });
 

@@ -204,10 +204,7 @@ export async function signInWithIdToken(deps: Deps, idToken: string): Promise<Si
   // Read outside the transaction (filesystem); only needed while no user exists. Whether this sign-in
   // is the first is decided again inside the transaction.
   const repoIds = (await deps.users.any()) ? [] : await deps.repos.list();
-  let adopted: string[] = [];
-  const { user, first } = await deps.users.upsert(profile, async (userId, tx) => {
-    adopted = await deps.members.adoptOwnerless(repoIds, userId, tx);
-  });
+  const { user, first, adopted } = await deps.users.upsert(profile, repoIds, deps.members);
   if (first) deps.log.info('first_user', { user_id: user.id, adopted });
   const accessToken = await mintSession(config.sessionSecret, clock, user);
   return { accessToken, user, adopted };

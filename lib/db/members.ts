@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.ts';
-import type { Database, TxHandle } from './database.ts';
+import type { Database, Stmt } from './database.ts';
 
 export type Role = 'owner' | 'member';
 
@@ -42,9 +42,8 @@ export class Members {
     return rows.map((r) => ({ user_id: r.user_id, email: r.email, role: r.role, added_at: Number(r.added_at) }));
   }
 
-  async hasOwner(repoId: string, tx?: TxHandle): Promise<boolean> {
-    const q = "SELECT 1 AS x FROM members WHERE repo_id = ? AND role = 'owner' LIMIT 1";
-    return (tx ? await tx.get(q, [repoId]) : await this.db.get(q, [repoId])) !== undefined;
+  async hasOwner(repoId: string): Promise<boolean> {
+    return (await this.db.get("SELECT 1 AS x FROM members WHERE repo_id = ? AND role = 'owner' LIMIT 1", [repoId])) !== undefined;
   }
 
   /** Repositories a user belongs to, with the role. */
@@ -54,23 +53,18 @@ export class Members {
 
   /**
    * Adds a member unless already one: an existing row (and its role) is kept. Returns the role the user
-   * holds afterwards and whether a row was added.
+   * holds afterwards and whether a row was added. One atomic batch (no interactive transaction: the
+   * hosted build's D1 has none).
    */
   async add(repoId: string, userId: string, role: Role): Promise<{ role: Role; added: boolean }> {
-    return this.db.transaction(async (tx) => {
-      const existing = await tx.get<{ role: Role }>('SELECT role FROM members WHERE repo_id = ? AND user_id = ?', [
-        repoId,
-        userId,
-      ]);
-      if (existing) return { role: existing.role, added: false };
-      await tx.run('INSERT INTO members (repo_id, user_id, role, added_at) VALUES (?, ?, ?, ?)', [
-        repoId,
-        userId,
-        role,
-        this.now(),
-      ]);
-      return { role, added: true };
-    });
+    const [inserted, after] = await this.db.batch([
+      {
+        sql: 'INSERT INTO members (repo_id, user_id, role, added_at) VALUES (?, ?, ?, ?) ON CONFLICT (repo_id, user_id) DO NOTHING',
+        args: [repoId, userId, role, this.now()],
+      },
+      { sql: 'SELECT role FROM members WHERE repo_id = ? AND user_id = ?', args: [repoId, userId] },
+    ]);
+    return { role: after!.rows[0]!.role as Role, added: inserted!.changes > 0 };
   }
 
   /**
@@ -78,63 +72,54 @@ export class Members {
    * cannot both claim it). Returns true when the caller now owns it.
    */
   async claimIfOwnerless(repoId: string, userId: string): Promise<boolean> {
-    return this.db.transaction(async (tx) => {
-      if (await this.hasOwner(repoId, tx)) {
-        const mine = await tx.get<{ role: Role }>('SELECT role FROM members WHERE repo_id = ? AND user_id = ?', [
-          repoId,
-          userId,
-        ]);
-        return mine?.role === 'owner';
-      }
-      await tx.run(
-        `INSERT INTO members (repo_id, user_id, role, added_at) VALUES (?, ?, 'owner', ?)
-         ON CONFLICT (repo_id, user_id) DO UPDATE SET role = 'owner'`,
-        [repoId, userId, this.now()],
-      );
-      return true;
-    });
-  }
-
-  /** Claims every listed repository that has no owner, in one transaction. Returns those claimed. */
-  async adoptOwnerless(repoIds: string[], userId: string, tx: TxHandle): Promise<string[]> {
-    const adopted: string[] = [];
-    for (const repoId of repoIds) {
-      if (await this.hasOwner(repoId, tx)) continue;
-      await tx.run(
-        `INSERT INTO members (repo_id, user_id, role, added_at) VALUES (?, ?, 'owner', ?)
-         ON CONFLICT (repo_id, user_id) DO UPDATE SET role = 'owner'`,
-        [repoId, userId, this.now()],
-      );
-      adopted.push(repoId);
-    }
-    return adopted;
+    const [, after] = await this.db.batch([claimStmt(repoId, userId, this.now()), roleStmt(repoId, userId)]);
+    return after!.rows[0]?.role === 'owner';
   }
 
   /**
-   * Removes a member; refuses to remove the last owner. Atomic against concurrent removals and joins:
-   * the invite keys that exist at the removal are marked as never readmitting the user.
+   * Statements that make `userId` the owner of each listed repository that has no owner, for the first
+   * user's sign-in batch (lib/db/users.ts); `when` is an SQL condition that must also hold.
+   */
+  adoptStmts(repoIds: string[], userId: string, when: Stmt): Stmt[] {
+    return repoIds.map((repoId) => claimStmt(repoId, userId, this.now(), when));
+  }
+
+  /**
+   * Removes a member; refuses to remove the last owner. One atomic batch, so concurrent removals and
+   * joins cannot interleave with it: the invite keys that exist at the removal are marked as never
+   * readmitting the user (lib/db/invites.ts).
    */
   async remove(repoId: string, userId: string): Promise<RemoveResult> {
-    return this.db.transaction(async (tx) => {
-      const row = await tx.get<{ role: Role }>('SELECT role FROM members WHERE repo_id = ? AND user_id = ?', [
-        repoId,
-        userId,
-      ]);
-      if (!row) return 'not_member';
-      if (row.role === 'owner') {
-        const owners = await tx.get<{ n: number }>(
-          "SELECT COUNT(*) AS n FROM members WHERE repo_id = ? AND role = 'owner'",
-          [repoId],
-        );
-        if (Number(owners?.n ?? 0) <= 1) return 'last_owner';
-      }
-      await tx.run('DELETE FROM members WHERE repo_id = ? AND user_id = ?', [repoId, userId]);
-      // Every key of the repository minted so far stops admitting this user (lib/db/invites.ts).
-      await tx.run(
-        'INSERT OR IGNORE INTO invite_key_exclusions (key_id, user_id) SELECT id, ? FROM invite_keys WHERE repo_id = ?',
-        [userId, repoId],
-      );
-      return 'removed';
-    });
+    const [deleted, , after] = await this.db.batch([
+      {
+        sql: `DELETE FROM members WHERE repo_id = ? AND user_id = ?
+              AND (role <> 'owner' OR (SELECT COUNT(*) FROM members WHERE repo_id = ? AND role = 'owner') > 1)`,
+        args: [repoId, userId, repoId],
+      },
+      // changes() is the DELETE's count: the keys are marked only when a member was removed.
+      {
+        sql: 'INSERT OR IGNORE INTO invite_key_exclusions (key_id, user_id) SELECT id, ? FROM invite_keys WHERE repo_id = ? AND changes() > 0',
+        args: [userId, repoId],
+      },
+      roleStmt(repoId, userId),
+    ]);
+    if (deleted!.changes > 0) return 'removed';
+    return after!.rows.length > 0 ? 'last_owner' : 'not_member';
   }
+}
+
+const roleStmt = (repoId: string, userId: string): Stmt => ({
+  sql: 'SELECT role FROM members WHERE repo_id = ? AND user_id = ?',
+  args: [repoId, userId],
+});
+
+/** Makes the user owner of a repository that has no owner (and, with `when`, only if it holds). */
+function claimStmt(repoId: string, userId: string, now: number, when?: Stmt): Stmt {
+  return {
+    sql: `INSERT INTO members (repo_id, user_id, role, added_at)
+          SELECT ?, ?, 'owner', ? WHERE NOT EXISTS (SELECT 1 FROM members WHERE repo_id = ? AND role = 'owner')
+          ${when ? `AND (${when.sql})` : ''}
+          ON CONFLICT (repo_id, user_id) DO UPDATE SET role = 'owner'`,
+    args: [repoId, userId, now, repoId, ...((when?.args as unknown[] | undefined) ?? [])] as Stmt['args'],
+  };
 }

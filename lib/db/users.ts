@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.ts';
-import type { Database, TxHandle } from './database.ts';
+import type { Database, Stmt } from './database.ts';
+import type { Members } from './members.ts';
 
 /** A real user: created at the first sign-in through the identity provider, keyed by (issuer, subject). */
 export interface User {
@@ -69,42 +70,34 @@ export class Users {
   }
 
   /**
-   * Creates the user for (issuer, subject) or refreshes its email (lowercased) and name, in one queued
-   * transaction. When this call creates the very first user row, `onFirstUser` runs inside the same
-   * transaction (the write queue serialises transactions, so two simultaneous first sign-ins cannot both
-   * see an empty table); if it throws, nothing is written.
+   * Creates the user for (issuer, subject) or refreshes its email (lowercased) and name, in one atomic
+   * batch. When this call creates the very first user row of the service, the same batch makes the user
+   * owner of every repository of `adoptIfFirst` that has no owner (the batch decides "first" itself, so two
+   * simultaneous first sign-ins cannot both adopt); `adopted` lists those.
    */
-  async upsert(
-    profile: IdpProfile,
-    onFirstUser?: (userId: string, tx: TxHandle) => Promise<unknown>,
-  ): Promise<UpsertResult> {
+  async upsert(profile: IdpProfile, adoptIfFirst: string[] = [], members?: Members): Promise<UpsertResult & { adopted: string[] }> {
     const email = profile.email.toLowerCase();
-    return this.db.transaction(async (tx) => {
-      const existing = await tx.get<UserRow>(`SELECT ${COLUMNS} FROM users WHERE issuer = ? AND subject = ?`, [
-        profile.issuer,
-        profile.subject,
-      ]);
-      if (existing) {
-        if (existing.email !== email || existing.name !== profile.name) {
-          await tx.run('UPDATE users SET email = ?, name = ? WHERE id = ?', [email, profile.name, existing.id]);
-        }
-        return { user: { ...toUser(existing), email, name: profile.name }, created: false, first: false };
-      }
-      const first = (await tx.get('SELECT 1 AS x FROM users LIMIT 1')) === undefined;
-      const user: User = {
-        id: crypto.randomUUID(),
-        issuer: profile.issuer,
-        subject: profile.subject,
-        email,
-        name: profile.name,
-        created_at: Math.floor(this.clock.now() / 1000),
-      };
-      await tx.run(
-        'INSERT INTO users (id, issuer, subject, email, name, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-        [user.id, user.issuer, user.subject, user.email, user.name, user.created_at],
-      );
-      if (first && onFirstUser) await onFirstUser(user.id, tx);
-      return { user, created: true, first };
-    });
+    const id = crypto.randomUUID();
+    const now = Math.floor(this.clock.now() / 1000);
+    // Holds only when this batch inserted the one and only user row.
+    const first: Stmt = { sql: '(SELECT COUNT(*) FROM users) = 1 AND EXISTS (SELECT 1 FROM users WHERE id = ?)', args: [id] };
+    const adopt = members ? members.adoptStmts(adoptIfFirst, id, first) : [];
+    const results = await this.db.batch([
+      {
+        sql: `INSERT INTO users (id, issuer, subject, email, name, created_at) VALUES (?, ?, ?, ?, ?, ?)
+              ON CONFLICT (issuer, subject) DO UPDATE SET email = excluded.email, name = excluded.name`,
+        args: [id, profile.issuer, profile.subject, email, profile.name, now],
+      },
+      { sql: `SELECT ${COLUMNS}, (SELECT COUNT(*) FROM users) AS total FROM users WHERE issuer = ? AND subject = ?`, args: [profile.issuer, profile.subject] },
+      ...adopt,
+    ]);
+    const row = results[1]!.rows[0] as unknown as UserRow & { total: number | bigint };
+    const created = row.id === id;
+    return {
+      user: toUser(row),
+      created,
+      first: created && Number(row.total) === 1,
+      adopted: adoptIfFirst.filter((_, i) => results[2 + i]!.changes > 0),
+    };
   }
 }
