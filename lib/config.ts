@@ -63,7 +63,7 @@ export const DEFAULTS = {
   idpJwksUrl: 'https://www.googleapis.com/oauth2/v3/certs',
   idpIssuers: ['https://accounts.google.com', 'accounts.google.com'],
   maxBodyBytes: 8388608,
-  maxInflightBodyBytes: 64 * 1024 * 1024,
+  maxInflightBodyBytes: 32 * 1024 * 1024,
   bodyIdleTimeoutMs: 30_000,
   rateLimitPerMin: 300,
   rateLimitBurst: 100,
@@ -333,7 +333,7 @@ export function loadConfig(env: Env, cwd?: string): { config: Config; warnings: 
   // --- limits (SPEC.md rule 1)
   const maxBodyBytes = positiveInt(env.SERVICE_MAX_BODY_BYTES, DEFAULTS.maxBodyBytes);
   // The ceiling must let one body of the largest size through, or no maximal push could ever start.
-  // Unset: 64 MiB, or SERVICE_MAX_BODY_BYTES if that is larger; set below it: raised to it, with a warning.
+  // Unset: 32 MiB, or SERVICE_MAX_BODY_BYTES if that is larger; set below it: raised to it, with a warning.
   let maxInflightBodyBytes = positiveInt(env.SERVICE_MAX_INFLIGHT_BODY_BYTES, Math.max(DEFAULTS.maxInflightBodyBytes, maxBodyBytes));
   if (maxInflightBodyBytes < maxBodyBytes) {
     warnings.push(

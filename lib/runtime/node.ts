@@ -62,6 +62,15 @@ export interface RunningServer {
 /** A request in flight longer than this is reported (once) as a `slow_request` warning. */
 const SLOW_REQUEST_MS = 30_000;
 
+/**
+ * Node's own limits on receiving a request (checked every 30 s, so they bite up to 30 s late): its headers
+ * within 30 s (Node: 60 s), the whole of it within 120 s (Node: 300 s). The body guard (lib/http/body-limit.ts)
+ * cuts a body that goes silent for 30 s; this bounds one that trickles in a byte at a time while holding its
+ * share of the in-flight ceiling. 120 s is an 8 MiB push at about 0.6 Mbit/s.
+ */
+export const HEADERS_TIMEOUT_MS = 30_000;
+export const REQUEST_TIMEOUT_MS = 120_000;
+
 export async function startServer(
   deps: Deps,
   routes: RouteDef[],
@@ -83,7 +92,12 @@ export async function startServer(
   const { config } = deps;
   const server = await new Promise<Server>((resolve, reject) => {
     const s = serve(
-      { fetch: app.fetch, port: config.listenPort, hostname: config.listenHost },
+      {
+        fetch: app.fetch,
+        port: config.listenPort,
+        hostname: config.listenHost,
+        serverOptions: { headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS },
+      },
       () => resolve(s as Server),
     ) as Server;
     s.once('error', reject);

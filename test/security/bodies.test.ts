@@ -186,6 +186,11 @@ describe('bodies on the real routes (max body 1 MiB, idle timeout 400 ms)', () =
   });
 
   describe('a body that stops arriving is cut off', () => {
+    it("Node's own limits: headers within 30 s, the whole request within 120 s", () => {
+      expect(srv.server.headersTimeout).toBe(30_000);
+      expect(srv.server.requestTimeout).toBe(120_000);
+    });
+
     it('declared length, 10 bytes sent, then nothing → 408 and the connection is closed', async () => {
       const x = rawRequest(
         srv.url,
@@ -325,9 +330,9 @@ describe('the ceiling on bytes held by all bodies in flight (max body 1 MiB, cei
 
 describe('configuration of the body limits', () => {
   const base = { SERVICE_SESSION_SECRET: 'x'.repeat(32), SERVICE_API_KEY: 'k', SERVICE_LISTEN_ADDR: '127.0.0.1:0' };
-  it('defaults: 64 MiB ceiling, 30 s idle timeout', () => {
+  it('defaults: 32 MiB ceiling, 30 s idle timeout', () => {
     const { config, warnings } = loadConfig(base, '/tmp');
-    expect(config.maxInflightBodyBytes).toBe(64 * MIB);
+    expect(config.maxInflightBodyBytes).toBe(32 * MIB);
     expect(config.bodyIdleTimeoutMs).toBe(30_000);
     expect(warnings).toEqual([]);
   });
@@ -343,7 +348,7 @@ describe('configuration of the body limits', () => {
   });
   it('like every numeric setting, anything but an integer > 0 means the default', () => {
     const { config } = loadConfig({ ...base, SERVICE_MAX_INFLIGHT_BODY_BYTES: '0', SERVICE_BODY_IDLE_TIMEOUT_MS: '1.5' }, '/tmp');
-    expect(config.maxInflightBodyBytes).toBe(64 * MIB);
+    expect(config.maxInflightBodyBytes).toBe(32 * MIB);
     expect(config.bodyIdleTimeoutMs).toBe(30_000);
     expect(loadConfig({ ...base, SERVICE_BODY_IDLE_TIMEOUT_MS: ' 250 ' }, '/tmp').config.bodyIdleTimeoutMs).toBe(250);
   });
