@@ -1,12 +1,14 @@
 import {
-  annotateBlame,
   applyBlame,
-  blameIndex,
   BLAME_MAX_REVISIONS,
-  diffParsed,
+  BlameTimelineBuilder,
+  BudgetExhausted,
+  diffParsedAsync,
+  nextTurn,
   parsePage,
+  WorkBudget,
   type BlameIndex,
-  type CommitRef,
+  type BlameTimeline,
   type ParsedPage,
   type SectionDiff,
 } from './differ/index.ts';
@@ -42,17 +44,28 @@ import type { Commit } from '../schema/wire/common.ts';
  *    `path not present at either sha`. `from_sha`/`to_sha` are the full resolved shas.
  *
  * Blame (`blame=true`): the revisions are the at most {@link BLAME_MAX_REVISIONS} most recent commits
- * touching the path at or before `to`, oldest to newest, handed to lib/differ's annotateBlame. A revision
- * that deleted the page, or whose blob cannot be read, is skipped. Any failure while gathering them returns
- * the plain diff (logged as a warning). Nothing to attribute (a `parse_fallback` diff, or a `to` side
- * without the page) means no walk at all. The walk reads at most {@link BLAME_MAX_READ_BYTES} of revisions
- * not yet in the cache; past that blame is abandoned and the plain diff says `truncated: true`.
+ * touching the path at or before `to`, walked oldest to newest once (lib/differ's BlameTimelineBuilder,
+ * one revision read at a time). A revision that deleted the page, or whose blob cannot be read, is skipped.
+ * Any failure while gathering them returns the plain diff (logged as a warning). Nothing to attribute (a
+ * `parse_fallback` diff, or a `to` side without the page) means no walk at all.
  *
  * Evolution: every commit touching the page, newest first, each diffed against the previous commit
  * touching it (the oldest against the empty document, `from_sha: ""`); a deletion is an entry whose `to`
- * side is empty. With blame each entry is annotated from its own window (the 200 touches up to it). When
- * the entries' texts pass {@link EVOLUTION_MAX_CHARS} (multi-megabyte pages), the later ones are left out
- * and the response says `"truncated": true` at the top level (the first entry is always there).
+ * side is empty. With blame each entry is annotated from its own window (the 200 touches up to it), all
+ * windows read from ONE walk over the union of the windows (at most limit + 199 touches): blame is
+ * computed once per request, not once per entry. When the entries' texts pass {@link EVOLUTION_MAX_CHARS}
+ * (multi-megabyte pages), the later ones are left out and the response says `"truncated": true` at the top
+ * level (the first entry is always there).
+ *
+ * Work budget: every request gets one lib/differ WorkBudget (REQUEST_WORK_UNITS), charged by parsing
+ * revisions not in the cache, by every diff (an evolution's up to 200 diffs share it) and by the blame
+ * walk, in that order. Once it is spent:
+ *  - the diff being computed finishes coarsely (line diffs as whole-block replacements, rename detection
+ *    skipped) and says `truncated: true`;
+ *  - evolution adds no further entries and says `"truncated": true` at the top level;
+ *  - blame is abandoned (checked before each revision of the walk): the plain diffs, each saying
+ *    `truncated: true`.
+ * Long loops give the event loop a turn every YIELD_EVERY_UNITS, so other requests are served meanwhile.
  *
  * Each revision is parsed once: parsed pages are kept in a {@link ParseCache} keyed by (repository, blob
  * id), injected through Deps, with the headings-only outlines blame needs kept longer, so repeated requests
@@ -69,7 +82,9 @@ export class ParseCache {
   private readonly outlines: LruCache<ParsedPage>;
   private readonly pending = new Map<string, Promise<ParsedPage>>();
   /** Blame indexes by (repo, path, newest revision's sha): a walk's result never changes. */
-  private readonly blames = new LruCache<BlameIndex>(4 * 1024 * 1024, (b) => 256 + b.first.size * 256);
+  private readonly blames = new LruCache<BlameIndex>(4 * 1024 * 1024, (b) => 256 + b.size * 256);
+  /** Counters, for tests and diagnostics: pages parsed, and blame walks made (one per request at most). */
+  readonly stats = { parses: 0, blameWalks: 0 };
 
   /**
    * `capacity`: estimated bytes of parsed pages kept (default 32 MiB); `outlineCapacity`: estimated
@@ -80,15 +95,21 @@ export class ParseCache {
     this.outlines = new LruCache<ParsedPage>(outlineCapacity, estimateSize);
   }
 
-  /** The parsed page of blob `oid` in `repo`; `load` reads the blob's bytes on a miss. */
-  async get(repo: string, oid: string, load: () => Promise<Uint8Array>): Promise<ParsedPage> {
+  /**
+   * The parsed page of blob `oid` in `repo`; `load` reads the blob's bytes on a miss, and the parse is
+   * charged to `budget` (one unit per character).
+   */
+  async get(repo: string, oid: string, load: () => Promise<Uint8Array>, budget?: WorkBudget): Promise<ParsedPage> {
     const key = cacheKey(repo, oid);
     const hit = this.pages.get(key);
     if (hit) return hit;
     let p = this.pending.get(key);
     if (!p) {
       p = (async () => {
-        const page = parsePage(utf8(await load()));
+        const text = utf8(await load());
+        const page = parsePage(text);
+        this.stats.parses++;
+        budget?.charge(text.length);
         this.pages.set(key, page);
         this.outlines.set(key, outlineOf(page));
         return page;
@@ -100,12 +121,23 @@ export class ParseCache {
     return p;
   }
 
-  /** The outline of blob `oid` (parsing it on a miss): what blame needs of a revision. */
-  async outline(repo: string, oid: string, load: () => Promise<Uint8Array>): Promise<ParsedPage> {
-    const hit = this.outlines.get(cacheKey(repo, oid));
+  /**
+   * The outline of blob `oid` (parsing it on a miss): what blame needs of a revision. A page parsed only
+   * for its outline is not kept whole (blame walks many revisions, diffs need few), and its parse is
+   * charged to `budget`.
+   */
+  async outline(repo: string, oid: string, load: () => Promise<Uint8Array>, budget?: WorkBudget): Promise<ParsedPage> {
+    const key = cacheKey(repo, oid);
+    const hit = this.outlines.get(key);
     if (hit) return hit;
-    const page = await this.get(repo, oid, load);
-    return this.outlines.get(cacheKey(repo, oid)) ?? outlineOf(page);
+    const whole = this.pages.get(key) ?? (await this.pending.get(key));
+    if (whole) return this.outlines.get(key) ?? outlineOf(whole);
+    const text = utf8(await load());
+    const outline = outlineOf(parsePage(text));
+    this.stats.parses++;
+    budget?.charge(text.length);
+    this.outlines.set(key, outline);
+    return outline;
   }
 
   /**
@@ -183,12 +215,6 @@ export const EVOLUTION_MAX_LIMIT = 200;
  * and says `truncated: true`; the first entry is always given.
  */
 export const EVOLUTION_MAX_CHARS = 32 * 1024 * 1024;
-/**
- * Blame reads at most this many bytes of revisions not already outlined in the cache per request; past
- * that it is abandoned: the plain diff, marked `truncated: true`. (What was read stays cached, so the
- * next request gets further.)
- */
-export const BLAME_MAX_READ_BYTES = 128 * 1024 * 1024;
 
 export const PATH_NOT_IN_REPO = 'path not present in repo';
 export const PATH_NOT_AT_EITHER = 'path not present at either sha';
@@ -200,15 +226,20 @@ interface Side {
   blob: string | null;
 }
 
-type Revision = { commit: CommitRef; page: ParsedPage | null };
-
-class BlameBudgetExceeded extends Error {}
-
 const LATEST = Number.MAX_SAFE_INTEGER;
 const EMPTY_PAGE = (): ParsedPage => parsePage('');
 
-/** `GET /v1/repos/:id/diff/<path>`: the SectionDiff of two revisions of a page (see the module comment). */
-export async function diffPage(deps: DiffDeps, id: string, path: string, q: DiffQuery = {}): Promise<SectionDiff> {
+/**
+ * `GET /v1/repos/:id/diff/<path>`: the SectionDiff of two revisions of a page (see the module comment).
+ * `budget`: the request's work budget.
+ */
+export async function diffPage(
+  deps: DiffDeps,
+  id: string,
+  path: string,
+  q: DiffQuery = {},
+  budget: WorkBudget = new WorkBudget(),
+): Promise<SectionDiff> {
   const { repos } = deps;
   const index = repos.index;
   await repos.ready(id);
@@ -237,33 +268,39 @@ export async function diffPage(deps: DiffDeps, id: string, path: string, q: Diff
   }
   if (fromSide.blob === null && toSide.blob === null) throw new HttpError(404, PATH_NOT_AT_EITHER);
 
-  const [a, b] = await Promise.all([sidePage(deps, id, fromSide.blob), sidePage(deps, id, toSide.blob)]);
-  const diff = diffParsed(a, b, { from_sha: fromSide.commit.sha, to_sha: toSide.commit.sha });
+  const [a, b] = await Promise.all([sidePage(deps, id, fromSide.blob, budget), sidePage(deps, id, toSide.blob, budget)]);
+  const diff = await diffParsedAsync(a, b, { from_sha: fromSide.commit.sha, to_sha: toSide.commit.sha }, budget);
   if (!q.blame || !worthBlaming(diff, toSide)) return diff;
   try {
     const index = await deps.parsedPages.blame(id, path, toSide.commit.sha, async () => {
-      const touches = await touchesWithBlobs(repos, id, path, BLAME_MAX_REVISIONS, toSide.commit.seq + 1);
-      return blameIndex(await revisionsOf(deps, id, touches.reverse()));
+      const touches = await touchesOf(repos, id, path, BLAME_MAX_REVISIONS, toSide.commit.seq + 1);
+      const timeline = await walkBlame(deps, id, touches.reverse(), budget);
+      return timeline.window(0, timeline.length - 1);
     });
+    budget.charge(diff.sections.length + 1);
     return applyBlame(diff, index);
   } catch (e) {
     return blameFailed(deps, id, path, e, diff);
   }
 }
 
-/** `GET /v1/repos/:id/evolution/<path>`: the page's commits newest first, each with its diff. */
+/**
+ * `GET /v1/repos/:id/evolution/<path>`: the page's commits newest first, each with its diff. `budget`: the
+ * request's work budget, shared by every diff and the blame walk.
+ */
 export async function pageEvolution(
   deps: DiffDeps,
   id: string,
   path: string,
   opts: { limit?: number; blame?: boolean } = {},
+  budget: WorkBudget = new WorkBudget(),
 ): Promise<Evolution> {
   const { repos } = deps;
   await repos.ready(id);
   const limit = clampLimit(opts.limit);
   // One extra touch for the oldest entry's `from`; with blame, enough for every entry's window.
   const want = opts.blame ? limit + BLAME_MAX_REVISIONS - 1 : limit + 1;
-  const touches = await touchesWithBlobs(repos, id, path, want);
+  const touches = await touchesOf(repos, id, path, want);
   if (touches.length === 0) throw new HttpError(404, PATH_NOT_IN_REPO);
 
   // Entries newest first; each revision is parsed (or fetched from the cache) once, and the older side of
@@ -271,12 +308,16 @@ export async function pageEvolution(
   const entries: EvolutionEntry[] = [];
   let truncated = false;
   let chars = 0;
-  let newer = await sidePage(deps, id, touches[0]!.blob);
+  let newer = await sidePage(deps, id, touches[0]!.blob, budget);
   for (let i = 0; i < Math.min(limit, touches.length); i++) {
+    if (entries.length > 0 && budget.exhausted) {
+      truncated = true;
+      break;
+    }
     const t = touches[i]!;
     const prev = touches[i + 1];
-    const older = prev ? await sidePage(deps, id, prev.blob) : EMPTY_PAGE();
-    const diff = diffParsed(older, newer, { from_sha: prev?.commit.sha ?? '', to_sha: t.commit.sha });
+    const older = prev ? await sidePage(deps, id, prev.blob, budget) : EMPTY_PAGE();
+    const diff = await diffParsedAsync(older, newer, { from_sha: prev?.commit.sha ?? '', to_sha: t.commit.sha }, budget);
     const size = textSize(diff);
     if (entries.length > 0 && chars + size > EVOLUTION_MAX_CHARS) {
       truncated = true;
@@ -285,29 +326,57 @@ export async function pageEvolution(
     chars += size;
     entries.push({ commit: commitJson(t.commit), diff });
     newer = older;
+    await budget.pause();
   }
 
-  if (opts.blame) {
-    // Entry i (newest first) is blamed over touches i … i+199, oldest first.
-    const needed = touches.slice(0, entries.length + BLAME_MAX_REVISIONS - 1);
-    let revisions: Revision[] | null = null;
+  if (opts.blame && entries.some((entry, i) => worthBlaming(entry.diff, touches[i]!))) {
+    // Entry i (newest first) is blamed over touches i … i+199: one walk over the union of those windows,
+    // oldest first; entry i's window is then revisions [n-i-200, n-i-1] of the walk.
+    const walked = touches.slice(0, entries.length + BLAME_MAX_REVISIONS - 1).reverse();
+    let timeline: BlameTimeline | null = null;
     try {
-      revisions = await revisionsOf(deps, id, needed.slice().reverse());
+      timeline = await walkBlame(deps, id, walked, budget);
     } catch (e) {
       entries.forEach((entry, i) => {
         if (worthBlaming(entry.diff, touches[i]!)) entry.diff = blameFailed(deps, id, path, e, entry.diff, i > 0);
       });
     }
-    if (revisions) {
-      const n = revisions.length;
+    if (timeline) {
+      const n = walked.length;
       entries.forEach((entry, i) => {
         if (!worthBlaming(entry.diff, touches[i]!)) return;
-        const end = n - i;
-        entry.diff = annotateBlame(entry.diff, revisions.slice(Math.max(0, end - BLAME_MAX_REVISIONS), end));
+        const end = n - 1 - i;
+        entry.diff = applyBlame(entry.diff, timeline.window(Math.max(0, end - BLAME_MAX_REVISIONS + 1), end));
+        budget.charge(entry.diff.sections.length + 1);
       });
     }
   }
   return truncated ? { path, entries, truncated: true } : { path, entries };
+}
+
+/**
+ * The evolution response as a JSON byte stream, byte for byte what `JSON.stringify(evolution)` gives, one
+ * entry at a time with an event-loop turn between entries: serialising a response of tens of megabytes in
+ * one go would hold the event loop for as long. Pull-based, so a slow reader holds back the writing.
+ */
+export function evolutionJsonStream(evolution: Evolution): ReadableStream<Uint8Array> {
+  const enc = new TextEncoder();
+  const { path, entries, truncated } = evolution;
+  let next = -1; // -1: the opening; entries.length: the closing
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (next === -1) {
+        controller.enqueue(enc.encode(`{"path":${JSON.stringify(path)},"entries":[`));
+      } else if (next < entries.length) {
+        if (next > 0) await nextTurn();
+        controller.enqueue(enc.encode((next > 0 ? ',' : '') + JSON.stringify(entries[next])));
+      } else {
+        controller.enqueue(enc.encode(truncated ? '],"truncated":true}' : ']}'));
+        controller.close();
+      }
+      next++;
+    },
+  });
 }
 
 function clampLimit(limit: number | undefined): number {
@@ -328,43 +397,39 @@ function textSize(d: SectionDiff): number {
 }
 
 /** The commits touching the path (newest first, before `beforeSeq`), each with the blob it left. */
-async function touchesWithBlobs(repos: RepoStore, id: string, path: string, limit: number, beforeSeq?: number): Promise<Side[]> {
+function touchesOf(repos: RepoStore, id: string, path: string, limit: number, beforeSeq?: number): Promise<Side[]> {
   return repos.index.touches(id, path, limit, beforeSeq);
 }
 
 /** The parsed page of one side; a missing path is the empty document. */
-function sidePage(deps: DiffDeps, id: string, blob: string | null): Promise<ParsedPage> {
+function sidePage(deps: DiffDeps, id: string, blob: string | null, budget: WorkBudget): Promise<ParsedPage> {
   if (blob === null) return Promise.resolve(EMPTY_PAGE());
-  return deps.parsedPages.get(id, blob, () => deps.repos.git.readBlob(id, blob));
+  return deps.parsedPages.get(id, blob, () => deps.repos.git.readBlob(id, blob), budget);
 }
 
 /**
- * Blame revisions, in the order given, as outlines. A deletion or an unreadable blob is a null page
- * (skipped by annotateBlame). One revision at a time, so that a long history of a large page never holds
- * more than one parse; BlameBudgetExceeded past {@link BLAME_MAX_READ_BYTES} of uncached revisions.
+ * The blame walk: the revisions given (oldest first) read as outlines one at a time and added to one
+ * timeline, so a long history of a large page never holds more than one parse. A deletion or an unreadable
+ * blob is a skipped revision. BudgetExhausted when the budget is spent before the walk's last revision.
  */
-async function revisionsOf(deps: DiffDeps, id: string, sides: Side[]): Promise<Revision[]> {
-  let read = 0;
-  const load = (blob: string) => async () => {
-    const bytes = await deps.repos.git.readBlob(id, blob);
-    read += bytes.byteLength;
-    if (read > BLAME_MAX_READ_BYTES) throw new BlameBudgetExceeded('blame read budget exceeded');
-    return bytes;
-  };
-  const out: Revision[] = [];
+async function walkBlame(deps: DiffDeps, id: string, sides: Side[], budget: WorkBudget): Promise<BlameTimeline> {
+  deps.parsedPages.stats.blameWalks++;
+  const builder = new BlameTimelineBuilder(budget);
   for (const s of sides) {
+    if (budget.exhausted) throw new BudgetExhausted('blame walk');
     let page: ParsedPage | null = null;
     if (s.blob !== null) {
+      const blob = s.blob;
       try {
-        page = await deps.parsedPages.outline(id, s.blob, load(s.blob));
-      } catch (e) {
-        if (e instanceof BlameBudgetExceeded) throw e;
+        page = await deps.parsedPages.outline(id, blob, () => deps.repos.git.readBlob(id, blob), budget);
+      } catch {
         page = null;
       }
     }
-    out.push({ commit: commitJson(s.commit), page });
+    builder.add(commitJson(s.commit), page);
+    await budget.pause();
   }
-  return out;
+  return builder.finish();
 }
 
 /**
@@ -372,7 +437,7 @@ async function revisionsOf(deps: DiffDeps, id: string, sides: Side[]): Promise<R
  * other failure is logged (once per request).
  */
 function blameFailed(deps: DiffDeps, id: string, path: string, e: unknown, diff: SectionDiff, quiet = false): SectionDiff {
-  if (e instanceof BlameBudgetExceeded) return diff.parse_fallback ? diff : { ...diff, truncated: true };
+  if (e instanceof BudgetExhausted) return diff.parse_fallback ? diff : { ...diff, truncated: true };
   if (!quiet) {
     deps.log?.warn('blame failed; answering the plain diff', {
       repo: id,

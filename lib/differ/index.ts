@@ -22,24 +22,48 @@
  *    keys are omitted when empty). So `unchanged` entries carry their body and an all-`"  "` line diff,
  *    which lets a client print the whole page with changes in context; `added` entries have an all-`"+ "`
  *    diff and `removed` ones an all-`"- "` diff.
- *  - Work is bounded (./line.ts, ./rename.ts); when a bound is hit the SectionDiff says `truncated: true`.
+ *  - Work is bounded (./line.ts, ./rename.ts), per SectionDiff and, when the caller passes one, by the
+ *    request's work budget (./budget.ts) shared by every diff of a request; when a bound is hit the
+ *    SectionDiff says `truncated: true`. {@link diffParsedAsync} also gives the event loop a turn now and
+ *    then; {@link diffParsed} runs the same steps in one go.
  *
  * Nothing here throws: a page that cannot be parsed is a fallback, and an internal failure degrades to a
  * fallback diff with `truncated: true`.
  */
 import { parsePage, trimTrailingBlankLines, type ParsedPage } from '../page/parse.ts';
 import { diffFrontmatter } from './frontmatter.ts';
-import { diffLineArrays, newBudget, splitLines, type WorkBudget } from './line.ts';
-import { detectRenames } from './rename.ts';
+import { ENTRY_UNITS, runSteps, runStepsAsync, WorkBudget, type Steps } from './budget.ts';
+import { diffLineArrays, newWork, splitLines, type DiffWork } from './line.ts';
+import { renameSteps } from './rename.ts';
 import type { DiffShas, SectionDiff, SectionEntry, SectionStatus } from './types.ts';
 
 export type { CommitRef, DiffShas, FieldChange, SectionDiff, SectionEntry, SectionStatus } from './types.ts';
 export type { ParsedPage, PageSection, PageType, Frontmatter } from '../page/parse.ts';
 export { parsePage } from '../page/parse.ts';
-export { annotateBlame, applyBlame, blameIndex, BLAME_MAX_REVISIONS, type BlameIndex } from './blame.ts';
+export {
+  annotateBlame,
+  applyBlame,
+  blameIndex,
+  blameTimeline,
+  BLAME_MAX_REVISIONS,
+  BlameTimeline,
+  BlameTimelineBuilder,
+  type BlameIndex,
+  type BlameRevision,
+} from './blame.ts';
 export { lineDiff, LINE_DIFF_WORK_BUDGET } from './line.ts';
 export { diffFrontmatter, canonical } from './frontmatter.ts';
-export { wordTokens, jaccard, RENAME_MAX_PAIRS, RENAME_WORK_BUDGET } from './rename.ts';
+export { detectRenames, wordTokens, jaccard, RENAME_MAX_PAIRS, RENAME_WORK_BUDGET } from './rename.ts';
+export {
+  BudgetExhausted,
+  nextTurn,
+  REQUEST_WORK_UNITS,
+  runSteps,
+  runStepsAsync,
+  WorkBudget,
+  YIELD_EVERY_UNITS,
+  type Steps,
+} from './budget.ts';
 
 /** Heading of the preamble entry (and of the whole-file entry of a fallback). */
 export const PREAMBLE_HEADING = '_preamble';
@@ -49,29 +73,47 @@ export function diffPages(fromText: string, toText: string, shas: DiffShas = {})
   return diffParsed(parsePage(fromText), parsePage(toText), shas);
 }
 
-/** Diff two parsed pages, so callers that compare many revisions parse each one once. */
-export function diffParsed(from: ParsedPage, to: ParsedPage, shas: DiffShas = {}): SectionDiff {
-  const fromSha = typeof shas?.from_sha === 'string' ? shas.from_sha : '';
-  const toSha = typeof shas?.to_sha === 'string' ? shas.to_sha : '';
+/**
+ * Diff two parsed pages, so callers that compare many revisions parse each one once. `budget`: the
+ * request's work budget, charged and obeyed (default: unlimited, only the per-diff caps apply).
+ */
+export function diffParsed(from: ParsedPage, to: ParsedPage, shas: DiffShas = {}, budget?: WorkBudget): SectionDiff {
+  const [fromSha, toSha] = shasOf(shas);
   try {
-    return diffStructured(from, to, fromSha, toSha);
+    return runSteps(diffSteps(from, to, fromSha, toSha, budget ?? WorkBudget.unlimited()));
   } catch {
     return emergencyDiff(from, to, fromSha, toSha);
   }
 }
 
-function diffStructured(from: ParsedPage, to: ParsedPage, fromSha: string, toSha: string): SectionDiff {
-  const budget = newBudget();
+/** {@link diffParsed} that gives the event loop a turn every so often (see ./budget.ts). */
+export async function diffParsedAsync(from: ParsedPage, to: ParsedPage, shas: DiffShas, budget: WorkBudget): Promise<SectionDiff> {
+  const [fromSha, toSha] = shasOf(shas);
+  try {
+    return await runStepsAsync(diffSteps(from, to, fromSha, toSha, budget));
+  } catch {
+    return emergencyDiff(from, to, fromSha, toSha);
+  }
+}
+
+const shasOf = (shas: DiffShas | undefined): [string, string] => [
+  typeof shas?.from_sha === 'string' ? shas.from_sha : '',
+  typeof shas?.to_sha === 'string' ? shas.to_sha : '',
+];
+
+function* diffSteps(from: ParsedPage, to: ParsedPage, fromSha: string, toSha: string, request: WorkBudget): Steps<SectionDiff> {
+  const work = newWork(request);
   if (from.frontmatter === null || to.frontmatter === null) {
-    const preamble = wholeFileEntry(from, to, budget);
-    return finish({ from_sha: fromSha, to_sha: toSha, frontmatter: emptyFrontmatter(), preamble, sections: [], parse_fallback: true }, budget);
+    const preamble = wholeFileEntry(from, to, work);
+    return finish({ from_sha: fromSha, to_sha: toSha, frontmatter: emptyFrontmatter(), preamble, sections: [], parse_fallback: true }, work);
   }
 
   const frontmatter = diffFrontmatter(from.frontmatter, to.frontmatter);
   let preamble: SectionEntry | undefined;
   if (from.preamble !== '' || to.preamble !== '') {
-    preamble = entry(PREAMBLE_HEADING, from.preamble !== '' ? from.preamble : undefined, to.preamble !== '' ? to.preamble : undefined, budget);
+    preamble = entry(PREAMBLE_HEADING, from.preamble !== '' ? from.preamble : undefined, to.preamble !== '' ? to.preamble : undefined, work);
   }
+  request.charge(from.sections.length + to.sections.length); // pairing by heading
 
   // Pair by heading, n-th occurrence with n-th.
   const fromIndex = new Map<string, number[]>();
@@ -99,11 +141,12 @@ function diffStructured(from: ParsedPage, to: ParsedPage, fromSha: string, toSha
   const removed: number[] = [];
   for (let i = 0; i < from.sections.length; i++) if (!matched[i]) removed.push(i);
 
-  const renames = detectRenames(
+  const renames = yield* renameSteps(
     removed.map((i) => from.sections[i]!.body),
     added.map((i) => to.sections[i]!.body),
+    request,
   );
-  if (renames.truncated) budget.truncated = true;
+  if (renames.truncated) work.truncated = true;
   const renamedFrom = new Map<number, number>(); // from index → to index
   const renamedTo = new Set<number>();
   for (const [r, a] of renames.pairs) {
@@ -115,51 +158,54 @@ function diffStructured(from: ParsedPage, to: ParsedPage, fromSha: string, toSha
   for (const { ti, fi } of toPart) {
     const t = to.sections[ti]!;
     if (fi < 0) {
-      if (!renamedTo.has(ti)) sections.push(entry(t.heading, undefined, t.body, budget));
+      if (!renamedTo.has(ti)) sections.push(entry(t.heading, undefined, t.body, work));
     } else {
-      sections.push(entry(t.heading, from.sections[fi]!.body, t.body, budget));
+      sections.push(entry(t.heading, from.sections[fi]!.body, t.body, work));
     }
+    if (request.turnDue()) yield;
   }
   for (const fi of removed) {
     const f = from.sections[fi]!;
     const ti = renamedFrom.get(fi);
-    if (ti === undefined) sections.push(entry(f.heading, f.body, undefined, budget));
-    else sections.push(entry(to.sections[ti]!.heading, f.body, to.sections[ti]!.body, budget, f.heading));
+    if (ti === undefined) sections.push(entry(f.heading, f.body, undefined, work));
+    else sections.push(entry(to.sections[ti]!.heading, f.body, to.sections[ti]!.body, work, f.heading));
+    if (request.turnDue()) yield;
   }
   // Built in wire order: from_sha, to_sha, frontmatter, preamble?, sections.
   const out: SectionDiff = preamble
     ? { from_sha: fromSha, to_sha: toSha, frontmatter, preamble, sections }
     : { from_sha: fromSha, to_sha: toSha, frontmatter, sections };
-  return finish(out, budget);
+  return finish(out, work);
 }
 
 /**
  * One entry. `from`/`to` undefined = the section does not exist on that side. Status: `renamed` when an
  * old heading is given, else from the presence and equality of the bodies.
  */
-function entry(heading: string, from: string | undefined, to: string | undefined, budget: WorkBudget, oldHeading?: string): SectionEntry {
+function entry(heading: string, from: string | undefined, to: string | undefined, work: DiffWork, oldHeading?: string): SectionEntry {
   const status: SectionStatus =
     oldHeading !== undefined ? 'renamed' : from === undefined ? 'added' : to === undefined ? 'removed' : from === to ? 'unchanged' : 'modified';
   const e: SectionEntry = { heading, status };
   if (oldHeading !== undefined) e.old_heading = oldHeading;
   if (from) e.from = from;
   if (to) e.to = to;
-  const lines = diffLineArrays(splitLines(from ?? ''), splitLines(to ?? ''), budget);
+  work.request.charge(ENTRY_UNITS + (from?.length ?? 0) + (to?.length ?? 0));
+  const lines = diffLineArrays(splitLines(from ?? ''), splitLines(to ?? ''), work);
   if (lines) e.line_diff = lines;
   return e;
 }
 
 /** The whole-file entry of a fallback: an empty document is an absent side. */
-function wholeFileEntry(from: ParsedPage, to: ParsedPage, budget: WorkBudget): SectionEntry {
+function wholeFileEntry(from: ParsedPage, to: ParsedPage, work: DiffWork): SectionEntry {
   const a = from.empty ? undefined : trimTrailingBlankLines(from.text);
   const b = to.empty ? undefined : trimTrailingBlankLines(to.text);
-  return entry(PREAMBLE_HEADING, a, b, budget);
+  return entry(PREAMBLE_HEADING, a, b, work);
 }
 
 const emptyFrontmatter = (): SectionDiff['frontmatter'] => ({ changed: [], added: [], removed: [] });
 
-function finish(d: SectionDiff, budget: WorkBudget): SectionDiff {
-  if (budget.truncated) d.truncated = true;
+function finish(d: SectionDiff, work: DiffWork): SectionDiff {
+  if (work.truncated) d.truncated = true;
   return d;
 }
 
@@ -171,7 +217,7 @@ function emergencyDiff(from: ParsedPage, to: ParsedPage, fromSha: string, toSha:
   try {
     a = typeof from?.text === 'string' && !from.empty ? from.text : '';
     b = typeof to?.text === 'string' && !to.empty ? to.text : '';
-    base.preamble = entry(PREAMBLE_HEADING, a === '' ? undefined : a, b === '' ? undefined : b, newBudget(0));
+    base.preamble = entry(PREAMBLE_HEADING, a === '' ? undefined : a, b === '' ? undefined : b, newWork(WorkBudget.unlimited(), 0));
   } catch {
     base.preamble = { heading: PREAMBLE_HEADING, status: a === b ? 'unchanged' : a === '' ? 'added' : b === '' ? 'removed' : 'modified' };
   }

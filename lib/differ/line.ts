@@ -10,20 +10,31 @@
  * prefix and suffix, and the result is marked truncated. A coarse diff is still a correct diff (applying it
  * yields the new text), just not a minimal one. The budget is a count, not a clock, so results are
  * deterministic.
+ *
+ * Myers work is also charged to the request's budget (./budget.ts), shared with every other diff of the
+ * request: once that is spent, every later line diff whose sides differ in their middle is coarse.
  */
 import { diffArrays } from 'diff';
+import { WorkBudget } from './budget.ts';
 
 /** Work units (≈ D·(D+N)) one SectionDiff may spend on Myers; roughly 50–150 ms in the worst case. */
 export const LINE_DIFF_WORK_BUDGET = 4_000_000;
 
-/** Mutable work budget shared by the line diffs of one SectionDiff. */
-export interface WorkBudget {
-  remaining: number;
-  /** Set once any diff charged to this budget was coarse. */
+/** The work of one SectionDiff: its own Myers allowance, and the request's budget it also charges. */
+export interface DiffWork {
+  /** Myers units this SectionDiff may still spend. */
+  myers: number;
+  /** The request's budget (unlimited for local, synchronous uses). */
+  request: WorkBudget;
+  /** Set once any part of this SectionDiff was reported coarsely or skipped. */
   truncated: boolean;
 }
 
-export const newBudget = (units: number = LINE_DIFF_WORK_BUDGET): WorkBudget => ({ remaining: units, truncated: false });
+export const newWork = (request: WorkBudget = WorkBudget.unlimited(), myers: number = LINE_DIFF_WORK_BUDGET): DiffWork => ({
+  myers,
+  request,
+  truncated: false,
+});
 
 /** Lines of an LF text; `""` has none and one final `\n` terminates the last line rather than adding one. */
 export function splitLines(text: string): string[] {
@@ -33,8 +44,8 @@ export function splitLines(text: string): string[] {
   return lines;
 }
 
-/** Line diff of two line arrays, charged to `budget`. */
-export function diffLineArrays(a: readonly string[], b: readonly string[], budget: WorkBudget): string {
+/** Line diff of two line arrays; Myers work is charged to `work` (the caller charges the linear part). */
+export function diffLineArrays(a: readonly string[], b: readonly string[], work: DiffWork): string {
   const out: string[] = [];
   let p = 0;
   const maxPrefix = Math.min(a.length, b.length);
@@ -55,7 +66,7 @@ export function diffLineArrays(a: readonly string[], b: readonly string[], budge
     for (let i = p; i < bEnd; i++) out.push('+ ' + b[i]);
   } else {
     const total = n + m;
-    const remaining = Math.max(0, budget.remaining);
+    const remaining = Math.max(0, Math.min(work.myers, work.request.remaining));
     // Largest D with D·(D + total) ≤ remaining, and never more than the worst case `total`.
     const maxD = Math.min(total, Math.floor((-total + Math.sqrt(total * total + 4 * remaining)) / 2));
     const changes =
@@ -63,8 +74,8 @@ export function diffLineArrays(a: readonly string[], b: readonly string[], budge
         ? diffArrays(a.slice(p, aEnd), b.slice(p, bEnd), { maxEditLength: maxD })
         : undefined;
     if (changes === undefined) {
-      budget.remaining -= maxD > 0 ? maxD * (maxD + total) : total;
-      budget.truncated = true;
+      charge(work, maxD > 0 ? maxD * (maxD + total) : total);
+      work.truncated = true;
       for (let i = p; i < aEnd; i++) out.push('- ' + a[i]);
       for (let i = p; i < bEnd; i++) out.push('+ ' + b[i]);
     } else {
@@ -85,11 +96,16 @@ export function diffLineArrays(a: readonly string[], b: readonly string[], budge
         if (c.added || c.removed) d += c.value.length;
       }
       for (const line of added) out.push('+ ' + line);
-      budget.remaining -= Math.max(1, d) * (d + total);
+      charge(work, Math.max(1, d) * (d + total));
     }
   }
   for (let i = aEnd; i < a.length; i++) out.push('  ' + a[i]);
   return out.join('\n');
+}
+
+function charge(work: DiffWork, units: number): void {
+  work.myers -= units;
+  work.request.charge(units);
 }
 
 /** Whether a[aFrom..aTo) and b[bFrom..bTo) have a line in common. */
@@ -106,14 +122,14 @@ function shareALine(a: readonly string[], aFrom: number, aTo: number, b: readonl
  * {@link LINE_DIFF_WORK_BUDGET}; `truncated` says the diff was reported coarsely (see the module comment).
  */
 export function lineDiff(a: string, b: string): { text: string; truncated: boolean } {
-  const budget = newBudget();
+  const work = newWork();
   const norm = (t: string) => {
     const s = typeof t === 'string' ? t : t == null ? '' : String(t);
     return s.includes('\r') ? s.replace(/\r\n?/g, '\n') : s;
   };
   try {
-    const text = diffLineArrays(splitLines(norm(a)), splitLines(norm(b)), budget);
-    return { text, truncated: budget.truncated };
+    const text = diffLineArrays(splitLines(norm(a)), splitLines(norm(b)), work);
+    return { text, truncated: work.truncated };
   } catch {
     // Only reachable when the output would exceed the engine's string limit.
     return { text: '', truncated: true };

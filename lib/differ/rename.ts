@@ -12,8 +12,10 @@
  *    position in the old page, then the added section's position in the new page; a pair is taken when
  *    neither side is taken yet.
  *  - Cost cap: more than {@link RENAME_MAX_PAIRS} candidate pairs, or more than {@link RENAME_WORK_BUDGET}
- *    token comparisons, abandon the pass (no renames) and report the diff as truncated.
+ *    token comparisons, or the request's work budget spent (./budget.ts), abandon the pass (no renames) and
+ *    report the diff as truncated.
  */
+import { runSteps, WorkBudget, type Steps } from './budget.ts';
 
 /** Rename threshold as an exact fraction. */
 const THRESHOLD_NUM = 7;
@@ -78,35 +80,65 @@ export interface RenameResult {
 }
 
 /**
- * Match removed and added bodies (each list in its page order) by the rule above.
+ * Match removed and added bodies (each list in its page order) by the rule above, synchronously; `budget`
+ * is the request's work budget (unlimited by default).
  */
-export function detectRenames(removedBodies: readonly string[], addedBodies: readonly string[]): RenameResult {
-  const pairs = new Map<number, number>();
-  if (removedBodies.length === 0 || addedBodies.length === 0) return { pairs, truncated: false };
-  if (removedBodies.length * addedBodies.length > RENAME_MAX_PAIRS) return { pairs, truncated: true };
+export function detectRenames(
+  removedBodies: readonly string[],
+  addedBodies: readonly string[],
+  budget: WorkBudget = WorkBudget.unlimited(),
+): RenameResult {
+  return runSteps(renameSteps(removedBodies, addedBodies, budget));
+}
 
-  const rTok = removedBodies.map(wordTokens);
-  const aTok = addedBodies.map(wordTokens);
+/**
+ * {@link detectRenames} in steps (./budget.ts): tokenizing and comparing are charged to `budget`, the pass
+ * pauses when a turn is due, and it is abandoned (no renames, truncated) once the budget is spent.
+ */
+export function* renameSteps(removedBodies: readonly string[], addedBodies: readonly string[], budget: WorkBudget): Steps<RenameResult> {
+  const pairs = new Map<number, number>();
+  const abandoned = (): RenameResult => ({ pairs: new Map(), truncated: true });
+  if (removedBodies.length === 0 || addedBodies.length === 0) return { pairs, truncated: false };
+  if (removedBodies.length * addedBodies.length > RENAME_MAX_PAIRS) return abandoned();
+  if (budget.exhausted) return abandoned();
+
+  const tokens = (bodies: readonly string[]): Set<string>[] => {
+    const out: Set<string>[] = [];
+    for (const b of bodies) {
+      out.push(wordTokens(b));
+      budget.charge(b.length + 1);
+    }
+    return out;
+  };
+  const rTok = tokens(removedBodies);
+  const aTok = tokens(addedBodies);
+  if (budget.exhausted) return abandoned();
   const candidates: Array<{ r: number; a: number; inter: number; union: number }> = [];
   let work = 0;
   for (let r = 0; r < rTok.length; r++) {
     const rs = rTok[r]!;
-    if (rs.size === 0) continue;
-    for (let a = 0; a < aTok.length; a++) {
-      const as = aTok[a]!;
-      if (as.size === 0) continue;
-      const small = Math.min(rs.size, as.size);
-      const large = Math.max(rs.size, as.size);
-      // |A∩B| ≤ small and |A∪B| ≥ large, so a size ratio under the threshold can never reach it.
-      if (THRESHOLD_DEN * small < THRESHOLD_NUM * large) continue;
-      work += small;
-      if (work > RENAME_WORK_BUDGET) return { pairs: new Map(), truncated: true };
-      const inter = intersectionSize(rs, as);
-      const union = rs.size + as.size - inter;
-      if (THRESHOLD_DEN * inter >= THRESHOLD_NUM * union) candidates.push({ r, a, inter, union });
+    const before = work;
+    if (rs.size !== 0) {
+      for (let a = 0; a < aTok.length; a++) {
+        const as = aTok[a]!;
+        if (as.size === 0) continue;
+        const small = Math.min(rs.size, as.size);
+        const large = Math.max(rs.size, as.size);
+        // |A∩B| ≤ small and |A∪B| ≥ large, so a size ratio under the threshold can never reach it.
+        if (THRESHOLD_DEN * small < THRESHOLD_NUM * large) continue;
+        work += small;
+        if (work > RENAME_WORK_BUDGET) return abandoned();
+        const inter = intersectionSize(rs, as);
+        const union = rs.size + as.size - inter;
+        if (THRESHOLD_DEN * inter >= THRESHOLD_NUM * union) candidates.push({ r, a, inter, union });
+      }
     }
+    // One unit per pair looked at, plus the comparisons made.
+    budget.charge(aTok.length + (work - before));
+    if (budget.exhausted) return abandoned();
+    if (budget.turnDue()) yield;
   }
-  candidates.sort((x, y) => y.inter * x.union - x.inter * y.union || x.r - y.r || x.a - y.a);
+  candidates.sort(bestFirst);
   const usedAdded = new Set<number>();
   for (const c of candidates) {
     if (pairs.has(c.r) || usedAdded.has(c.a)) continue;
@@ -114,4 +146,9 @@ export function detectRenames(removedBodies: readonly string[], addedBodies: rea
     usedAdded.add(c.a);
   }
   return { pairs, truncated: false };
+}
+
+/** Higher similarity first (exact: x.inter/x.union vs y.inter/y.union), then old position, then new. */
+function bestFirst(x: { r: number; a: number; inter: number; union: number }, y: { r: number; a: number; inter: number; union: number }): number {
+  return y.inter * x.union - x.inter * y.union || x.r - y.r || x.a - y.a;
 }
