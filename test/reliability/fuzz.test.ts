@@ -10,6 +10,7 @@ import { stripRepoId } from '../../lib/page/path.ts';
 import { LEGACY_KEY, SESSION_SECRET, call, logProblems, spawnServer, type ServerProc } from './helpers/server-process.ts';
 import { HttpClient, rawExchange } from './helpers/http-client.ts';
 import { FUZZ_ROUTES, generate, type FuzzContext, type FuzzRequest } from './helpers/fuzz-gen.ts';
+import { describeExpectation, expectationOf, kindOf, meets, type Expectation } from './helpers/fuzz-oracle.ts';
 import { rng, seedFor } from './helpers/prng.ts';
 import { findSecrets, snapshotTree, treeDiff } from './helpers/files.ts';
 import { fsckStrict, git, pool, repoDirs, revList } from './helpers/git.ts';
@@ -18,6 +19,10 @@ import { algNoneSession, expiredSession, otherSecretSession } from './helpers/to
 /**
  * Hostile-input fuzzing of a real server process: N seeded requests (default 10,400) across every route,
  * CONCURRENCY in flight over keep-alive connections, plus raw-socket requests. Afterwards:
+ *  - every answer is one API.md allows for that request, worked out before sending it (helpers/fuzz-oracle.ts):
+ *    the exact status and error body where it is knowable (a C1 control character in a page path → 400
+ *    `invalid page path: …`), one of a few documented answers where concurrent requests decide, and
+ *    only where the outcome legitimately varies "no 5xx"; the share of each is printed;
  *  - no 5xx, no timeout, the process is alive and serves, its log holds no unhandled error;
  *  - nothing outside the data root changed (the sandbox around it is snapshotted), and the data root
  *    holds only service.db* and repos/<valid id>.git;
@@ -32,6 +37,8 @@ const N = Number(process.env.RELIABILITY_FUZZ_REQUESTS ?? 10_400);
 const CONCURRENCY = 12;
 const SEED = seedFor('fuzz', 0xf022);
 const MAX_BODY = 1024 * 1024;
+/** API.md: routes whose body is small JSON cap it at 64 KiB. */
+const SMALL_BODY = 64 * 1024;
 
 let idp: IdpStandIn;
 let sandbox: { path: string; cleanup: () => Promise<void> };
@@ -42,6 +49,7 @@ const dataRoot = () => join(sandbox.path, 'data');
 interface Sent {
   i: number;
   req: FuzzRequest;
+  expected: Expectation;
   status: number;
   statuses?: number[];
   requestId?: string;
@@ -142,9 +150,11 @@ beforeAll(async () => {
     await ok(await call(server.url, '/v1/repos/lg/sync/push', { method: 'POST', json: { files: [{ path: 'a.md', content: `legacy ${n}\n` }, { path: 'deep/x.md', content: 'x\n' }] } }), 200);
   }
   const shas: string[] = [];
+  const shasOf: Record<string, string[]> = {};
   for (const repo of ['fz', 'lg']) {
     const tl = await ok(await call(server.url, `/v1/repos/${repo}/timeline`), 200);
-    shas.push(...tl.commits.map((c: { sha: string }) => c.sha));
+    shasOf[repo] = tl.commits.map((c: { sha: string }) => c.sha);
+    shas.push(...shasOf[repo]!);
   }
 
   const now = Math.floor(Date.now() / 1000);
@@ -179,6 +189,7 @@ beforeAll(async () => {
     newRepos: ['fz-new-0', 'fz-new-1', 'fz-new-2', 'fz-new-3'],
     pages: [...pages, 'a.md', 'deep/x.md'],
     shas,
+    shasOf,
     users: { alice: alice.id, bob: bob.id, carol: carol.id, dave: dave.id },
     tokens: {
       garbage: 'garbage-token-0123456789',
@@ -193,7 +204,9 @@ beforeAll(async () => {
       algNone: algNoneSession(alice.id, 'alice@example.test'),
     },
     patIds: [disposablePat.pat.id, revokedPat.pat.id, bobPat.pat.id],
+    deletablePats: { [disposablePat.pat.id]: alice.id, [bobPat.pat.id]: bob.id },
     inviteKeyIds: [disposable.key.id, revoked.key.id, '00000000-0000-4000-8000-000000000000'],
+    disposableInviteKeyId: disposable.key.id,
     inviteTokens: { live: live.token, revoked: revoked.token },
     idTokens,
     badIdTokens,
@@ -247,13 +260,14 @@ describe('hostile input', () => {
         while (next < N) {
           const i = next++;
           const req = generate(r, ctx, url.host);
+          const expected = await expectationOf(req, ctx, { maxBody: MAX_BODY, smallBody: SMALL_BODY });
           if (req.kind === 'raw') {
             const res = await rawExchange(url.hostname, Number(url.port), req.raw!);
-            sent.push({ i, req, status: res.statuses[0] ?? 0, statuses: res.statuses, timedOut: res.timedOut && res.statuses.length === 0 });
+            sent.push({ i, req, expected, status: res.statuses[0] ?? 0, statuses: res.statuses, timedOut: res.timedOut && res.statuses.length === 0 });
             continue;
           }
           const res = await client.send(req.method, req.path, req.headers, req.body);
-          const s: Sent = { i, req, status: res.status, error: res.error };
+          const s: Sent = { i, req, expected, status: res.status, error: res.error };
           const rid = res.headers['x-request-id'];
           if (typeof rid === 'string') s.requestId = rid;
           if (res.status >= 200 && res.status < 500 && res.body.length > 0 && /json/.test(String(res.headers['content-type']))) {
@@ -291,6 +305,24 @@ describe('hostile input', () => {
       (s) => s.requestId && s.status >= 400 && s.req.method !== 'HEAD' && !(s.json && typeof s.json.error === 'string') && !(s.status === 409 && Array.isArray(s.json?.conflicts)),
     );
     expect(badErrors.map(describe)).toEqual([]);
+    // Every answer is one API.md allows for that request: hostile input refused with its exact 4xx.
+    const unexpected = sent.filter((s) => s.req.kind === 'http' && !(s.status === 0 && cutOff(s)) && !meets(s.expected, s.status, s.json, s.req.method === 'HEAD'));
+    expect(
+      unexpected.map((s) => `${describe(s)} ${JSON.stringify(s.json ?? null).slice(0, 200)}; expected ${describeExpectation(s.expected)}`),
+      'answers API.md does not allow',
+    ).toEqual([]);
+    const kinds = { exact: 0, pinned: 0, open: 0 };
+    for (const s of sent) kinds[kindOf(s.expected)]++;
+    const share = (n: number) => `${((100 * n) / sent.length).toFixed(1)}%`;
+    const openWhy = new Map<string, number>();
+    for (const s of sent) if (kindOf(s.expected) === 'open') openWhy.set(s.expected.why, (openWhy.get(s.expected.why) ?? 0) + 1);
+    console.log(
+      `[reliability] fuzz expectations: exact ${kinds.exact} (${share(kinds.exact)}), pinned to a few documented answers ${kinds.pinned} ` +
+        `(${share(kinds.pinned)}), open ${kinds.open} (${share(kinds.open)}: ${[...openWhy].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`).join(', ')})`,
+    );
+    // Most requests have a knowable answer, and it is asserted.
+    expect(kinds.exact + kinds.pinned).toBeGreaterThan(0.85 * sent.length);
+    expect(kinds.exact).toBeGreaterThan(0.5 * sent.length);
 
     // --- The process is alive, serves, and logged no unhandled error.
     expect(server.alive()).toBe(true);

@@ -32,12 +32,18 @@ export interface FuzzContext {
   pages: string[];
   /** Full shas of existing commits. */
   shas: string[];
+  /** The same, by repository ('fz', 'lg'). */
+  shasOf: Record<string, string[]>;
   users: { alice: string; bob: string; carol: string; dave: string };
   tokens: Record<Exclude<CredKind, 'none' | 'malformed'>, string>;
   /** PAT ids: one alice may delete, the revoked one, bob's (not alice's to delete). */
   patIds: string[];
+  /** The live PATs among patIds, each with the one user who may delete it. */
+  deletablePats: Record<string, string>;
   /** Invite key ids: a disposable one of 'fz', and an unknown one. */
   inviteKeyIds: string[];
+  /** The one of inviteKeyIds that exists (in 'fz') until a request deletes it. */
+  disposableInviteKeyId: string;
   inviteTokens: { live: string; revoked: string };
   /** Valid ID tokens (new subjects and existing users with unchanged claims). */
   idTokens: string[];
@@ -58,6 +64,8 @@ export interface FuzzRequest {
   cred: CredKind;
   /** Whose identity the credential carries if the server accepts it: a user id, 'legacy', or null. */
   identity: string | null;
+  /** When identity is null: the 401 message API.md gives for this Authorization header. */
+  authError?: string;
 }
 
 const enc = new TextEncoder();
@@ -92,7 +100,7 @@ const HOSTILE_URL_PATHS = [
 
 const HOSTILE_PAGE_PATHS = [
   '', '.', '..', '../x.md', '../../etc/passwd', 'wiki/../../../x', '/etc/passwd', '//x', 'a//b', 'a/./b', 'a/../b', '.git', '.git/config',
-  '.GIT/HEAD', 'wiki/.Git/x', 'a\\b', '..\\..\\x', '-rf', 'wiki/-x', 'a\u0000b', 'a\nb', 'a\tb', '\u001b[31m', 'a\u007f', 'a\u0085',
+  '.GIT/HEAD', 'wiki/.Git/x', 'a\\b', '..\\..\\x', '-rf', 'wiki/-x', 'a\u0000b', 'a\nb', 'a\tb', '\u001b[31m', 'a\u007f', 'a\u0085', '\u0080x.md', 'wiki/\u009b31m.md', 'notes/a\u009f.md',
   '\ud800', 'x\udfff', 'x'.repeat(600), 'wiki/', 'wiki//', ' ', '%2e%2e/x', 'C:\\x', 'objects/../../../x', '..%2f..%2fx',
 ];
 
@@ -273,7 +281,11 @@ function jsonBody(r: Rng, valid: () => Record<string, unknown>, fields: Array<[s
   return { body: bytes ?? enc.encode(text ?? JSON.stringify(obj)), contentType };
 }
 
-function credential(r: Rng, ctx: FuzzContext): { cred: CredKind; header: string | null; identity: string | null } {
+const MISSING = 'missing authorization header';
+const FORMAT = 'invalid authorization format, expected Bearer <token>';
+const INVALID = 'invalid token';
+
+function credential(r: Rng, ctx: FuzzContext): { cred: CredKind; header: string | null; identity: string | null; authError?: string } {
   const cred = r.weighted<CredKind>([
     [20, 'legacy'],
     [15, 'alice'],
@@ -295,34 +307,38 @@ function credential(r: Rng, ctx: FuzzContext): { cred: CredKind; header: string 
     bob: ctx.users.bob,
     carol: ctx.users.carol,
   };
-  if (cred === 'none') return { cred, header: null, identity: null };
-  if (cred !== 'malformed') return { cred, header: `Bearer ${ctx.tokens[cred]}`, identity: identityOf[cred] ?? null };
-  // Malformed Authorization headers; a few are unusual but valid spellings of a real credential.
-  const [header, identity] = r.pick<[string, string | null]>([
-    ['Basic dXNlcjpwYXNz', null],
-    ['Bearer', null],
-    ['Bearer ', null],
-    ['Bearer\t', null],
+  if (cred === 'none') return { cred, header: null, identity: null, authError: MISSING };
+  if (cred !== 'malformed') {
+    const identity = identityOf[cred] ?? null;
+    return { cred, header: `Bearer ${ctx.tokens[cred]}`, identity, ...(identity === null ? { authError: INVALID } : {}) };
+  }
+  // Malformed Authorization headers, each with what it is (an identity, or the 401 message API.md gives);
+  // a few are unusual but valid spellings of a real credential (the scheme is case-insensitive).
+  const [header, identity] = r.pick<[string, string]>([
+    ['Basic dXNlcjpwYXNz', FORMAT],
+    ['Bearer', FORMAT],
+    ['Bearer ', FORMAT],
+    ['Bearer\t', FORMAT],
     [`bearer ${ctx.legacyKey}`, 'legacy'],
     [`BEARER   ${ctx.tokens.alicePat}  `, ctx.users.alice],
-    [`Bearer ${ctx.legacyKey}x`, null],
-    [`Bearer ${ctx.legacyKey.slice(0, -1)}`, null],
-    [`Bearer ${ctx.tokens.alice}.`, null],
-    [`Bearer ${ctx.tokens.alice.split('.').slice(0, 2).join('.')}.`, null],
-    [`Bearer ${ctx.tokens.alicePat.slice(0, -2)}`, null],
-    [`Bearer krp_`, null],
-    [`Bearer kri_${ctx.inviteTokens.live.slice(4)}`, null],
-    [`Bearer ${ctx.inviteTokens.live}`, null],
-    [`Bearer ${'A'.repeat(8000)}`, null],
-    ['Bearer a.b.c', null],
-    ['Bearer eyJhbGciOiJIUzI1NiJ9.e30.', null],
-    ['Bearer eyJ!!!.eyJ!!!.!!!', null],
-    [`Bearer ${ctx.legacyKey} ${ctx.legacyKey}`, null],
-    ['Digest username="x"', null],
-    ['\u00ff\u00fe', null],
-    [`Token ${ctx.legacyKey}`, null],
+    [`Bearer ${ctx.legacyKey}x`, INVALID],
+    [`Bearer ${ctx.legacyKey.slice(0, -1)}`, INVALID],
+    [`Bearer ${ctx.tokens.alice}.`, INVALID],
+    [`Bearer ${ctx.tokens.alice.split('.').slice(0, 2).join('.')}.`, INVALID],
+    [`Bearer ${ctx.tokens.alicePat.slice(0, -2)}`, INVALID],
+    [`Bearer krp_`, INVALID],
+    [`Bearer kri_${ctx.inviteTokens.live.slice(4)}`, INVALID],
+    [`Bearer ${ctx.inviteTokens.live}`, INVALID],
+    [`Bearer ${'A'.repeat(8000)}`, INVALID],
+    ['Bearer a.b.c', INVALID],
+    ['Bearer eyJhbGciOiJIUzI1NiJ9.e30.', INVALID],
+    ['Bearer eyJ!!!.eyJ!!!.!!!', INVALID],
+    [`Bearer ${ctx.legacyKey} ${ctx.legacyKey}`, INVALID],
+    ['Digest username="x"', FORMAT],
+    ['\u00ff\u00fe', FORMAT],
+    [`Token ${ctx.legacyKey}`, FORMAT],
   ]);
-  return { cred, header, identity };
+  return [MISSING, FORMAT, INVALID].includes(identity) ? { cred, header, identity: null, authError: identity } : { cred, header, identity };
 }
 
 type RouteGen = (r: Rng, ctx: FuzzContext) => { method: string; path: string; json?: { body: Uint8Array; contentType: string | null } };
@@ -499,7 +515,7 @@ export function generate(r: Rng, ctx: FuzzContext, host: string): FuzzRequest {
   }
   const [target, gen] = r.weighted(ROUTE_LIST);
   const g = gen(r, ctx);
-  const { cred, header, identity } = credential(r, ctx);
+  const { cred, header, identity, authError } = credential(r, ctx);
   const headers: Record<string, string> = {};
   if (header !== null) headers.authorization = header;
   let method = g.method;
@@ -518,5 +534,5 @@ export function generate(r: Rng, ctx: FuzzContext, host: string): FuzzRequest {
   if (r.chance(0.02)) headers.accept = r.pick(['*/*', 'text/html', '\u00ff']);
   // Node's client refuses other characters in a request target (the raw requests send those): encode them.
   const path = g.path.replace(/[^\x21-\xff]/gu, (c) => pct(c));
-  return { kind: 'http', target, method, path, headers, body, cred, identity };
+  return { kind: 'http', target, method, path, headers, body, cred, identity, ...(authError !== undefined ? { authError } : {}) };
 }
