@@ -17,7 +17,7 @@ import { lstat, mkdir, readFile, readdir, realpath, rename, rmdir, unlink, write
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import { PAGE_TYPES, isPageType, isValidSlug, pagePathFor, pageRefOfPath, type PageType } from '../lib/page/parse.ts';
-import { pagePathProblem } from '../lib/page/path.ts';
+import { storedPathProblem } from '../lib/page/path.ts';
 import { refused, usageError } from './errors.ts';
 import { writeJsonAtomic } from './config.ts';
 
@@ -158,7 +158,7 @@ export class Project {
    * link that leads out of `.kr/`. Throws a refusal naming the path otherwise.
    */
   async safeTarget(pagePath: string): Promise<string> {
-    const problem = pagePathProblem(pagePath);
+    const problem = storedPathProblem(pagePath);
     if (problem !== null) throw refused(`refusing server path ${JSON.stringify(pagePath)}: it would escape ${KR_DIR}/ (${problem})`);
     const first = pagePath.split('/')[0]!.toLowerCase();
     if (first === STATE_FILE) {

@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import { pagePathProblem, stripRepoId } from '../page/path.ts';
+import { storedPathProblem, stripRepoId } from '../page/path.ts';
 import { HttpError } from './errors.ts';
 
 /** The `:id` of a repo-scoped route, stripped to `[A-Za-z0-9_-]` (400 `invalid repo id` if unusable). */
@@ -9,10 +9,13 @@ export function repoIdParam(c: Context): string {
   return id;
 }
 
-/** The page path captured by `:path{.+}`, validated (400 `invalid page path: <path>`). */
+/**
+ * The page path captured by `:path{.+}` of a read route, validated with the stored-path rules (a page kept
+ * from before the stricter write rules stays readable); 400 `invalid page path: <path>`.
+ */
 export function pagePathParam(c: Context): string {
   const path = c.req.param('path') ?? '';
-  if (pagePathProblem(path) !== null) throw new HttpError(400, `invalid page path: ${path}`);
+  if (storedPathProblem(path) !== null) throw new HttpError(400, `invalid page path: ${path}`);
   return path;
 }
 

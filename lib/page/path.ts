@@ -95,35 +95,54 @@ function isNtfsDot(segment: string, name: string, shortPrefix: string): boolean 
  */
 const WINDOWS_DEVICE = /^(?:AUX|CON|CONIN\$|CONOUT\$|NUL|PRN|COM[0-9\u00b9\u00b2\u00b3]|LPT[0-9\u00b9\u00b2\u00b3]) *(?:[.:]|$)/i;
 
-/** Why a page path is refused, or null when it is acceptable. */
+/**
+ * Why a page path may not be written (created or given new content), or null when it is acceptable: the
+ * whole rule set, so that whatever is pushed passes `git fsck --strict` and checks out everywhere.
+ */
 export function pagePathProblem(path: unknown): string | null {
-  if (typeof path !== 'string' || path.length === 0) return 'empty';
-  // A UTF-16 code unit is at most 3 UTF-8 bytes: only long paths need encoding to be measured.
-  if (path.length * 3 > MAX_PATH_BYTES && encoder.encode(path).length > MAX_PATH_BYTES) return 'longer than 512 bytes';
-  // C0 controls, DEL and C1 controls; lone surrogates cannot be stored as UTF-8 either.
-  if (/[\u0000-\u001f\u007f-\u009f]/.test(path)) return 'control character';
-  if (/[\ud800-\udfff]/.test(path.replace(/[\ud800-\udbff][\udc00-\udfff]/g, ''))) return 'invalid unicode';
+  const base = storedPathProblem(path);
+  if (base !== null) return base;
+  const p = path as string;
   // One spelling per name: macOS would otherwise show `café` (NFC) and `café` (NFD) as one file.
-  if (path.normalize('NFC') !== path) return 'not Unicode NFC';
-  if (path.includes('\\')) return 'backslash';
-  if (path.startsWith('/')) return 'leading slash';
-  for (const segment of path.split('/')) {
+  if (p.normalize('NFC') !== p) return 'not Unicode NFC';
+  for (const segment of p.split('/')) {
     const problem = segmentProblem(segment);
     if (problem !== null) return problem;
   }
   return null;
 }
 
+/**
+ * Why a path cannot name a page at all, or null: the rules that keep a path inside its repository and
+ * inside `.kr/` on a client (no traversal, no control characters, no `.git` segment). Reads and deletions
+ * use these alone, so a page stored before the stricter write rules existed (a `CON.md`, an NFD name) can
+ * still be read and deleted.
+ */
+export function storedPathProblem(path: unknown): string | null {
+  if (typeof path !== 'string' || path.length === 0) return 'empty';
+  // A UTF-16 code unit is at most 3 UTF-8 bytes: only long paths need encoding to be measured.
+  if (path.length * 3 > MAX_PATH_BYTES && encoder.encode(path).length > MAX_PATH_BYTES) return 'longer than 512 bytes';
+  // C0 controls, DEL and C1 controls; lone surrogates cannot be stored as UTF-8 either.
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(path)) return 'control character';
+  if (/[\ud800-\udfff]/.test(path.replace(/[\ud800-\udbff][\udc00-\udfff]/g, ''))) return 'invalid unicode';
+  if (path.includes('\\')) return 'backslash';
+  if (path.startsWith('/')) return 'leading slash';
+  for (const segment of path.split('/')) {
+    // verify_path: no empty segment (`a//b`, trailing `/`), no `.` or `..`.
+    if (segment === '' || segment === '.' || segment === '..') return 'empty, . or .. segment';
+    // Would read as an option to git and other tools.
+    if (segment.startsWith('-')) return 'segment starts with -';
+    // verify_dotfile: `.git` in any case.
+    if (segment.toLowerCase() === '.git') return '.git segment';
+  }
+  return null;
+}
+
+/** The write-only rules of one segment (the stored-path rules have passed). */
 function segmentProblem(segment: string): string | null {
-  // verify_path: no empty segment (`a//b`, trailing `/`), no `.` or `..`.
-  if (segment === '' || segment === '.' || segment === '..') return 'empty, . or .. segment';
-  // Would read as an option to git and other tools.
-  if (segment.startsWith('-')) return 'segment starts with -';
   if (segment.length * 3 > MAX_SEGMENT_BYTES && encoder.encode(segment).length > MAX_SEGMENT_BYTES) {
     return 'segment longer than 255 bytes';
   }
-  // verify_dotfile: `.git` in any case.
-  if (segment.toLowerCase() === '.git') return '.git segment';
   if (isNtfsDotGit(segment)) return '.git segment (NTFS spelling)';
   if (isHfsDot(segment, 'git')) return '.git segment (HFS spelling)';
   if (isHfsDot(segment, 'gitmodules') || isNtfsDot(segment, 'gitmodules', 'gi7eba')) return '.gitmodules segment';

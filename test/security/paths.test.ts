@@ -425,3 +425,35 @@ describe('the CLI pushes a page whose local name is NFD under its NFC name', () 
     expect(status.stdout, show(status)).toContain('Up to date');
   });
 });
+
+describe('pages stored before the write rules existed stay readable and deletable', () => {
+  it('reads and deletes CON.md, an NFD name and a:b.md made by plain git; new content for them is refused', async () => {
+    // A repository made outside the service, as an older version would have left it.
+    const dir = gitdir('legacy-names');
+    execFileSync('git', ['init', '-q', '--bare', '--initial-branch=main', dir]);
+    const git = (args: string[], input?: string) =>
+      execFileSync('git', ['--git-dir', dir, ...args], { input, encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] }).trim();
+    const names = ['CON.md', 'cafe\u0301.md', 'a:b.md', 'ok.md'];
+    const entries = names.map((n) => `100644 blob ${git(['hash-object', '-w', '--stdin'], `${n}\n`)}\t${n}\0`).join('');
+    const commit = git(['commit-tree', '-m', 'old', git(['mktree', '-z'], entries)]);
+    git(['update-ref', 'refs/heads/main', commit]);
+
+    const list = (await (await srv.api('/v1/repos/legacy-names/pages')).json()) as { pages: Array<{ path: string }> };
+    expect(list.pages.map((p) => p.path).sort()).toEqual([...names].sort());
+    for (const n of names) {
+      const r = await srv.api(`/v1/repos/legacy-names/pages/${encodeURIComponent(n)}`);
+      expect({ status: r.status, text: await r.text() }, n).toEqual({ status: 200, text: `${n}\n` });
+    }
+    // New content under those names is refused; deleting them is not.
+    for (const n of ['CON.md', 'cafe\u0301.md', 'a:b.md']) {
+      expect(await body(await LEGACY_PUSH('legacy-names', [{ path: n, content: 'new\n' }])), n).toEqual({
+        status: 400,
+        body: { error: `invalid page path: ${n}` },
+      });
+    }
+    const del = await LEGACY_PUSH('legacy-names', names.slice(0, 3).map((path) => ({ path, delete: true })));
+    expect(del.status).toBe(200);
+    expect(gitIn(dir, 'ls-tree', '--name-only', 'main')).toBe('ok.md\n');
+    fsck(dir);
+  });
+});
