@@ -1,9 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import {
   annotateBlame,
+  applyBlame,
   BLAME_MAX_REVISIONS,
+  blameTimeline,
+  detectRenames,
   diffPages,
   diffParsed,
+  diffParsedAsync,
+  WorkBudget,
   jaccard,
   lineDiff,
   parsePage,
@@ -634,6 +639,20 @@ const cases: Case[] = [
     }),
   },
   {
+    name: 'greedy best first, not in input order: R1~A2 (0.9) beats the earlier R1~A1 (0.75), leaving R2 and A1 unpaired',
+    // R1 = a..j; A1 = a..i + x w (9/12 = 0.75 with R1, 8/13 with R2); A2 = a..i (9/10 = 0.9 with R1);
+    // R2 = a..h + y z (8/11 ≈ 0.73 with A2). Taken in input order (R1~A1 first) it would be R1→A1, R2→A2.
+    from: P('a: 1', '## R1', 'a b c d e f g h i j', '## R2', 'a b c d e f g h y z'),
+    to: P('a: 1', '## A1', 'a b c d e f g h i x w', '## A2', 'a b c d e f g h i'),
+    expect: X({
+      sections: [
+        S('## A1', 'added', { to: 'a b c d e f g h i x w', line_diff: plus('a b c d e f g h i x w') }),
+        S('## A2', 'renamed', { old_heading: '## R1', from: 'a b c d e f g h i j', to: 'a b c d e f g h i', line_diff: L(minus('a b c d e f g h i j'), plus('a b c d e f g h i')) }),
+        S('## R2', 'removed', { from: 'a b c d e f g h y z', line_diff: minus('a b c d e f g h y z') }),
+      ],
+    }),
+  },
+  {
     name: 'ties go to the earlier old section, then the earlier new section',
     from: P('a: 1', '## R1', 'same words here', '## R2', 'same words here'),
     to: P('a: 1', '## A1', 'same words here'),
@@ -897,6 +916,134 @@ describe('annotateBlame', () => {
   });
 });
 
+describe('blame timeline: one walk, every window', () => {
+  /** The definition, walked window by window: the first revision of [start, end] with each heading occurrence. */
+  function reference(revisions: Array<{ commit: CommitRef; page: ParsedPage | null }>, start: number, end: number) {
+    const first = new Map<string, string>();
+    let preamble: string | undefined;
+    for (let j = start; j <= end; j++) {
+      const page = revisions[j]!.page;
+      if (!page) continue;
+      const counts = new Map<string, number>();
+      for (const s of page.sections) {
+        const n = counts.get(s.heading) ?? 0;
+        counts.set(s.heading, n + 1);
+        if (!first.has(`${n}|${s.heading}`)) first.set(`${n}|${s.heading}`, revisions[j]!.commit.sha);
+      }
+      if (preamble === undefined && page.preamble !== '') preamble = revisions[j]!.commit.sha;
+    }
+    return { first, preamble };
+  }
+
+  it('answers every window of 150 random histories exactly as walking that window alone', () => {
+    const r = prng(612);
+    const heads = ['## A', '## B', '## C', '## A', '## B', '## D'];
+    for (let h = 0; h < 150; h++) {
+      const n = 1 + Math.floor(r() * 12);
+      const texts: Array<string | null> = [];
+      for (let j = 0; j < n; j++) {
+        if (r() < 0.15) {
+          texts.push(null); // a deletion or an unreadable revision
+          continue;
+        }
+        const body = heads.filter(() => r() < 0.5).flatMap((hd) => [hd, 'x']);
+        texts.push(P('a: 1', ...(r() < 0.5 ? ['intro'] : []), ...body));
+      }
+      const revisions = revs(...texts);
+      const timeline = blameTimeline(revisions);
+      for (let end = 0; end < n; end++) {
+        for (let start = 0; start <= end; start++) {
+          const want = reference(revisions, start, end);
+          const index = timeline.window(start, end);
+          for (const hd of ['## A', '## B', '## C', '## D']) {
+            for (let occ = 0; occ < 3; occ++) {
+              const key = occ === 0 ? hd : `${occ}\u0000${hd}`;
+              expect(index.first.get(key)?.sha, `history ${h} [${start}, ${end}] ${occ} ${hd}`).toBe(want.first.get(`${occ}|${hd}`));
+            }
+          }
+          expect(index.firstPreamble?.sha, `history ${h} [${start}, ${end}] preamble`).toBe(want.preamble);
+        }
+      }
+      // And through a diff ending at the newest revision: the same as annotateBlame on the window.
+      const last = texts[n - 1];
+      if (last) {
+        const d = diffPages(texts[n - 2] ?? '', last);
+        const start = Math.max(0, n - 4);
+        expect(applyBlame(d, timeline.window(start, n - 1))).toStrictEqual(annotateBlame(d, revisions.slice(start)));
+      }
+    }
+  });
+});
+
+describe('work budget: one per request, shared by its diffs', () => {
+  // ## A's middle (two, x / 2, x, 3) shares a line, so it needs Myers; ## B is unchanged; ## Old → ## New is a rename.
+  const a = P('a: 1', '## A', 'one', 'two', 'x', 'three', '## B', 'same', '## Old', 'the quick brown fox');
+  const b = P('a: 1', '## A', 'one', '2', 'x', '3', 'three', '## B', 'same', '## New', 'the quick brown fox');
+  const exact = X({
+    sections: [
+      S('## A', 'modified', { from: L('one', 'two', 'x', 'three'), to: L('one', '2', 'x', '3', 'three'), line_diff: L(same('one'), minus('two'), plus('2'), same('x'), plus('3'), same('three')) }),
+      U('## B', 'same'),
+      S('## New', 'renamed', { old_heading: '## Old', from: 'the quick brown fox', to: 'the quick brown fox', line_diff: same('the quick brown fox') }),
+    ],
+  });
+  /** What a spent budget gives: A as a whole-middle replacement, no rename, truncated. B is still exact. */
+  const coarse = X({
+    sections: [
+      S('## A', 'modified', { from: L('one', 'two', 'x', 'three'), to: L('one', '2', 'x', '3', 'three'), line_diff: L(same('one'), minus('two', 'x'), plus('2', 'x', '3'), same('three')) }),
+      U('## B', 'same'),
+      S('## New', 'added', { to: 'the quick brown fox', line_diff: plus('the quick brown fox') }),
+      S('## Old', 'removed', { from: 'the quick brown fox', line_diff: minus('the quick brown fox') }),
+    ],
+    truncated: true,
+  });
+  const pa = parsePage(a);
+  const pb = parsePage(b);
+  const shas = { from_sha: 'f1', to_sha: 't2' };
+
+  it('with room to spare the diff is exact, and what it spent is counted', () => {
+    const budget = new WorkBudget(1_000_000);
+    expect(diffParsed(pa, pb, shas, budget)).toStrictEqual(exact);
+    expect(budget.spent).toBeGreaterThan(0);
+    expect(budget.exhausted).toBe(false);
+  });
+
+  it('a spent budget: line diffs become whole-block replacements, rename detection is skipped, truncated', () => {
+    expect(diffParsed(pa, pb, shas, new WorkBudget(0))).toStrictEqual(coarse);
+    expect(detectRenames(['the quick brown fox'], ['the quick brown fox'], new WorkBudget(0))).toStrictEqual({ pairs: new Map(), truncated: true });
+    expect(detectRenames(['the quick brown fox'], ['the quick brown fox'])).toStrictEqual({ pairs: new Map([[0, 0]]), truncated: false });
+  });
+
+  it('the diffs of one request share it: the first spends it exactly, the second is coarse', () => {
+    const probe = new WorkBudget(1_000_000);
+    diffParsed(pa, pb, shas, probe);
+    const budget = new WorkBudget(probe.spent);
+    expect(diffParsed(pa, pb, shas, budget)).toStrictEqual(exact);
+    expect(budget.remaining).toBe(0);
+    expect(diffParsed(pa, pb, shas, budget)).toStrictEqual(coarse);
+    // Without a budget (the CLI, the agent tool server) only the per-diff caps apply.
+    expect(diffParsed(pa, pb, shas)).toStrictEqual(exact);
+  });
+
+  it('diffParsedAsync gives the same answers, handing the event loop a turn on long diffs', async () => {
+    const big = (v: number) => P('a: 1', ...Array.from({ length: 3_000 }, (_, i) => [`## S${i}`, `body ${i} ${i % 7 === v ? 'edited' : ''}`]).flat());
+    const [p1, p2] = [parsePage(big(0)), parsePage(big(1))];
+    const sync = diffParsed(p1, p2, shas);
+    expect(sync.sections.filter((e) => e.status === 'modified').length).toBe(858);
+
+    let turned = false;
+    setImmediate(() => (turned = true));
+    expect(await diffParsedAsync(p1, p2, shas, new WorkBudget(1e9, 10_000))).toStrictEqual(sync);
+    expect(turned).toBe(true);
+
+    // With no turn due, it completes without giving one.
+    turned = false;
+    setImmediate(() => (turned = true));
+    expect(await diffParsedAsync(pa, pb, shas, WorkBudget.unlimited())).toStrictEqual(exact);
+    expect(turned).toBe(false);
+    await new Promise((r) => setImmediate(r));
+  });
+});
+
 // ---------------------------------------------------------------------------------------------------------
 // property tests
 // ---------------------------------------------------------------------------------------------------------
@@ -1004,7 +1151,7 @@ describe('hostile input', () => {
   // `npm run bench`.
   const run = <T>(f: () => T): T => f();
 
-  it('billion laughs in the frontmatter: parse_fallback, promptly', () => {
+  it('billion laughs in the frontmatter: parse_fallback (the alias-count cap refuses it unexpanded)', () => {
     let y = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]';
     let prev = 'a';
     for (const c of 'bcdefghi') {
@@ -1015,12 +1162,15 @@ describe('hostile input', () => {
     expect(d.parse_fallback).toBe(true);
     expect(d.sections).toEqual([]);
     expect(d.preamble?.status).toBe('modified');
+    // The cap's effect: the YAML was refused, not expanded into 9^9 strings.
+    expect(parsePage(P(y, '## A', 'x')).frontmatterError).toMatch(/alias/i);
   });
 
-  it('10,000-deep nesting: parse_fallback, promptly, no stack overflow', () => {
+  it('10,000-deep nesting: parse_fallback by the depth cap, no stack overflow', () => {
     for (const y of ['a: ' + '['.repeat(10_000) + ']'.repeat(10_000), 'a: ' + '{b: '.repeat(10_000) + '1' + '}'.repeat(10_000), '- '.repeat(10_000) + 'x']) {
       const d = run(() => D(P(y, 'x'), P(y, 'x')));
       expect(d).toStrictEqual(X({ parse_fallback: true, preamble: U('_preamble', L('---', y, '---', 'x')) }));
+      expect(parsePage(P(y, 'x')).frontmatterProblem).toBe('too-deep');
     }
   });
 
@@ -1045,7 +1195,7 @@ describe('hostile input', () => {
     expect(d.sections.filter((s) => s.status !== 'unchanged').map((s) => s.heading)).toEqual(['## S20000']);
   });
 
-  it('a multi-megabyte section rewritten throughout: truncated, coarse but still a correct diff, promptly', () => {
+  it('a multi-megabyte section rewritten throughout: the Myers cap makes it coarse (truncated), still a correct diff', () => {
     const lines = Array.from({ length: 150_000 }, (_, i) => `line ${i} of a very large section with filler text`);
     const edited = lines.map((l, i) => (i % 7 === 3 ? l.toUpperCase() : l));
     const a = P('a: 1', '## Big', lines.join('\n'));
