@@ -61,16 +61,22 @@ export function commitAuthor(identity: Identity, body: PushRequest): { name: str
   };
 }
 
-/** Commits a validated push; 409 when any file conflicted. Records `push` activity for real users. */
+/**
+ * Commits a validated push; 409 when any file conflicted. Records `push` activity for real users.
+ * `requestId` names the push while it holds the repository's lock (the lock watchdog's `lock_held`).
+ */
 export async function push(
   deps: Deps,
   identity: Identity,
   repoId: string,
   body: PushRequest,
   files: StoreFile[],
+  opts: { requestId?: string } = {},
 ): Promise<{ status: 200 | 409; body: PushResponse }> {
   const message = (body.message ?? '').replace(/\u0000/g, '').trim() || 'push';
-  const result = await deps.repos.commitFiles(repoId, files, commitAuthor(identity, body), message);
+  const result = await deps.repos.commitFiles(repoId, files, commitAuthor(identity, body), message, {
+    owner: opts.requestId,
+  });
   const out: PushResponse = { new_head: result.head, pushed: [], conflicts: [] };
   for (const o of result.outcomes) {
     if (o.kind === 'committed') out.pushed.push({ path: o.path, sha: result.commit!.sha });

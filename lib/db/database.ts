@@ -10,6 +10,9 @@ export type Stmt = { sql: string; args?: InArgs };
 export class Database {
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
+  /** Writes queued and not finished (the running one included), and when the running one started. */
+  private queued = 0;
+  private runningSince: number | null = null;
 
   constructor(readonly client: Client) {}
 
@@ -78,8 +81,26 @@ export class Database {
     this.client.close();
   }
 
+  /** The write queue now, for diagnostics: writes waiting or running, and how long the running one has run. */
+  writeQueue(): { queued: number; runningMs: number | null } {
+    return {
+      queued: this.queued,
+      runningMs: this.runningSince === null ? null : performance.now() - this.runningSince,
+    };
+  }
+
   private enqueue<T>(fn: () => Promise<T>): Promise<T> {
-    const next = this.queue.then(fn, fn);
+    this.queued++;
+    const run = async () => {
+      this.runningSince = performance.now();
+      try {
+        return await fn();
+      } finally {
+        this.runningSince = null;
+        this.queued--;
+      }
+    };
+    const next = this.queue.then(run, run);
     this.queue = next.catch(() => undefined);
     return next;
   }

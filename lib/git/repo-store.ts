@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.ts';
 import { PathIndex, type HeadEntry, type IndexedCommit } from './path-index.ts';
-import { KeyedMutex } from './lock.ts';
+import { KeyedMutex, type Progress } from './lock.ts';
 import { foldPathCase } from '../page/path.ts';
 import { ConcurrentUpdateError, GitStore, RepoNotFoundError, StoreError, UnknownShaError, type FileWrite } from './store.ts';
 
@@ -114,9 +114,13 @@ export class RepoStore {
   ready(id: string): Promise<void> {
     let p = this.synced.get(id);
     if (!p) {
-      p = this.git.withLock(id, async () => {
-        await this.index.sync(id, this.git);
-      });
+      p = this.git.withLock(
+        id,
+        async () => {
+          await this.index.sync(id, this.git);
+        },
+        { owner: 'index sync', step: 'sync index' },
+      );
       this.synced.set(id, p);
       p.catch(() => this.synced.delete(id));
     }
@@ -229,27 +233,30 @@ export class RepoStore {
    * last commit is not that sha (a unique abbreviation of it counts as equal) is a conflict and is left
    * out; a write whose content equals the page's is `unchanged`; deleting a missing page is `absent`.
    * When every file conflicts or nothing changes, no commit is made. The repository must exist.
+   * `owner` (the request id) names the push while it holds the repository's lock (GitStore.locks()).
    */
   async commitFiles(
     id: string,
     files: PushFile[],
     author: { name: string; email: string },
     message: string,
+    opts: { owner?: string } = {},
   ): Promise<PushResult> {
     if (!(await this.git.exists(id))) throw new RepoNotFoundError(id);
     await this.ready(id);
-    return this.git.withLock(id, async () => {
+    return this.git.withLock(id, async (progress) => {
       try {
         try {
-          return await this.commitLocked(id, files, author, message);
+          return await this.commitLocked(id, files, author, message, progress);
         } catch (e) {
           // The branch moved under us (another process, or a crash left the index behind): level the
           // index with git and decide every file again, once.
           if (!(e instanceof ConcurrentUpdateError)) throw e;
+          progress.step('sync index');
           await this.index.sync(id, this.git);
           const h = this.heads.get(id);
           if (h) this.forgetHeads(h);
-          return await this.commitLocked(id, files, author, message);
+          return await this.commitLocked(id, files, author, message, progress);
         }
       } catch (e) {
         // Whatever happened, the next access re-checks the index against git (a refused path changed
@@ -257,7 +264,7 @@ export class RepoStore {
         if (!(e instanceof PathCaseError)) this.invalidate(id);
         throw e;
       }
-    });
+    }, { owner: opts.owner ?? 'push', step: 'read index' });
   }
 
   private async commitLocked(
@@ -265,9 +272,11 @@ export class RepoStore {
     files: PushFile[],
     author: { name: string; email: string },
     message: string,
+    progress: Progress,
   ): Promise<PushResult> {
     // The index is level with git (ready()); if git moved since, the ref's check-and-set refuses the
     // commit and commitFiles re-syncs and retries.
+    progress.step('read index');
     const head = await this.index.headCommit(id);
     const outcomes: Array<PushOutcome | null> = [];
     const writes: FileWrite[] = [];
@@ -296,20 +305,19 @@ export class RepoStore {
     let commit: IndexedCommit | null = null;
     let changed = new Set<string>();
     if (writes.length > 0) {
-      const prepared = await this.git.prepareCommit(id, {
-        parent: head?.sha ?? null,
-        writes,
-        author,
-        message,
-        time: Math.floor(this.clock.now() / 1000),
-      });
+      const prepared = await this.git.prepareCommit(
+        id,
+        { parent: head?.sha ?? null, writes, author, message, time: Math.floor(this.clock.now() / 1000) },
+        progress,
+      );
       if (prepared) {
         // The objects are on disk; moving the branch and recording the commit in the index go in
         // parallel. An index row for a commit whose publish then fails (the branch moved) is cut back
         // by the re-sync in commitFiles, as is any index left ahead of git by a crash.
+        progress.step('publish commit');
         const [published, recorded] = await Promise.allSettled([
-          prepared.publish(),
-          this.index.record(id, prepared.meta, prepared.changes),
+          progress.track('move main', prepared.publish()),
+          progress.track('record index', this.index.record(id, prepared.meta, prepared.changes)),
         ]);
         const h = this.heads.get(id);
         if (h) this.forgetHeads(h);

@@ -1,7 +1,8 @@
 import git, { type PromiseFsClient } from 'isomorphic-git';
 import { encodeObject, inTreeOrder, serializeCommit, serializeTree, webCodec, type ObjectCodec, type ObjectType } from './objects.ts';
 import type { StoreFs } from './fs.ts';
-import { KeyedMutex } from './lock.ts';
+import { HttpError } from '../http/errors.ts';
+import { KeyedMutex, LockTimeoutError, noProgress, type HeldLock, type Progress } from './lock.ts';
 import { LruCache } from './lru.ts';
 import { isSafeRepoId, pagePathProblem } from '../page/path.ts';
 
@@ -15,6 +16,10 @@ import { isSafeRepoId, pagePathProblem } from '../page/path.ts';
 export const BRANCH = 'main';
 const REF = `refs/heads/${BRANCH}`;
 const STALE_LOCK_MS = 30_000;
+/** How long a writer waits for a repository's lock before giving up with RepoBusyError. */
+export const LOCK_WAIT_MS = 60_000;
+/** What a RepoBusyError asks the client to wait before retrying, in seconds. */
+const BUSY_RETRY_AFTER_S = 5;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -54,6 +59,18 @@ export class ConcurrentUpdateError extends StoreError {}
 export class PathCollisionError extends StoreError {
   constructor(readonly path: string) {
     super(`path collides with an existing page or directory: ${path}`);
+  }
+}
+/**
+ * The repository's write lock was not free within LOCK_WAIT_MS (its holder is stuck, or the queue is that
+ * long): the caller gets 503 and retries later. An HttpError so that every route answers it the same way;
+ * `headers` are for the response (Retry-After). The holder is named in `lock`, for the log only.
+ */
+export class RepoBusyError extends HttpError {
+  readonly headers: Record<string, string> = { 'Retry-After': String(BUSY_RETRY_AFTER_S) };
+  constructor(readonly lock: LockTimeoutError) {
+    super(503, 'repository busy, retry');
+    this.name = 'RepoBusyError';
   }
 }
 export class RepoNotFoundError extends StoreError {
@@ -114,13 +131,17 @@ export interface GitStoreOptions {
   root: string;
   /** Bytes of decoded objects kept in memory (objects are immutable, so this is always safe). */
   cacheBytes?: number;
+  /** How long a caller of withLock waits at most (default LOCK_WAIT_MS). */
+  lockWaitMs?: number;
 }
 
 export class GitStore {
   readonly fs: StoreFs;
   readonly root: string;
   private readonly iso: IsoFs;
-  private readonly mutex = new KeyedMutex();
+  private readonly mutex: KeyedMutex;
+  /** `main.lock` files this store has created and not yet renamed or removed: never stale. */
+  private readonly liveLocks = new Set<string>();
   private readonly known = new Set<string>();
   private readonly isoCaches = new Map<string, object>();
   private readonly blobs: LruCache<Uint8Array>;
@@ -131,6 +152,7 @@ export class GitStore {
     this.fs = opts.fs;
     this.root = opts.root.replace(/\/+$/, '');
     this.iso = opts.fs.iso as IsoFs;
+    this.mutex = new KeyedMutex({ waitMs: opts.lockWaitMs ?? LOCK_WAIT_MS });
     const bytes = opts.cacheBytes ?? 64 * 1024 * 1024;
     this.blobs = new LruCache(bytes, (b) => b.byteLength + 64);
     this.trees = new LruCache(Math.max(1, bytes / 4), (t) => 64 + t.length * 96);
@@ -142,10 +164,29 @@ export class GitStore {
     return `${this.root}/${id}.git`;
   }
 
-  /** Runs `fn` holding the repository's write lock (in this process). */
-  withLock<T>(id: string, fn: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `fn` holding the repository's write lock (in this process). `owner` names the caller (a request
+   * id) and `fn` reports its steps through `progress`, so that a lock held too long can be told apart
+   * (locks()). A caller that does not get the lock within the wait deadline, or that finds it held past
+   * that deadline already, gets RepoBusyError; the holder itself is never interrupted.
+   */
+  async withLock<T>(
+    id: string,
+    fn: (progress: Progress) => Promise<T>,
+    opts: { owner?: string; step?: string } = {},
+  ): Promise<T> {
     this.gitdir(id);
-    return this.mutex.run(id, fn);
+    try {
+      return await this.mutex.run(id, fn, opts);
+    } catch (e) {
+      if (e instanceof LockTimeoutError && e.key === id) throw new RepoBusyError(e);
+      throw e;
+    }
+  }
+
+  /** The repository locks held now: by whom, at which step, for how long. */
+  locks(): HeldLock[] {
+    return this.mutex.held();
   }
 
   async exists(id: string): Promise<boolean> {
@@ -237,11 +278,15 @@ export class GitStore {
     return m ? m[1]! : null;
   }
 
-  /** Removes lock and temporary files left by a process that died mid-write. */
+  /**
+   * Removes lock and temporary files left by a process that died mid-write: a `main.lock` older than
+   * STALE_LOCK_MS (any age with `force`, at boot). A lock this store took itself and still holds is live
+   * however old it is (its writer is slow, not dead) and is left alone.
+   */
   async recover(id: string, force = false): Promise<void> {
     const gitdir = this.gitdir(id);
     const lock = `${gitdir}/${REF}.lock`;
-    const mtime = await this.fs.mtimeMs(lock);
+    const mtime = this.liveLocks.has(lock) ? null : await this.fs.mtimeMs(lock);
     if (mtime !== null && (force || Date.now() - mtime > STALE_LOCK_MS)) await this.fs.unlink(lock);
     if (force) {
       for (const n of await this.fs.readdir(`${gitdir}/objects`)) {
@@ -416,9 +461,10 @@ export class GitStore {
    * (git's `main.lock`, holding the new sha) after checking that the branch still points at `parent`
    * (ConcurrentUpdateError otherwise), but the branch has not moved. `publish()` moves it (rename of
    * the lock over the ref) and `abort()` gives the lock back. Callers hold `withLock` and
-   * must call one of the two. Null when nothing would change (no lock taken).
+   * must call one of the two. Null when nothing would change (no lock taken). Its steps are reported
+   * through `progress` (the caller's withLock).
    */
-  async prepareCommit(id: string, args: CommitArgs): Promise<PreparedCommit | null> {
+  async prepareCommit(id: string, args: CommitArgs, progress: Progress = noProgress): Promise<PreparedCommit | null> {
     const gitdir = this.gitdir(id);
     for (const w of args.writes) this.checkPath(w.path);
     const stage = new ObjectStage(this.fs.codec ?? webCodec);
@@ -445,24 +491,31 @@ export class GitStore {
     // already stored is simply replaced by the same bytes (rename is atomic).
     const refPath = `${gitdir}/${REF}`;
     const lockPath = `${refPath}.lock`;
+    progress.step('prepare commit');
     const [objects, lock] = await Promise.allSettled([
-      this.fs.writeDurable(
-        [...stage.objects].map(([oid, data]) => ({ path: `${gitdir}/objects/${oid.slice(0, 2)}/${oid.slice(2)}`, data })),
-        `${gitdir}/objects`,
+      progress.track(
+        'write objects',
+        this.fs.writeDurable(
+          [...stage.objects].map(([oid, data]) => ({ path: `${gitdir}/objects/${oid.slice(0, 2)}/${oid.slice(2)}`, data })),
+          `${gitdir}/objects`,
+        ),
       ),
       // Once the lock is held no git-protocol writer can move the branch, so the check-and-set
       // comparison is made now, while the objects are being flushed.
-      this.takeLock(id, lockPath, sha).then(async () => {
-        const current = await this.head(id);
-        if (current !== args.parent) {
-          await this.fs.unlink(lockPath);
-          throw new ConcurrentUpdateError(`${REF} moved from ${args.parent ?? '(none)'} to ${current ?? '(none)'}`);
-        }
-      }),
+      progress.track(
+        'take main.lock',
+        this.takeLock(id, lockPath, sha).then(async () => {
+          const current = await this.head(id);
+          if (current !== args.parent) {
+            await this.dropLock(lockPath);
+            throw new ConcurrentUpdateError(`${REF} moved from ${args.parent ?? '(none)'} to ${current ?? '(none)'}`);
+          }
+        }),
+      ),
     ]);
     if (objects.status === 'rejected' || lock.status === 'rejected') {
       // A failed lock step has already released (or never taken) the lock.
-      if (lock.status === 'fulfilled') await this.fs.unlink(lockPath);
+      if (lock.status === 'fulfilled') await this.dropLock(lockPath);
       throw objects.status === 'rejected' ? objects.reason : (lock as PromiseRejectedResult).reason;
     }
     for (const [oid, entries] of stage.trees) this.trees.set(`${id}:${oid}`, entries);
@@ -486,8 +539,9 @@ export class GitStore {
         settled = true;
         try {
           await this.fs.renameDurable(lockPath, refPath);
+          this.liveLocks.delete(lockPath);
         } catch (e) {
-          await this.fs.unlink(lockPath);
+          await this.dropLock(lockPath);
           throw e;
         }
         this.commits.set(`${id}:${sha}`, meta);
@@ -499,7 +553,7 @@ export class GitStore {
       abort: async () => {
         if (settled) return;
         settled = true;
-        await this.fs.unlink(lockPath);
+        await this.dropLock(lockPath);
       },
     };
   }
@@ -507,10 +561,21 @@ export class GitStore {
   /** Takes `main.lock` (O_EXCL), clearing a stale one left by a crash first if needed. */
   private async takeLock(id: string, lockPath: string, sha: string): Promise<void> {
     const data = encoder.encode(`${sha}\n`);
-    if (await this.fs.createExclusive(lockPath, data)) return;
-    await this.recover(id);
     if (!(await this.fs.createExclusive(lockPath, data))) {
-      throw new ConcurrentUpdateError(`${REF} is locked by another writer`);
+      await this.recover(id);
+      if (!(await this.fs.createExclusive(lockPath, data))) {
+        throw new ConcurrentUpdateError(`${REF} is locked by another writer`);
+      }
+    }
+    this.liveLocks.add(lockPath);
+  }
+
+  /** Gives `main.lock` back without moving the branch. */
+  private async dropLock(lockPath: string): Promise<void> {
+    try {
+      await this.fs.unlink(lockPath);
+    } finally {
+      this.liveLocks.delete(lockPath);
     }
   }
 

@@ -9,7 +9,7 @@ import type { Config } from '../config.ts';
 import type { Deps } from '../deps.ts';
 import type { Logger } from '../log.ts';
 import { openDatabaseFile } from '../db/open-node.ts';
-import { GitStore } from '../git/store.ts';
+import { GitStore, LOCK_WAIT_MS } from '../git/store.ts';
 import { nodeStoreFs } from '../git/node-fs.ts';
 import { PathIndex } from '../git/path-index.ts';
 import { RepoStore } from '../git/repo-store.ts';
@@ -30,13 +30,13 @@ import type { RouteDef } from '../route.ts';
  */
 export async function openNodeDeps(
   config: Config,
-  opts: { clock?: Clock; log: Logger; quota?: QuotaPolicy },
+  opts: { clock?: Clock; log: Logger; quota?: QuotaPolicy; lockWaitMs?: number },
 ): Promise<Deps> {
   const clock = opts.clock ?? systemClock;
   await mkdir(config.dataRoot, { recursive: true });
   await mkdir(join(config.dataRoot, 'repos'), { recursive: true });
   const db = await openDatabaseFile(join(config.dataRoot, 'service.db'), Math.floor(clock.now() / 1000));
-  const git = new GitStore({ fs: nodeStoreFs(), root: join(config.dataRoot, 'repos') });
+  const git = new GitStore({ fs: nodeStoreFs(), root: join(config.dataRoot, 'repos'), lockWaitMs: opts.lockWaitMs });
   // Nothing else writes these repositories: leftovers of a crash are safe to clear before serving.
   await git.recoverAll();
   const repos = new RepoStore(git, new PathIndex(db), clock);
@@ -70,15 +70,59 @@ const SLOW_REQUEST_MS = 30_000;
  */
 export const HEADERS_TIMEOUT_MS = 30_000;
 export const REQUEST_TIMEOUT_MS = 120_000;
+/** A repository lock held longer than this is reported (once) as a `lock_held` warning. */
+const LOCK_HELD_MS = 10_000;
 
-export async function startServer(
-  deps: Deps,
-  routes: RouteDef[],
-  opts: { slowCheckMs?: number } = {},
-): Promise<RunningServer> {
+export interface WatchOptions {
+  /** How often the watchdog looks (ms). */
+  slowCheckMs?: number;
+  /** `lock_held` warning past this (ms). */
+  lockHeldMs?: number;
+  /**
+   * `lock_held` error (`stuck: true`) past this (ms): from then on writers are turned away with 503. Match
+   * the git store's lock wait (LOCK_WAIT_MS by default).
+   */
+  lockStuckMs?: number;
+}
+
+/**
+ * Repository locks held too long: a `lock_held` warning once past `lockHeldMs`, an error once past
+ * `lockStuckMs`, each with the repository, the holder (`id`: its request id), the step it is at, how long
+ * it has held the lock and been at that step, how many wait behind it, and the database's write queue.
+ */
+function lockWatch(deps: Deps, heldMs: number, stuckMs: number): () => void {
+  const reported = new Map<string, number>();
+  return () => {
+    const seen = new Set<string>();
+    for (const l of deps.repos.git.locks()) {
+      const key = `${l.key}\u0000${l.owner}\u0000${l.since}`;
+      seen.add(key);
+      const level = l.heldMs >= stuckMs ? 2 : l.heldMs >= heldMs ? 1 : 0;
+      if (level <= (reported.get(key) ?? 0)) continue;
+      reported.set(key, level);
+      const q = deps.db.writeQueue();
+      const fields = {
+        repo: l.key,
+        id: l.owner,
+        step: l.step,
+        ms: Math.round(l.heldMs),
+        step_ms: Math.round(l.stepMs),
+        waiting: l.waiting,
+        db_writes_queued: q.queued,
+        db_write_running_ms: q.runningMs === null ? null : Math.round(q.runningMs),
+      };
+      if (level === 2) deps.log.error('lock_held', { ...fields, stuck: true });
+      else deps.log.warn('lock_held', fields);
+    }
+    for (const key of reported.keys()) if (!seen.has(key)) reported.delete(key);
+  };
+}
+
+export async function startServer(deps: Deps, routes: RouteDef[], opts: WatchOptions = {}): Promise<RunningServer> {
   const inflight = new Map<string, InflightRequest>();
   const app = buildApp(deps, { routes, inflight });
   const reported = new Set<string>();
+  const locks = lockWatch(deps, opts.lockHeldMs ?? LOCK_HELD_MS, opts.lockStuckMs ?? LOCK_WAIT_MS);
   const watch = setInterval(() => {
     const now = deps.clock.now();
     for (const [id, r] of inflight) {
@@ -87,6 +131,7 @@ export async function startServer(
       deps.log.warn('slow_request', { id, method: r.method, path: r.path, ms: now - r.started });
     }
     for (const id of reported) if (!inflight.has(id)) reported.delete(id);
+    locks();
   }, opts.slowCheckMs ?? 5_000);
   watch.unref();
   const { config } = deps;
