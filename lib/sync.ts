@@ -2,7 +2,7 @@ import type { Identity } from './auth/identity.ts';
 import type { Deps } from './deps.ts';
 import { PUSH_DETAIL_PATHS } from './db/activity.ts';
 import { HttpError } from './http/errors.ts';
-import { pagePathProblem } from './page/path.ts';
+import { pagePathProblem, storedPathProblem } from './page/path.ts';
 import type { PushFile as StoreFile } from './git/repo-store.ts';
 import type { PullResponse, PushRequest, PushResponse } from '../schema/wire/sync.ts';
 import { toBase64, utf8 } from './wire.ts';
@@ -26,7 +26,9 @@ export function validatePush(body: PushRequest): StoreFile[] {
     throw new HttpError(413, `too many files in one push (max ${MAX_FILES_PER_PUSH})`);
   }
   for (const f of body.files) {
-    if (pagePathProblem(f.path) !== null) throw new HttpError(400, `invalid page path: ${f.path}`);
+    // A deletion only has to name a page; a write must satisfy every rule.
+    const problem = f.delete === true ? storedPathProblem(f.path) : pagePathProblem(f.path);
+    if (problem !== null) throw new HttpError(400, `invalid page path: ${f.path}`);
   }
   return body.files.map((f, i) => {
     if (f.parent_sha !== undefined && !HEX_SHA.test(f.parent_sha)) {

@@ -4,7 +4,7 @@ import type { StoreFs } from './fs.ts';
 import { HttpError } from '../http/errors.ts';
 import { KeyedMutex, LockTimeoutError, noProgress, type HeldLock, type Progress } from './lock.ts';
 import { LruCache } from './lru.ts';
-import { isSafeRepoId, pagePathProblem } from '../page/path.ts';
+import { isSafeRepoId, pagePathProblem, storedPathProblem } from '../page/path.ts';
 
 /**
  * The git store: one bare repository per project at `<root>/<id>.git`, branch `main`, readable by the
@@ -466,7 +466,7 @@ export class GitStore {
    */
   async prepareCommit(id: string, args: CommitArgs, progress: Progress = noProgress): Promise<PreparedCommit | null> {
     const gitdir = this.gitdir(id);
-    for (const w of args.writes) this.checkPath(w.path);
+    for (const w of args.writes) this.checkPath(w.path, w.content !== null);
     const stage = new ObjectStage(this.fs.codec ?? webCodec);
 
     // Blobs first; a write whose blob equals the current one changes nothing.
@@ -646,8 +646,9 @@ export class GitStore {
     return oid;
   }
 
-  private checkPath(path: string): void {
-    const problem = pagePathProblem(path);
+  /** Paths written with content must pass every rule; reads and deletions only have to name a page. */
+  private checkPath(path: string, write = false): void {
+    const problem = write ? pagePathProblem(path) : storedPathProblem(path);
     if (problem) throw new UnsafeNameError(`invalid page path: ${path} (${problem})`);
   }
 }
