@@ -111,7 +111,11 @@ describe('authorize() / authorizeUser() in a handler', () => {
 
   it('answers 401 when no identity was resolved, and refuses repo-scoped actions', async () => {
     expect(await call(undefined, (c) => void authorize(c, 'me.read'))).toEqual({ status: 401, body: { error: 'missing authorization header' } });
-    const r = await call(user(), (c) => void authorize(c, 'repo.read'));
-    expect(r.status).toBe(500);
+    // A repository-scoped action through authorize() is a programming error, not a decision: it throws a
+    // plain Error (the app's 500), never an HttpError a caller could mistake for an answer.
+    expect(await call(user(), (c) => void authorize(c, 'repo.read'))).toEqual({
+      status: 500,
+      body: { crash: 'Error: repo.read is repository-scoped: use authorizeRepo' },
+    });
   });
 });
