@@ -97,14 +97,22 @@ describe('kr refuses without usable credentials', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('cannot read credentials file');
 
-    if (process.getuid?.() !== 0) {
-      const w = await user();
+    // No permission. Root reads any file whatever its mode, so as root the credentials file is instead a
+    // link to a file the kernel lets no one read (a write-only sysctl: EACCES even for root).
+    const w = await user();
+    const credsPath = join(w.configDir, 'credentials.json');
+    if (process.getuid?.() === 0) {
+      const writeOnly = '/proc/sys/vm/drop_caches';
+      await expect(readFile(writeOnly)).rejects.toMatchObject({ code: 'EACCES' });
+      await mkdir(w.configDir, { recursive: true });
+      await symlink(writeOnly, credsPath);
+    } else {
       await writeCreds(w, { server_url: server.url, token: LEGACY });
-      await chmod(join(w.configDir, 'credentials.json'), 0o000);
-      r = await w.kr('repos');
-      expect(r.code).toBe(1);
-      expect(r.stderr).toContain('permission denied');
+      await chmod(credsPath, 0o000);
     }
+    r = await w.kr('repos');
+    expect(r.code, show(r)).toBe(1);
+    expect(r.stderr).toContain(`cannot read credentials file ${credsPath}: permission denied`);
   });
 
   it('an unset server URL stops join', async () => {
