@@ -11,6 +11,9 @@ import { bearerToken } from '../lib/auth/resolve.ts';
 import { startTestServer, tempDir } from './helpers/env.ts';
 import { newIdpKey, signIn, startIdp, startIdpTestServer, type IdpTestServer } from './helpers/idp.ts';
 
+/** User, key, PAT and request ids are UUID v4 (API.md). */
+const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
 const LEGACY_KEY = 'test-legacy-key';
 const SECRET = 'test-session-secret-0123456789-abcdef';
 const DAY = 24 * 60 * 60;
@@ -91,7 +94,7 @@ describe('sessions (unit)', () => {
     expect(decodeJwt(token)).toEqual({ email: 'a@example.com', iss: 'service', sub: 'u-1', iat, exp: iat + 30 * DAY });
     expect(await verifySession(secret, clock, token)).toEqual({ sub: 'u-1', email: 'a@example.com', iat, exp: iat + 30 * DAY });
     clock.advance(30 * DAY * 1000 - 1000);
-    expect(await verifySession(secret, clock, token)).not.toBeNull();
+    expect(await verifySession(secret, clock, token)).toEqual({ sub: 'u-1', email: 'a@example.com', iat, exp: iat + 30 * DAY });
     clock.advance(1000);
     expect(await verifySession(secret, clock, token)).toBeNull();
   });
@@ -424,7 +427,7 @@ describe('sign-in, sessions, PATs and /v1/me over real HTTP', () => {
       const body = r.body as PatBody;
       expect(Object.keys(body).sort()).toEqual(['pat', 'token']);
       expect(body.token).toMatch(/^krp_[A-Za-z0-9_-]{32}$/);
-      expect(body.pat).toEqual({ id: expect.stringMatching(/^[0-9a-f-]{36}$/), label: 'laptop', created_at: clock.now() / 1000 });
+      expect(body.pat).toEqual({ id: expect.stringMatching(UUID_V4), label: 'laptop', created_at: clock.now() / 1000 });
       // The PAT acts as the user.
       expect(await json(await me(body.token))).toEqual({ status: 200, body: alice.user });
     });
@@ -467,6 +470,7 @@ describe('sign-in, sessions, PATs and /v1/me over real HTTP', () => {
       const carol = await signIn(srv, { sub: 'pat-carol', email: 'carol@example.com' });
       expect(await list(carol.token)).toEqual({ pats: [] });
       const ids: string[] = [];
+      const start = clock.now() / 1000;
       for (const label of ['one', 'two', 'three']) {
         ids.push(((await mint(carol.token, { label, expires_in_days: 30 })).body as PatBody).pat.id);
         clock.advance(1000);
@@ -480,7 +484,8 @@ describe('sign-in, sessions, PATs and /v1/me over real HTTP', () => {
       for (const p of pats) {
         expect(Object.keys(p).every((k) => ['id', 'label', 'created_at', 'expires_at', 'last_used_at'].includes(k))).toBe(true);
       }
-      expect(pats[4]).toEqual({ id: ids[0], label: 'one', created_at: expect.any(Number), expires_at: (pats[4]!.created_at as number) + 30 * DAY });
+      expect(pats.map((p) => p.created_at)).toEqual([start + 3, start + 3, start + 2, start + 1, start]);
+      expect(pats[4]).toEqual({ id: ids[0], label: 'one', created_at: start, expires_at: start + 30 * DAY });
       expect(JSON.stringify(pats)).not.toMatch(/krp_|token|hash/);
       // Bob sees none of them.
       expect((await list(bob.token)).pats.map((p) => p.id).filter((id) => ids.includes(id as string))).toEqual([]);

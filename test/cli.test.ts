@@ -140,7 +140,7 @@ describe('kr: the two-user loop', () => {
     const minted = JSON.parse(r.stdout);
     inviteToken = minted.token;
     inviteKeyId = minted.key.id;
-    expect(inviteToken).toMatch(/^kri_/);
+    expect(inviteToken).toMatch(/^kri_[A-Za-z0-9_-]{32}$/);
 
     const human = await alice.kr('invite', 'create', '--label', 'spare');
     expect(human.stdout).toContain('shown only this once');
@@ -314,7 +314,7 @@ describe('kr: the two-user loop', () => {
     const pat = await alice.kr('pats', 'create', '--label', 'laptop', '--save');
     expect(pat.code, show(pat)).toBe(0);
     const creds = JSON.parse(await readFile(join(alice.configDir, 'credentials.json'), 'utf8'));
-    expect(creds.token).toMatch(/^krp_/);
+    expect(creds.token).toMatch(/^krp_[A-Za-z0-9_-]{32}$/);
     expect((await stat(join(alice.configDir, 'credentials.json'))).mode & 0o777).toBe(0o600);
     const list = await alice.kr('pats', 'list', '--json');
     expect(list.code, show(list)).toBe(0);

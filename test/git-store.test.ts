@@ -83,7 +83,7 @@ describe('commits', () => {
       ann,
       'first push\n\nwith a body',
     );
-    expect(first.commit).not.toBeNull();
+    expect(first.commit?.sha).toBe(gitIn(gitdir('r'), 'rev-parse', 'main').trim());
     expect(first.outcomes.map((o) => o.kind)).toEqual(['committed', 'committed', 'committed']);
     const log1 = gitIn(gitdir('r'), 'log', '--format=%H|%an|%ae|%at|%s', 'main').trim().split('\n');
     expect(log1).toEqual([`${first.commit!.sha}|Ann Author|ann@example.test|${Date.UTC(2026, 4, 17, 10) / 1000}|first push`]);
@@ -332,7 +332,7 @@ describe('crash safety', () => {
     // After the crashes the service still writes (stale locks cleared at boot) and the index catches up.
     await store.recoverAll();
     const r = await repos.commitFiles('crash', [{ path: 'after.md', content: enc('alive') }], ann, 'after');
-    expect(r.commit).not.toBeNull();
+    expect(r.commit?.sha).toBe(gitIn(gitdir('crash'), 'rev-parse', 'main').trim());
     expect((await repos.history('crash', 'after.md', 1))[0]!.sha).toBe(r.commit!.sha);
     expect(Number(gitIn(gitdir('crash'), 'rev-list', '--count', 'main').trim())).toBe((await repos.timeline('crash', 1000)).length);
     fsck(gitdir('crash'));

@@ -7,6 +7,9 @@ import { unlimitedQuota } from '../lib/quota.ts';
 import { gitIn } from './helpers/env.ts';
 import { signIn, startIdpTestServer, type IdpTestServer, type SignedIn } from './helpers/idp.ts';
 
+/** User, key, PAT and request ids are UUID v4 (API.md). */
+const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
 let srv: IdpTestServer;
 let clock: ManualClock;
 let alice: SignedIn;
@@ -42,7 +45,7 @@ describe('invite keys', () => {
     expect(status).toBe(201);
     const now = Math.floor(clock.now() / 1000);
     expect(body).toEqual({
-      key: { id: expect.stringMatching(/^[0-9a-f-]{36}$/), label: 'for bob', created_at: now, expires_at: now + 7 * 86400 },
+      key: { id: expect.stringMatching(UUID_V4), label: 'for bob', created_at: now, expires_at: now + 7 * 86400 },
       token: expect.stringMatching(/^kri_[A-Za-z0-9_-]{32}$/),
     });
     expect(headers.get('cache-control')).toBe('no-store');
@@ -60,8 +63,8 @@ describe('invite keys', () => {
     const members = await (await api('/v1/repos/proj/members', bob.token)).json();
     expect(members).toEqual({
       members: [
-        { user_id: alice.user.id, email: 'alice@example.test', role: 'owner', added_at: expect.any(Number) },
-        { user_id: bob.user.id, email: 'bob@example.test', role: 'member', added_at: expect.any(Number) },
+        { user_id: alice.user.id, email: 'alice@example.test', role: 'owner', added_at: Math.floor(clock.now() / 1000) },
+        { user_id: bob.user.id, email: 'bob@example.test', role: 'member', added_at: Math.floor(clock.now() / 1000) },
       ],
     });
   });
