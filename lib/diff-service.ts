@@ -204,7 +204,10 @@ export interface EvolutionEntry {
 export interface Evolution {
   path: string;
   entries: EvolutionEntry[];
-  /** Entries were left out to bound the response ({@link EVOLUTION_MAX_CHARS}); ask with a lower limit. */
+  /**
+   * Entries were left out to bound the response ({@link EVOLUTION_MAX_CHARS}) or the work (the request's
+   * budget); ask with a lower limit.
+   */
   truncated?: true;
 }
 

@@ -40,7 +40,10 @@ export interface SectionDiff {
   preamble?: SectionEntry;
   sections: SectionEntry[];
   parse_fallback?: true;
-  /** Some line diff was reported coarsely, or rename detection was skipped, to bound the work. */
+  /**
+   * Work was cut to bound the request: some line diff was reported coarsely, rename detection was skipped,
+   * or (added by the diff service) blame was abandoned.
+   */
   truncated?: true;
 }
 

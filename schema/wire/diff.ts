@@ -40,7 +40,10 @@ export const SectionDiff = z.object({
   preamble: SectionEntry.optional(),
   sections: z.array(SectionEntry),
   parse_fallback: z.literal(true).optional(),
-  /** Some line diff was reported coarsely, or rename detection skipped, to bound the work. */
+  /**
+   * Work was cut to bound the request (ours): some line diff was reported coarsely, rename detection was
+   * skipped, or blame was abandoned (no `introduced_by` then).
+   */
   truncated: z.literal(true).optional(),
 });
 export type SectionDiff = z.infer<typeof SectionDiff>;
@@ -51,7 +54,10 @@ export type EvolutionEntry = z.infer<typeof EvolutionEntry>;
 export const EvolutionResponse = z.object({
   path: z.string(),
   entries: z.array(EvolutionEntry),
-  /** Later entries were left out to bound the response (multi-megabyte pages); ask with a lower limit. */
+  /**
+   * Later entries were left out (ours): the response's size cap (multi-megabyte pages) or the request's
+   * work budget stopped it; ask with a lower limit.
+   */
   truncated: z.literal(true).optional(),
 });
 export type EvolutionResponse = z.infer<typeof EvolutionResponse>;
