@@ -505,7 +505,14 @@ export class GitStore {
       progress.track(
         'take main.lock',
         this.takeLock(id, lockPath, sha).then(async () => {
-          const current = await this.head(id);
+          // Whatever fails from here on (the check, or reading the ref) gives the lock back.
+          let current: string | null;
+          try {
+            current = await this.head(id);
+          } catch (e) {
+            await this.dropLock(lockPath);
+            throw e;
+          }
           if (current !== args.parent) {
             await this.dropLock(lockPath);
             throw new ConcurrentUpdateError(`${REF} moved from ${args.parent ?? '(none)'} to ${current ?? '(none)'}`);

@@ -118,6 +118,31 @@ describe('GitStore lock files', () => {
     expect(existsSync(lockFile)).toBe(false);
   });
 
+  it('a failure between taking main.lock and checking the branch gives main.lock back', async () => {
+    const dir = await tempDir('kr-lock-');
+    cleanups.push(dir.cleanup);
+    const store = new GitStore({ fs: nodeStoreFs(), root: join(dir.path, 'repos') });
+    await store.init('r');
+    const lockFile = join(dir.path, 'repos', 'r.git', 'refs', 'heads', 'main.lock');
+    const fs = store.fs as { readFile: (path: string) => Promise<Uint8Array | null> };
+    const readFile = fs.readFile.bind(fs);
+    let failing = true;
+    fs.readFile = async (path) => {
+      // The branch check reads the ref once the lock file exists: fail exactly that read (EMFILE, EIO...).
+      if (failing && path.endsWith('refs/heads/main') && existsSync(lockFile)) throw new Error('EIO: simulated');
+      return readFile(path);
+    };
+    const commit = () =>
+      store.withLock('r', () =>
+        store.commit('r', { parent: null, writes: [{ path: 'a.md', content: enc('a') }], author, message: 'm', time: 1 }),
+      );
+    await expect(commit()).rejects.toThrow('EIO: simulated');
+    expect(existsSync(lockFile)).toBe(false);
+    failing = false;
+    // Not 30 s of "locked by another writer": the next writer goes through at once.
+    expect(await commit()).not.toBeNull();
+  });
+
   it('withLock turns a waiter that timed out into RepoBusyError (503, Retry-After)', async () => {
     const dir = await tempDir('kr-lock-');
     cleanups.push(dir.cleanup);
@@ -146,7 +171,7 @@ describe('a push stuck holding the repository lock', () => {
     const dir = await tempDir('kr-lock-');
     cleanups.push(dir.cleanup);
     const log = memoryLogger();
-    const deps: Deps = await openNodeDeps(testConfig(dir.path), { log, lockWaitMs: 300 });
+    const deps = await openNodeDeps(testConfig(dir.path), { log, lockWaitMs: 300 });
     server = await startServer(deps, routes, { slowCheckMs: 25, lockHeldMs: 100, lockStuckMs: 300 });
     const url = server.url;
     const push = (path: string, content: string) =>
