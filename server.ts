@@ -1,7 +1,7 @@
 import { ConfigError, loadConfig } from './lib/config.ts';
 import { jsonLogger } from './lib/log.ts';
 import { openNodeDeps, startServer } from './lib/runtime/node.ts';
-import { routes } from './functions/index.ts';
+import { routesFor } from './functions/index.ts';
 
 /** Node entry: environment → config → deps (libSQL file, git store on disk) → app → HTTP server. */
 // Info lines (one access-log line per request) are written once per event-loop turn rather than one
@@ -38,7 +38,7 @@ const { config, warnings } = loaded;
 for (const w of warnings) log.warn('config', { warning: w });
 
 const deps = await openNodeDeps(config, { log });
-const running = await startServer(deps, routes);
+const running = await startServer(deps, routesFor(config));
 log.info('listening', {
   url: running.url,
   address: `${config.listenHost ?? '*'}:${running.port}`,

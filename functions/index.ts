@@ -1,4 +1,6 @@
 import type { RouteDef } from '../lib/route.ts';
+import type { Config } from '../lib/config.ts';
+import { hostedRoutes } from './hosted/index.ts';
 import health from './health.ts';
 import authIdp from './auth/idp.ts';
 import me from './me.ts';
@@ -26,7 +28,7 @@ import diffPage from './diff/diff.ts';
 import diffEvolution from './diff/evolution.ts';
 import activityList from './activity/list.ts';
 
-/** Every endpoint of the service, in one list: lib/app.ts mounts exactly these. */
+/** Every endpoint of both builds, in one list (the hosted build adds hostedRoutes: see routesFor). */
 export const routes: RouteDef[] = [
   health,
   authIdp,
@@ -56,3 +58,13 @@ export const routes: RouteDef[] = [
   activityList,
   reposExport,
 ];
+
+export { hostedRoutes };
+
+/**
+ * The routes a build mounts: every endpoint above, plus functions/hosted/ (billing, admin) when the build
+ * is hosted (SERVICE_HOSTED=1 on Node; the Workers entry). server.ts and the tests' servers use this.
+ */
+export function routesFor(config: Pick<Config, 'hosted'>): RouteDef[] {
+  return config.hosted ? [...routes, ...hostedRoutes] : routes;
+}

@@ -44,6 +44,25 @@ export interface Config {
   authRateLimitPerMin: number;
   authRateLimitBurst: number;
   rateLimitDisabled: boolean;
+  /**
+   * The hosted build's extras: billing and admin routes (functions/hosted/) and the plan caps
+   * (lib/hosted/quota.ts). SERVICE_HOSTED = `1`, `true` or `yes` on Node; the Workers entry always sets it.
+   */
+  hosted: boolean;
+  /** SERVICE_PLAN_FREE_REPOS: repositories a user on the free plan may own. */
+  planFreeRepos: number;
+  /** SERVICE_PLAN_FREE_MEMBERS: members (owners included) of a repository none of whose owners subscribes. */
+  planFreeMembers: number;
+  /** SERVICE_BILLING_CHECKOUT_URL: where `POST /v1/billing/checkout` sends a user; unset → 503. */
+  billingCheckoutUrl: string | undefined;
+  /** SERVICE_BILLING_WEBHOOK_SECRET: HMAC key of `X-Billing-Signature` (bytes as given); unset → 503. */
+  billingWebhookSecret: string | undefined;
+  /** SERVICE_BILLING_UPGRADE_URL: `upgrade_url` of a 402 (default `<dashboardUrl>/billing`). */
+  billingUpgradeUrl: string;
+  /** SERVICE_DASHBOARD_URL, without a trailing slash. */
+  dashboardUrl: string;
+  /** SERVICE_ADMIN_EMAILS, lowercased: the users the /v1/admin routes accept. */
+  adminEmails: string[];
 }
 
 /** A configuration the server must refuse to start with; the message says what to fix. */
@@ -69,6 +88,9 @@ export const DEFAULTS = {
   rateLimitBurst: 100,
   authRateLimitPerMin: 15,
   authRateLimitBurst: 8,
+  planFreeRepos: 3,
+  planFreeMembers: 5,
+  dashboardUrl: 'http://localhost:5173',
 } as const;
 
 /** Minimum length of SERVICE_SESSION_SECRET, in bytes of its UTF-8 encoding. */
@@ -147,6 +169,28 @@ export function parseListenAddr(value: string): { host: string | undefined; port
     throw new ConfigError(`${what}: ${JSON.stringify(host)} is not an IP address or host name; ${hint}`);
   }
   return { host: host === '' ? undefined : host, port: parsePort(port, what) };
+}
+
+/** An http(s) URL setting, as given (trimmed); anything else refuses to start. */
+function httpUrl(env: Env, name: string): string | undefined {
+  const v = str(env, name);
+  if (v === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(v);
+  } catch {
+    throw new ConfigError(`${name}: ${JSON.stringify(v)} is not a URL (expected http:// or https://)`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError(`${name}: ${JSON.stringify(v)} is not an http(s) URL`);
+  }
+  return v;
+}
+
+/** `1`, `true` or `yes` (any case) → true; anything else, or unset → false. */
+function flag(env: Env, name: string): boolean {
+  const v = str(env, name)?.toLowerCase();
+  return v === '1' || v === 'true' || v === 'yes';
 }
 
 function isIp(s: string): boolean {
@@ -347,8 +391,18 @@ export function loadConfig(env: Env, cwd?: string): { config: Config; warnings: 
   const rateLimitBurst = positiveInt(env.SERVICE_RATELIMIT_BURST, DEFAULTS.rateLimitBurst);
   const authRateLimitPerMin = positiveInt(env.SERVICE_AUTH_RATELIMIT_PER_MIN, DEFAULTS.authRateLimitPerMin);
   const authRateLimitBurst = positiveInt(env.SERVICE_AUTH_RATELIMIT_BURST, DEFAULTS.authRateLimitBurst);
-  const disable = str(env, 'SERVICE_RATELIMIT_DISABLE')?.toLowerCase();
-  const rateLimitDisabled = disable === '1' || disable === 'true' || disable === 'yes';
+  const rateLimitDisabled = flag(env, 'SERVICE_RATELIMIT_DISABLE');
+
+  // --- hosted build: caps (rule 1 like the other numbers), billing URLs, admins
+  const hosted = flag(env, 'SERVICE_HOSTED');
+  const planFreeRepos = positiveInt(env.SERVICE_PLAN_FREE_REPOS, DEFAULTS.planFreeRepos);
+  const planFreeMembers = positiveInt(env.SERVICE_PLAN_FREE_MEMBERS, DEFAULTS.planFreeMembers);
+  const billingCheckoutUrl = httpUrl(env, 'SERVICE_BILLING_CHECKOUT_URL');
+  const webhookSecretText = env.SERVICE_BILLING_WEBHOOK_SECRET;
+  const billingWebhookSecret = webhookSecretText === undefined || webhookSecretText.trim() === '' ? undefined : webhookSecretText;
+  const dashboardUrl = (httpUrl(env, 'SERVICE_DASHBOARD_URL') ?? DEFAULTS.dashboardUrl).replace(/\/+$/, '');
+  const billingUpgradeUrl = httpUrl(env, 'SERVICE_BILLING_UPGRADE_URL') ?? `${dashboardUrl}/billing`;
+  const adminEmails = [...new Set(list(env.SERVICE_ADMIN_EMAILS ?? '').map((e) => e.toLowerCase()))];
 
   return {
     config: {
@@ -373,6 +427,14 @@ export function loadConfig(env: Env, cwd?: string): { config: Config; warnings: 
       authRateLimitPerMin,
       authRateLimitBurst,
       rateLimitDisabled,
+      hosted,
+      planFreeRepos,
+      planFreeMembers,
+      billingCheckoutUrl,
+      billingWebhookSecret,
+      billingUpgradeUrl,
+      dashboardUrl,
+      adminEmails,
     },
     warnings,
   };

@@ -21,6 +21,12 @@ export type Action =
   | 'repo.create' // POST /v1/repos
   | 'repo.create.legacy' // POST /v1/repos/:id
   | 'repo.join'
+  // Account-scoped, hosted build only: a real user's own plan
+  | 'billing.read'
+  | 'billing.checkout'
+  // Hosted build only: users whose email is in SERVICE_ADMIN_EMAILS
+  | 'admin.read'
+  | 'admin.write'
   // Repository-scoped: any member
   | 'repo.read' // pages, pull, history, timeline, diff, evolution
   | 'repo.push'
@@ -41,6 +47,13 @@ const deny = (status: 401 | 403, error: string): Decision => ({ allow: false, st
 const SESSION_REQUIRED = deny(401, 'session required');
 const USER_REQUIRED = deny(403, 'user session required');
 const NOT_MEMBER = deny(403, 'not a member of this repo');
+const ADMIN_ONLY = deny(403, 'admin only');
+
+/** Actions for the service's admins only: a named person, so never the legacy key. */
+export const ADMIN_ACTIONS: ReadonlySet<Action> = new Set<Action>(['admin.read', 'admin.write']);
+
+/** Whether a user's email is in the admin list (SERVICE_ADMIN_EMAILS, lowercased), ignoring case. */
+export const isAdmin = (email: string, admins: readonly string[]): boolean => admins.includes(email.toLowerCase());
 
 /** Actions that need the caller's role in the repository. */
 export const REPO_SCOPED: ReadonlySet<Action> = new Set<Action>([
@@ -74,6 +87,10 @@ const LEGACY_TABLE: Record<Action, Decision> = {
   'repo.create': USER_REQUIRED,
   'repo.create.legacy': ALLOW,
   'repo.join': USER_REQUIRED,
+  'billing.read': USER_REQUIRED,
+  'billing.checkout': USER_REQUIRED,
+  'admin.read': ADMIN_ONLY,
+  'admin.write': ADMIN_ONLY,
   'repo.read': ALLOW,
   'repo.push': ALLOW,
   'members.list': ALLOW,
@@ -87,10 +104,12 @@ const LEGACY_TABLE: Record<Action, Decision> = {
 
 /**
  * The decision for an identity, an action and — for repository-scoped actions — the caller's role in
- * that repository (null = not a member, or the repository does not exist).
+ * that repository (null = not a member, or the repository does not exist). Admin actions need the admin
+ * list (config.adminEmails); without it nobody is an admin.
  */
-export function decide(identity: Identity, action: Action, role: Role | null = null): Decision {
+export function decide(identity: Identity, action: Action, role: Role | null = null, admins: readonly string[] = []): Decision {
   if (identity.kind === 'legacy') return LEGACY_TABLE[action];
+  if (ADMIN_ACTIONS.has(action)) return isAdmin(identity.email, admins) ? ALLOW : ADMIN_ONLY;
   if (!REPO_SCOPED.has(action)) return ALLOW;
   if (role === null) return NOT_MEMBER;
   const ownerOnly = OWNER_ONLY[action];
@@ -109,7 +128,8 @@ export function identityOf(c: Context<AppEnv>): Identity {
 export function authorize(c: Context<AppEnv>, action: Action): Identity {
   if (REPO_SCOPED.has(action)) throw new Error(`${action} is repository-scoped: use authorizeRepo`);
   const identity = identityOf(c);
-  const d = decide(identity, action);
+  const admins = ADMIN_ACTIONS.has(action) ? c.get('deps').config.adminEmails : [];
+  const d = decide(identity, action, null, admins);
   if (!d.allow) throw new HttpError(d.status, d.error);
   return identity;
 }

@@ -4,7 +4,7 @@ import type { Identity } from '../lib/auth/identity.ts';
 import { LEGACY } from '../lib/auth/identity.ts';
 import type { Role } from '../lib/db/members.ts';
 import { HttpError } from '../lib/http/errors.ts';
-import { REPO_SCOPED, authorize, authorizeUser, decide, type Action, type Decision } from '../lib/policy.ts';
+import { ADMIN_ACTIONS, REPO_SCOPED, authorize, authorizeUser, decide, type Action, type Decision } from '../lib/policy.ts';
 import type { AppEnv } from '../lib/route.ts';
 
 /**
@@ -22,6 +22,7 @@ const userRequired: Decision = { allow: false, status: 403, error: 'user session
 const notMember: Decision = { allow: false, status: 403, error: 'not a member of this repo' };
 const ownerInvites: Decision = { allow: false, status: 403, error: 'only an owner can manage invite keys' };
 const ownerRemove: Decision = { allow: false, status: 403, error: 'only an owner can remove members' };
+const adminOnly: Decision = { allow: false, status: 403, error: 'admin only' };
 
 const TABLE: Record<Action, Record<Who, Decision>> = {
   // Account-scoped: any real user; the legacy key has no user.
@@ -34,6 +35,12 @@ const TABLE: Record<Action, Record<Who, Decision>> = {
   'repo.create': { legacy: userRequired, owner: ok, member: ok, nonMember: ok },
   'repo.create.legacy': { legacy: ok, owner: ok, member: ok, nonMember: ok },
   'repo.join': { legacy: userRequired, owner: ok, member: ok, nonMember: ok },
+  // Hosted build: a real user's own plan; admin actions only for SERVICE_ADMIN_EMAILS (none here: see below),
+  // never the legacy key (admin means a named person).
+  'billing.read': { legacy: userRequired, owner: ok, member: ok, nonMember: ok },
+  'billing.checkout': { legacy: userRequired, owner: ok, member: ok, nonMember: ok },
+  'admin.read': { legacy: adminOnly, owner: adminOnly, member: adminOnly, nonMember: adminOnly },
+  'admin.write': { legacy: adminOnly, owner: adminOnly, member: adminOnly, nonMember: adminOnly },
   // Any member; the legacy key passes membership checks.
   'repo.read': { legacy: ok, owner: ok, member: ok, nonMember: notMember },
   'repo.push': { legacy: ok, owner: ok, member: ok, nonMember: notMember },
@@ -80,9 +87,25 @@ describe('decide(): the full table', () => {
     );
   });
 
-  it('account-scoped actions ignore the role argument for real users', () => {
+  it('account-scoped actions ignore the role argument for real users (an admin for the admin actions)', () => {
     for (const action of ACTIONS.filter((a) => !REPO_SCOPED.has(a))) {
-      for (const role of ['owner', 'member', null] as const) expect(decide(user(), action, role)).toEqual(ok);
+      for (const role of ['owner', 'member', null] as const) expect(decide(user(), action, role, ['u@example.com'])).toEqual(ok);
+    }
+  });
+
+  it('admin actions: exactly the users whose email is listed, ignoring case; never the legacy key', () => {
+    expect([...ADMIN_ACTIONS].sort()).toEqual(['admin.read', 'admin.write']);
+    for (const action of ADMIN_ACTIONS) {
+      expect(decide(user(), action, null, ['u@example.com'])).toEqual(ok);
+      expect(decide(user('pat'), action, null, ['other@example.com', 'u@example.com'])).toEqual(ok);
+      // The list is stored lowercased (lib/config.ts); a user's email with capitals still matches.
+      expect(decide({ kind: 'user', userId: 'u-1', email: 'U@Example.COM', name: 'U', via: 'session' }, action, null, ['u@example.com'])).toEqual(ok);
+      expect(decide(user(), action, null, ['other@example.com'])).toEqual(adminOnly);
+      expect(decide(user(), action, null, [])).toEqual(adminOnly);
+      expect(decide(user(), action)).toEqual(adminOnly);
+      expect(decide(LEGACY, action, null, ['u@example.com'])).toEqual(adminOnly);
+      // Admin actions do not make anyone an admin of anything else, nor the reverse.
+      expect(decide(user(), 'billing.read', null, [])).toEqual(ok);
     }
   });
 });

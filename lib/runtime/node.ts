@@ -19,7 +19,8 @@ import { Pats } from '../db/pats.ts';
 import { remoteIdpKeys } from '../auth/idp.ts';
 import { Activity } from '../db/activity.ts';
 import { Invites } from '../db/invites.ts';
-import { unlimitedQuota, type QuotaPolicy } from '../quota.ts';
+import type { QuotaPolicy } from '../quota.ts';
+import { quotaFor } from '../hosted/quota.ts';
 import { ParseCache } from '../diff-service.ts';
 import { buildApp, type InflightRequest } from '../app.ts';
 import type { RouteDef } from '../route.ts';
@@ -46,7 +47,8 @@ export async function openNodeDeps(
     idpKeys: remoteIdpKeys(new URL(config.idpJwksUrl), { clock }),
     activity: new Activity(db, clock),
     invites: new Invites(db, clock),
-    quota: opts.quota ?? unlimitedQuota,
+    // Plan caps when SERVICE_HOSTED=1, none otherwise (SPEC.md: the self-hosted build has no quotas).
+    quota: opts.quota ?? quotaFor({ config, db, clock }),
     parsedPages: new ParseCache(),
   };
 }

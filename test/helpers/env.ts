@@ -6,7 +6,7 @@ import { loadConfig, type Config } from '../../lib/config.ts';
 import { memoryLogger } from '../../lib/log.ts';
 import type { Clock } from '../../lib/clock.ts';
 import { openNodeDeps, startServer, type RunningServer } from '../../lib/runtime/node.ts';
-import { routes as allRoutes } from '../../functions/index.ts';
+import { routesFor } from '../../functions/index.ts';
 import type { Deps } from '../../lib/deps.ts';
 import type { RouteDef } from '../../lib/route.ts';
 
@@ -48,7 +48,8 @@ export async function startTestServer(
   const config = testConfig(dataRoot, opts.env);
   const log = memoryLogger();
   const deps = await openNodeDeps(config, { log, clock: opts.clock });
-  const running = await startServer(deps, opts.routes ?? allRoutes, { slowCheckMs: opts.slowCheckMs });
+  // The routes of the build the config describes (SERVICE_HOSTED=1 adds billing and admin).
+  const running = await startServer(deps, opts.routes ?? routesFor(config), { slowCheckMs: opts.slowCheckMs });
   return {
     ...running,
     deps,

@@ -1,0 +1,19 @@
+import { defineRoute } from '../../../lib/route.ts';
+import { authorizeUser } from '../../../lib/policy.ts';
+import { checkoutUrl } from '../../../lib/hosted/billing.ts';
+import type { CheckoutResponse } from '../../../schema/wire/hosted.ts';
+
+/**
+ * POST /v1/billing/checkout — where to pay: SERVICE_BILLING_CHECKOUT_URL with `client_reference_id=<user
+ * id>` (503 `billing not configured` when unset). No request body. Hosted build only.
+ */
+export default defineRoute({
+  method: 'POST',
+  path: '/v1/billing/checkout',
+  body: 'none',
+  handler: (c) => {
+    const user = authorizeUser(c, 'billing.checkout');
+    const res: CheckoutResponse = { url: checkoutUrl(c.get('deps'), user.userId) };
+    return c.json(res);
+  },
+});

@@ -1,0 +1,75 @@
+import type { Deps } from '../deps.ts';
+import { Billing } from '../db/billing.ts';
+import { HttpError } from '../http/errors.ts';
+import { describeIssue } from '../http/parse.ts';
+import { verifySignature } from './signature.ts';
+import { WebhookEvent, type BillingResponse } from '../../schema/wire/hosted.ts';
+
+/**
+ * Billing (API.md "Hosted build only"): a user's plan, the checkout link, and the signed webhook that
+ * turns subscriptions on and off. Who may call what is lib/policy.ts's business.
+ */
+
+export const billingOf = (deps: Pick<Deps, 'db' | 'clock'>): Billing => new Billing(deps.db, deps.clock);
+
+const NOT_CONFIGURED = 'billing not configured';
+
+/**
+ * `GET /v1/billing`: plan `pro` when subscribed, else `free`. A subscribed user has no caps: both limits
+ * are `null`.
+ */
+export async function accountPlan(deps: Deps, userId: string): Promise<BillingResponse> {
+  const { subscribed, reposOwned } = await billingOf(deps).planUsage(userId);
+  return {
+    plan: subscribed ? 'pro' : 'free',
+    subscribed,
+    limits: subscribed
+      ? { repos: null, members: null }
+      : { repos: deps.config.planFreeRepos, members: deps.config.planFreeMembers },
+    usage: { repos_owned: reposOwned },
+  };
+}
+
+/** `POST /v1/billing/checkout`: SERVICE_BILLING_CHECKOUT_URL with `client_reference_id=<user id>`; 503 when unset. */
+export function checkoutUrl(deps: Deps, userId: string): string {
+  const base = deps.config.billingCheckoutUrl;
+  if (!base) throw new HttpError(503, NOT_CONFIGURED);
+  const url = new URL(base);
+  url.searchParams.set('client_reference_id', userId);
+  return url.href;
+}
+
+/** Known event types → the subscription they set. */
+const EVENTS = new Map<string, boolean>([
+  ['subscription.activated', true],
+  ['subscription.canceled', false],
+]);
+
+/**
+ * `POST /billing/webhook`, given the raw body bytes and the signature header. In order: 503 when
+ * SERVICE_BILLING_WEBHOOK_SECRET is unset; 401 `invalid signature` / `stale signature`; 400 for a body that
+ * is not a JSON object with a string `type`; an unknown `type` is ignored; 400 `user_id required`; 404
+ * `user not found`; a replayed signature, or an event older than the subscription's last change, changes
+ * nothing. Every accepted case answers 204.
+ */
+export async function handleWebhook(deps: Deps, signatureHeader: string | undefined, raw: Uint8Array): Promise<void> {
+  const secret = deps.config.billingWebhookSecret;
+  if (secret === undefined) throw new HttpError(503, NOT_CONFIGURED);
+  const check = await verifySignature(secret, signatureHeader, raw, Math.floor(deps.clock.now() / 1000));
+  if (!check.ok) throw new HttpError(401, check.error);
+  let value: unknown;
+  try {
+    value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(raw));
+  } catch {
+    throw new HttpError(400, 'invalid JSON body');
+  }
+  const parsed = WebhookEvent.safeParse(value);
+  if (!parsed.success) throw new HttpError(400, `invalid request: ${describeIssue(parsed.error)}`);
+  const { type, user_id: userId } = parsed.data;
+  const subscribed = EVENTS.get(type);
+  if (subscribed === undefined) return;
+  if (typeof userId !== 'string' || userId === '') throw new HttpError(400, 'user_id required');
+  const outcome = await billingOf(deps).applyWebhook({ signature: check.signature, userId, subscribed, t: check.t });
+  if (outcome === 'unknown_user') throw new HttpError(404, 'user not found');
+  if (outcome !== 'applied') deps.log.info('billing_webhook', { outcome, type, user_id: userId });
+}
