@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { routes } from '../../functions/index.ts';
+import { hostedRoutes, routes } from '../../functions/index.ts';
 import { signIn, startIdpTestServer, type IdpTestServer } from '../helpers/idp.ts';
 import { startTestServer, type TestServer } from '../helpers/env.ts';
 import { algNoneSession, expiredSession, otherSecretSession } from './helpers/tokens.ts';
@@ -9,7 +9,8 @@ import { algNoneSession, expiredSession, otherSecretSession } from './helpers/to
  * garbage, legacy, owner, member, non-member, PAT and revoked PAT):
  *  1. the credential kinds it lacks — an expired session, a session signed with another secret, an
  *     `alg: none` session — on EVERY route: all 401 `invalid token`;
- *  2. the account-scoped routes (/v1/me, /v1/pats*, /v1/repos, /v1/repos/join) for every credential kind;
+ *  2. the account-scoped routes (/v1/me, /v1/pats*, /v1/repos, /v1/repos/join, and the hosted build's
+ *     /v1/billing* and /v1/admin/*) for every credential kind;
  *  3. X-Forwarded-For from an untrusted peer cannot dodge the rate limiters.
  */
 
@@ -41,6 +42,7 @@ type Expect = { status: number; error?: string };
 type Row = Record<'legacy' | 'owner' | 'member' | 'nonMember' | 'ownerPat', Expect>;
 const ok = (status: number): Expect => ({ status });
 const USER_REQUIRED: Expect = { status: 403, error: 'user session required' };
+const ADMIN_ONLY: Expect = { status: 403, error: 'admin only' };
 
 /** SPEC.md "Behavior by mode" and API.md "Sign-in, me, PATs" / "Repositories", account-scoped routes. */
 const ACCOUNT: Record<string, Row> = {
@@ -59,10 +61,20 @@ const ACCOUNT: Record<string, Row> = {
   'GET /v1/repos': { legacy: ok(200), owner: ok(200), member: ok(200), nonMember: ok(200), ownerPat: ok(200) },
   'POST /v1/repos': { legacy: USER_REQUIRED, owner: ok(201), member: ok(201), nonMember: ok(201), ownerPat: ok(201) },
   'POST /v1/repos/join': { legacy: USER_REQUIRED, owner: ok(200), member: ok(200), nonMember: ok(200), ownerPat: ok(200) },
+  // Hosted build only (API.md "Hosted build only"); the owner is the admin here (SERVICE_ADMIN_EMAILS).
+  'GET /v1/billing': { legacy: USER_REQUIRED, owner: ok(200), member: ok(200), nonMember: ok(200), ownerPat: ok(200) },
+  'POST /v1/billing/checkout': { legacy: USER_REQUIRED, owner: ok(200), member: ok(200), nonMember: ok(200), ownerPat: ok(200) },
+  'GET /v1/admin/stats': { legacy: ADMIN_ONLY, owner: ok(200), member: ADMIN_ONLY, nonMember: ADMIN_ONLY, ownerPat: ok(200) },
+  'GET /v1/admin/users': { legacy: ADMIN_ONLY, owner: ok(200), member: ADMIN_ONLY, nonMember: ADMIN_ONLY, ownerPat: ok(200) },
+  'GET /v1/admin/repos': { legacy: ADMIN_ONLY, owner: ok(200), member: ADMIN_ONLY, nonMember: ADMIN_ONLY, ownerPat: ok(200) },
+  'POST /v1/admin/users/:id/subscription': { legacy: ADMIN_ONLY, owner: ok(204), member: ADMIN_ONLY, nonMember: ADMIN_ONLY, ownerPat: ok(204) },
 };
-const PUBLIC = ['GET /health', 'POST /v1/auth/idp'];
+/** The billing webhook is public: signed instead (test/hosted.test.ts covers its signatures). */
+const PUBLIC = ['GET /health', 'POST /v1/auth/idp', 'POST /billing/webhook'];
 
-const all = routes.map((r) => `${r.method} ${r.path}`);
+// The server below is the hosted build (SERVICE_HOSTED=1), a superset of the self-hosted one: every route of
+// both builds is checked here. The caps are set out of the way; test/hosted.test.ts covers them.
+const all = [...routes, ...hostedRoutes].map((r) => `${r.method} ${r.path}`);
 const repoScoped = all.filter((r) => r.split(' ')[1]!.startsWith('/v1/repos/:id'));
 
 let srv: IdpTestServer;
@@ -72,7 +84,16 @@ let inviteToken = '';
 let ownerPatId = '';
 
 beforeAll(async () => {
-  srv = await startIdpTestServer();
+  srv = await startIdpTestServer({
+    env: {
+      SERVICE_HOSTED: '1',
+      SERVICE_PLAN_FREE_REPOS: '1000',
+      SERVICE_PLAN_FREE_MEMBERS: '1000',
+      SERVICE_ADMIN_EMAILS: 'owner@example.test',
+      SERVICE_BILLING_CHECKOUT_URL: 'https://pay.example.test/checkout',
+      SERVICE_BILLING_WEBHOOK_SECRET: 'whsec_access_test_0123456789',
+    },
+  });
   const owner = await signIn(srv, { sub: 'o', email: 'owner@example.test', name: 'Owner' });
   const member = await signIn(srv, { sub: 'm', email: 'member@example.test', name: 'Member' });
   const stranger = await signIn(srv, { sub: 'n', email: 'stranger@example.test', name: 'Stranger' });
@@ -116,8 +137,9 @@ afterAll(async () => srv?.stop());
 /** A request for a route that would succeed for an allowed caller. */
 function request(route: string, caller: Caller): { method: string; path: string; json?: unknown } {
   const [method, pattern] = route.split(' ') as [string, string];
+  const id = route.startsWith('DELETE /v1/pats') ? '00000000-0000-4000-8000-000000000000' : route.startsWith('POST /v1/admin/users/') ? ids.nonMember : 'mx';
   const path = pattern
-    .replace(':id', route.startsWith('DELETE /v1/pats') ? '00000000-0000-4000-8000-000000000000' : 'mx')
+    .replace(':id', id)
     .replace(':path{.+}', 'a.md')
     .replace(':userId', ids.nonMember)
     .replace(':keyId', '00000000-0000-4000-8000-000000000000');
@@ -130,6 +152,8 @@ function request(route: string, caller: Caller): { method: string; path: string;
       return { method, path, json: { files: [{ path: 'a.md', content: '## One\nsecond\n' }] } };
     case 'POST /v1/auth/idp':
       return { method, path, json: {} };
+    case 'POST /v1/admin/users/:id/subscription':
+      return { method, path, json: { subscribed: false } };
     default:
       return method === 'POST' && route !== 'POST /v1/repos/:id' ? { method, path, json: {} } : { method, path };
   }
@@ -165,6 +189,9 @@ describe('expired, foreign-secret and alg:none sessions are refused on every rou
         } else if (route === 'POST /v1/auth/idp') {
           // Public: the bearer is ignored; the body decides.
           expect([res.status, body], caller).toEqual([400, { error: 'id_token required' }]);
+        } else if (route === 'POST /billing/webhook') {
+          // Public and signed: the bearer is ignored; an unsigned body is refused.
+          expect([res.status, body], caller).toEqual([401, { error: 'invalid signature' }]);
         } else {
           expect([res.status, body], `${caller} ${route}`).toEqual([401, { error: 'invalid token' }]);
         }
