@@ -1,219 +1,102 @@
 /**
  * Client IP derivation for rate limiting (SPEC.md "Limits": X-Forwarded-For is used only when the direct
- * peer is a trusted proxy) and the IP/CIDR parsing it needs. Pure, web-standard code.
+ * peer is a trusted proxy), on ipaddr.js. Pure, web-standard code; the runtimes supply the peer
+ * (./node-peer.ts, ./peer-workers.ts).
  *
- * Every address is handled as 16 bytes: IPv4 `a.b.c.d` is stored as the IPv4-mapped IPv6 address
- * `::ffff:a.b.c.d`, so `127.0.0.1`, `::ffff:127.0.0.1` and `::ffff:7f00:1` are the same address, and an
- * IPv4 CIDR `/n` is the IPv6 prefix `/96+n`.
+ * An IPv4-mapped IPv6 address (`::ffff:127.0.0.1`) is the IPv4 address it maps. Address text is strict:
+ * IPv4 only as a dotted quad without leading zeros (`010.0.0.1` is octal to some parsers), an IPv6 zone
+ * (`%eth0`) is dropped, no ports or brackets (see {@link parseForwardedAddress} for those).
  */
+import ipaddr from 'ipaddr.js';
+import type { Context } from 'hono';
 
-type Bytes = Uint8Array; // always 16 bytes
+export type IpAddress = ipaddr.IPv4 | ipaddr.IPv6;
 
-const V4_MAPPED_PREFIX = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff];
+/** How a runtime finds the client address of a request: the rate-limit key and the access log's `ip`. */
+export type ClientIpOf = (c: Context) => string;
 
-function isV4Mapped(b: Bytes): boolean {
-  for (let i = 0; i < 12; i++) if (b[i] !== V4_MAPPED_PREFIX[i]) return false;
-  return true;
+/** Parses an IPv4 or IPv6 address; undefined when it is not one. IPv4-mapped IPv6 comes back as IPv4. */
+export function parseIp(input: string): IpAddress | undefined {
+  let s = input.trim();
+  if (!s.includes(':')) return ipaddr.IPv4.isValidFourPartDecimal(s) ? ipaddr.IPv4.parse(s) : undefined;
+  if (s.includes('%')) s = s.slice(0, s.indexOf('%'));
+  // ipaddr.js reads an embedded IPv4 tail loosely (`::ffff:0x7f.0.0.1`): hold it to a dotted quad too.
+  if (s.length > 45 || (s.includes('.') && !ipaddr.IPv4.isValidFourPartDecimal(s.slice(s.lastIndexOf(':') + 1)))) {
+    return undefined;
+  }
+  if (!ipaddr.IPv6.isValid(s)) return undefined;
+  const v6 = ipaddr.IPv6.parse(s);
+  return v6.isIPv4MappedAddress() ? v6.toIPv4Address() : v6;
 }
 
-/** Dotted quad without leading zeros (`010.0.0.1` is refused: some parsers read it as octal). */
-function parseV4Parts(s: string): number[] | undefined {
-  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(s);
-  if (!m) return undefined;
-  const parts: number[] = [];
-  for (let i = 1; i <= 4; i++) {
-    const p = m[i]!;
-    if (p.length > 1 && p[0] === '0') return undefined;
-    const n = Number(p);
-    if (n > 255) return undefined;
-    parts.push(n);
-  }
-  return parts;
-}
-
-function parseV6(s: string): Bytes | undefined {
-  if (s.length === 0 || s.length > 45) return undefined;
-  // An embedded IPv4 tail (`::ffff:1.2.3.4`) stands for the last two groups.
-  let tail: number[] = [];
-  let head = s;
-  const lastColon = s.lastIndexOf(':');
-  if (lastColon >= 0 && s.indexOf('.', lastColon) >= 0) {
-    const v4 = parseV4Parts(s.slice(lastColon + 1));
-    if (!v4) return undefined;
-    tail = [(v4[0]! << 8) | v4[1]!, (v4[2]! << 8) | v4[3]!];
-    head = s.slice(0, lastColon + 1);
-    // `::1.2.3.4` leaves `::`, `a::1.2.3.4` leaves `a::`, `a:b:c:d:e:f:1.2.3.4` leaves `a:...:f:`.
-    if (head.endsWith(':') && !head.endsWith('::')) head = head.slice(0, -1);
-  }
-  const groupRe = /^[0-9a-fA-F]{1,4}$/;
-  const parseGroups = (part: string): number[] | undefined => {
-    if (part === '') return [];
-    const out: number[] = [];
-    for (const g of part.split(':')) {
-      if (!groupRe.test(g)) return undefined;
-      out.push(parseInt(g, 16));
-    }
-    return out;
-  };
-  let groups: number[];
-  const dbl = head.indexOf('::');
-  if (dbl >= 0) {
-    if (head.indexOf('::', dbl + 1) >= 0) return undefined;
-    const left = parseGroups(head.slice(0, dbl));
-    const right = parseGroups(head.slice(dbl + 2));
-    if (!left || !right) return undefined;
-    const missing = 8 - left.length - right.length - tail.length;
-    if (missing < 1) return undefined;
-    groups = [...left, ...new Array<number>(missing).fill(0), ...right, ...tail];
-  } else {
-    const all = parseGroups(head);
-    if (!all || (head === '' && tail.length === 0)) return undefined;
-    groups = [...all, ...tail];
-    if (groups.length !== 8) return undefined;
-  }
-  const b = new Uint8Array(16);
-  groups.forEach((g, i) => {
-    b[i * 2] = g >> 8;
-    b[i * 2 + 1] = g & 0xff;
-  });
-  return b;
-}
-
-/**
- * Parses an IPv4 or IPv6 address (an IPv6 zone `%eth0` is dropped) into 16 bytes; undefined if invalid.
- * No ports, no brackets: see {@link parseForwardedAddress} for those.
- */
-export function parseIp(input: string): Uint8Array | undefined {
-  const s = input.trim();
-  const v4 = parseV4Parts(s);
-  if (v4) return new Uint8Array([...V4_MAPPED_PREFIX, ...v4]);
-  if (!s.includes(':')) return undefined;
-  const pct = s.indexOf('%');
-  return parseV6(pct >= 0 ? s.slice(0, pct) : s);
-}
-
-/** Canonical text: dotted quad for IPv4 (and IPv4-mapped IPv6), RFC 5952 form for IPv6. */
-export function formatIp(b: Uint8Array): string {
-  if (isV4Mapped(b)) return `${b[12]}.${b[13]}.${b[14]}.${b[15]}`;
-  const groups: number[] = [];
-  for (let i = 0; i < 8; i++) groups.push((b[i * 2]! << 8) | b[i * 2 + 1]!);
-  // Longest run of two or more zero groups (first one on a tie) becomes `::`.
-  let bestStart = -1;
-  let bestLen = 1;
-  for (let i = 0; i < 8; ) {
-    if (groups[i] !== 0) {
-      i++;
-      continue;
-    }
-    let j = i;
-    while (j < 8 && groups[j] === 0) j++;
-    if (j - i > bestLen) {
-      bestStart = i;
-      bestLen = j - i;
-    }
-    i = j;
-  }
-  const hex = (gs: number[]) => gs.map((g) => g.toString(16)).join(':');
-  if (bestStart < 0) return hex(groups);
-  return `${hex(groups.slice(0, bestStart))}::${hex(groups.slice(bestStart + bestLen))}`;
+/** Canonical text: dotted quad for IPv4, RFC 5952 form for IPv6. */
+export function formatIp(a: IpAddress): string {
+  return a.kind() === 'ipv4' ? a.toString() : (a as ipaddr.IPv6).toRFC5952String();
 }
 
 /** The canonical form of an address, or undefined when it is not one. */
 export function normalizeIp(input: string): string | undefined {
-  const b = parseIp(input);
-  return b ? formatIp(b) : undefined;
+  const a = parseIp(input);
+  return a && formatIp(a);
 }
 
 /** Whether an address is loopback (127.0.0.0/8, ::1, or their IPv4-mapped forms). */
 export function isLoopbackIp(input: string): boolean {
-  const b = parseIp(input);
-  if (!b) return false;
-  if (isV4Mapped(b)) return b[12] === 127;
-  for (let i = 0; i < 15; i++) if (b[i] !== 0) return false;
-  return b[15] === 1;
+  return parseIp(input)?.range() === 'loopback';
 }
 
 /**
  * An X-Forwarded-For element: a bare address, or one with a port as some proxies write it
- * (`1.2.3.4:5678`, `[2001:db8::1]:443`), or a bracketed IPv6 address. Undefined when it is garbage
+ * (`1.2.3.4:5678`, `[2001:db8::1]:443`), or a bracketed or quoted one. Undefined when it is garbage
  * (including the literal `unknown` some proxies write).
  */
-export function parseForwardedAddress(input: string): Uint8Array | undefined {
+export function parseForwardedAddress(input: string): IpAddress | undefined {
   const s = input.trim().replace(/^"(.*)"$/, '$1');
-  const bracket = /^\[([^\]]+)\](?::\d{1,5})?$/.exec(s);
-  if (bracket) return parseIp(bracket[1]!);
-  const v4port = /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/.exec(s);
-  if (v4port) return parseIp(v4port[1]!);
-  return parseIp(s);
+  const m = /^\[([^\]]+)\](?::\d{1,5})?$/.exec(s) ?? /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/.exec(s);
+  return parseIp(m ? m[1]! : s);
 }
 
-interface Prefix {
-  bytes: Uint8Array;
-  bits: number; // 0..128, over the 16-byte form
-}
+/** Every range is kept in IPv6 space (IPv4 `/n` as `::ffff:a.b.c.d/96+n`), so mapped forms match alike. */
+type Range = [ipaddr.IPv6, number];
 
-function parsePrefix(entry: string): Prefix | undefined {
-  const s = entry.trim();
-  const slash = s.indexOf('/');
-  if (slash < 0) {
-    const bytes = parseIp(s);
-    return bytes ? { bytes, bits: 128 } : undefined;
-  }
-  const addr = s.slice(0, slash);
-  const len = s.slice(slash + 1);
-  if (!/^\d{1,3}$/.test(len)) return undefined;
-  const n = Number(len);
-  const bytes = parseIp(addr);
-  if (!bytes) return undefined;
-  const isV4Text = parseV4Parts(addr.trim()) !== undefined;
-  if (isV4Text ? n > 32 : n > 128) return undefined;
-  return { bytes, bits: isV4Text ? 96 + n : n };
-}
+const asV6 = (a: IpAddress): ipaddr.IPv6 => (a.kind() === 'ipv4' ? (a as ipaddr.IPv4).toIPv4MappedAddress() : (a as ipaddr.IPv6));
 
-function matches(p: Prefix, b: Uint8Array): boolean {
-  const full = Math.floor(p.bits / 8);
-  for (let i = 0; i < full; i++) if (p.bytes[i] !== b[i]) return false;
-  const rest = p.bits % 8;
-  if (rest === 0) return true;
-  const mask = (0xff << (8 - rest)) & 0xff;
-  return (p.bytes[full]! & mask) === (b[full]! & mask);
-}
-
-/** Whether a string is a valid trusted-proxy entry: an IPv4/IPv6 address or CIDR block. */
-export function isValidProxyEntry(entry: string): boolean {
-  return parsePrefix(entry) !== undefined;
+function parseRange(entry: string): Range | undefined {
+  const m = /^([^/]+)(?:\/(\d{1,3}))?$/.exec(entry.trim());
+  const addr = m && parseIp(m[1]!);
+  if (!addr) return undefined;
+  const isV4Text = !m[1]!.includes(':');
+  const bits = m[2] === undefined ? (isV4Text ? 32 : 128) : Number(m[2]);
+  if (bits > (isV4Text ? 32 : 128)) return undefined;
+  return [asV6(addr), isV4Text ? 96 + bits : bits];
 }
 
 /**
- * The set of trusted proxies: exact IPv4/IPv6 addresses and CIDR blocks (`10.0.0.0/8`, `fd00::/8`).
- * IPv4-mapped IPv6 peers (`::ffff:10.1.2.3`) match IPv4 entries. Throws a TypeError naming the first
- * entry that is neither an address nor a CIDR block.
+ * The set of trusted proxies: exact IPv4/IPv6 addresses and CIDR blocks (`10.0.0.0/8`, `fd00::/8`; host
+ * bits may be set). IPv4-mapped IPv6 peers (`::ffff:10.1.2.3`) match IPv4 entries. Throws a TypeError naming
+ * the first entry that is neither an address nor a CIDR block.
  */
 export class TrustedProxies {
+  readonly #ranges: Range[];
+
   constructor(list: string[]) {
-    const prefixes: Prefix[] = [];
-    for (const entry of list) {
-      const p = parsePrefix(entry);
-      if (!p) throw new TypeError(`invalid trusted proxy entry: ${JSON.stringify(entry)}`);
-      prefixes.push(p);
-    }
-    prefixesOf.set(this, prefixes);
+    this.#ranges = list.map((entry) => {
+      const r = parseRange(entry);
+      if (!r) throw new TypeError(`invalid trusted proxy entry: ${JSON.stringify(entry)}`);
+      return r;
+    });
   }
 
-  has(ip: string): boolean {
-    const b = parseIp(ip);
-    return b !== undefined && trustedBytes(this, b);
+  has(ip: string | IpAddress): boolean {
+    const a = typeof ip === 'string' ? parseIp(ip) : ip;
+    if (!a) return false;
+    const v6 = asV6(a);
+    return this.#ranges.some((r) => v6.match(r));
   }
-}
-
-const prefixesOf = new WeakMap<TrustedProxies, Prefix[]>();
-
-function trustedBytes(t: TrustedProxies, b: Uint8Array): boolean {
-  return (prefixesOf.get(t) ?? []).some((p) => matches(p, b));
 }
 
 /**
- * The client address used as the rate-limit key.
+ * The client address behind a peer that may be a trusted proxy (the Node runtime's rule).
  *
  * - No peer (no socket, e.g. in-process `app.request()`) → `"unknown"`; X-Forwarded-For is not trusted.
  * - Peer not a trusted proxy → the peer (canonical form); X-Forwarded-For is ignored, whatever it says.
@@ -225,28 +108,23 @@ function trustedBytes(t: TrustedProxies, b: Uint8Array): boolean {
  * - Every entry trusted → the left-most one (e.g. a request made by a proxy itself). No or empty header →
  *   the peer. Empty elements (`a,,b`) are skipped.
  *
- * Addresses are returned in canonical form: IPv4-mapped IPv6 as dotted quad, IPv6 per RFC 5952, so one
- * client gets one bucket however its address was spelled.
+ * Addresses are returned in canonical form, so one client gets one bucket however its address was spelled.
  */
-export function clientIp(
-  peer: string | undefined,
-  xForwardedFor: string | undefined,
-  trusted: TrustedProxies,
-): string {
+export function clientIp(peer: string | undefined, xForwardedFor: string | undefined, trusted: TrustedProxies): string {
   if (peer === undefined || peer.trim() === '') return 'unknown';
-  const peerBytes = parseIp(peer);
-  if (!peerBytes) return peer.trim();
-  if (!trustedBytes(trusted, peerBytes) || !xForwardedFor) return formatIp(peerBytes);
+  const peerAddr = parseIp(peer);
+  if (!peerAddr) return peer.trim();
+  if (!xForwardedFor || !trusted.has(peerAddr)) return formatIp(peerAddr);
 
-  let last = peerBytes;
+  let last = peerAddr;
   const entries = xForwardedFor.split(',');
   for (let i = entries.length - 1; i >= 0; i--) {
     const raw = entries[i]!.trim();
     if (raw === '') continue;
-    const b = parseForwardedAddress(raw);
-    if (!b) break;
-    if (!trustedBytes(trusted, b)) return formatIp(b);
-    last = b;
+    const a = parseForwardedAddress(raw);
+    if (!a) break;
+    if (!trusted.has(a)) return formatIp(a);
+    last = a;
   }
   return formatIp(last);
 }
@@ -257,9 +135,8 @@ export function clientIp(
  * unchanged.
  */
 export function ipBucketKey(ip: string): string {
-  const b = parseIp(ip);
-  if (!b || isV4Mapped(b)) return b ? formatIp(b) : ip;
-  const masked = new Uint8Array(16);
-  masked.set(b.subarray(0, 8));
-  return `${formatIp(masked)}/64`;
+  const a = parseIp(ip);
+  if (!a || a.kind() === 'ipv4') return a ? formatIp(a) : ip;
+  const parts = (a as ipaddr.IPv6).parts.slice(0, 4);
+  return `${new ipaddr.IPv6([...parts, 0, 0, 0, 0]).toRFC5952String()}/64`;
 }
