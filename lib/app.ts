@@ -5,9 +5,8 @@ import type { AppEnv, RouteDef } from './route.ts';
 import { HttpError } from './http/errors.ts';
 import { BodyBudget, BodyRefused, SMALL_BODY_BYTES, bodyGuard, type BodyKind } from './http/body-limit.ts';
 import { corsMiddleware } from './http/cors.ts';
-import { RateLimiter, rateLimit } from './http/rate-limit.ts';
-import { TrustedProxies, clientIp, ipBucketKey } from './http/client-ip.ts';
-import { peerAddress } from './http/node-peer.ts';
+import { rateLimit, type LimiterFactory } from './http/rate-limit.ts';
+import { ipBucketKey, type ClientIpOf } from './http/client-ip.ts';
 import { authenticate } from './auth/middleware.ts';
 import {
   ConcurrentUpdateError,
@@ -23,6 +22,17 @@ export interface AppOptions {
   routes: RouteDef[];
   /** Requests in flight by id, for the runtime's slow-request warning. */
   inflight?: Map<string, InflightRequest>;
+  /**
+   * The client address of a request, as the runtime knows it: the access log's `ip`, and (per IPv6 /64) the
+   * rate-limit key. Node: lib/http/node-peer.ts (socket peer, X-Forwarded-For behind a trusted proxy);
+   * Workers: lib/http/peer-workers.ts (CF-Connecting-IP).
+   */
+  clientIp: ClientIpOf;
+  /**
+   * Makes the rate limiters (unless SERVICE_RATELIMIT_DISABLE). Node: memoryLimiters (lib/http/rate-limit.ts);
+   * Workers: durableObjectLimiters (lib/http/rate-limit-do.ts), which hold across isolates.
+   */
+  limiters: LimiterFactory;
 }
 
 export interface InflightRequest {
@@ -51,8 +61,7 @@ const isApiPath = (path: string) => path === '/v1' || path.startsWith('/v1/');
 export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
   const { config, log, clock } = deps;
   const app = new Hono<AppEnv>();
-  const trusted = new TrustedProxies(config.trustedProxies);
-  const ipOf = (c: Context) => ipBucketKey(clientIp(peerAddress(c), c.req.header('x-forwarded-for'), trusted));
+  const ipOf = (c: Context) => ipBucketKey(opts.clientIp(c));
 
   // Request id, security headers and one access-log line per request, around everything else.
   app.use('*', async (c, next) => {
@@ -83,15 +92,15 @@ export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
       path: c.req.path,
       status: c.res.status,
       ms: Math.round((performance.now() - started) * 10) / 10,
-      ip: clientIp(peerAddress(c), c.req.header('x-forwarded-for'), trusted),
+      ip: opts.clientIp(c),
     });
   });
 
   app.use('*', corsMiddleware(config.corsOrigins));
 
   if (!config.rateLimitDisabled) {
-    const general = new RateLimiter({ perMinute: config.rateLimitPerMin, burst: config.rateLimitBurst, clock });
-    const signIn = new RateLimiter({ perMinute: config.authRateLimitPerMin, burst: config.authRateLimitBurst, clock });
+    const general = opts.limiters({ name: 'general', perMinute: config.rateLimitPerMin, burst: config.rateLimitBurst });
+    const signIn = opts.limiters({ name: 'sign-in', perMinute: config.authRateLimitPerMin, burst: config.authRateLimitBurst });
     const generalMw = rateLimit({ limiter: general, keyOf: ipOf });
     const signInMw = rateLimit({ limiter: signIn, keyOf: ipOf });
     app.use('*', async (c, next) => {

@@ -3,7 +3,6 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Hono } from 'hono';
 import { serve, type ServerType } from '@hono/node-server';
-import { getConnInfo } from '@hono/node-server/conninfo';
 import { ManualClock } from '../lib/clock.ts';
 import { BodyBudget, bodyGuard } from '../lib/http/body-limit.ts';
 import { HttpError } from '../lib/http/errors.ts';
@@ -18,6 +17,7 @@ import {
 } from '../lib/http/client-ip.ts';
 import { corsMiddleware } from '../lib/http/cors.ts';
 import { RateLimiter, rateLimit } from '../lib/http/rate-limit.ts';
+import { nodeClientIp, nodePeer } from '../lib/http/node-peer.ts';
 
 // ---------------------------------------------------------------------------------------------------
 describe('IP parsing', () => {
@@ -678,29 +678,21 @@ describe('over a real socket', () => {
     expect(j).toEqual({ status: 200, body: '{"got":{"x":"y"}}' });
   });
 
-  it('client IP from the socket peer and X-Forwarded-For, keyed into the limiter', async () => {
-    const trusted = new TrustedProxies(['127.0.0.1', '::1']);
+  it('client IP from the socket peer and X-Forwarded-For (the Node seam), keyed into the limiter', async () => {
+    const ipOf = nodeClientIp(['127.0.0.1', '::1']);
     const limiter = new RateLimiter({ perMinute: 60, burst: 1, clock: new ManualClock() });
     const app = new Hono();
-    app.use(
-      '*',
-      rateLimit({
-        limiter,
-        keyOf: (c) => clientIp(getConnInfo(c).remote.address, c.req.header('x-forwarded-for'), trusted),
-      }),
-    );
-    app.post('/ip', (c) =>
-      c.json({ ip: clientIp(getConnInfo(c).remote.address, c.req.header('x-forwarded-for'), trusted) }),
-    );
+    app.use('*', rateLimit({ limiter, keyOf: ipOf }));
+    app.post('/ip', (c) => c.json({ ip: ipOf(c), peer: nodePeer(c) }));
     const port = await start(app);
     const a = await send(port, { path: '/ip', headers: { 'x-forwarded-for': '1.2.3.4, 203.0.113.9' }, chunks: [] });
-    expect(a).toEqual({ status: 200, body: '{"ip":"203.0.113.9"}' });
+    expect(a).toEqual({ status: 200, body: '{"ip":"203.0.113.9","peer":"127.0.0.1"}' });
     const b = await send(port, { path: '/ip', headers: { 'x-forwarded-for': '203.0.113.9' }, chunks: [] });
     expect(b.status).toBe(429);
     const c = await send(port, { path: '/ip', headers: { 'x-forwarded-for': '203.0.113.10' }, chunks: [] });
-    expect(c).toEqual({ status: 200, body: '{"ip":"203.0.113.10"}' });
+    expect(c).toEqual({ status: 200, body: '{"ip":"203.0.113.10","peer":"127.0.0.1"}' });
     const d = await send(port, { path: '/ip', chunks: [] });
-    expect(d).toEqual({ status: 200, body: '{"ip":"127.0.0.1"}' });
+    expect(d).toEqual({ status: 200, body: '{"ip":"127.0.0.1","peer":"127.0.0.1"}' });
   });
 });
 

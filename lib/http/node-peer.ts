@@ -1,10 +1,19 @@
 import type { Context } from 'hono';
+import { getConnInfo } from '@hono/node-server/conninfo';
+import { TrustedProxies, clientIp, type ClientIpOf } from './client-ip.ts';
 
 /**
- * The direct peer's address as @hono/node-server exposes it (`c.env.incoming.socket`), or undefined
- * when the request did not come over a socket (in-process `app.request()`, Workers).
+ * The direct peer's address on @hono/node-server (Hono's getConnInfo), or undefined when the request did not
+ * come over a socket (in-process `app.request()`).
  */
-export function peerAddress(c: Context): string | undefined {
-  const env = c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined;
-  return env?.incoming?.socket?.remoteAddress ?? undefined;
+export function nodePeer(c: Context): string | undefined {
+  const env = c.env as { incoming?: unknown; server?: unknown } | undefined;
+  if (!env?.incoming && !env?.server) return undefined;
+  return getConnInfo(c).remote.address;
+}
+
+/** The Node runtime's client address: the peer, or X-Forwarded-For behind a trusted proxy (SPEC.md "Limits"). */
+export function nodeClientIp(trustedProxies: string[]): ClientIpOf {
+  const trusted = new TrustedProxies(trustedProxies);
+  return (c) => clientIp(nodePeer(c), c.req.header('x-forwarded-for'), trusted);
 }

@@ -23,6 +23,8 @@ import type { QuotaPolicy } from '../quota.ts';
 import { quotaFor } from '../hosted/quota.ts';
 import { ParseCache } from '../diff-service.ts';
 import { buildApp, type InflightRequest } from '../app.ts';
+import { nodeClientIp } from '../http/node-peer.ts';
+import { memoryLimiters } from '../http/rate-limit.ts';
 import type { RouteDef } from '../route.ts';
 
 /**
@@ -122,7 +124,12 @@ function lockWatch(deps: Deps, heldMs: number, stuckMs: number): () => void {
 
 export async function startServer(deps: Deps, routes: RouteDef[], opts: WatchOptions = {}): Promise<RunningServer> {
   const inflight = new Map<string, InflightRequest>();
-  const app = buildApp(deps, { routes, inflight });
+  const app = buildApp(deps, {
+    routes,
+    inflight,
+    clientIp: nodeClientIp(deps.config.trustedProxies),
+    limiters: memoryLimiters(deps.clock),
+  });
   const reported = new Set<string>();
   const locks = lockWatch(deps, opts.lockHeldMs ?? LOCK_HELD_MS, opts.lockStuckMs ?? LOCK_WAIT_MS);
   const watch = setInterval(() => {
