@@ -9,7 +9,6 @@ import { openDatabaseFile } from '../../lib/db/open-node.ts';
 import { memoryLogger } from '../../lib/log.ts';
 import { openNodeDeps, startServer, type RunningServer } from '../../lib/runtime/node.ts';
 import { routes } from '../../functions/index.ts';
-import type { Deps } from '../../lib/deps.ts';
 import { fsck, tempDir, testConfig } from '../helpers/env.ts';
 
 /**
