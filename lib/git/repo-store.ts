@@ -1,8 +1,16 @@
 import type { Clock } from '../clock.ts';
 import { PathIndex, type HeadEntry, type IndexedCommit } from './path-index.ts';
-import { KeyedMutex, type Progress } from './lock.ts';
+import { KeyedMutex, LockTimeoutError, type HeldLock, type Progress } from './lock.ts';
 import { foldPathCase } from '../page/path.ts';
-import { ConcurrentUpdateError, GitStore, RepoNotFoundError, StoreError, UnknownShaError, type FileWrite } from './store.ts';
+import {
+  ConcurrentUpdateError,
+  GitStore,
+  RepoBusyError,
+  RepoNotFoundError,
+  StoreError,
+  UnknownShaError,
+  type FileWrite,
+} from './store.ts';
 
 /**
  * Repositories as the rest of the service sees them: the git store for content, the derived index for
@@ -77,8 +85,19 @@ const HEAD_CACHE_ENTRIES = 20_000;
 
 export class RepoStore {
   readonly index: PathIndex;
-  /** Serialises creating (and claiming) a repository id, separately from the write lock. */
-  readonly creation = new KeyedMutex();
+  private readonly creationMutex: KeyedMutex;
+  /**
+   * Serialises creating (and claiming) a repository id, separately from the write lock. Every push takes
+   * it too, so a caller gives up with RepoBusyError after the git store's lock wait (LOCK_WAIT_MS by
+   * default) rather than queue behind a holder that does not come back; creationLocks() shows who holds
+   * it, for the watchdog.
+   */
+  readonly creation = {
+    run: <T>(key: string, fn: () => Promise<T>): Promise<T> =>
+      this.creationMutex.run(key, fn, { owner: 'create or authorize' }).catch((e: unknown) => {
+        throw e instanceof LockTimeoutError && e.key === key ? new RepoBusyError(e) : e;
+      }),
+  };
   private readonly synced = new Map<string, Promise<void>>();
   /**
    * Head entries already looked up, per repository, with a generation that every write bumps: a read
@@ -92,10 +111,16 @@ export class RepoStore {
     private readonly clock: Clock,
   ) {
     this.index = index;
+    this.creationMutex = new KeyedMutex({ waitMs: git.lockWaitMs });
   }
 
   exists(id: string): Promise<boolean> {
     return this.git.exists(id);
+  }
+
+  /** The creation locks held now (GitStore.locks() has the write locks). */
+  creationLocks(): HeldLock[] {
+    return this.creationMutex.held();
   }
 
   list(): Promise<string[]> {

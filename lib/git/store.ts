@@ -139,6 +139,8 @@ export class GitStore {
   readonly fs: StoreFs;
   readonly root: string;
   private readonly iso: IsoFs;
+  /** How long a caller of withLock waits at most (ms). */
+  readonly lockWaitMs: number;
   private readonly mutex: KeyedMutex;
   /** `main.lock` files this store has created and not yet renamed or removed: never stale. */
   private readonly liveLocks = new Set<string>();
@@ -152,7 +154,8 @@ export class GitStore {
     this.fs = opts.fs;
     this.root = opts.root.replace(/\/+$/, '');
     this.iso = opts.fs.iso as IsoFs;
-    this.mutex = new KeyedMutex({ waitMs: opts.lockWaitMs ?? LOCK_WAIT_MS });
+    this.lockWaitMs = opts.lockWaitMs ?? LOCK_WAIT_MS;
+    this.mutex = new KeyedMutex({ waitMs: this.lockWaitMs });
     const bytes = opts.cacheBytes ?? 64 * 1024 * 1024;
     this.blobs = new LruCache(bytes, (b) => b.byteLength + 64);
     this.trees = new LruCache(Math.max(1, bytes / 4), (t) => 64 + t.length * 96);

@@ -90,16 +90,21 @@ export interface WatchOptions {
 }
 
 /**
- * Repository locks held too long: a `lock_held` warning once past `lockHeldMs`, an error once past
- * `lockStuckMs`, each with the repository, the holder (`id`: its request id), the step it is at, how long
- * it has held the lock and been at that step, how many wait behind it, and the database's write queue.
+ * Repository locks held too long (the write lock, and the creation lock every push also takes): a
+ * `lock_held` warning once past `lockHeldMs`, an error once past `lockStuckMs`, each with the repository,
+ * which lock, the holder (`id`: its request id), the step it is at, how long it has held the lock and
+ * been at that step, how many wait behind it, and the database's write queue.
  */
 function lockWatch(deps: Deps, heldMs: number, stuckMs: number): () => void {
   const reported = new Map<string, number>();
   return () => {
     const seen = new Set<string>();
-    for (const l of deps.repos.git.locks()) {
-      const key = `${l.key}\u0000${l.owner}\u0000${l.since}`;
+    const held = [
+      ...deps.repos.git.locks().map((l) => ({ ...l, lock: 'write' })),
+      ...deps.repos.creationLocks().map((l) => ({ ...l, lock: 'creation' })),
+    ];
+    for (const l of held) {
+      const key = `${l.lock}\u0000${l.key}\u0000${l.owner}\u0000${l.since}`;
       seen.add(key);
       const level = l.heldMs >= stuckMs ? 2 : l.heldMs >= heldMs ? 1 : 0;
       if (level <= (reported.get(key) ?? 0)) continue;
@@ -107,6 +112,7 @@ function lockWatch(deps: Deps, heldMs: number, stuckMs: number): () => void {
       const q = deps.db.writeQueue();
       const fields = {
         repo: l.key,
+        lock: l.lock,
         id: l.owner,
         step: l.step,
         ms: Math.round(l.heldMs),

@@ -224,6 +224,31 @@ describe('a push stuck holding the repository lock', () => {
   });
 });
 
+describe('a holder of the creation lock that does not come back', () => {
+  it('(every push takes it) is logged, and pushes get 503 instead of waiting behind it', async () => {
+    const dir = await tempDir('kr-lock-');
+    cleanups.push(dir.cleanup);
+    const log = memoryLogger();
+    const deps = await openNodeDeps(testConfig(dir.path), { log, lockWaitMs: 200 });
+    const server = await startServer(deps, routes, { slowCheckMs: 25, lockHeldMs: 50, lockStuckMs: 200 });
+    cleanups.push(() => server.close());
+    const g = gate();
+    const holder = deps.repos.creation.run('r', () => g.wait);
+    const busy = await fetch(`${server.url}/v1/repos/r/sync/push`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer test-legacy-key', 'content-type': 'application/json' },
+      body: JSON.stringify({ files: [{ path: 'a.md', content: 'a' }] }),
+    });
+    expect(busy.status).toBe(503);
+    expect(await busy.json()).toEqual({ error: 'repository busy, retry' });
+    for (let i = 0; i < 400 && !log.lines.some((l) => l.includes('"lock_held"')); i++) await new Promise((r) => setTimeout(r, 10));
+    const line = log.lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((e) => e.event === 'lock_held');
+    expect(line).toMatchObject({ repo: 'r', lock: 'creation', id: 'create or authorize' });
+    g.open();
+    await holder;
+  });
+});
+
 describe('database connections', () => {
   it('every connection of the pool waits for a lock another process holds (busy timeout), not only the first', async () => {
     const dir = await tempDir('kr-lock-');
