@@ -1,0 +1,54 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import me from '../../functions/me.ts';
+import { ManualClock } from '../../lib/clock.ts';
+import { mountHandler, type MountedHandler } from '../helpers/handler.ts';
+
+let h: MountedHandler | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+describe('GET /v1/me (functions/me.ts)', () => {
+  it('answers the session user', async () => {
+    h = await mountHandler(me);
+    const alice = await h.user('Alice@Example.com', { name: 'Alice A.' });
+    const res = await alice.request('/v1/me');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    expect(await res.json()).toEqual({ id: alice.id, email: 'alice@example.com', name: 'Alice A.' });
+  });
+
+  it('answers the PAT user', async () => {
+    h = await mountHandler(me);
+    const bob = await h.user('bob@example.com');
+    const { token } = await h.deps.pats.create(bob.id, { label: 'cli' });
+    const res = await h.request('/v1/me', { token });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ id: bob.id, email: 'bob@example.com', name: 'bob' });
+  });
+
+  it('refuses the legacy key with 401 session required', async () => {
+    h = await mountHandler(me);
+    const res = await h.legacy.request('/v1/me');
+    expect(res.status).toBe(401);
+    expect(await res.json()).toEqual({ error: 'session required' });
+  });
+
+  it('refuses an expired session and a deleted user', async () => {
+    const clock = new ManualClock();
+    h = await mountHandler(me, { clock });
+    const alice = await h.user('alice@example.com');
+    clock.advance(30 * 24 * 3600 * 1000 + 1000);
+    const expired = await alice.request('/v1/me');
+    expect(expired.status).toBe(401);
+    expect(await expired.json()).toEqual({ error: 'invalid token' });
+
+    clock.set(Date.UTC(2026, 0, 1));
+    expect((await alice.request('/v1/me')).status).toBe(200);
+    await h.deps.db.run('DELETE FROM users WHERE id = ?', [alice.id]);
+    const gone = await alice.request('/v1/me');
+    expect(gone.status).toBe(401);
+    expect(await gone.json()).toEqual({ error: 'invalid token' });
+  });
+});

@@ -1,0 +1,96 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import pagesList from '../../functions/pages/list.ts';
+import pagesRead from '../../functions/pages/read.ts';
+import { ManualClock } from '../../lib/clock.ts';
+import { mountHandler, type MountedHandler } from '../helpers/handler.ts';
+
+let h: MountedHandler | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+describe('GET /v1/repos/:id/pages/<path> (functions/pages/read.ts)', () => {
+  // The example of README.md "Testing a handler in isolation", kept here so that it keeps working.
+  it('serves a page at head (README example)', async () => {
+    const h = await mountHandler(pagesRead); // real libSQL file and git repositories in a temp dir
+    const sha = await h.commit('notes', { 'a.md': '# A\n' }); // creates the repository: one commit
+    const alice = await h.user('alice@example.com'); // a user row and a real session token
+    await h.deps.members.add('notes', alice.id, 'member');
+    const res = await alice.request('/v1/repos/notes/pages/a.md'); // app.request(): no server, no port
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-page-sha')).toBe(sha);
+    expect(await res.text()).toBe('# A\n');
+    await h.close();
+  });
+
+  it('answers the bytes at head with the last commit in X-Page-SHA', async () => {
+    h = await mountHandler(pagesRead);
+    const first = await h.commit('notes', { 'docs/a.md': '# A\n\nbody\n', 'b.md': 'b' });
+    await h.commit('notes', { 'b.md': 'b2' });
+    const res = await h.legacy.request('/v1/repos/notes/pages/docs/a.md');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/markdown; charset=utf-8');
+    expect(res.headers.get('x-page-sha')).toBe(first);
+    expect(await res.text()).toBe('# A\n\nbody\n');
+  });
+
+  it('a member reads; a non-member gets 403 whether or not the repository exists', async () => {
+    h = await mountHandler(pagesRead);
+    const alice = await h.user('alice@example.com');
+    const bob = await h.user('bob@example.com');
+    await h.commit('notes', { 'a.md': 'hello' });
+    await h.deps.members.add('notes', alice.id, 'member');
+    expect(await (await alice.request('/v1/repos/notes/pages/a.md')).text()).toBe('hello');
+    for (const repo of ['notes', 'missing']) {
+      const res = await bob.request(`/v1/repos/${repo}/pages/a.md`);
+      expect(res.status).toBe(403);
+      expect(await res.json()).toEqual({ error: 'not a member of this repo' });
+    }
+  });
+
+  it('404 page not found, 404 repo not found, 400 on a bad path', async () => {
+    h = await mountHandler(pagesRead);
+    await h.commit('notes', { 'a.md': 'a' });
+    const page = await h.legacy.request('/v1/repos/notes/pages/nope.md');
+    expect(page.status).toBe(404);
+    expect(await page.json()).toEqual({ error: 'page not found' });
+    const repo = await h.legacy.request('/v1/repos/missing/pages/a.md');
+    expect(repo.status).toBe(404);
+    expect(await repo.json()).toEqual({ error: 'repo not found' });
+    const bad = await h.legacy.request('/v1/repos/notes/pages/.git/config');
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toEqual({ error: 'invalid page path: .git/config' });
+  });
+});
+
+describe('GET /v1/repos/:id/pages (functions/pages/list.ts)', () => {
+  it('lists every page at head, sorted by path, with the last commit that touched it', async () => {
+    const clock = new ManualClock();
+    h = await mountHandler(pagesList, { clock });
+    const alice = await h.user('alice@example.com');
+    await h.deps.members.add('notes', alice.id, 'member');
+    const first = await h.commit('notes', { 'z.md': 'z', 'a/b.md': 'b' }, { message: 'first\n\nbody' });
+    clock.advance(60_000);
+    const second = await h.commit('notes', { 'z.md': 'z2' }, { author: { name: 'Zed', email: 'zed@example.com' }, message: 'second' });
+    const res = await alice.request('/v1/repos/notes/pages');
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({
+      pages: [
+        { path: 'a/b.md', sha: first, author: 'Test', email: 'test@example.com', time: '2026-01-01T00:00:00Z', message: 'first' },
+        { path: 'z.md', sha: second, author: 'Zed', email: 'zed@example.com', time: '2026-01-01T00:01:00Z', message: 'second' },
+      ],
+    });
+  });
+
+  it('an empty repository has no pages; a missing one is 404 for the legacy key', async () => {
+    h = await mountHandler(pagesList);
+    await h.deps.repos.create('empty');
+    const empty = await h.legacy.request('/v1/repos/empty/pages');
+    expect(empty.status).toBe(200);
+    expect(await empty.json()).toEqual({ pages: [] });
+    const missing = await h.legacy.request('/v1/repos/missing/pages');
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toEqual({ error: 'repo not found' });
+  });
+});
