@@ -3,7 +3,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import type { Deps } from './deps.ts';
 import type { AppEnv, RouteDef } from './route.ts';
 import { HttpError } from './http/errors.ts';
-import { BodyBudget, BodyRefused, SMALL_BODY_BYTES, bodyGuard, type BodyKind } from './http/body-limit.ts';
+import { BodyBudget, SMALL_BODY_BYTES, bodyGuard, type BodyKind } from './http/body-limit.ts';
 import { corsMiddleware } from './http/cors.ts';
 import { rateLimit, type LimiterFactory } from './http/rate-limit.ts';
 import { ipBucketKey, type ClientIpOf } from './http/client-ip.ts';
@@ -43,7 +43,7 @@ export interface InflightRequest {
 }
 
 /** Maps errors of lib/ to their HTTP form; anything unknown is a 500 with the details only in the log. */
-function toHttpError(e: unknown): HttpError | null {
+export function toHttpError(e: unknown): HttpError | null {
   if (e instanceof HttpError) return e;
   if (e instanceof UnknownShaError) return new HttpError(400, `unknown sha: ${e.value}`);
   if (e instanceof PathCollisionError) return new HttpError(409, e.message);
@@ -146,8 +146,10 @@ export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
   app.notFound((c) => c.json({ error: 'not found' }, 404));
   app.onError((err, c) => {
     const http = toHttpError(err);
-    if (err instanceof BodyRefused) for (const [name, value] of Object.entries(err.headers)) c.header(name, value);
-    if (http) return c.json(http.body(), http.status as 400);
+    if (http) {
+      for (const [name, value] of Object.entries(http.headers)) c.header(name, value);
+      return c.json(http.body(), http.status as 400);
+    }
     log.error('unhandled', {
       id: c.get('requestId'),
       method: c.req.method,

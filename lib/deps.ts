@@ -1,7 +1,7 @@
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { Database } from './db/database.ts';
-import type { RepoStore } from './git/repo-store.ts';
+import type { Repos } from './git/repos.ts';
 import type { Logger } from './log.ts';
 import type { Members } from './db/members.ts';
 import type { Users } from './db/users.ts';
@@ -20,7 +20,7 @@ export interface Deps {
   config: Config;
   clock: Clock;
   db: Database;
-  repos: RepoStore;
+  repos: Repos;
   log: Logger;
   members: Members;
   users: Users;

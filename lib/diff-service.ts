@@ -13,7 +13,7 @@ import {
   type SectionDiff,
 } from './differ/index.ts';
 import type { IndexedCommit } from './git/path-index.ts';
-import type { RepoStore } from './git/repo-store.ts';
+import type { Repos } from './git/repos.ts';
 import { LruCache } from './git/lru.ts';
 import { HttpError } from './http/errors.ts';
 import type { Logger } from './log.ts';
@@ -185,7 +185,7 @@ function outlineOf(p: ParsedPage): ParsedPage {
 }
 
 export interface DiffDeps {
-  repos: RepoStore;
+  repos: Repos;
   parsedPages: ParseCache;
   log?: Logger;
 }
@@ -400,14 +400,14 @@ function textSize(d: SectionDiff): number {
 }
 
 /** The commits touching the path (newest first, before `beforeSeq`), each with the blob it left. */
-function touchesOf(repos: RepoStore, id: string, path: string, limit: number, beforeSeq?: number): Promise<Side[]> {
+function touchesOf(repos: Repos, id: string, path: string, limit: number, beforeSeq?: number): Promise<Side[]> {
   return repos.index.touches(id, path, limit, beforeSeq);
 }
 
 /** The parsed page of one side; a missing path is the empty document. */
 function sidePage(deps: DiffDeps, id: string, blob: string | null, budget: WorkBudget): Promise<ParsedPage> {
   if (blob === null) return Promise.resolve(EMPTY_PAGE());
-  return deps.parsedPages.get(id, blob, () => deps.repos.git.readBlob(id, blob), budget);
+  return deps.parsedPages.get(id, blob, () => deps.repos.readBlob(id, blob), budget);
 }
 
 /**
@@ -424,7 +424,7 @@ async function walkBlame(deps: DiffDeps, id: string, sides: Side[], budget: Work
     if (s.blob !== null) {
       const blob = s.blob;
       try {
-        page = await deps.parsedPages.outline(id, blob, () => deps.repos.git.readBlob(id, blob), budget);
+        page = await deps.parsedPages.outline(id, blob, () => deps.repos.readBlob(id, blob), budget);
       } catch {
         page = null;
       }

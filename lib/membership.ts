@@ -37,7 +37,7 @@ export async function redeemInvite(deps: Deps, user: UserIdentity, token: string
 export async function roleIn(deps: Pick<Deps, 'members' | 'repos'>, repoId: string, userId: string): Promise<Role | null> {
   const role = await deps.members.roleOf(repoId, userId);
   if (role !== null) return role;
-  if (!(await deps.repos.exists(repoId)) || (await deps.repos.git.creatorOf(repoId)) !== userId) return null;
+  if (!(await deps.repos.exists(repoId)) || (await deps.repos.creatorOf(repoId)) !== userId) return null;
   // Atomic: claims only while the repository has no owner. Then the role as it stands now — the
   // request that created the repository may have recorded its owner a moment ago.
   await deps.members.claimIfOwnerless(repoId, userId);

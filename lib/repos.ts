@@ -7,7 +7,6 @@ import { repoIdParam } from './http/params.ts';
 import { authorizeRepo, type Action } from './policy.ts';
 import { quotaError } from './quota.ts';
 import { roleIn } from './membership.ts';
-import { buildBundle } from './git/bundle.ts';
 import type { AppEnv } from './route.ts';
 import type { RepoSummary } from '../schema/wire/repos.ts';
 import { commitJson } from './wire.ts';
@@ -38,7 +37,7 @@ export async function openRepo(
  */
 async function createChecked(deps: Deps, identity: Identity, id: string): Promise<boolean> {
   if (await deps.repos.exists(id)) return false;
-  if ((await deps.repos.git.caseVariant(id)) !== null) throw new HttpError(409, REPO_EXISTS);
+  if ((await deps.repos.caseVariant(id)) !== null) throw new HttpError(409, REPO_EXISTS);
   const refusal = await deps.quota.checkRepoCreate(identity);
   if (refusal) throw quotaError(refusal);
   return deps.repos.create(id, identity.kind === 'user' ? identity.userId : undefined);
@@ -126,8 +125,7 @@ export async function listRepos(deps: Deps, identity: Identity): Promise<RepoSum
 
 /** `GET /v1/repos/:id/export`: the repository as a git bundle; 409 while it has no commit to bundle. */
 export async function exportBundle(deps: Deps, id: string): Promise<Uint8Array<ArrayBuffer>> {
-  await deps.repos.ready(id);
-  const bundle = await buildBundle(deps.repos.git, id);
+  const bundle = await deps.repos.bundle(id);
   if (!bundle) throw new HttpError(409, 'repo is empty: nothing to export');
   return bundle;
 }

@@ -3,7 +3,6 @@ import { parseBody } from '../../lib/http/parse.ts';
 import { repoIdParam } from '../../lib/http/params.ts';
 import { precheckPush, repoForPush } from '../../lib/repos.ts';
 import { push, validatePush } from '../../lib/sync.ts';
-import { RepoBusyError } from '../../lib/git/store.ts';
 import { PushRequest } from '../../schema/wire/sync.ts';
 
 /**
@@ -22,11 +21,7 @@ export default defineRoute({
     const body = await parseBody(c, PushRequest);
     const files = validatePush(body);
     const { identity } = await repoForPush(c, id);
-    const res = await push(deps, identity, id, body, files, { requestId: c.get('requestId') }).catch((e: unknown) => {
-      // 503 `repository busy, retry`: tell the client when.
-      if (e instanceof RepoBusyError) for (const [name, value] of Object.entries(e.headers)) c.header(name, value);
-      throw e;
-    });
+    const res = await push(deps, identity, id, body, files, { requestId: c.get('requestId') });
     return c.json(res.body, res.status);
   },
 });

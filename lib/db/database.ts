@@ -1,13 +1,15 @@
-import type { Client, InArgs, InStatement, Row } from '@libsql/client';
+import type { Client, InStatement } from '@libsql/client';
+import type { SqlArgs, SqlDatabase, SqlRow, Stmt } from './sql.ts';
 
-export type Stmt = { sql: string; args?: InArgs };
+/** The database as every module sees it, whatever backs it (lib/db/sql.ts). */
+export type { SqlDatabase as Database, Stmt } from './sql.ts';
 
 /**
- * The one handle on the relational database. Reads go straight to libSQL; every write goes through a
- * single queue, so overlapping transactions never meet ("database is locked" on a local file), and
+ * The Node build's database: libSQL on a local file. Reads go straight to libSQL; every write goes through
+ * a single queue, so overlapping transactions never meet ("database is locked" on a local file), and
  * multi-statement writes run as one atomic batch.
  */
-export class Database {
+export class LibsqlDatabase implements SqlDatabase {
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
   /** Writes queued and not finished (the running one included), and when the running one started. */
@@ -16,18 +18,18 @@ export class Database {
 
   constructor(readonly client: Client) {}
 
-  async all<T = Row>(sql: string, args: InArgs = []): Promise<T[]> {
+  async all<T = SqlRow>(sql: string, args: SqlArgs = []): Promise<T[]> {
     const rs = await this.client.execute({ sql, args });
     return rs.rows as unknown as T[];
   }
 
-  async get<T = Row>(sql: string, args: InArgs = []): Promise<T | undefined> {
+  async get<T = SqlRow>(sql: string, args: SqlArgs = []): Promise<T | undefined> {
     const rows = await this.all<T>(sql, args);
     return rows[0];
   }
 
   /** One write statement, queued. Returns rows affected and the last insert rowid. */
-  run(sql: string, args: InArgs = []): Promise<{ changes: number; lastId: bigint | undefined }> {
+  run(sql: string, args: SqlArgs = []): Promise<{ changes: number; lastId: bigint | undefined }> {
     return this.enqueue(async () => {
       const rs = await this.client.execute({ sql, args });
       return { changes: rs.rowsAffected, lastId: rs.lastInsertRowid };
@@ -35,41 +37,11 @@ export class Database {
   }
 
   /** Several write statements as one transaction, queued. */
-  batch(stmts: Stmt[]): Promise<Array<{ changes: number; rows: Row[] }>> {
+  batch(stmts: Stmt[]): Promise<Array<{ changes: number; rows: SqlRow[] }>> {
     if (stmts.length === 0) return Promise.resolve([]);
     return this.enqueue(async () => {
       const rs = await this.client.batch(stmts as InStatement[], 'write');
-      return rs.map((r) => ({ changes: r.rowsAffected, rows: r.rows }));
-    });
-  }
-
-  /**
-   * An interactive write transaction, queued: `fn` may read and decide before writing. Everything it
-   * wrote is committed together, or nothing is when it throws.
-   */
-  transaction<T>(fn: (tx: TxHandle) => Promise<T>): Promise<T> {
-    return this.enqueue(async () => {
-      const tx = await this.client.transaction('write');
-      try {
-        const handle: TxHandle = {
-          all: async <R = Row>(sql: string, args: InArgs = []) =>
-            (await tx.execute({ sql, args })).rows as unknown as R[],
-          get: async <R = Row>(sql: string, args: InArgs = []) =>
-            (await tx.execute({ sql, args })).rows[0] as unknown as R | undefined,
-          run: async (sql: string, args: InArgs = []) => {
-            const rs = await tx.execute({ sql, args });
-            return { changes: rs.rowsAffected, lastId: rs.lastInsertRowid };
-          },
-        };
-        const result = await fn(handle);
-        await tx.commit();
-        return result;
-      } catch (e) {
-        if (!tx.closed) await tx.rollback().catch(() => undefined);
-        throw e;
-      } finally {
-        tx.close();
-      }
+      return rs.map((r) => ({ changes: r.rowsAffected, rows: r.rows as unknown as SqlRow[] }));
     });
   }
 
@@ -104,10 +76,4 @@ export class Database {
     this.queue = next.catch(() => undefined);
     return next;
   }
-}
-
-export interface TxHandle {
-  all<R = Row>(sql: string, args?: InArgs): Promise<R[]>;
-  get<R = Row>(sql: string, args?: InArgs): Promise<R | undefined>;
-  run(sql: string, args?: InArgs): Promise<{ changes: number; lastId: bigint | undefined }>;
 }

@@ -46,13 +46,20 @@ export async function migrate(db: Database, migrations: Migration[], nowSeconds:
   const applied: number[] = [];
   for (const m of migrations) {
     if (done.has(m.version)) continue;
-    await db.batch([
-      ...splitStatements(m.sql).map((sql) => ({ sql })),
-      {
-        sql: 'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)',
-        args: [m.version, m.name, nowSeconds],
-      },
-    ]);
+    try {
+      await db.batch([
+        ...splitStatements(m.sql).map((sql) => ({ sql })),
+        {
+          sql: 'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)',
+          args: [m.version, m.name, nowSeconds],
+        },
+      ]);
+    } catch (e) {
+      // Another process (or Worker isolate) applied it meanwhile: its batch won, ours rolled back whole.
+      const row = await db.get('SELECT 1 AS x FROM schema_migrations WHERE version = ?', [m.version]);
+      if (row === undefined) throw e;
+      continue;
+    }
     applied.push(m.version);
   }
   return applied;

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createClient } from '@libsql/client';
-import { Database } from './database.ts';
+import { LibsqlDatabase } from './database.ts';
 import { migrate, migrationsFromFiles, type Migration } from './migrate.ts';
 
 /**
@@ -35,7 +35,7 @@ export async function loadMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]>
 /** How long a statement waits for a lock another process holds before SQLITE_BUSY (blocks the event loop). */
 const BUSY_TIMEOUT_MS = 5000;
 
-export async function openDatabaseFile(file: string, nowSeconds: number): Promise<Database> {
+export async function openDatabaseFile(file: string, nowSeconds: number): Promise<LibsqlDatabase> {
   // The client keeps a pool of connections and opens one whenever every open one is borrowed. A pool
   // limit far above anything this process borrows at once (writes are queued one at a time, reads hold
   // a connection only for one synchronous call): no call ever waits for another's release. The client's
@@ -54,7 +54,7 @@ export async function openDatabaseFile(file: string, nowSeconds: number): Promis
   await client.execute('PRAGMA journal_mode = WAL');
   await client.execute('PRAGMA synchronous = FULL');
   await client.execute('PRAGMA foreign_keys = ON');
-  const db = new Database(client);
+  const db = new LibsqlDatabase(client);
   await migrate(db, await loadMigrations(), nowSeconds);
   return db;
 }

@@ -1,4 +1,6 @@
 import type { Clock } from '../clock.ts';
+import type { Repos } from './repos.ts';
+import { buildBundle } from './bundle.ts';
 import { PathIndex, type HeadEntry, type IndexedCommit } from './path-index.ts';
 import { KeyedMutex, LockTimeoutError, type HeldLock, type Progress } from './lock.ts';
 import { foldPathCase } from '../page/path.ts';
@@ -83,7 +85,7 @@ async function mapBounded<T, R>(items: T[], limit: number, fn: (item: T) => Prom
 /** Head entries kept per repository before the map starts over. */
 const HEAD_CACHE_ENTRIES = 20_000;
 
-export class RepoStore {
+export class RepoStore implements Repos {
   readonly index: PathIndex;
   private readonly creationMutex: KeyedMutex;
   /**
@@ -125,6 +127,23 @@ export class RepoStore {
 
   list(): Promise<string[]> {
     return this.git.list();
+  }
+
+  caseVariant(id: string): Promise<string | null> {
+    return this.git.caseVariant(id);
+  }
+
+  creatorOf(id: string): Promise<string | null> {
+    return this.git.creatorOf(id);
+  }
+
+  readBlob(id: string, oid: string): Promise<Uint8Array> {
+    return this.git.readBlob(id, oid);
+  }
+
+  async bundle(id: string): Promise<Uint8Array<ArrayBuffer> | null> {
+    await this.ready(id);
+    return buildBundle(this.git, id);
   }
 
   /**

@@ -67,9 +67,8 @@ export class PathCollisionError extends StoreError {
  * `headers` are for the response (Retry-After). The holder is named in `lock`, for the log only.
  */
 export class RepoBusyError extends HttpError {
-  readonly headers: Record<string, string> = { 'Retry-After': String(BUSY_RETRY_AFTER_S) };
   constructor(readonly lock: LockTimeoutError) {
-    super(503, 'repository busy, retry');
+    super(503, 'repository busy, retry', undefined, { 'Retry-After': String(BUSY_RETRY_AFTER_S) });
     this.name = 'RepoBusyError';
   }
 }

@@ -35,13 +35,11 @@ export const BUSY_RETRY_AFTER_SECONDS = 5;
 /** What a route's body is: see the file comment. */
 export type BodyKind = 'none' | 'small' | 'push';
 
-/** A refused body: an HttpError that also carries response headers (rendered by lib/app.ts). */
+/** A refused body: an HttpError, with its response headers (rendered by lib/app.ts). */
 export class BodyRefused extends HttpError {
-  readonly headers: Record<string, string>;
   constructor(status: number, message: string, headers: Record<string, string> = {}) {
-    super(status, message);
+    super(status, message, undefined, headers);
     this.name = 'BodyRefused';
-    this.headers = headers;
   }
 }
 

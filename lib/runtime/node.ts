@@ -7,6 +7,7 @@ import type { Clock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Deps } from '../deps.ts';
+import type { LibsqlDatabase } from '../db/database.ts';
 import type { Logger } from '../log.ts';
 import { openDatabaseFile } from '../db/open-node.ts';
 import { GitStore, LOCK_WAIT_MS } from '../git/store.ts';
@@ -27,6 +28,9 @@ import { nodeClientIp } from '../http/node-peer.ts';
 import { memoryLimiters } from '../http/rate-limit.ts';
 import type { RouteDef } from '../route.ts';
 
+/** The Node build's dependencies, with their concrete stores (the watchdog and tests look inside them). */
+export type NodeDeps = Deps & { db: LibsqlDatabase; repos: RepoStore };
+
 /**
  * The Node runtime: data root on disk, libSQL file `service.db` in it, bare repositories under
  * `repos/`. Used by server.ts and by the end-to-end tests.
@@ -34,7 +38,7 @@ import type { RouteDef } from '../route.ts';
 export async function openNodeDeps(
   config: Config,
   opts: { clock?: Clock; log: Logger; quota?: QuotaPolicy; lockWaitMs?: number },
-): Promise<Deps> {
+): Promise<NodeDeps> {
   const clock = opts.clock ?? systemClock;
   await mkdir(config.dataRoot, { recursive: true });
   await mkdir(join(config.dataRoot, 'repos'), { recursive: true });
@@ -95,7 +99,7 @@ export interface WatchOptions {
  * which lock, the holder (`id`: its request id), the step it is at, how long it has held the lock and
  * been at that step, how many wait behind it, and the database's write queue.
  */
-function lockWatch(deps: Deps, heldMs: number, stuckMs: number): () => void {
+function lockWatch(deps: NodeDeps, heldMs: number, stuckMs: number): () => void {
   const reported = new Map<string, number>();
   return () => {
     const seen = new Set<string>();
@@ -128,7 +132,7 @@ function lockWatch(deps: Deps, heldMs: number, stuckMs: number): () => void {
   };
 }
 
-export async function startServer(deps: Deps, routes: RouteDef[], opts: WatchOptions = {}): Promise<RunningServer> {
+export async function startServer(deps: NodeDeps, routes: RouteDef[], opts: WatchOptions = {}): Promise<RunningServer> {
   const inflight = new Map<string, InflightRequest>();
   const app = buildApp(deps, {
     routes,

@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { loadConfig, type Config } from '../../lib/config.ts';
 import { memoryLogger } from '../../lib/log.ts';
 import type { Clock } from '../../lib/clock.ts';
-import { openNodeDeps, startServer, type RunningServer } from '../../lib/runtime/node.ts';
+import { openNodeDeps, startServer, type NodeDeps, type RunningServer } from '../../lib/runtime/node.ts';
 import { routesFor } from '../../functions/index.ts';
 import type { Deps } from '../../lib/deps.ts';
 import type { RouteDef } from '../../lib/route.ts';
@@ -31,7 +31,7 @@ export function testConfig(dataRoot: string, env: Record<string, string> = {}): 
 }
 
 export interface TestServer extends RunningServer {
-  deps: Deps;
+  deps: NodeDeps;
   dataRoot: string;
   logs: string[];
   /** fetch against the server with the legacy key unless other headers are given. */

@@ -1,0 +1,62 @@
+import type { HeadEntry, IndexedCommit } from './path-index.ts';
+import type { PushFile, PushResult } from './repo-store.ts';
+
+/**
+ * Repositories as handlers and lib/ see them, whatever holds them: on Node, RepoStore over bare
+ * repositories on disk and the index in the database file (lib/git/repo-store.ts); in the hosted build, one
+ * Durable Object per repository running that same RepoStore over its own storage, reached by RPC
+ * (lib/runtime/workers-repos.ts). Every method takes the repository id first; errors are the git store's
+ * (lib/git/store.ts), mapped to HTTP by lib/app.ts on both runtimes.
+ */
+export interface Repos {
+  exists(id: string): Promise<boolean>;
+  /** Every repository id, sorted. */
+  list(): Promise<string[]>;
+  /** The existing repository whose id equals `id` ignoring ASCII case (possibly `id` itself), or null. */
+  caseVariant(id: string): Promise<string | null>;
+  /** Creates the repository if missing; true when this call created it. `creator` is kept with it. */
+  create(id: string, creator?: string): Promise<boolean>;
+  /** The user id recorded as the repository's creator when it was made, or null. */
+  creatorOf(id: string): Promise<string | null>;
+  /** Serialises creating (and claiming) one id: `key` is the id folded to lower case. */
+  readonly creation: { run<T>(key: string, fn: () => Promise<T>): Promise<T> };
+
+  /** Waits until the derived index reflects the branch in git. */
+  ready(id: string): Promise<void>;
+  head(id: string): Promise<IndexedCommit | null>;
+  resolve(id: string, sha: string): Promise<IndexedCommit>;
+  page(id: string, path: string): Promise<{ entry: HeadEntry; content: Uint8Array } | null>;
+  fileAt(id: string, sha: string, path: string): Promise<Uint8Array | null>;
+  pages(id: string): Promise<HeadEntry[]>;
+  history(id: string, path: string, limit: number, beforeSeq?: number): Promise<IndexedCommit[]>;
+  timeline(id: string, limit: number): Promise<Array<IndexedCommit & { paths: string[] }>>;
+  summary(id: string): Promise<{ pageCount: number; lastCommit: IndexedCommit | null }>;
+  pull(
+    id: string,
+    since?: string,
+  ): Promise<{ head: IndexedCommit | null; files: Array<{ entry: HeadEntry; content: Uint8Array }>; deleted: string[] }>;
+  commitFiles(
+    id: string,
+    files: PushFile[],
+    author: { name: string; email: string },
+    message: string,
+    opts?: { owner?: string },
+  ): Promise<PushResult>;
+  readBlob(id: string, oid: string): Promise<Uint8Array>;
+  /** The repository as a git bundle (lib/git/bundle.ts), or null while it has no commit. */
+  bundle(id: string): Promise<Uint8Array<ArrayBuffer> | null>;
+  /** The derived index's path queries (lib/git/path-index.ts), for the diff service. */
+  readonly index: RepoIndex;
+}
+
+export interface RepoIndex {
+  resolve(repo: string, value: string): Promise<IndexedCommit>;
+  history(repo: string, path: string, limit: number, beforeSeq?: number): Promise<IndexedCommit[]>;
+  touches(
+    repo: string,
+    path: string,
+    limit: number,
+    beforeSeq?: number,
+  ): Promise<Array<{ commit: IndexedCommit; blob: string | null }>>;
+  lastTouch(repo: string, path: string, atSeq: number): Promise<{ commit: IndexedCommit; blob: string | null } | null>;
+}
