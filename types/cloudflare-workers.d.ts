@@ -1,8 +1,8 @@
 /**
- * The little of `cloudflare:workers` that lib/http/rate-limit-do.ts uses, for the Node type-check only
+ * The little of the Workers runtime that the hosted build's own code touches (worker.ts, the Durable
+ * Object classes in lib/git/repo-object.ts and lib/http/rate-limit-do.ts), for the Node type-check only
  * (tsconfig.json: this folder). @cloudflare/workers-types declares the real module, but only with its
- * global Workers types, which clash with the DOM and Node types of this build; a Workers type-check uses
- * those instead and leaves this folder out.
+ * global Workers types, which clash with the DOM and Node types of this build.
  */
 declare module 'cloudflare:workers' {
   export abstract class DurableObject<Env = unknown> {
@@ -12,14 +12,24 @@ declare module 'cloudflare:workers' {
     alarm?(): void | Promise<void>;
     fetch?(request: Request): Response | Promise<Response>;
   }
+  export type { DurableObjectState, DurableObjectStorage };
 }
 
 interface DurableObjectState {
+  readonly id: { toString(): string; readonly name?: string };
   readonly storage: DurableObjectStorage;
   blockConcurrencyWhile<T>(callback: () => Promise<T>): Promise<T>;
 }
 
+interface SqlStorageCursor {
+  toArray(): Array<Record<string, unknown>>;
+  readonly rowsWritten: number;
+  readonly rowsRead: number;
+}
+
 interface DurableObjectStorage {
+  readonly sql: { exec(query: string, ...bindings: unknown[]): SqlStorageCursor };
+  transactionSync<T>(fn: () => T): T;
   get<T = unknown>(key: string): Promise<T | undefined>;
   list<T = unknown>(): Promise<Map<string, T>>;
   put<T>(key: string, value: T): Promise<void>;
@@ -27,4 +37,10 @@ interface DurableObjectStorage {
   deleteAll(): Promise<void>;
   getAlarm(): Promise<number | null>;
   setAlarm(scheduledTime: number | Date): Promise<void>;
+}
+
+/** Migrations are bundled as text (esbuild's and wrangler's Text loader for `.sql`). */
+declare module '*.sql' {
+  const text: string;
+  export default text;
 }

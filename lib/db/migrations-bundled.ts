@@ -1,0 +1,21 @@
+/**
+ * The numbered migrations of schema/migrations, compiled into the hosted build (which has no filesystem to
+ * read them from): esbuild and wrangler load `.sql` files as text. The Node build reads the directory
+ * (lib/db/open-node.ts); test/workers-build.test.ts checks this list names every file there.
+ */
+import { migrationsFromFiles } from './migrate.ts';
+import m0001 from '../../schema/migrations/0001_init.sql';
+import m0002 from '../../schema/migrations/0002_head_path_fold.sql';
+import m0003 from '../../schema/migrations/0003_removals_issuers.sql';
+import m0004 from '../../schema/migrations/0004_billing.sql';
+import m0005 from '../../schema/migrations/0005_repo_registry.sql';
+
+export const BUNDLED_MIGRATION_FILES = [
+  { name: '0001_init.sql', sql: m0001 },
+  { name: '0002_head_path_fold.sql', sql: m0002 },
+  { name: '0003_removals_issuers.sql', sql: m0003 },
+  { name: '0004_billing.sql', sql: m0004 },
+  { name: '0005_repo_registry.sql', sql: m0005 },
+];
+
+export const BUNDLED_MIGRATIONS = migrationsFromFiles(BUNDLED_MIGRATION_FILES);

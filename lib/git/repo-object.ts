@@ -1,0 +1,86 @@
+import { DurableObject, type DurableObjectState } from 'cloudflare:workers';
+import { systemClock } from '../clock.ts';
+import { DoSqlDatabase } from '../db/do-sql.ts';
+import { migrate } from '../db/migrate.ts';
+import { BUNDLED_MIGRATIONS } from '../db/migrations-bundled.ts';
+import { toHttpError } from '../app.ts';
+import { DoFs } from './do-fs.ts';
+import { PathIndex } from './path-index.ts';
+import { RepoStore } from './repo-store.ts';
+import { GitStore } from './store.ts';
+
+/**
+ * The hosted build's repository: one Durable Object per repository id holds that repository's git
+ * objects and refs (lib/git/do-fs.ts, in the object's own SQLite storage) and its derived index, and runs
+ * the same RepoStore as the Node build over them — the same object format, one commit per push, the
+ * check-and-set of the branch and the index kept level with git. The object's single-threaded execution
+ * serialises its writes, as the per-repository lock does on Node (and that lock still runs inside).
+ *
+ * The Worker reaches it through `call` (lib/runtime/workers-repos.ts). Errors cross as their HTTP form
+ * (`toHttpError`), which is all the Worker side does with them.
+ */
+
+export const REPO_ROOT = '/repos';
+
+/** What may be called, by name: each takes the repository id first. */
+const METHODS = {
+  create: (s: RepoStore, id: string, creator?: string) => s.create(id, creator),
+  creatorOf: (s: RepoStore, id: string) => s.creatorOf(id),
+  ready: (s: RepoStore, id: string) => s.ready(id),
+  head: (s: RepoStore, id: string) => s.head(id),
+  resolve: (s: RepoStore, id: string, sha: string) => s.resolve(id, sha),
+  page: (s: RepoStore, id: string, path: string) => s.page(id, path),
+  fileAt: (s: RepoStore, id: string, sha: string, path: string) => s.fileAt(id, sha, path),
+  pages: (s: RepoStore, id: string) => s.pages(id),
+  history: (s: RepoStore, id: string, path: string, limit: number, beforeSeq?: number) => s.history(id, path, limit, beforeSeq),
+  timeline: (s: RepoStore, id: string, limit: number) => s.timeline(id, limit),
+  summary: (s: RepoStore, id: string) => s.summary(id),
+  pull: (s: RepoStore, id: string, since?: string) => s.pull(id, since),
+  commitFiles: (s: RepoStore, ...a: Parameters<RepoStore['commitFiles']>) => s.commitFiles(...a),
+  readBlob: (s: RepoStore, id: string, oid: string) => s.readBlob(id, oid),
+  bundle: (s: RepoStore, id: string) => s.bundle(id),
+  'index.resolve': async (s: RepoStore, id: string, value: string) => (await s.ready(id), s.index.resolve(id, value)),
+  'index.history': async (s: RepoStore, id: string, path: string, limit: number, before?: number) =>
+    (await s.ready(id), s.index.history(id, path, limit, before)),
+  'index.touches': async (s: RepoStore, id: string, path: string, limit: number, before?: number) =>
+    (await s.ready(id), s.index.touches(id, path, limit, before)),
+  'index.lastTouch': async (s: RepoStore, id: string, path: string, atSeq: number) =>
+    (await s.ready(id), s.index.lastTouch(id, path, atSeq)),
+} as const;
+
+export type RepoMethod = keyof typeof METHODS;
+
+/** A call's outcome as it crosses to the Worker: the value, or the error's HTTP form. */
+export type RpcResult =
+  | { ok: true; value: unknown }
+  | { ok: false; status: number; error: string; extra?: Record<string, unknown>; headers?: Record<string, string> };
+
+export class RepoObject extends DurableObject {
+  private store: RepoStore | null = null;
+
+  constructor(ctx: DurableObjectState, env: unknown) {
+    super(ctx, env);
+    void ctx.blockConcurrencyWhile(async () => {
+      const db = new DoSqlDatabase(ctx.storage);
+      // The index tables come from the same numbered migrations as everywhere (the rest of them stay empty).
+      await migrate(db, BUNDLED_MIGRATIONS, Math.floor(Date.now() / 1000));
+      const git = new GitStore({ fs: new DoFs(ctx.storage).storeFs(), root: REPO_ROOT, cacheBytes: 16 * 1024 * 1024 });
+      this.store = new RepoStore(git, new PathIndex(db), systemClock);
+    });
+  }
+
+  async call(method: string, args: unknown[]): Promise<RpcResult> {
+    const fn = Object.hasOwn(METHODS, method) ? (METHODS[method as RepoMethod] as (s: RepoStore, ...a: unknown[]) => Promise<unknown>) : null;
+    if (!fn || !this.store) return { ok: false, status: 500, error: `no such repository method: ${method}` };
+    try {
+      // The repository is made on first use too: the registry row in D1 is what says it exists, and a
+      // creation that died between writing that row and calling `create` here must not leave it unusable.
+      if (method !== 'create') await this.store.create(String(args[0]));
+      return { ok: true, value: await fn(this.store, ...args) };
+    } catch (e) {
+      const http = toHttpError(e);
+      if (!http) throw e;
+      return { ok: false, status: http.status, error: http.message, extra: http.extra, headers: http.headers };
+    }
+  }
+}

@@ -1,0 +1,131 @@
+import type { SqlDatabase } from '../db/sql.ts';
+import type { Clock } from '../clock.ts';
+import { HttpError } from '../http/errors.ts';
+import { KeyedMutex } from '../git/lock.ts';
+import type { RepoIndex, Repos } from '../git/repos.ts';
+import type { RepoMethod, RpcResult } from '../git/repo-object.ts';
+import type { PushFile, PushResult } from '../git/repo-store.ts';
+import type { HeadEntry, IndexedCommit } from '../git/path-index.ts';
+
+/**
+ * The hosted build's repositories as handlers see them (lib/git/repos.ts): each repository's content
+ * and index live in its own Durable Object (lib/git/repo-object.ts), reached by RPC with the id as the
+ * object's name; which repositories exist is kept in D1 (`repo_registry`), since objects cannot be listed.
+ * Creation is atomic there: the unique `id_fold` lets exactly one of two racing creators of an id (or of
+ * two spellings of it) in.
+ */
+
+/** The part of the Durable Object namespace binding used here. */
+export interface RepoNamespace {
+  idFromName(name: string): unknown;
+  get(id: unknown): { call(method: string, args: unknown[]): Promise<RpcResult> };
+}
+
+const fold = (id: string) => id.replace(/[A-Z]/g, (c) => c.toLowerCase());
+
+export class RemoteRepos implements Repos {
+  readonly creation = new KeyedMutex();
+  readonly index: RepoIndex;
+  /** Repositories are never deleted: one seen once stays known to this isolate. */
+  private readonly known = new Set<string>();
+
+  constructor(
+    private readonly ns: RepoNamespace,
+    private readonly db: SqlDatabase,
+    private readonly clock: Clock,
+  ) {
+    this.index = {
+      resolve: (repo, value) => this.call(repo, 'index.resolve', value),
+      history: (repo, path, limit, before) => this.call(repo, 'index.history', path, limit, before),
+      touches: (repo, path, limit, before) => this.call(repo, 'index.touches', path, limit, before),
+      lastTouch: (repo, path, atSeq) => this.call(repo, 'index.lastTouch', path, atSeq),
+    };
+  }
+
+  private async call<T>(id: string, method: RepoMethod, ...args: unknown[]): Promise<T> {
+    const stub = this.ns.get(this.ns.idFromName(id));
+    const r = await stub.call(method, [id, ...args]);
+    if (r.ok) return r.value as T;
+    throw new HttpError(r.status, r.error, r.extra, r.headers);
+  }
+
+  async exists(id: string): Promise<boolean> {
+    if (this.known.has(id)) return true;
+    const found = (await this.db.get('SELECT 1 AS x FROM repo_registry WHERE id = ?', [id])) !== undefined;
+    if (found) this.known.add(id);
+    return found;
+  }
+
+  async list(): Promise<string[]> {
+    const rows = await this.db.all<{ id: string }>('SELECT id FROM repo_registry ORDER BY id');
+    return rows.map((r) => String(r.id));
+  }
+
+  async caseVariant(id: string): Promise<string | null> {
+    const r = await this.db.get<{ id: string }>('SELECT id FROM repo_registry WHERE id_fold = ?', [fold(id)]);
+    return r ? String(r.id) : null;
+  }
+
+  async creatorOf(id: string): Promise<string | null> {
+    const r = await this.db.get<{ creator: string | null }>('SELECT creator FROM repo_registry WHERE id = ?', [id]);
+    return r?.creator ? String(r.creator) : null;
+  }
+
+  async create(id: string, creator?: string): Promise<boolean> {
+    const { changes } = await this.db.run(
+      'INSERT INTO repo_registry (id, id_fold, creator, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
+      [id, fold(id), creator ?? null, Math.floor(this.clock.now() / 1000)],
+    );
+    if (changes === 0) return false;
+    // The object makes its bare repository now (and would on first use if this call died here).
+    await this.call(id, 'create', creator);
+    this.known.add(id);
+    return true;
+  }
+
+  ready(id: string): Promise<void> {
+    return this.call(id, 'ready');
+  }
+  head(id: string): Promise<IndexedCommit | null> {
+    return this.call(id, 'head');
+  }
+  resolve(id: string, sha: string): Promise<IndexedCommit> {
+    return this.call(id, 'resolve', sha);
+  }
+  page(id: string, path: string): Promise<{ entry: HeadEntry; content: Uint8Array } | null> {
+    return this.call(id, 'page', path);
+  }
+  fileAt(id: string, sha: string, path: string): Promise<Uint8Array | null> {
+    return this.call(id, 'fileAt', sha, path);
+  }
+  pages(id: string): Promise<HeadEntry[]> {
+    return this.call(id, 'pages');
+  }
+  history(id: string, path: string, limit: number, beforeSeq?: number): Promise<IndexedCommit[]> {
+    return this.call(id, 'history', path, limit, beforeSeq);
+  }
+  timeline(id: string, limit: number): Promise<Array<IndexedCommit & { paths: string[] }>> {
+    return this.call(id, 'timeline', limit);
+  }
+  summary(id: string): Promise<{ pageCount: number; lastCommit: IndexedCommit | null }> {
+    return this.call(id, 'summary');
+  }
+  pull(id: string, since?: string): ReturnType<Repos['pull']> {
+    return this.call(id, 'pull', since);
+  }
+  commitFiles(
+    id: string,
+    files: PushFile[],
+    author: { name: string; email: string },
+    message: string,
+    opts?: { owner?: string },
+  ): Promise<PushResult> {
+    return this.call(id, 'commitFiles', files, author, message, opts);
+  }
+  readBlob(id: string, oid: string): Promise<Uint8Array> {
+    return this.call(id, 'readBlob', oid);
+  }
+  bundle(id: string): Promise<Uint8Array<ArrayBuffer> | null> {
+    return this.call(id, 'bundle');
+  }
+}

@@ -1,0 +1,128 @@
+import type { Hono } from 'hono';
+import { systemClock } from '../clock.ts';
+import { ConfigError, loadConfig, type Config } from '../config.ts';
+import type { Deps } from '../deps.ts';
+import { jsonLogger, type Logger } from '../log.ts';
+import { D1Database, type D1Like } from '../db/d1.ts';
+import { migrate } from '../db/migrate.ts';
+import { BUNDLED_MIGRATIONS } from '../db/migrations-bundled.ts';
+import { Members } from '../db/members.ts';
+import { Users } from '../db/users.ts';
+import { Pats } from '../db/pats.ts';
+import { Activity } from '../db/activity.ts';
+import { Invites } from '../db/invites.ts';
+import { remoteIdpKeys } from '../auth/idp.ts';
+import { quotaFor } from '../hosted/quota.ts';
+import { ParseCache } from '../diff-service.ts';
+import { buildApp } from '../app.ts';
+import { workersClientIp } from '../http/peer-workers.ts';
+import { durableObjectLimiters, type RateLimiterNamespace } from '../http/rate-limit-do.ts';
+import type { AppEnv } from '../route.ts';
+import { routesFor } from '../../functions/index.ts';
+import { RemoteRepos, type RepoNamespace } from './workers-repos.ts';
+
+/**
+ * The Workers runtime (the hosted build, worker.ts): the same app as the Node build, with dependencies
+ * made from each request's bindings — D1 for accounts, tokens and membership, one Durable Object per
+ * repository for its git objects and index, Durable Objects for the rate limiters — and configuration
+ * from the Worker's variables and secrets, which carry the same names as the Node build's environment.
+ * Nothing is set up at module load: the first request of an isolate builds the app for its `env` (and
+ * applies pending migrations to D1 once), later requests reuse it.
+ */
+
+export interface WorkerEnv {
+  DB: D1Like;
+  REPO: RepoNamespace;
+  RATE_LIMITER: RateLimiterNamespace;
+  [variable: string]: unknown;
+}
+
+/** The Worker's string variables and secrets, as the environment loadConfig reads. */
+function variables(env: WorkerEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (typeof v === 'string') out[k] = v;
+  return out;
+}
+
+const log: Logger = jsonLogger(
+  (line) => console.log(line),
+  (line) => console.error(line),
+);
+
+interface Built {
+  app: Hono<AppEnv>;
+  ready: Promise<unknown>;
+}
+const built = new WeakMap<object, Built>();
+
+/**
+ * The configuration of a Worker: the same variables and rules as on Node (wrangler.toml sets
+ * SERVICE_HOSTED=1 for a deployment; `npm run dev:worker` passes the environment through, so it behaves
+ * like `npm start` unless told otherwise), except that a session secret must be set: isolates come and go,
+ * so a random one would sign sessions no other isolate accepts.
+ */
+export function workerConfig(env: WorkerEnv): { config: Config; warnings: string[] } {
+  const vars = variables(env);
+  if (!vars.SERVICE_SESSION_SECRET) {
+    throw new ConfigError('SERVICE_SESSION_SECRET must be set for the hosted build (wrangler secret put SERVICE_SESSION_SECRET)');
+  }
+  return loadConfig(vars, '/');
+}
+
+export function workerDeps(env: WorkerEnv, config: Config): Deps {
+  const clock = systemClock;
+  const db = new D1Database(env.DB);
+  return {
+    config,
+    clock,
+    db,
+    repos: new RemoteRepos(env.REPO, db, clock),
+    log,
+    members: new Members(db, clock),
+    users: new Users(db, clock),
+    pats: new Pats(db, clock),
+    idpKeys: remoteIdpKeys(new URL(config.idpJwksUrl), { clock }),
+    activity: new Activity(db, clock),
+    invites: new Invites(db, clock),
+    quota: quotaFor({ config, db, clock }),
+    parsedPages: new ParseCache(8 * 1024 * 1024, 4 * 1024 * 1024),
+  };
+}
+
+function build(env: WorkerEnv): Built {
+  const { config, warnings } = workerConfig(env);
+  for (const w of warnings) log.warn('config', { warning: w });
+  const deps = workerDeps(env, config);
+  const app = buildApp(deps, {
+    routes: routesFor(config),
+    clientIp: workersClientIp,
+    limiters: durableObjectLimiters(env.RATE_LIMITER, {
+      onError: (e) => log.warn('rate_limiter_unavailable', { error: String(e) }),
+    }),
+  });
+  const ready = migrate(deps.db, BUNDLED_MIGRATIONS, Math.floor(Date.now() / 1000));
+  return { app, ready };
+}
+
+/** The Worker's fetch handler. */
+export async function handleWorkerRequest(request: Request, env: WorkerEnv, ctx: unknown): Promise<Response> {
+  let b = built.get(env);
+  if (!b) {
+    try {
+      b = build(env);
+    } catch (e) {
+      log.error('config', { error: e instanceof Error ? e.message : String(e) });
+      return Response.json({ error: 'server misconfigured' }, { status: 503 });
+    }
+    built.set(env, b);
+    // A failed migration is tried again by the next request.
+    b.ready.catch(() => built.delete(env));
+  }
+  try {
+    await b.ready;
+  } catch (e) {
+    log.error('migrate', { error: e instanceof Error ? e.message : String(e) });
+    return Response.json({ error: 'internal error' }, { status: 500 });
+  }
+  return b.app.fetch(request, env, ctx as never);
+}

@@ -1,0 +1,115 @@
+/**
+ * `npm run dev:worker`: the hosted build (worker.ts) under a local workerd, through Miniflare, configured
+ * exactly like `npm start` — the same `SERVICE_*` and `IDP_*` variables from the environment, the same
+ * listen address (`SERVICE_LISTEN_ADDR` or `:$PORT`) — with D1 and the Durable Objects persisted under
+ * `$SERVICE_DATA_ROOT/workers/`. It prints the same `listening` log line as the Node server and stops
+ * cleanly on SIGTERM or SIGINT.
+ */
+import { Miniflare } from 'miniflare';
+import type { Readable } from 'node:stream';
+import { mkdir } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { ConfigError, loadConfig } from '../lib/config.ts';
+import { jsonLogger } from '../lib/log.ts';
+import { buildWorker } from './build-worker.ts';
+
+const log = jsonLogger(
+  (line) => process.stdout.write(`${line}\n`),
+  (line) => process.stderr.write(`${line}\n`),
+);
+
+export interface WorkerDevOptions {
+  /** The environment the variables come from (process.env by default). */
+  env?: Record<string, string | undefined>;
+  /** The bundle to run (built afresh when absent). */
+  bundle?: string;
+  /** Where the Worker's own output (its JSON log) goes, line by line; this process's stdout/stderr when absent. */
+  output?: (line: string) => void;
+}
+
+/** The Worker's string bindings: every SERVICE_* and IDP_* variable of the environment. */
+export function workerBindings(env: Record<string, string | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && /^(SERVICE_|IDP_)/.test(k)) out[k] = v;
+  return out;
+}
+
+export async function startWorkerDev(opts: WorkerDevOptions = {}): Promise<{ url: string; mf: Miniflare; close(): Promise<void> }> {
+  const env = opts.env ?? process.env;
+  // The same rules as `npm start` (and the same refusals: a short session secret stops it here).
+  const { config, warnings } = loadConfig(env as Record<string, string>, process.cwd());
+  for (const w of warnings) log.warn('config', { warning: w });
+  const bindings = workerBindings(env);
+  if (!bindings.SERVICE_SESSION_SECRET) {
+    // As on Node: a random secret for this run, so sessions end when it stops.
+    bindings.SERVICE_SESSION_SECRET = randomBytes(32).toString('base64url');
+  }
+  const persist = join(config.dataRoot, 'workers');
+  await mkdir(persist, { recursive: true });
+  const scriptPath = opts.bundle ?? (await buildWorker());
+  const mf = new Miniflare({
+    modules: true,
+    scriptPath,
+    modulesRoot: dirname(scriptPath),
+    compatibilityDate: '2025-09-01',
+    compatibilityFlags: ['nodejs_compat'],
+    d1Databases: { DB: 'kr' },
+    durableObjects: {
+      REPO: { className: 'RepoObject', useSQLite: true },
+      RATE_LIMITER: { className: 'RateLimiterObject', useSQLite: true },
+    },
+    bindings,
+    d1Persist: join(persist, 'd1'),
+    durableObjectsPersist: join(persist, 'do'),
+    handleRuntimeStdio(stdout: Readable, stderr: Readable) {
+      for (const [stream, sink] of [
+        [stdout, process.stdout],
+        [stderr, process.stderr],
+      ] as const) {
+        let buf = '';
+        stream.setEncoding('utf8');
+        stream.on('data', (chunk: string) => {
+          if (!opts.output) return void sink.write(chunk);
+          buf += chunk;
+          for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
+            opts.output(buf.slice(0, nl));
+            buf = buf.slice(nl + 1);
+          }
+        });
+      }
+    },
+    host: config.listenHost ?? '0.0.0.0',
+    port: config.listenPort,
+  });
+  const url = (await mf.ready).toString().replace(/\/$/, '');
+  return { url, mf, close: () => mf.dispose() };
+}
+
+if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop()!)) {
+  try {
+    const { url, close } = await startWorkerDev();
+    log.info('listening', { url, runtime: 'workerd' });
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      log.info('shutdown', { signal });
+      close().then(
+        () => process.exit(0),
+        (e: unknown) => {
+          log.error('shutdown', { error: String(e) });
+          process.exit(1);
+        },
+      );
+    };
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      log.error('config', { error: e.message });
+      process.exit(2);
+    }
+    throw e;
+  }
+}

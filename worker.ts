@@ -1,0 +1,15 @@
+/**
+ * Workers entry: the hosted build (wrangler.toml points here). The same app as server.ts, with its
+ * dependencies made from each request's bindings (lib/runtime/workers.ts), and the Durable Object classes
+ * it binds: one RepoObject per repository, RateLimiterObjects for the rate limiters.
+ */
+import { handleWorkerRequest, type WorkerEnv } from './lib/runtime/workers.ts';
+
+export { RepoObject } from './lib/git/repo-object.ts';
+export { RateLimiterObject } from './lib/http/rate-limit-do.ts';
+
+export default {
+  fetch(request: Request, env: WorkerEnv, ctx: unknown): Promise<Response> {
+    return handleWorkerRequest(request, env, ctx);
+  },
+};
