@@ -7,7 +7,7 @@ import { GitStore, RepoBusyError } from '../../lib/git/store.ts';
 import { nodeStoreFs } from '../../lib/git/node-fs.ts';
 import { openDatabaseFile } from '../../lib/db/open-node.ts';
 import { memoryLogger } from '../../lib/log.ts';
-import { openNodeDeps, startServer, type RunningServer } from '../../lib/runtime/node.ts';
+import { openNodeDeps, startServer } from '../../lib/runtime/node.ts';
 import { routes } from '../../functions/index.ts';
 import { fsck, tempDir, testConfig } from '../helpers/env.ts';
 
@@ -160,57 +160,64 @@ describe('GitStore lock files', () => {
 });
 
 describe('a push stuck holding the repository lock', () => {
-  let server: RunningServer | null = null;
-  afterEach(async () => {
-    await server?.close();
-    server = null;
-  });
-
   it('is logged with its request id and step; other writers get 503 and Retry-After; the repository recovers when it finishes', async () => {
     const dir = await tempDir('kr-lock-');
     cleanups.push(dir.cleanup);
     const log = memoryLogger();
     const deps = await openNodeDeps(testConfig(dir.path), { log, lockWaitMs: 300 });
-    server = await startServer(deps, routes, { slowCheckMs: 25, lockHeldMs: 100, lockStuckMs: 300 });
-    const url = server.url;
+    const server = await startServer(deps, routes, { slowCheckMs: 25, lockHeldMs: 100, lockStuckMs: 300 });
+    const g = gate();
+    // Cleanups run last first: the held push is let go before the server is closed (close waits for it).
+    cleanups.push(() => server.close());
+    cleanups.push(async () => g.open());
     const push = (path: string, content: string) =>
-      fetch(`${url}/v1/repos/r/sync/push`, {
+      fetch(`${server.url}/v1/repos/r/sync/push`, {
         method: 'POST',
         headers: { authorization: 'Bearer test-legacy-key', 'content-type': 'application/json' },
         body: JSON.stringify({ files: [{ path, content }] }),
       });
     expect((await push('first.md', 'first')).status).toBe(200);
+    // Only what the log says from here on (on a busy machine the first push may have been slow, too).
+    const from = log.lines.length;
 
     // The next push stops where its branch move (rename of main.lock over main) would happen.
-    const g = gate();
     const fs = deps.repos.git.fs as { renameDurable: (from: string, to: string) => Promise<void> };
     const rename = fs.renameDurable.bind(fs);
     let blocked = true;
+    let reached = false;
     fs.renameDurable = async (from, to) => {
-      if (blocked && from.endsWith('main.lock')) await g.wait;
+      if (blocked && from.endsWith('main.lock')) {
+        reached = true;
+        await g.wait;
+      }
       return rename(from, to);
     };
     const stuck = push('stuck.md', 'stuck');
-    const events = () => log.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
-    const lockHeld = async (level: string) => {
-      for (let i = 0; i < 400; i++) {
-        const e = events().find((x) => x.event === 'lock_held' && x.level === level);
-        if (e) return e;
-        await new Promise((r) => setTimeout(r, 10));
-      }
-      throw new Error(`no lock_held ${level} in the log:\n${log.lines.join('\n')}`);
+    const until = async (what: string, ok: () => boolean) => {
+      for (let i = 0; i < 1000 && !ok(); i++) await new Promise((r) => setTimeout(r, 10));
+      if (!ok()) throw new Error(`timed out waiting for ${what}:\n${log.lines.join('\n')}`);
     };
-    const warned = await lockHeld('warn');
-    expect(warned).toMatchObject({ repo: 'r', step: 'publish commit: move main', waiting: 0 });
+    // Where the holder is, as the watchdog reads it: moving the branch (the index row is written by then).
+    await until('the push to reach the branch move', () => reached && deps.repos.git.locks()[0]?.step === 'publish commit: move main');
+    const events = () =>
+      log.lines
+        .slice(from)
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((e) => e.event === 'lock_held');
+    await until('lock_held warning and error', () => events().some((e) => e.level === 'warn') && events().some((e) => e.level === 'error'));
+    const [warned, stuckLine] = [events().find((e) => e.level === 'warn')!, events().find((e) => e.level === 'error')!];
+    expect(warned).toMatchObject({ repo: 'r', lock: 'write', waiting: 0 });
     expect(warned.ms as number).toBeGreaterThanOrEqual(100);
+    expect(stuckLine).toMatchObject({ repo: 'r', lock: 'write', id: warned.id, stuck: true });
+    expect(stuckLine.ms as number).toBeGreaterThanOrEqual(300);
+    // The step is the holder's at that moment: on a slow machine the object writes may still have been going.
+    for (const e of [warned, stuckLine]) expect(e.step).toMatch(/^(read index|prepare commit|publish commit)/);
 
     // A writer behind it: 503 with Retry-After, not a wait for ever.
     const busy = await push('other.md', 'other');
     expect(busy.status).toBe(503);
     expect(await busy.json()).toEqual({ error: 'repository busy, retry' });
     expect(busy.headers.get('retry-after')).toMatch(/^\d+$/);
-    const stuckLine = await lockHeld('error');
-    expect(stuckLine).toMatchObject({ repo: 'r', id: warned.id, step: 'publish commit: move main', stuck: true });
 
     // The holder finishes: its answer carries the request id the log named, and writes go through again.
     blocked = false;
@@ -231,8 +238,9 @@ describe('a holder of the creation lock that does not come back', () => {
     const log = memoryLogger();
     const deps = await openNodeDeps(testConfig(dir.path), { log, lockWaitMs: 200 });
     const server = await startServer(deps, routes, { slowCheckMs: 25, lockHeldMs: 50, lockStuckMs: 200 });
-    cleanups.push(() => server.close());
     const g = gate();
+    cleanups.push(() => server.close());
+    cleanups.push(async () => g.open());
     const holder = deps.repos.creation.run('r', () => g.wait);
     const busy = await fetch(`${server.url}/v1/repos/r/sync/push`, {
       method: 'POST',
