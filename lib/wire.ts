@@ -43,3 +43,16 @@ export function fromBase64(text: string): Uint8Array {
 const decoder = new TextDecoder();
 /** Page bytes as text (pages are UTF-8; invalid sequences become U+FFFD rather than failing). */
 export const utf8 = (bytes: Uint8Array): string => decoder.decode(bytes);
+
+/** The byte arrays one after another, in one new array. */
+export function concatBytes(parts: readonly Uint8Array[]): Uint8Array<ArrayBuffer> {
+  let size = 0;
+  for (const p of parts) size += p.byteLength;
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
+}

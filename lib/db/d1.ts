@@ -1,4 +1,4 @@
-import type { SqlArgs, SqlDatabase, SqlRow, SqlValue, Stmt } from './sql.ts';
+import { workersBindable, type SqlArgs, type SqlDatabase, type SqlRow, type Stmt } from './sql.ts';
 
 /**
  * The hosted build's relational database: Cloudflare D1 through its Worker binding. D1 runs each statement
@@ -16,12 +16,6 @@ export interface D1StatementLike {
   all(): Promise<{ results?: unknown[]; meta?: { changes?: number; last_row_id?: number } }>;
 }
 
-function bindable(v: SqlValue): unknown {
-  if (typeof v === 'boolean') return v ? 1 : 0;
-  if (typeof v === 'bigint') return Number(v);
-  if (v instanceof Uint8Array) return v.buffer.slice(v.byteOffset, v.byteOffset + v.byteLength);
-  return v;
-}
 
 /** D1 returns blobs as arrays of numbers; the rest of the service expects bytes. */
 function row(r: unknown): SqlRow {
@@ -35,7 +29,7 @@ export class D1Database implements SqlDatabase {
 
   private stmt(sql: string, args: SqlArgs = []): D1StatementLike {
     const s = this.d1.prepare(sql);
-    return args.length > 0 ? s.bind(...args.map(bindable)) : s;
+    return args.length > 0 ? s.bind(...args.map(workersBindable)) : s;
   }
 
   async all<T = SqlRow>(sql: string, args: SqlArgs = []): Promise<T[]> {

@@ -1,4 +1,4 @@
-import type { SqlArgs, SqlDatabase, SqlRow, SqlValue, Stmt } from './sql.ts';
+import { workersBindable, type SqlArgs, type SqlDatabase, type SqlRow, type Stmt } from './sql.ts';
 
 /**
  * A Durable Object's own SQLite (`ctx.storage.sql`) as the service's database: the hosted build keeps each
@@ -12,12 +12,6 @@ export interface DoStorageLike {
   transactionSync<T>(fn: () => T): T;
 }
 
-function bindable(v: SqlValue): unknown {
-  if (typeof v === 'boolean') return v ? 1 : 0;
-  if (typeof v === 'bigint') return Number(v);
-  if (v instanceof Uint8Array) return v.buffer.slice(v.byteOffset, v.byteOffset + v.byteLength);
-  return v;
-}
 
 function row(r: unknown): SqlRow {
   const out = r as SqlRow;
@@ -31,7 +25,7 @@ export class DoSqlDatabase implements SqlDatabase {
   private exec(sql: string, args: SqlArgs = []): { rows: SqlRow[]; changes: number; lastId: bigint | undefined } {
     const isSelect = /^\s*select\b/i.test(sql);
     const before = isSelect ? 0 : this.totalChanges();
-    const cursor = this.storage.sql.exec(sql, ...args.map(bindable));
+    const cursor = this.storage.sql.exec(sql, ...args.map(workersBindable));
     const rows = cursor.toArray().map(row);
     if (isSelect) return { rows, changes: 0, lastId: undefined };
     // rowsWritten also counts index rows; changes() is SQLite's own count of the statement's rows. But

@@ -20,3 +20,14 @@ export interface SqlDatabase {
   batch(stmts: Stmt[]): Promise<Array<{ changes: number; rows: SqlRow[] }>>;
   close(): Promise<void>;
 }
+
+/**
+ * A value as the Workers runtime's SQL bindings (D1, Durable Object storage) take it: booleans as 0/1,
+ * bigints as numbers, bytes as an ArrayBuffer of exactly their own length.
+ */
+export function workersBindable(v: SqlValue): unknown {
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  if (typeof v === 'bigint') return Number(v);
+  if (v instanceof Uint8Array) return v.buffer.slice(v.byteOffset, v.byteOffset + v.byteLength);
+  return v;
+}

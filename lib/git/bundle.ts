@@ -1,5 +1,6 @@
 import type { ObjectType } from './objects.ts';
 import { BRANCH, type GitStore } from './store.ts';
+import { concatBytes } from '../wire.ts';
 
 /**
  * A repository as a git bundle (v2): the header names `HEAD` and `refs/heads/main`, then one packfile holds
@@ -58,18 +59,6 @@ function entryHeader(type: ObjectType, size: number): Uint8Array {
   return Uint8Array.from(bytes);
 }
 
-function concat(parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
-  let size = 0;
-  for (const p of parts) size += p.byteLength;
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.byteLength;
-  }
-  return out;
-}
-
 /** The repository's bundle, or null when it has no commit yet (git has no bundle of nothing). */
 export async function buildBundle(store: GitStore, id: string): Promise<Uint8Array<ArrayBuffer> | null> {
   const head = await store.head(id);
@@ -82,8 +71,8 @@ export async function buildBundle(store: GitStore, id: string): Promise<Uint8Arr
     const { type, content } = await store.readObject(id, oid);
     parts.push(entryHeader(type, content.byteLength), await deflate(content));
   }
-  const pack = concat(parts);
+  const pack = concatBytes(parts);
   const checksum = new Uint8Array(await crypto.subtle.digest('SHA-1', pack));
   const header = encoder.encode(`# v2 git bundle\n${head} HEAD\n${head} refs/heads/${BRANCH}\n\n`);
-  return concat([header, pack, checksum]);
+  return concatBytes([header, pack, checksum]);
 }

@@ -1,5 +1,6 @@
 import type { DoStorageLike } from '../db/do-sql.ts';
 import type { StoreFs } from './fs.ts';
+import { concatBytes } from '../wire.ts';
 
 /**
  * The git store's filesystem inside a Durable Object: files and directories as rows of the object's own
@@ -87,16 +88,7 @@ export class DoFs {
     const r = this.rows<{ data: unknown; chunks: number }>('SELECT data, chunks FROM fs_files WHERE path = ?', norm(path))[0];
     if (!r) return null;
     if (Number(r.chunks) === 0) return bytes(r.data);
-    const parts = this.rows<{ data: unknown }>('SELECT data FROM fs_chunks WHERE path = ? ORDER BY n', norm(path)).map((c) => bytes(c.data));
-    let size = 0;
-    for (const p of parts) size += p.byteLength;
-    const out = new Uint8Array(size);
-    let at = 0;
-    for (const p of parts) {
-      out.set(p, at);
-      at += p.byteLength;
-    }
-    return out;
+    return concatBytes(this.rows<{ data: unknown }>('SELECT data FROM fs_chunks WHERE path = ? ORDER BY n', norm(path)).map((c) => bytes(c.data)));
   }
 
   mkdirp(path: string): void {
