@@ -202,8 +202,9 @@ interface Scenario {
 /**
  * The states a repository can be in for this caller at any moment of the run. Fixed: 'fz' and 'lg' exist;
  * alice owns 'fz' (its only owner: she cannot be removed), bob is a member (no request removes him).
- * Everything else may change under concurrent requests: carol joins and is removed, 'lg' is ownerless and
- * may be claimed, other ids may be created.
+ * 'lg' was made by the legacy key after the first user signed in, so it stays ownerless: no user is ever its
+ * member (API.md: only the first user adopts). Everything else may change under concurrent requests: carol
+ * joins and is removed, other ids may be created.
  */
 function scenarios(id: string, who: Who): Scenario[] {
   const fixed = id === 'fz' || id === 'lg';
@@ -211,6 +212,7 @@ function scenarios(id: string, who: Who): Scenario[] {
   if (id === 'fz' && who.name === 'alice') return [{ role: 'owner', exists: true }];
   if (id === 'fz' && who.name === 'bob') return [{ role: 'member', exists: true }];
   if (id === 'fz') return [{ role: null, exists: true }, { role: 'member', exists: true }];
+  if (id === 'lg') return [{ role: null, exists: true }];
   const held: Scenario[] = [{ role: null, exists: true }, { role: 'owner', exists: true }, { role: 'member', exists: true }];
   return fixed ? held : [{ role: null, exists: false }, ...held];
 }
@@ -426,8 +428,8 @@ export async function expectationOf(req: FuzzRequest, ctx: FuzzContext, limits: 
           const v = parsed.value;
           if (!isObj(v) || typeof v.id !== 'string') return [err(400, INVALID_REQUEST)];
           if (!/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/.test(v.id)) return [err(400, 'id must match [A-Za-z0-9][A-Za-z0-9_-]{0,63}')];
-          if (v.id === 'fz' || caseTwin(v.id)) return [err(409, ALREADY_EXISTS)];
-          // 'lg' has no owner: API.md says 409; the server adopts it for the first caller (reported).
+          // 'lg' has no owner: 409 all the same (only the first user ever adopts ownerless repositories).
+          if (v.id === 'fz' || v.id === 'lg' || caseTwin(v.id)) return [err(409, ALREADY_EXISTS)];
           return [ok(201, { id: v.id, role: 'owner' }), err(409, ALREADY_EXISTS)];
         });
       case 'POST /v1/repos/join':
@@ -448,6 +450,8 @@ export async function expectationOf(req: FuzzRequest, ctx: FuzzContext, limits: 
           if (caseTwin(id)) return [err(409, ALREADY_EXISTS)];
           const created = ok(201, { repo_id: id });
           if (!user || (id === 'fz' && user.name !== 'carol')) return [created];
+          // Nobody is a member of the ownerless 'lg', and nobody may take it.
+          if (id === 'lg') return [err(403, NOT_MEMBER)];
           return [created, err(403, NOT_MEMBER)];
         });
       case 'GET /v1/repos/:id/members':
