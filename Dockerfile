@@ -15,8 +15,10 @@ COPY server.ts tsconfig.json ./
 COPY lib ./lib
 COPY functions ./functions
 COPY schema ./schema
+COPY admin ./admin
 # What `npm start`'s prestart step does: bundle the TypeScript entry with esbuild (a runtime dependency).
-RUN npm run --silent build:server
+# The admin command is bundled the same way: `docker exec <container> node dist/admin.mjs user list`.
+RUN npm run --silent build:server && npm run --silent build:admin
 
 RUN mkdir -p /data && chown node:node /data
 VOLUME ["/data"]

@@ -188,9 +188,13 @@ export interface SignInResult {
   adopted: string[];
 }
 
+/** A disabled user signing in through the identity provider. */
+export const ACCOUNT_DISABLED = 'account disabled';
+
 /**
  * POST /v1/auth/idp behind the handler: verify, upsert the user keyed by (issuer, sub), let the very first
- * user adopt every ownerless repository (same transaction as the user row), mint a session.
+ * user adopt every ownerless repository (same transaction as the user row), mint a session. A user the
+ * operator disabled gets 403 `account disabled` and no session (their row is left as it was).
  */
 export async function signInWithIdToken(deps: Deps, idToken: string): Promise<SignInResult> {
   const { config, clock } = deps;
@@ -201,10 +205,15 @@ export async function signInWithIdToken(deps: Deps, idToken: string): Promise<Si
     issuers: config.idpIssuers,
     clock,
   });
+  if ((await deps.users.byIssuerSubject(profile.issuer, profile.subject))?.disabled_at !== undefined) {
+    throw new HttpError(403, ACCOUNT_DISABLED);
+  }
   // Read outside the transaction (filesystem); only needed while no user exists. Whether this sign-in
   // is the first is decided again inside the transaction.
   const repoIds = (await deps.users.any()) ? [] : await deps.repos.list();
   const { user, first, adopted } = await deps.users.upsert(profile, repoIds, deps.members);
+  // Disabled between the check above and the upsert: still no session.
+  if (user.disabled_at !== undefined) throw new HttpError(403, ACCOUNT_DISABLED);
   if (first) deps.log.info('first_user', { user_id: user.id, adopted });
   const accessToken = await mintSession(config.sessionSecret, clock, user);
   return { accessToken, user, adopted };

@@ -8,6 +8,8 @@
  * - Token with the `krp_` prefix → a PAT, and nothing else.
  * - Token equal to SERVICE_API_KEY (constant-time compare) → `legacy:admin`.
  * - Otherwise → a session JWT whose user still exists.
+ * - A user the operator disabled (`admin user disable`) is refused like a deleted one: their PATs and
+ *   sessions stop at once, since both read the user row on every request.
  * - Anything unknown, expired, revoked or malformed → 401 `invalid token`, the same whatever it looked like.
  */
 import type { Deps } from '../deps.ts';
@@ -48,9 +50,10 @@ export async function resolveToken(deps: Pick<Deps, 'config' | 'clock' | 'users'
   if (await constantTimeEqual(token, deps.config.apiKey)) return LEGACY;
   const claims = await verifySession(deps.config.sessionSecret, deps.clock, token);
   if (!claims) throw new HttpError(401, INVALID_TOKEN);
-  // The account is read afresh: email and name as of the last sign-in, and a deleted user's sessions die.
+  // The account is read afresh: email and name as of the last sign-in, and a deleted or disabled user's
+  // sessions die.
   const user = await deps.users.byId(claims.sub);
-  if (!user) throw new HttpError(401, INVALID_TOKEN);
+  if (!user || user.disabled_at !== undefined) throw new HttpError(401, INVALID_TOKEN);
   return { kind: 'user', userId: user.id, email: user.email, name: user.name, via: 'session' };
 }
 

@@ -77,6 +77,23 @@ export class Members {
   }
 
   /**
+   * Makes `userId` an owner of `repoId` whatever it held before: adds the row, or promotes a member (the
+   * server's admin command, `admin repo owner`; no route promotes). One atomic batch. Returns the role held
+   * before, null when the user was not a member.
+   */
+  async makeOwner(repoId: string, userId: string): Promise<Role | null> {
+    const [before] = await this.db.batch([
+      roleStmt(repoId, userId),
+      {
+        sql: `INSERT INTO members (repo_id, user_id, role, added_at) VALUES (?, ?, 'owner', ?)
+              ON CONFLICT (repo_id, user_id) DO UPDATE SET role = 'owner'`,
+        args: [repoId, userId, this.now()],
+      },
+    ]);
+    return (before!.rows[0]?.role as Role | undefined) ?? null;
+  }
+
+  /**
    * Statements that make `userId` the owner of each listed repository that has no owner, for the first
    * user's sign-in batch (lib/db/users.ts); `when` is an SQL condition that must also hold.
    */

@@ -101,13 +101,13 @@ export class Pats {
   }
 
   /**
-   * The live PAT a token names, or null (unknown, revoked, or expired). Refreshes `last_used_at` when it
-   * is unset or at least a minute old.
+   * The live PAT a token names, or null (unknown, revoked, expired, or its user is disabled). Refreshes
+   * `last_used_at` when it is unset or at least a minute old.
    */
   async resolve(token: string): Promise<ResolvedPat | null> {
     const row = await this.db.get<PatRow & { user_id: string; email: string; name: string }>(
       `SELECT p.id, p.label, p.created_at, p.expires_at, p.last_used_at, u.id AS user_id, u.email, u.name
-       FROM pats p JOIN users u ON u.id = p.user_id WHERE p.token_hash = ?`,
+       FROM pats p JOIN users u ON u.id = p.user_id WHERE p.token_hash = ? AND u.disabled_at IS NULL`,
       [await sha256Hex(token)],
     );
     if (!row) return null;
