@@ -2,6 +2,7 @@ import type { RouteDef } from '../lib/route.ts';
 import type { Config } from '../lib/config.ts';
 import { hostedRoutes } from './hosted/index.ts';
 import health from './health.ts';
+import openapi from './openapi.ts';
 import authIdp from './auth/idp.ts';
 import me from './me.ts';
 import limits from './limits.ts';
@@ -27,10 +28,13 @@ import historyPage from './history/page.ts';
 import diffPage from './diff/diff.ts';
 import diffEvolution from './diff/evolution.ts';
 import activityList from './activity/list.ts';
+import searchRepo from './search/repo.ts';
+import searchAll from './search/all.ts';
 
 /** Every endpoint of both builds, in one list (the hosted build adds hostedRoutes: see routesFor). */
 export const routes: RouteDef[] = [
   health,
+  openapi,
   authIdp,
   limits,
   me,
@@ -57,6 +61,8 @@ export const routes: RouteDef[] = [
   diffEvolution,
   activityList,
   reposExport,
+  searchRepo,
+  searchAll,
 ];
 
 export { hostedRoutes };

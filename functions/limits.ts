@@ -2,12 +2,19 @@ import { defineRoute } from '../lib/route.ts';
 import { authorize } from '../lib/policy.ts';
 import { MAX_FILES_PER_PUSH } from '../lib/sync.ts';
 import { MAX_PATH_BYTES } from '../lib/page/path.ts';
-import type { LimitsResponse } from '../schema/wire/limits.ts';
+import { LimitsResponse } from '../schema/wire/limits.ts';
 
 /** GET /v1/limits — what a client needs to size its pushes. Any credential. */
 export default defineRoute({
   method: 'GET',
   path: '/v1/limits',
+  doc: {
+    operationId: 'getLimits',
+    summary: "The server's limits a client sizes its pushes by",
+    tag: 'Service',
+    access: 'any credential, the legacy key included.',
+    responses: { 200: { description: 'The push body cap, the files one push may hold and the longest page path.', schema: LimitsResponse } },
+  },
   handler: (c) => {
     authorize(c, 'limits.read');
     const res: LimitsResponse = {

@@ -103,8 +103,9 @@ export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
     const signIn = opts.limiters({ name: 'sign-in', perMinute: config.authRateLimitPerMin, burst: config.authRateLimitBurst });
     const generalMw = rateLimit({ limiter: general, keyOf: ipOf });
     const signInMw = rateLimit({ limiter: signIn, keyOf: ipOf });
+    const exempt = new Set(opts.routes.filter((r) => r.rateLimited === false).map((r) => r.path));
     app.use('*', async (c, next) => {
-      if (c.req.method === 'OPTIONS' || c.req.path === '/health') return next();
+      if (c.req.method === 'OPTIONS' || exempt.has(c.req.path)) return next();
       return generalMw(c, next);
     });
     for (const r of opts.routes) if (r.limiter === 'auth') app.on(r.method, r.path, signInMw);

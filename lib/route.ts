@@ -1,4 +1,5 @@
 import type { Handler } from 'hono';
+import type { z } from 'zod';
 import type { Deps } from './deps.ts';
 import type { Identity } from './auth/identity.ts';
 import type { BodyKind } from './http/body-limit.ts';
@@ -29,7 +30,56 @@ export interface RouteDef {
    * 64 KiB) or `push` (up to SERVICE_MAX_BODY_BYTES). Default: `small` for POST, `none` otherwise.
    */
   body?: BodyKind;
+  /**
+   * `false`: exempt from the general per-IP rate limiter (`/health`, `/openapi.json`). Static paths only: the
+   * exemption matches the request path exactly.
+   */
+  rateLimited?: false;
+  /** What the OpenAPI document (lib/openapi.ts) and so docs/openapi.json say about this route. */
+  doc?: RouteDoc;
   handler: Handler<AppEnv>;
+}
+
+/**
+ * A route's reference entry. The schemas are the wire schemas of schema/wire (named there, they become
+ * `components/schemas` of the document). The cross-cutting answers are added by lib/openapi.ts, not listed
+ * here: 401 on every route behind authentication, 429 on rate-limited ones, 400/408/413/503 of the body
+ * guard on routes that read a body, 500 everywhere, and the hosted build's 402 where `quota` names a cap.
+ */
+export interface RouteDoc {
+  /** Stable name of the operation (`listPages`). */
+  operationId: string;
+  summary: string;
+  description?: string;
+  /** The group it is listed under (`Pages`, `Members`, ...). */
+  tag: string;
+  /** Who may call it, in one sentence. */
+  access: string;
+  /** Descriptions of path parameters by name; `id`, `path`, `userId` and `keyId` have defaults. */
+  params?: Record<string, string>;
+  /** Query parameters, one per key of the object. */
+  query?: z.ZodObject;
+  /** The request body (JSON unless `contentType` says otherwise); `required` defaults to true. */
+  body?: { schema: z.ZodType; required?: boolean; contentType?: string; description?: string };
+  /** Successful answers by status. */
+  responses: Record<number, RouteDocResponse>;
+  /**
+   * Refusals of the route itself by status, each the exact `error` string (`<...>` stands for a value
+   * taken from the request or the server's state).
+   */
+  errors?: Record<number, string[]>;
+  /** The hosted build's caps this route may refuse with 402 (`quota_repos`, `quota_members`). */
+  quota?: Array<'quota_repos' | 'quota_members'>;
+}
+
+export interface RouteDocResponse {
+  description: string;
+  /** The body's schema; none = no body (204) or a body described in words only. */
+  schema?: z.ZodType;
+  /** Media type of the body; `application/json` by default when there is a schema. */
+  contentType?: string;
+  /** Response headers specific to this answer: name → description. */
+  headers?: Record<string, string>;
 }
 
 export const defineRoute = (def: RouteDef): RouteDef => def;

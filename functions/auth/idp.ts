@@ -3,7 +3,7 @@ import { defineRoute } from '../../lib/route.ts';
 import { HttpError } from '../../lib/http/errors.ts';
 import { parseBody } from '../../lib/http/parse.ts';
 import { signInWithIdToken } from '../../lib/auth/idp.ts';
-import { IdpSignInRequest, type IdpSignInResponse } from '../../schema/wire/auth.ts';
+import { IdpSignInRequest, IdpSignInResponse } from '../../schema/wire/auth.ts';
 
 /**
  * POST /v1/auth/idp — exchange an identity-provider ID token for a session token. Public (no bearer),
@@ -15,6 +15,21 @@ export default defineRoute({
   public: true,
   limiter: 'auth',
   body: 'small',
+  doc: {
+    operationId: 'signIn',
+    summary: "Exchange an identity provider's ID token for a session token",
+    description:
+      'The ID token must be RS256, signed by a key of `IDP_JWKS_URL`, from an issuer of `IDP_ISSUERS`, for the audience `IDP_OAUTH_CLIENT_ID`, unexpired, with a verified email. The session token lasts 30 days. The first user ever created becomes owner of every repository without one.',
+    tag: 'Accounts',
+    access: 'anyone; no bearer token.',
+    body: { schema: IdpSignInRequest },
+    responses: { 200: { description: 'A session token and the user it belongs to.', schema: IdpSignInResponse } },
+    errors: {
+      400: ['id_token required'],
+      401: ['invalid id token: <reason>'],
+      503: ['identity provider not configured', 'identity provider unavailable'],
+    },
+  },
   handler: async (c) => {
     const deps = c.get('deps');
     if (!deps.config.idpClientId) throw new HttpError(503, 'identity provider not configured');

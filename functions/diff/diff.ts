@@ -2,11 +2,28 @@ import { defineRoute } from '../../lib/route.ts';
 import { openRepo } from '../../lib/repos.ts';
 import { flagQuery, pagePathParam } from '../../lib/http/params.ts';
 import { diffPage } from '../../lib/diff-service.ts';
+import { SectionDiff } from '../../schema/wire/diff.ts';
+import { DiffQuery } from '../../schema/wire/query.ts';
 
 /** GET /v1/repos/:id/diff/<path>?from=&to=&blame=true — SectionDiff of two revisions of a page (read-only). */
 export default defineRoute({
   method: 'GET',
   path: '/v1/repos/:id/diff/:path{.+}',
+  doc: {
+    operationId: 'diffPage',
+    summary: 'Section-aware diff of two revisions of a page',
+    description:
+      'Sections pair by `## ` heading; frontmatter fields are compared one by one (list fields as sets). `to` defaults to the last commit touching the page, `from` to the one before it (not the git parent). A side whose commit lacks the page is an empty page.',
+    tag: 'History',
+    access: 'members; the legacy key on any repository.',
+    query: DiffQuery,
+    responses: { 200: { description: 'The SectionDiff.', schema: SectionDiff } },
+    errors: {
+      400: ['invalid repo id', 'invalid page path: <path>', 'unknown sha: <value>', 'no parent commit for this path; pass ?from explicitly'],
+      403: ['not a member of this repo'],
+      404: ['repo not found', 'path not present in repo', 'path not present at either sha'],
+    },
+  },
   handler: async (c) => {
     const { id } = await openRepo(c, 'repo.read');
     const path = pagePathParam(c);

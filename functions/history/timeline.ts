@@ -2,11 +2,22 @@ import { defineRoute } from '../../lib/route.ts';
 import { openRepo } from '../../lib/repos.ts';
 import { limitQuery } from '../../lib/http/params.ts';
 import { commitJson } from '../../lib/wire.ts';
+import { TimelineResponse } from '../../schema/wire/sync.ts';
+import { TimelineQuery } from '../../schema/wire/query.ts';
 
 /** GET /v1/repos/:id/timeline?limit=N — the newest commits with the paths each touched. */
 export default defineRoute({
   method: 'GET',
   path: '/v1/repos/:id/timeline',
+  doc: {
+    operationId: 'timeline',
+    summary: "The repository's newest commits",
+    tag: 'History',
+    access: 'members; the legacy key on any repository.',
+    query: TimelineQuery,
+    responses: { 200: { description: 'Newest first, each with the paths it touched.', schema: TimelineResponse } },
+    errors: { 400: ['invalid repo id'], 403: ['not a member of this repo'], 404: ['repo not found'] },
+  },
   handler: async (c) => {
     const { id } = await openRepo(c, 'repo.read');
     const commits = await c.get('deps').repos.timeline(id, limitQuery(c, 'limit', 50, 1000));

@@ -2,13 +2,27 @@ import { defineRoute } from '../../lib/route.ts';
 import { openRepo } from '../../lib/repos.ts';
 import { parseBody } from '../../lib/http/parse.ts';
 import { checkLabel } from '../../lib/wire.ts';
-import { MintInviteRequest } from '../../schema/wire/members.ts';
+import { MintInviteRequest, MintInviteResponse } from '../../schema/wire/members.ts';
 
 /** POST /v1/repos/:id/invite-keys — an owner mints a key; the token is shown this once. */
 export default defineRoute({
   method: 'POST',
   path: '/v1/repos/:id/invite-keys',
   body: 'small',
+  doc: {
+    operationId: 'createInviteKey',
+    summary: 'Mint an invite key',
+    description: 'The token (`kri_` + 32 characters) is in this answer only. The key lasts 7 days and may be redeemed any number of times until then. An empty body means `{}`.',
+    tag: 'Members',
+    access: 'owners; the legacy key gets 403 `user session required`.',
+    body: { schema: MintInviteRequest, required: false },
+    responses: { 201: { description: 'The key and its token.', schema: MintInviteResponse } },
+    errors: {
+      400: ['invalid repo id', 'label too long (max 200)', 'invalid request: <field>: <problem>'],
+      403: ['user session required', 'not a member of this repo', 'only an owner can manage invite keys'],
+      404: ['repo not found'],
+    },
+  },
   handler: async (c) => {
     const { id, identity } = await openRepo(c, 'invite.mint');
     const body = await parseBody(c, MintInviteRequest, { emptyAsObject: true });

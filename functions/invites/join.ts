@@ -3,13 +3,29 @@ import { authorizeUser } from '../../lib/policy.ts';
 import { parseBody } from '../../lib/http/parse.ts';
 import { HttpError } from '../../lib/http/errors.ts';
 import { redeemInvite } from '../../lib/membership.ts';
-import { JoinRequest } from '../../schema/wire/members.ts';
+import { JoinRequest, JoinResponse } from '../../schema/wire/members.ts';
 
 /** POST /v1/repos/join — redeem an invite key; re-joining keeps the role already held. */
 export default defineRoute({
   method: 'POST',
   path: '/v1/repos/join',
   body: 'small',
+  doc: {
+    operationId: 'joinRepo',
+    summary: 'Redeem an invite key',
+    description: 'Joining again keeps the role already held.',
+    tag: 'Members',
+    access: 'a real user; the legacy key gets 403 `user session required`.',
+    body: { schema: JoinRequest, description: '`key`: the `kri_` token.' },
+    responses: { 200: { description: 'The repository joined and the role held there.', schema: JoinResponse } },
+    errors: {
+      400: ['key required', 'invalid request: <field>: <problem>'],
+      403: ['user session required', 'removed from this repo; ask an owner for a new invite key'],
+      404: ['invite key not recognized'],
+      410: ['invite key expired'],
+    },
+    quota: ['quota_members'],
+  },
   handler: async (c) => {
     const user = authorizeUser(c, 'repo.join');
     const body = await parseBody(c, JoinRequest, { emptyAsObject: true });

@@ -1,10 +1,19 @@
 import { defineRoute } from '../../lib/route.ts';
 import { openRepo } from '../../lib/repos.ts';
+import { MembersResponse } from '../../schema/wire/members.ts';
 
 /** GET /v1/repos/:id/members — members with role and join time, oldest first. */
 export default defineRoute({
   method: 'GET',
   path: '/v1/repos/:id/members',
+  doc: {
+    operationId: 'listMembers',
+    summary: 'The members of a repository',
+    tag: 'Members',
+    access: 'members; the legacy key on any repository.',
+    responses: { 200: { description: 'Oldest first.', schema: MembersResponse } },
+    errors: { 400: ['invalid repo id'], 403: ['not a member of this repo'], 404: ['repo not found'] },
+  },
   handler: async (c) => {
     const { id } = await openRepo(c, 'members.list');
     return c.json({ members: await c.get('deps').members.list(id) });

@@ -6,6 +6,20 @@ import { removeMember } from '../../lib/membership.ts';
 export default defineRoute({
   method: 'DELETE',
   path: '/v1/repos/:id/members/:userId',
+  doc: {
+    operationId: 'removeMember',
+    summary: 'Remove a member',
+    description: 'A removed user is not readmitted by an invite key minted before the removal. Their past commits keep their name.',
+    tag: 'Members',
+    access: 'owners, and the legacy key.',
+    responses: { 204: { description: 'Removed.' } },
+    errors: {
+      400: ['invalid repo id'],
+      403: ['not a member of this repo', 'only an owner can remove members'],
+      404: ['repo not found', 'not a member of this repo'],
+      409: ["can't remove the last owner"],
+    },
+  },
   handler: async (c) => {
     const { id } = await openRepo(c, 'member.remove');
     await removeMember(c.get('deps'), id, c.req.param('userId') ?? '');

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { defineRoute } from '../../lib/route.ts';
 import { openRepo } from '../../lib/repos.ts';
 import { pagePathParam } from '../../lib/http/params.ts';
@@ -7,6 +8,25 @@ import { HttpError } from '../../lib/http/errors.ts';
 export default defineRoute({
   method: 'GET',
   path: '/v1/repos/:id/pages/:path{.+}',
+  doc: {
+    operationId: 'readPage',
+    summary: "One page's bytes at head",
+    tag: 'Pages',
+    access: 'members; the legacy key on any repository.',
+    responses: {
+      200: {
+        description: 'The page exactly as stored.',
+        contentType: 'text/markdown; charset=utf-8',
+        schema: z.string(),
+        headers: { 'X-Page-SHA': 'The last commit that touched the page (40 hex).' },
+      },
+    },
+    errors: {
+      400: ['invalid repo id', 'invalid page path: <path>'],
+      403: ['not a member of this repo'],
+      404: ['repo not found', 'page not found'],
+    },
+  },
   handler: async (c) => {
     const { id } = await openRepo(c, 'repo.read');
     const path = pagePathParam(c);

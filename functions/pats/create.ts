@@ -2,7 +2,7 @@ import { defineRoute } from '../../lib/route.ts';
 import { authorizeUser } from '../../lib/policy.ts';
 import { parseBody } from '../../lib/http/parse.ts';
 import { checkLabel } from '../../lib/wire.ts';
-import { CreatePatRequest, type CreatePatResponse } from '../../schema/wire/auth.ts';
+import { CreatePatRequest, CreatePatResponse } from '../../schema/wire/auth.ts';
 
 /**
  * POST /v1/pats — mint a personal access token for the caller (a session or an existing PAT; the legacy
@@ -13,6 +13,21 @@ export default defineRoute({
   method: 'POST',
   path: '/v1/pats',
   body: 'small',
+  doc: {
+    operationId: 'createPat',
+    summary: 'Mint a personal access token',
+    description:
+      'The token (`krp_` + 32 characters) is in this answer only; the server keeps its SHA-256. A PAT minted with a PAT never outlives it. An empty body means `{}`.',
+    tag: 'Accounts',
+    access: 'a real user (session token or PAT); the legacy key gets 403 `user session required`.',
+    body: { schema: CreatePatRequest, required: false },
+    responses: { 201: { description: 'The new token and its record.', schema: CreatePatResponse } },
+    errors: {
+      400: ['label too long (max 200)', 'invalid request: expires_in_days: must be an integer from 1 to 366', 'invalid request: <field>: <problem>'],
+      401: ['invalid token'],
+      403: ['user session required'],
+    },
+  },
   handler: async (c) => {
     const me = authorizeUser(c, 'pat.mint');
     const body = await parseBody(c, CreatePatRequest, { emptyAsObject: true });

@@ -9,6 +9,15 @@ import { HttpError } from '../../lib/http/errors.ts';
 export default defineRoute({
   method: 'DELETE',
   path: '/v1/pats/:id',
+  doc: {
+    operationId: 'revokePat',
+    summary: 'Revoke one of your personal access tokens',
+    tag: 'Accounts',
+    access: 'a real user, for their own tokens only.',
+    params: { id: "The PAT's id (from `GET /v1/pats`), not the token." },
+    responses: { 204: { description: 'Revoked: the token stops working at once.' } },
+    errors: { 403: ['user session required'], 404: ['pat not found'] },
+  },
   handler: async (c) => {
     const me = authorizeUser(c, 'pat.revoke');
     if (!(await c.get('deps').pats.revoke(me.userId, c.req.param('id') ?? ''))) throw new HttpError(404, 'pat not found');

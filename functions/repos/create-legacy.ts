@@ -2,12 +2,23 @@ import { defineRoute } from '../../lib/route.ts';
 import { authorize } from '../../lib/policy.ts';
 import { repoIdParam } from '../../lib/http/params.ts';
 import { legacyCreateRepo } from '../../lib/repos.ts';
+import { LegacyCreateRepoResponse } from '../../schema/wire/repos.ts';
 
 /** POST /v1/repos/:id — the legacy, idempotent creation path (id stripped to [A-Za-z0-9_-]). */
 export default defineRoute({
   method: 'POST',
   path: '/v1/repos/:id',
   body: 'none',
+  doc: {
+    operationId: 'createRepoLegacy',
+    summary: 'Create a repository if it does not exist (legacy, idempotent)',
+    description: 'No body. A real user becomes owner only of a repository this call creates.',
+    tag: 'Repositories',
+    access: 'any credential; on an existing repository a user must be a member.',
+    responses: { 201: { description: 'The repository exists (created now or before).', schema: LegacyCreateRepoResponse } },
+    errors: { 400: ['invalid repo id'], 403: ['not a member of this repo'], 409: ['repo already exists'], 503: ['repository busy, retry'] },
+    quota: ['quota_repos'],
+  },
   handler: async (c) => {
     const identity = authorize(c, 'repo.create.legacy');
     const id = repoIdParam(c);

@@ -4,13 +4,28 @@ import { parseBody } from '../../lib/http/parse.ts';
 import { HttpError } from '../../lib/http/errors.ts';
 import { REPO_ID_PATTERN } from '../../lib/page/path.ts';
 import { createRepo } from '../../lib/repos.ts';
-import { CreateRepoRequest } from '../../schema/wire/repos.ts';
+import { CreateRepoRequest, CreateRepoResponse } from '../../schema/wire/repos.ts';
 
 /** POST /v1/repos — create a repository; the creator becomes its owner (or adopts an ownerless one). */
 export default defineRoute({
   method: 'POST',
   path: '/v1/repos',
   body: 'small',
+  doc: {
+    operationId: 'createRepo',
+    summary: 'Create a repository; you become its owner',
+    tag: 'Repositories',
+    access: 'a real user; the legacy key gets 403 `user session required`.',
+    body: { schema: CreateRepoRequest },
+    responses: { 201: { description: 'Created, with the caller as owner.', schema: CreateRepoResponse } },
+    errors: {
+      400: ['id must match [A-Za-z0-9][A-Za-z0-9_-]{0,63}', 'invalid request: id: expected string', 'invalid request: <field>: <problem>'],
+      403: ['user session required'],
+      409: ['repo already exists'],
+      503: ['repository busy, retry'],
+    },
+    quota: ['quota_repos'],
+  },
   handler: async (c) => {
     const user = authorizeUser(c, 'repo.create');
     const body = await parseBody(c, CreateRepoRequest);

@@ -8,6 +8,26 @@ import { exportBundle, openRepo } from '../../lib/repos.ts';
 export default defineRoute({
   method: 'GET',
   path: '/v1/repos/:id/export',
+  doc: {
+    operationId: 'exportRepo',
+    summary: 'The whole repository as a git bundle',
+    description: 'A git bundle (v2) of `refs/heads/main` and every object it reaches: `git clone <id>.bundle` restores every page and the whole history.',
+    tag: 'Repositories',
+    access: 'owners, and the legacy key.',
+    responses: {
+      200: {
+        description: 'The bundle.',
+        contentType: 'application/x-git-bundle',
+        headers: { 'Content-Disposition': '`attachment; filename="<id>.bundle"`' },
+      },
+    },
+    errors: {
+      400: ['invalid repo id'],
+      403: ['not a member of this repo', 'only an owner can export'],
+      404: ['repo not found'],
+      409: ['repo is empty: nothing to export'],
+    },
+  },
   handler: async (c) => {
     const { id } = await openRepo(c, 'repo.export');
     const bundle = await exportBundle(c.get('deps'), id);

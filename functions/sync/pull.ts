@@ -1,11 +1,23 @@
 import { defineRoute } from '../../lib/route.ts';
 import { openRepo } from '../../lib/repos.ts';
 import { pull } from '../../lib/sync.ts';
+import { PullResponse } from '../../schema/wire/sync.ts';
+import { PullQuery } from '../../schema/wire/query.ts';
 
 /** GET /v1/repos/:id/sync/pull?since=<sha> — every page, or what changed and was deleted since. */
 export default defineRoute({
   method: 'GET',
   path: '/v1/repos/:id/sync/pull',
+  doc: {
+    operationId: 'pull',
+    summary: 'Every page, or what changed and was deleted since a commit',
+    description: 'Send `X-Service-Client: <name>` to name the client in the activity feed.',
+    tag: 'Pages',
+    access: 'members; the legacy key on any repository.',
+    query: PullQuery,
+    responses: { 200: { description: 'Contents as UTF-8 text. An empty repository: `new_head` is `""` and both lists are empty.', schema: PullResponse } },
+    errors: { 400: ['invalid repo id', 'unknown sha: <since>'], 403: ['not a member of this repo'], 404: ['repo not found'] },
+  },
   handler: async (c) => {
     const { id, identity } = await openRepo(c, 'repo.read');
     const since = c.req.query('since');

@@ -3,7 +3,7 @@ import { parseBody } from '../../lib/http/parse.ts';
 import { repoIdParam } from '../../lib/http/params.ts';
 import { precheckPush, repoForPush } from '../../lib/repos.ts';
 import { push, validatePush } from '../../lib/sync.ts';
-import { PushRequest } from '../../schema/wire/sync.ts';
+import { PushRequest, PushResponse } from '../../schema/wire/sync.ts';
 
 /**
  * POST /v1/repos/:id/sync/push — every accepted file in one commit; per-file conflicts → 409. A missing
@@ -14,6 +14,34 @@ export default defineRoute({
   method: 'POST',
   path: '/v1/repos/:id/sync/push',
   body: 'push',
+  doc: {
+    operationId: 'push',
+    summary: 'Push pages: every accepted file in one commit',
+    description:
+      'Every path is checked first; one bad path refuses the whole push. A file whose `parent_sha` is not the last commit of its page (or a unique abbreviation of it) is a conflict; the others are committed together. A missing repository is created, its pusher (a real user) becoming owner. A user is the commit author; under the legacy key `author_name`/`author_email` are used (default `unknown`/`unknown@service.local`).',
+    tag: 'Pages',
+    access: 'members; anyone with a credential into a repository that does not exist yet (it is created); the legacy key everywhere.',
+    body: { schema: PushRequest, description: 'At most SERVICE_MAX_BODY_BYTES (8 MiB by default) and 10,000 files.' },
+    responses: {
+      200: { description: 'Every file committed (or unchanged).', schema: PushResponse },
+      409: { description: 'Some files conflicted; the others (if any) were committed.', schema: PushResponse },
+    },
+    errors: {
+      400: [
+        'invalid repo id',
+        'invalid page path: <path>',
+        'path "<new>" differs only in letter case from "<existing>"',
+        'invalid parent_sha: <value>',
+        'invalid request: files[<i>].content: required unless delete is true',
+        'invalid request: <field>: <problem>',
+      ],
+      403: ['not a member of this repo'],
+      409: ['repo already exists', 'path collides with an existing page or directory: <path>', 'concurrent update, retry'],
+      413: ['too many files in one push (max 10000)'],
+      503: ['repository busy, retry'],
+    },
+    quota: ['quota_repos'],
+  },
   handler: async (c) => {
     const deps = c.get('deps');
     const id = repoIdParam(c);

@@ -24,6 +24,7 @@ export const CreatePatRequest = z.object({
     .custom<number>((v) => typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= PAT_MAX_DAYS, {
       message: `must be an integer from 1 to ${PAT_MAX_DAYS}`,
     })
+    .meta({ type: 'integer', minimum: 1, maximum: PAT_MAX_DAYS }) // its JSON Schema, for the API reference
     .optional(),
 });
 export type CreatePatRequest = z.infer<typeof CreatePatRequest>;

@@ -8,6 +8,9 @@ import { buildWorker } from '../../scripts/build-worker.ts';
 import { startWorkerDev } from '../../scripts/dev-worker.ts';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
+import { buildOpenApi } from '../../lib/openapi.ts';
+import { hostedRoutes, routes } from '../../functions/index.ts';
+import { ResponseChecker } from './openapi-check.ts';
 
 export type TargetKind = 'node' | 'workers';
 
@@ -16,7 +19,12 @@ export interface Target {
   url: string;
   /** The server's log lines so far (JSON). */
   logs: string[];
-  /** fetch against the target with the legacy key unless `token` says otherwise (null: no header). */
+  /**
+   * fetch against the target with the legacy key unless `token` says otherwise (null: no header). Every
+   * answer is checked against the OpenAPI document of the target's build (test/helpers/openapi-check.ts):
+   * one that drifts from it (an undocumented status, a body off its schema, a missing header) throws, and
+   * so fails the test that made the request.
+   */
   api(path: string, init?: RequestInit & { token?: string | null; json?: unknown }): Promise<Response>;
   stop(): Promise<void>;
 }
@@ -31,8 +39,20 @@ function workerBundle(): Promise<string> {
   return bundle;
 }
 
-function client(url: string): Target['api'] {
-  return (path, init = {}) => {
+/** One checker per build flavour: the document a self-hosted server serves lacks the hosted routes. */
+const checkers = new Map<boolean, ResponseChecker>();
+function checkerFor(env: Record<string, string>): ResponseChecker {
+  const hosted = ['1', 'true', 'yes'].includes((env.SERVICE_HOSTED ?? '').trim().toLowerCase());
+  let checker = checkers.get(hosted);
+  if (!checker) {
+    checker = new ResponseChecker(buildOpenApi({ routes, ...(hosted ? { hostedRoutes } : {}) }));
+    checkers.set(hosted, checker);
+  }
+  return checker;
+}
+
+function client(url: string, checker: ResponseChecker): Target['api'] {
+  return async (path, init = {}) => {
     const headers = new Headers(init.headers);
     const token = init.token === undefined ? LEGACY_KEY : init.token;
     if (token !== null && !headers.has('authorization')) headers.set('authorization', `Bearer ${token}`);
@@ -41,7 +61,10 @@ function client(url: string): Target['api'] {
       headers.set('content-type', 'application/json');
       body = JSON.stringify(init.json);
     }
-    return fetch(`${url}${path}`, { ...init, headers, body });
+    const res = await fetch(`${url}${path}`, { ...init, headers, body });
+    const problem = await checker.check(init.method ?? 'GET', path, res.clone());
+    if (problem) throw new Error(`response drifted from the OpenAPI document: ${problem}`);
+    return res;
   };
 }
 
@@ -49,7 +72,7 @@ function client(url: string): Target['api'] {
 export async function startTarget(kind: TargetKind, env: Record<string, string> = {}): Promise<Target> {
   if (kind === 'node') {
     const srv = await startTestServer({ env });
-    return { kind, url: srv.url, logs: srv.logs, api: client(srv.url), stop: () => srv.stop() };
+    return { kind, url: srv.url, logs: srv.logs, api: client(srv.url, checkerFor(env)), stop: () => srv.stop() };
   }
   const dir = await tempDir('kr-workers-');
   const logs: string[] = [];
@@ -69,7 +92,7 @@ export async function startTarget(kind: TargetKind, env: Record<string, string> 
     kind,
     url: dev.url,
     logs,
-    api: client(dev.url),
+    api: client(dev.url, checkerFor(env)),
     async stop() {
       await dev.close();
       await dir.cleanup();

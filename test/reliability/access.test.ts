@@ -70,7 +70,7 @@ const ACCOUNT: Record<string, Row> = {
   'POST /v1/admin/users/:id/subscription': { legacy: ADMIN_ONLY, owner: ok(204), member: ADMIN_ONLY, nonMember: ADMIN_ONLY, ownerPat: ok(204) },
 };
 /** The billing webhook is public: signed instead (test/hosted.test.ts covers its signatures). */
-const PUBLIC = ['GET /health', 'POST /v1/auth/idp', 'POST /billing/webhook'];
+const PUBLIC = ['GET /health', 'GET /openapi.json', 'POST /v1/auth/idp', 'POST /billing/webhook'];
 
 // The server below is the hosted build (SERVICE_HOSTED=1), a superset of the self-hosted one: every route of
 // both builds is checked here. The caps are set out of the way; test/hosted.test.ts covers them.
@@ -184,7 +184,7 @@ describe('expired, foreign-secret and alg:none sessions are refused on every rou
         const { method, path, json } = request(route, caller);
         const res = await srv.api(path, { method, token: creds[caller], json });
         const body = await bodyOf(res);
-        if (route === 'GET /health') {
+        if (route === 'GET /health' || route === 'GET /openapi.json') {
           expect(res.status, caller).toBe(200);
         } else if (route === 'POST /v1/auth/idp') {
           // Public: the bearer is ignored; the body decides.

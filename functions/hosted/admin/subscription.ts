@@ -12,6 +12,16 @@ export default defineRoute({
   method: 'POST',
   path: '/v1/admin/users/:id/subscription',
   body: 'small',
+  doc: {
+    operationId: 'adminSetSubscription',
+    summary: "Set a user's subscription by hand",
+    tag: 'Admin',
+    access: 'users whose email is in SERVICE_ADMIN_EMAILS.',
+    params: { id: 'The user id.' },
+    body: { schema: SetSubscriptionRequest },
+    responses: { 204: { description: 'Done.' } },
+    errors: { 400: ['invalid request: <field>: <problem>'], 403: ['admin only'], 404: ['user not found'] },
+  },
   handler: async (c) => {
     authorizeUser(c, 'admin.write');
     const { subscribed } = await parseBody(c, SetSubscriptionRequest);

@@ -1,7 +1,7 @@
 import { defineRoute } from '../../../lib/route.ts';
 import { authorizeUser } from '../../../lib/policy.ts';
 import { checkoutUrl } from '../../../lib/hosted/billing.ts';
-import type { CheckoutResponse } from '../../../schema/wire/hosted.ts';
+import { CheckoutResponse } from '../../../schema/wire/hosted.ts';
 
 /**
  * POST /v1/billing/checkout — where to pay: SERVICE_BILLING_CHECKOUT_URL with `client_reference_id=<user
@@ -11,6 +11,15 @@ export default defineRoute({
   method: 'POST',
   path: '/v1/billing/checkout',
   body: 'none',
+  doc: {
+    operationId: 'checkout',
+    summary: 'Where to pay for a subscription',
+    description: 'No body. The URL is SERVICE_BILLING_CHECKOUT_URL with `client_reference_id=<user id>` added.',
+    tag: 'Billing',
+    access: 'a real user; the legacy key gets 403 `user session required`.',
+    responses: { 200: { description: 'The payment page.', schema: CheckoutResponse } },
+    errors: { 403: ['user session required'], 503: ['billing not configured'] },
+  },
   handler: (c) => {
     const user = authorizeUser(c, 'billing.checkout');
     const res: CheckoutResponse = { url: checkoutUrl(c.get('deps'), user.userId) };

@@ -1,11 +1,20 @@
 import { defineRoute } from '../../../lib/route.ts';
 import { authorizeUser } from '../../../lib/policy.ts';
 import { accountPlan } from '../../../lib/hosted/billing.ts';
+import { BillingResponse } from '../../../schema/wire/hosted.ts';
 
 /** GET /v1/billing — the caller's plan, limits (null = no cap) and repositories owned. Hosted build only. */
 export default defineRoute({
   method: 'GET',
   path: '/v1/billing',
+  doc: {
+    operationId: 'getBilling',
+    summary: "The caller's plan, caps and usage",
+    tag: 'Billing',
+    access: 'a real user; the legacy key gets 403 `user session required`.',
+    responses: { 200: { description: 'A subscribed user has no caps (`null`).', schema: BillingResponse } },
+    errors: { 403: ['user session required'] },
+  },
   handler: async (c) => {
     const user = authorizeUser(c, 'billing.read');
     return c.json(await accountPlan(c.get('deps'), user.userId));

@@ -1,5 +1,6 @@
 import { defineRoute } from '../../../lib/route.ts';
 import { handleWebhook } from '../../../lib/hosted/billing.ts';
+import { WebhookEvent } from '../../../schema/wire/hosted.ts';
 
 /**
  * POST /billing/webhook — the payment provider's subscription events, signed with
@@ -11,6 +12,22 @@ export default defineRoute({
   path: '/billing/webhook',
   public: true,
   body: 'small',
+  doc: {
+    operationId: 'billingWebhook',
+    summary: "The payment provider's subscription events",
+    description:
+      'Signed in `X-Billing-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">` with SERVICE_BILLING_WEBHOOK_SECRET. A signature seen before, an event older than the last change of that subscription and an unknown `type` are answered 204 and change nothing.',
+    tag: 'Billing',
+    access: 'the payment provider: no bearer token, a valid signature.',
+    body: { schema: WebhookEvent, description: '`type`: `subscription.activated` or `subscription.canceled`; `user_id`: the service user id.' },
+    responses: { 204: { description: 'Accepted.' } },
+    errors: {
+      400: ['invalid request: <field>: <problem>', 'user_id required'],
+      401: ['invalid signature', 'stale signature'],
+      404: ['user not found'],
+      503: ['billing not configured'],
+    },
+  },
   handler: async (c) => {
     const raw = new Uint8Array(await c.req.arrayBuffer());
     await handleWebhook(c.get('deps'), c.req.header('x-billing-signature'), raw);
