@@ -113,6 +113,9 @@ export function nodeStoreFs(): StoreFs {
         return true;
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
+        // Created, then the write or the flush failed: leave no half-written lock behind for others to
+        // mistake for a live one.
+        await unlink(path).catch(() => undefined);
         throw e;
       }
     },
