@@ -56,6 +56,14 @@ describe('the OpenAPI document', () => {
     expect(JSON.parse(onDisk)).toEqual(full);
   });
 
+  it('every route has its doc (lib/route.ts RouteDoc)', () => {
+    const missing = [...routes, ...hostedRoutes].filter((r) => !r.doc).map((r) => `${r.method} ${r.path}`);
+    expect(missing, 'routes without a doc: add one (see functions/pages/list.ts), then npm run openapi').toEqual([]);
+    expect(JSON.stringify(full)).not.toContain('x-undocumented');
+    const stub = buildOpenApi({ routes: [{ method: 'GET', path: '/v1/x/:id', handler: () => new Response() }] }) as Json;
+    expect(stub.paths['/v1/x/{id}'].get).toMatchObject({ operationId: 'getV1XId', 'x-undocumented': true });
+  });
+
   it('lists every route once, with its path parameters, an operationId and a tag; nothing else', () => {
     const ops = operations(full);
     const expected = [...routes, ...hostedRoutes].map((r) => `${r.method.toLowerCase()} ${openApiPath(r.path).path}`);
