@@ -27,6 +27,7 @@ export default defineRoute({
     errors: {
       400: ['id_token required'],
       401: ['invalid id token: <reason>'],
+      403: ['account disabled'],
       503: ['identity provider not configured', 'identity provider unavailable'],
     },
   },
