@@ -191,7 +191,7 @@ describe('the response checker (test/helpers/openapi-check.ts)', () => {
         const response = r.$ref ? full.components.responses[r.$ref.split('/').pop()] : r;
         const schema = response.content?.['application/json']?.schema;
         if (!schema) continue;
-        expect(() => checker.validate(`${path} ${method} ${status} compile`, schema, {}), `${method} ${path} ${status}`).not.toThrow();
+        expect(() => checker.validate(schema, {}), `${method} ${path} ${status}`).not.toThrow();
         n++;
       }
     }
