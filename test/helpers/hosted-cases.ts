@@ -407,6 +407,7 @@ export function hostedCases(name: string, start: StartHostedTarget): void {
     const u = {} as Record<'admin' | 'carol' | 'dave', { token: string; user: { id: string; email: string; name: string } }>;
     let adminPat = '';
     let createdAt = 0;
+    let createdBy = 0;
     beforeAll(async () => {
       createdAt = t().nowSeconds();
       // The admin list says Admin@Example.test: emails match ignoring case.
@@ -421,7 +422,18 @@ export function hostedCases(name: string, start: StartHostedTarget): void {
       expect((await c.push('c1', u.carol.token, 'two.md'))[0]).toBe(200);
       expect((await c.push('c2', u.carol.token, 'three.md'))[0]).toBe(200);
       expect((await c.join(await c.invite('c1', u.carol.token), u.dave.token))[0]).toBe(200);
+      createdBy = t().nowSeconds();
     });
+
+    /** The users' creation times lie between the clock readings around their sign-ins (a real clock ticks). */
+    const createdTimes = (res: [number, unknown]): [number, unknown] => {
+      const body = res[1] as { users?: Array<{ created_at: number }> };
+      for (const x of body.users ?? []) {
+        expect(x.created_at).toBeGreaterThanOrEqual(createdAt);
+        expect(x.created_at).toBeLessThanOrEqual(createdBy);
+      }
+      return [res[0], body.users ? { users: body.users.map((x) => ({ ...x, created_at: createdAt })) } : body];
+    };
 
     it('every admin route refuses non-admins (403), the legacy key (403) and no credential (401)', async () => {
       const routes = HOSTED_ROUTES.filter((r) => r.path.startsWith('/v1/admin/'));
@@ -439,7 +451,7 @@ export function hostedCases(name: string, start: StartHostedTarget): void {
       expect(await c.subscribe(u.carol.user.id, true, u.admin.token)).toEqual([204, null]);
       for (const token of [u.admin.token, adminPat]) {
         expect(await c.call('/v1/admin/stats', token)).toEqual([200, { users: 3, repos: 3, subscribed_users: 1, pages: 3 }]);
-        expect(await c.call('/v1/admin/users', token)).toEqual([
+        expect(createdTimes(await c.call('/v1/admin/users', token))).toEqual([
           200,
           {
             users: [
