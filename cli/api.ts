@@ -2,7 +2,12 @@
  * The typed HTTP client every command uses: API.md spoken exactly, bodies checked against the zod schemas
  * the server itself uses (schema/wire). Every request carries `Authorization: Bearer <token>` and
  * `X-Service-Client: kr-cli`; an error answer `{"error": ...}` becomes an {@link ApiError} whose message is
- * the server's own.
+ * the server's own (401 `invalid token` excepted: it says what to do, `token expired or revoked; run kr
+ * login`).
+ *
+ * Every request has a time limit (default {@link DEFAULT_TIMEOUT_MS}, `kr --timeout <seconds>`) covering
+ * the whole exchange, answer body included; a server that does not answer in time is reported as such:
+ * `the server at <url> did not answer within 30 s`.
  */
 import type { z } from 'zod';
 import { MeResponse, CreatePatResponse, PatsResponse } from '../schema/wire/auth.ts';
@@ -17,10 +22,36 @@ import {
 } from '../schema/wire/sync.ts';
 import { EvolutionResponse, SectionDiff } from '../schema/wire/diff.ts';
 import { InviteKeysResponse, JoinResponse, MembersResponse, MintInviteResponse } from '../schema/wire/members.ts';
+import { LimitsResponse } from '../schema/wire/limits.ts';
 import { CliError } from './errors.ts';
 
 /** The fixed client name of SPEC.md rule 7 ("the command-line client sends a fixed literal"). */
 export const CLIENT_NAME = 'kr-cli';
+
+/** Every request's time limit unless `--timeout` says otherwise. */
+export const DEFAULT_TIMEOUT_MS = 30_000;
+
+/** What an older server (no `GET /v1/limits`, 404) is assumed to accept: API.md's defaults. */
+export const DEFAULT_LIMITS: LimitsResponse = { max_body_bytes: 8_388_608, max_files_per_push: 10_000, max_page_path_bytes: 512 };
+
+/** The answer of the server to an unknown, expired or revoked token (API.md "Conventions"). */
+const INVALID_TOKEN = 'invalid token';
+export const TOKEN_INVALID_MESSAGE = 'token expired or revoked; run kr login';
+
+/** `--json` error codes of HTTP statuses without a code of their own. */
+const STATUS_CODES: Record<number, string> = {
+  400: 'bad_request',
+  401: 'unauthorized',
+  402: 'payment_required',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  409: 'conflict',
+  410: 'gone',
+  413: 'too_large',
+  429: 'rate_limited',
+  503: 'unavailable',
+};
 
 /** A request the server refused (or that never reached it): exit 1, message = the server's `error`. */
 export class ApiError extends CliError {
@@ -29,18 +60,28 @@ export class ApiError extends CliError {
     /** HTTP status; 0 when the server could not be reached or answered nonsense. */
     readonly status: number,
     readonly body: Record<string, unknown> | null = null,
+    code?: string,
   ) {
-    super(message, 1);
+    super(message, 1, code ?? (status === 0 ? 'bad_answer' : (STATUS_CODES[status] ?? (status >= 500 ? 'server_error' : `http_${status}`))));
     this.name = 'ApiError';
+  }
+
+  /** The server's own `error` text (before any rewording here), or null. */
+  get serverError(): string | null {
+    return typeof this.body?.error === 'string' ? this.body.error : null;
   }
 }
 
 export interface ApiOptions {
   baseUrl: string;
-  token: string;
+  /** null: send no Authorization header (sign-in probe). */
+  token: string | null;
   timeoutMs?: number;
   fetch?: typeof fetch;
 }
+
+/** `30000` → `30`, `1500` → `1.5`: a time limit as people write it. */
+export const seconds = (ms: number): string => String(Number((ms / 1000).toFixed(3)));
 
 type Query = Record<string, string | number | boolean | undefined>;
 
@@ -57,26 +98,45 @@ const seg = encodeURIComponent;
 
 export class Api {
   readonly baseUrl: string;
-  private readonly token: string;
-  private readonly timeoutMs: number;
+  readonly timeoutMs: number;
+  private readonly token: string | null;
   private readonly doFetch: typeof fetch;
 
   constructor(opts: ApiOptions) {
     this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
     this.token = opts.token;
-    this.timeoutMs = opts.timeoutMs ?? 120_000;
+    this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.doFetch = opts.fetch ?? fetch;
   }
 
-  /** One raw request; network failures become an ApiError with status 0. */
+  /** The refusal of a request that ran out of time. */
+  timedOut(): ApiError {
+    return new ApiError(`the server at ${this.baseUrl} did not answer within ${seconds(this.timeoutMs)} s`, 0, null, 'timeout');
+  }
+
+  /** A failure while talking to the server: out of time, or the connection's own error. */
+  private failure(e: unknown): ApiError {
+    if (e instanceof ApiError) return e;
+    const name = (e as Error | null)?.name;
+    if (name === 'TimeoutError' || name === 'AbortError') return this.timedOut();
+    const cause = (e as { cause?: { code?: string; message?: string; name?: string } }).cause;
+    if (cause?.name === 'TimeoutError') return this.timedOut();
+    const why = cause?.code ?? cause?.message ?? (e as Error).message;
+    return new ApiError(`cannot reach the server at ${this.baseUrl}: ${why}`, 0, null, 'unreachable');
+  }
+
+  /**
+   * One raw request; network failures and the time limit become an ApiError with status 0. The answer's
+   * body must be read with {@link Api.text} or {@link Api.bytes}, which stay under the same time limit.
+   */
   async send(method: string, path: string, opts: { query?: Query; body?: unknown } = {}): Promise<Response> {
     const url = new URL(this.baseUrl + path);
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const headers: Record<string, string> = {
-      Authorization: `Bearer ${this.token}`,
       'X-Service-Client': CLIENT_NAME,
       Accept: 'application/json',
     };
+    if (this.token !== null) headers.Authorization = `Bearer ${this.token}`;
     let body: string | undefined;
     if (opts.body !== undefined) {
       headers['Content-Type'] = 'application/json';
@@ -85,18 +145,46 @@ export class Api {
     try {
       return await this.doFetch(url, { method, headers, body, signal: AbortSignal.timeout(this.timeoutMs), redirect: 'manual' });
     } catch (e) {
-      const cause = (e as { cause?: { code?: string; message?: string } }).cause;
-      const why =
-        (e as Error).name === 'TimeoutError'
-          ? `no answer within ${Math.round(this.timeoutMs / 1000)} s`
-          : (cause?.code ?? cause?.message ?? (e as Error).message);
-      throw new ApiError(`cannot reach the server at ${this.baseUrl}: ${why}`, 0);
+      throw this.failure(e);
     }
+  }
+
+  /** The body of an answer as text, under the request's time limit. */
+  async text(res: Response): Promise<string> {
+    try {
+      return await res.text();
+    } catch (e) {
+      throw this.failure(e);
+    }
+  }
+
+  /** The body of an answer as bytes, under the request's time limit. */
+  async bytes(res: Response): Promise<Uint8Array> {
+    try {
+      return new Uint8Array(await res.arrayBuffer());
+    } catch (e) {
+      throw this.failure(e);
+    }
+  }
+
+  /** The error of a non-2xx answer (see {@link Api.errorOf}), its body read under the time limit. */
+  async refusal(res: Response): Promise<ApiError> {
+    let text = '';
+    try {
+      text = await this.text(res);
+    } catch (e) {
+      if (e instanceof ApiError && e.code === 'timeout') return e;
+    }
+    return Api.errorFrom(res, text);
   }
 
   /** The error of a non-2xx answer: the server's `error` text (quota answers add the limit and upgrade link). */
   static async errorOf(res: Response): Promise<ApiError> {
-    const text = await res.text().catch(() => '');
+    return Api.errorFrom(res, await res.text().catch(() => ''));
+  }
+
+  /** {@link Api.errorOf} once the body is read. */
+  static errorFrom(res: Response, text: string): ApiError {
     let body: Record<string, unknown> | null = null;
     try {
       const parsed: unknown = JSON.parse(text);
@@ -107,7 +195,7 @@ export class Api {
     let message = typeof body?.error === 'string' && body.error !== '' ? body.error : `HTTP ${res.status} ${res.statusText}`.trim();
     if (res.status >= 300 && res.status < 400) {
       const to = res.headers.get('location');
-      return new ApiError(`the server answered with a redirect${to ? ` to ${to}` : ''}; point kr at the final URL (kr login --server <url>)`, res.status);
+      return new ApiError(`the server answered with a redirect${to ? ` to ${to}` : ''}; point kr at the final URL (kr login --server <url>)`, res.status, null, 'redirect');
     }
     if (res.status === 402 && body) {
       const extra = [
@@ -120,14 +208,15 @@ export class Api {
       const after = res.headers.get('retry-after');
       if (after) message += ` (retry in ${after} s)`;
     }
-    return new ApiError(message, res.status, body);
+    if (res.status === 401 && body?.error === INVALID_TOKEN) return new ApiError(TOKEN_INVALID_MESSAGE, 401, body, 'token_invalid');
+    return new ApiError(message, res.status, body, typeof body?.code === 'string' && body.code !== '' ? body.code : undefined);
   }
 
   /** A JSON call checked against `schema`; 204 → undefined. The raw JSON is returned (extra keys kept). */
   async call<S extends z.ZodType>(method: string, path: string, schema: S, opts: CallOptions = {}): Promise<{ status: number; data: z.infer<S> }> {
     const res = await this.send(method, path, opts);
-    if (!res.ok && !(opts.dataStatuses ?? []).includes(res.status)) throw await Api.errorOf(res);
-    const text = await res.text();
+    if (!res.ok && !(opts.dataStatuses ?? []).includes(res.status)) throw await this.refusal(res);
+    const text = await this.text(res);
     let json: unknown;
     try {
       json = JSON.parse(text);
@@ -148,8 +237,47 @@ export class Api {
   /** A call whose success has no body (204). */
   async noContent(method: string, path: string, body?: unknown): Promise<void> {
     const res = await this.send(method, path, { body });
-    if (!res.ok) throw await Api.errorOf(res);
+    if (!res.ok) throw await this.refusal(res);
     await res.body?.cancel();
+  }
+
+  // --- service ----------------------------------------------------------------------------------------
+  /** `GET /v1/limits`; an older server without the route (404) gets API.md's defaults. */
+  async limits(): Promise<LimitsResponse> {
+    const res = await this.send('GET', '/v1/limits');
+    if (res.status === 404) {
+      await res.body?.cancel();
+      return { ...DEFAULT_LIMITS };
+    }
+    if (!res.ok) throw await this.refusal(res);
+    const text = await this.text(res);
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = null;
+    }
+    const checked = LimitsResponse.safeParse(json);
+    if (!checked.success) throw new ApiError('unexpected answer from GET /v1/limits', 0);
+    return checked.data;
+  }
+
+  /**
+   * Whether the server has an identity provider: `POST /v1/auth/idp` with an empty body answers 503
+   * `identity provider not configured` before anything else when it has none. null: could not tell.
+   */
+  async hasIdentityProvider(): Promise<boolean | null> {
+    let res: Response;
+    try {
+      res = await this.send('POST', '/v1/auth/idp', { body: {} });
+    } catch {
+      return null;
+    }
+    const err = res.ok ? null : await this.refusal(res);
+    if (res.ok) await res.body?.cancel();
+    if (err?.status === 503 && err.serverError === 'identity provider not configured') return false;
+    if (err && (err.status === 400 || err.status === 401)) return true;
+    return null;
   }
 
   // --- identity ---------------------------------------------------------------------------------------
@@ -170,14 +298,14 @@ export class Api {
   async page(repo: string, path: string): Promise<{ content: string; sha: string } | null> {
     const res = await this.send('GET', `/v1/repos/${seg(repo)}/pages/${encodePath(path)}`);
     if (res.status === 404) {
-      const err = await Api.errorOf(res);
+      const err = await this.refusal(res);
       if (err.message === 'page not found') return null;
       throw err;
     }
-    if (!res.ok) throw await Api.errorOf(res);
+    if (!res.ok) throw await this.refusal(res);
     const sha = res.headers.get('x-page-sha');
     if (!sha) throw new ApiError(`unexpected answer from GET pages/${path}: no X-Page-SHA header`, 0);
-    const bytes = new Uint8Array(await res.arrayBuffer());
+    const bytes = await this.bytes(res);
     return { content: new TextDecoder().decode(bytes), sha };
   }
 

@@ -1,6 +1,7 @@
 /**
  * User-level settings (SPEC.md "Authentication" rule 7):
- *  - `config.json`: `server_url`, `repo`;
+ *  - `config.json`: defaults only: `server_url`, and `repo`, the repository of folders not linked to one
+ *    (the current repository belongs to the project folder, `.kr/state.json`; issue 14);
  *  - `credentials.json`: `server_url`, `token`, created with mode 0600 (readable only by its owner).
  * Both live in `$XDG_CONFIG_HOME/kr/` when XDG_CONFIG_HOME is set to an absolute path, else in
  * `~/.config/kr/` (HOME is respected). The credentials file's URL wins over the config's, so a token is
@@ -12,7 +13,7 @@ import { dirname, isAbsolute, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { CliError, refused, usageError } from './errors.ts';
-import { Api } from './api.ts';
+import { Api, DEFAULT_TIMEOUT_MS } from './api.ts';
 import { warn } from './output.ts';
 
 export function configDir(env: NodeJS.ProcessEnv = process.env): string {
@@ -92,7 +93,7 @@ export async function loadCredentials(): Promise<CredentialsFile> {
     text = await readFile(path, 'utf8');
   } catch (e) {
     if (errnoOf(e) === 'ENOENT') {
-      throw refused(`not logged in: no credentials file at ${path} (run "kr login")`);
+      throw refused(`not logged in: no credentials file at ${path} (run "kr login")`, 'not_logged_in');
     }
     throw refused(`cannot read credentials file ${path}: ${reasonOf(e)} (run "kr login" again)`);
   }
@@ -119,11 +120,15 @@ export async function saveCredentials(creds: CredentialsFile): Promise<void> {
   await writeJsonAtomic(credentialsPath(), creds, 0o600);
 }
 
-/** A server URL as typed → its normalised base (`http(s)://host[:port][/prefix]`, no trailing slash). */
+/**
+ * A server URL as typed → its normalised base (`http(s)://host[:port][/prefix]`, no trailing slash). A URL
+ * without a scheme (`localhost:8080`, `10.0.0.5:8080/kr`) means `http://`.
+ */
 export function normaliseServerUrl(raw: string): string {
   let url: URL;
+  const typed = raw.trim();
   try {
-    url = new URL(raw.trim());
+    url = new URL(/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(typed) ? typed : `http://${typed}`);
   } catch {
     throw usageError(`not a URL: ${raw} (expected e.g. https://kr.example.com)`);
   }
@@ -150,13 +155,31 @@ export interface Session {
   config: ConfigFile;
 }
 
+/** Every request's time limit, from the global `--timeout <seconds>` (set before a command runs). */
+let requestTimeoutMs = DEFAULT_TIMEOUT_MS;
+
+/** `--timeout <seconds>`: a positive number of seconds (fractions allowed), else bad usage. */
+export function setRequestTimeout(raw: string | undefined): void {
+  if (raw === undefined) {
+    requestTimeoutMs = DEFAULT_TIMEOUT_MS;
+    return;
+  }
+  const n = Number(raw);
+  if (!/^\s*[0-9]*\.?[0-9]+\s*$/.test(raw) || !(n > 0) || n > 86_400) {
+    throw usageError(`--timeout must be a number of seconds greater than zero (at most 86400), not ${JSON.stringify(raw)}`);
+  }
+  requestTimeoutMs = Math.max(1, Math.round(n * 1000));
+}
+
+export const requestTimeout = (): number => requestTimeoutMs;
+
 /** Credentials + server URL, or a refusal: what every command that talks to the server starts with. */
 export async function connect(): Promise<Session> {
   const creds = await loadCredentials();
   const config = await loadConfig();
   const serverUrl = creds.server_url || config.server_url;
   if (!serverUrl) {
-    throw refused('no server URL set: run "kr remote set <url>" or "kr login --server <url>"');
+    throw refused('no server URL set: run "kr remote set <url>" or "kr login --server <url>"', 'no_server');
   }
   let base: string;
   try {
@@ -165,20 +188,44 @@ export async function connect(): Promise<Session> {
     throw refused(`invalid server URL ${serverUrl} in ${creds.server_url ? credentialsPath() : configPath()}: ${(e as Error).message}`);
   }
   return {
-    api: new Api({ baseUrl: base, token: creds.token }),
+    api: new Api({ baseUrl: base, token: creds.token, timeoutMs: requestTimeoutMs }),
     serverUrl: base,
     serverFrom: creds.server_url ? 'credentials' : 'config',
     config,
   };
 }
 
-/** The repository a command works on: `--repo`, else the config's. */
-export function repoOf(session: Session, flag: string | undefined): string {
-  const id = flag ?? session.config.repo;
-  if (!id) {
-    throw refused('no repository set: run "kr remote set-repo <id>", "kr repos create <id>" or "kr join <invite-token>"');
-  }
-  return checkRepoId(id);
+/** Where the repository of a command comes from. */
+export type RepoSource = 'flag' | 'project' | 'default';
+
+/** The part of a project folder the repository rule reads (cli/project.ts Project). */
+export interface LinkedFolder {
+  state: { repo?: string };
+  krDir: string;
+}
+
+/**
+ * The repository a command works on (issue 14): `--repo`, else the one the project folder is linked to
+ * (`.kr/state.json`), else the global default (`repo` in config.json: still read, so a configuration
+ * from before folders carried their repository keeps working). null when none applies.
+ */
+export function currentRepo(config: ConfigFile, flag: string | undefined, project: LinkedFolder | null): { id: string; from: RepoSource } | null {
+  if (flag !== undefined) return { id: checkRepoId(flag), from: 'flag' };
+  if (project?.state.repo) return { id: checkRepoId(project.state.repo), from: 'project' };
+  if (config.repo) return { id: checkRepoId(config.repo), from: 'default' };
+  return null;
+}
+
+/** {@link currentRepo}, or a refusal that says how to name one. */
+export function repoOf(session: Session, flag: string | undefined, project: LinkedFolder | null = null): string {
+  const found = currentRepo(session.config, flag, project);
+  if (found) return found.id;
+  throw refused(
+    project
+      ? `no repository for this folder: run "kr init --repo <id>" here (it links the folder), or pass --repo <id>; "kr repos" lists yours`
+      : `no repository: pass --repo <id>, or work in a project folder linked to one ("kr init --repo <id>"); "kr repos" lists yours`,
+    'no_repo',
+  );
 }
 
 export { CliError };

@@ -1,27 +1,41 @@
 /**
  * `kr`, the command-line client of the Knowledge Repository Service (run through cli/kr.mjs): parses the
- * command line and maps outcomes to exit codes: 0 success, 1 a refused request, 2 bad usage.
+ * command line and maps outcomes to exit codes: 0 success, 1 a refused request, 2 bad usage. Errors go to
+ * stderr as `error: <message>`, or, when the command was given `--json`, as one JSON object
+ * `{"error": "<message>", "code": "<code>"}` (issue 14; codes: cli/errors.ts).
  */
 import { CommanderError } from 'commander';
 import { CliError } from './errors.ts';
 import { paint } from './output.ts';
 import { buildProgram } from './program.ts';
 
+/** Whether the command line asks for JSON (options end at `--`). */
+export function wantsJson(argv: string[]): boolean {
+  const end = argv.indexOf('--');
+  return (end < 0 ? argv : argv.slice(0, end)).includes('--json');
+}
+
 /** Runs kr with `argv` (without node and script); resolves to the exit code. */
 export async function main(argv: string[]): Promise<number> {
-  const program = buildProgram();
+  const json = wantsJson(argv);
+  const program = buildProgram({ jsonErrors: json });
+  const fail = (message: string, code: string, exitCode: number): number => {
+    if (json) process.stderr.write(JSON.stringify({ error: message, code }) + '\n');
+    else process.stderr.write(`${paint(process.stderr).red('error:')} ${message}\n`);
+    return exitCode;
+  };
   try {
     await program.parseAsync(argv, { from: 'user' });
     return 0;
   } catch (e) {
-    if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : 2; // help and version: 0; usage: 2
-    const p = paint(process.stderr);
-    if (e instanceof CliError) {
-      process.stderr.write(`${p.red('error:')} ${e.message}\n`);
-      return e.exitCode;
+    if (e instanceof CommanderError) {
+      if (e.exitCode === 0) return 0; // help and version
+      // Commander printed its message already, unless JSON errors were asked for (then it printed nothing).
+      if (json) fail(e.message.replace(/^error: /, ''), 'usage', 2);
+      return 2;
     }
-    process.stderr.write(`${p.red('error:')} unexpected failure: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-    return 1;
+    if (e instanceof CliError) return fail(e.message, e.code, e.exitCode);
+    return fail(`unexpected failure: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`, 'internal', 1);
   }
 }
 

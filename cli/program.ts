@@ -3,6 +3,7 @@
  * `--json`. Command implementations are loaded on demand (`import()` inside each action).
  */
 import { Command, Option } from 'commander';
+import { setRequestTimeout } from './config.ts';
 import { paint } from './output.ts';
 
 export const VERSION = '0.1.0';
@@ -31,26 +32,34 @@ const sync = () => import('./commands/sync.ts');
 const inspect = () => import('./commands/inspect.ts');
 const team = () => import('./commands/team.ts');
 
-export function buildProgram(): Command {
+export function buildProgram(opts: { jsonErrors?: boolean } = {}): Command {
   const program = new Command('kr')
     .description('Command-line client of the Knowledge Repository Service: sync project knowledge pages with a shared repository.')
     .version(VERSION, '-V, --version')
-    .option('-r, --repo <id>', 'repository to use instead of the configured one')
+    .option('-r, --repo <id>', "repository to use instead of this folder's (or the default one)")
+    .option('--timeout <seconds>', 'time limit of every request (default 30)')
     .exitOverride()
-    .showHelpAfterError('(run with --help for usage)')
-    .configureOutput({ outputError: (str, write) => write(paint(process.stderr).red(str)) });
+    .showHelpAfterError(opts.jsonErrors ? false : '(run with --help for usage)')
+    .configureOutput({
+      // With --json, main prints usage errors as JSON instead.
+      outputError: (str, write) => (opts.jsonErrors ? undefined : write(paint(process.stderr).red(str))),
+    });
+  program.hook('preAction', (_self, action) => setRequestTimeout(action.optsWithGlobals().timeout as string | undefined));
   program.addHelpText(
     'after',
     `
 Exit codes: 0 success, 1 refused request (server error, not logged in, conflict), 2 bad usage.
-Files: ~/.config/kr/config.json (server_url, repo), ~/.config/kr/credentials.json (server_url, token; mode 0600),
-       .kr/ at the project root (pages and state.json). XDG_CONFIG_HOME is honoured; NO_COLOR turns colour off.
+With --json, errors are one JSON object on stderr: {"error": "...", "code": "..."}.
+Files: .kr/ at the project root: pages, and state.json (the folder's repository and what was synced);
+       ~/.config/kr/config.json (defaults: server_url, repo), ~/.config/kr/credentials.json (server_url, token;
+       mode 0600). XDG_CONFIG_HOME is honoured; NO_COLOR turns colour off.
 
 Examples:
-  $ kr login --server https://kr.example.com --token krp_...
+  $ kr login --server kr.example.com:8080 --token krp_...
   $ kr repos create acme && kr init && kr push
   $ kr join kri_... && kr init && kr pull
-  $ kr diff decision-log --local`,
+  $ kr diff decision-log --local
+  $ kr --repo acme show wiki/concepts/decision-log.md`,
   );
 
   // --- setup --------------------------------------------------------------------------------------------
@@ -58,16 +67,16 @@ Examples:
     act(
       program
         .command('login')
-        .description('save a token for a server, after checking it (GET /v1/me; the legacy key: GET /v1/repos)')
-        .option('-s, --server <url>', 'server URL (default: the one already configured)')
+        .description('save a token for a server, after checking it (GET /v1/me; the legacy key: GET /v1/repos); without a token, says how to get one')
+        .option('-s, --server <url>', 'server URL; host:port alone means http:// (default: the one already configured)')
         .option('--token <token>', 'token to save: a personal access token (krp_...), a session token or the legacy key; "-" reads it from stdin; asked for on a terminal when omitted')
         .addOption(json()),
       async (_a, o) => (await setup()).login(o as never),
     ),
-    ['kr login --server https://kr.example.com', 'kr login --server http://127.0.0.1:8080 --token krp_abc...', 'pass show kr | kr login --token -'],
+    ['kr login --server https://kr.example.com', 'kr login --server localhost:8080 --token krp_abc...', 'pass show kr | kr login --token -'],
   );
 
-  const remote = program.command('remote').description('show or change the server URL and the current repository');
+  const remote = program.command('remote').description("show or change the server URL and the repository (this folder's, or the default)");
   examples(
     act(remote.command('set').argument('<url>', 'server URL').description('set the server URL (config.json)'), async ([url], _o) =>
       (await setup()).remoteSet(url!),
@@ -75,8 +84,12 @@ Examples:
     ['kr remote set https://kr.example.com'],
   );
   examples(
-    act(remote.command('set-repo').argument('<id>', 'repository id').description('set the current repository (config.json)'), async ([id], _o) =>
-      (await setup()).remoteSetRepo(id!),
+    act(
+      remote
+        .command('set-repo')
+        .argument('<id>', 'repository id')
+        .description("link this project folder to a repository (refused once it synced with another); outside a folder: the default (config.json)"),
+      async ([id], _o) => (await setup()).remoteSetRepo(id!),
     ),
     ['kr remote set-repo acme'],
   );
@@ -89,10 +102,13 @@ Examples:
   examples(remote, ['kr remote set https://kr.example.com', 'kr remote set-repo acme', 'kr remote get']);
 
   examples(
-    act(program.command('init').description('create .kr/ (wiki/concepts, wiki/entities, wiki/analyses, raw/sessions, state.json) here'), async () =>
-      (await setup()).init(),
+    act(
+      program
+        .command('init')
+        .description('create .kr/ (wiki/concepts, wiki/entities, wiki/analyses, raw/sessions, state.json) here, linked to --repo (or the default repository)'),
+      async (_a, o) => (await setup()).init(o as never),
     ),
-    ['kr init', 'kr init && kr pull'],
+    ['kr init', 'kr init --repo acme && kr pull'],
   );
 
   // --- sync ---------------------------------------------------------------------------------------------
@@ -100,8 +116,11 @@ Examples:
     act(
       program
         .command('push')
-        .description('send new and changed pages (each based on the version you last pulled); conflicts are reported, your files stay as they are')
-        .argument('[paths...]', 'slugs, page files or folders (default: every page)')
+        .description(
+          'send new and changed pages, and delete on the server the pages deleted here (each based on the version you last pulled); ' +
+            'conflicts are reported, your files stay as they are',
+        )
+        .argument('[paths...]', 'slugs, page files, tracked page paths or folders (default: every page)')
         .addOption(typeOpt())
         .option('-m, --message <text>', 'commit message')
         .option('-n, --dry-run', 'only list what would be pushed')
@@ -109,6 +128,21 @@ Examples:
       async (paths, o) => (await sync()).push(paths, o as never),
     ),
     ['kr push', 'kr push decision-log -m "record the decision"', 'kr push --type concept', 'kr push .kr/wiki/entities --dry-run'],
+  );
+  examples(
+    act(
+      program
+        .command('rm')
+        .description('delete pages on the server (one commit) and here; refused for a page that changed on the server since you pulled it')
+        .argument('<pages...>', 'slugs, page files or tracked page paths')
+        .addOption(typeOpt())
+        .option('-m, --message <text>', 'commit message')
+        .option('-n, --dry-run', 'only list what would be deleted')
+        .option('-f, --force', 'delete even a page with local changes that were never pushed')
+        .addOption(json()),
+      async (paths, o) => (await sync()).rm(paths, o as never),
+    ),
+    ['kr rm old-idea', 'kr rm old-idea --type concept -m "superseded"', 'kr rm wiki/concepts/old-idea.md --dry-run'],
   );
   examples(
     act(
@@ -122,7 +156,7 @@ Examples:
     ['kr pull', 'kr pull --full'],
   );
   examples(
-    act(program.command('status').description('pages that are new, modified, behind the server, or in conflict (one request)').addOption(json()), async (_a, o) =>
+    act(program.command('status').description('pages that are new, modified, deleted here, behind the server, or in conflict; files that are skipped, and why').addOption(json()), async (_a, o) =>
       (await sync()).status(o as never),
     ),
     ['kr status', 'kr status --json'],
@@ -141,7 +175,25 @@ Examples:
     ['kr resolve decision-log && kr push', 'kr resolve decision-log --theirs'],
   );
 
-  // --- inspect ------------------------------------------------------------------------------------------
+  // --- inspect (no local checkout needed: --repo and page paths) -----------------------------------------
+  examples(
+    act(program.command('pages').description('the pages on the server, with the last commit of each').addOption(json()), async (_a, o) =>
+      (await inspect()).pages(o as never),
+    ),
+    ['kr pages', 'kr --repo acme pages --json'],
+  );
+  examples(
+    act(
+      program
+        .command('show')
+        .description("print a page as the server has it now")
+        .argument('<page>', 'slug (looked up in the local page folders) or page path (wiki/concepts/x.md)')
+        .addOption(typeOpt())
+        .addOption(json()),
+      async ([page], o) => (await inspect()).show(page!, o as never),
+    ),
+    ['kr show decision-log', 'kr --repo acme show wiki/concepts/decision-log.md'],
+  );
   examples(
     act(
       program
@@ -166,22 +218,22 @@ Examples:
       program
         .command('history')
         .description('commits that touched a page (newest first)')
-        .argument('<slug>', 'page slug (looked up in the local page folders)')
+        .argument('<page>', 'slug (looked up in the local page folders) or page path (wiki/concepts/x.md)')
         .addOption(typeOpt())
         .option('-n, --limit <n>', 'how many commits')
         .addOption(json()),
       async ([slug], o) => (await inspect()).history(slug!, o as never),
     ),
-    ['kr history decision-log', 'kr history acme --type entity'],
+    ['kr history decision-log', 'kr history acme --type entity', 'kr --repo acme history wiki/concepts/decision-log.md'],
   );
   examples(
     act(
       program
         .command('diff')
         .description('section diff of a page: between two commits on the server, or (--local) your file against the server copy')
-        .argument('<slug>', 'page slug (looked up in the local page folders)')
+        .argument('<page>', 'slug (looked up in the local page folders) or page path (wiki/concepts/x.md)')
         .addOption(typeOpt())
-        .option('--from <sha>', 'older commit (default: the previous commit that touched the page)')
+        .option('--from <sha>', 'older commit (default: the previous commit that touched the page; for its first commit, the empty page)')
         .option('--to <sha>', 'newer commit (default: the last commit that touched the page)')
         .option('--blame', 'name the commit that introduced each heading')
         .option('--local', 'compare your file with the server copy, in-process (not with --from, --to or --blame)')
@@ -195,7 +247,7 @@ Examples:
       program
         .command('evolution')
         .description('how a page changed, commit by commit, section by section (newest first)')
-        .argument('<slug>', 'page slug (looked up in the local page folders)')
+        .argument('<page>', 'slug (looked up in the local page folders) or page path (wiki/concepts/x.md)')
         .addOption(typeOpt())
         .option('-n, --limit <n>', 'how many commits (at most 200)')
         .option('--blame', 'name the commit that introduced each heading')
@@ -221,7 +273,7 @@ Examples:
   );
   examples(repos, ['kr repos', 'kr repos create acme']);
 
-  const invite = program.command('invite').description('invite keys of the current repository (owners only)');
+  const invite = program.command('invite').description('invite keys of the current repository (owners only); alone, lists them');
   examples(
     act(invite.command('create').description('mint an invite key (valid 7 days); the token is shown once').option('-l, --label <text>', 'a note on who it is for').addOption(json()), async (_a, o) =>
       (await team()).inviteCreate(o as never),
@@ -229,7 +281,7 @@ Examples:
     ['kr invite create --label "for bob"'],
   );
   examples(
-    act(invite.command('list').description('key id, label, expiry (UTC), active/expired').addOption(json()), async (_a, o) =>
+    act(invite.command('list', { isDefault: true }).description('key id, label, expiry (UTC), active/expired (the default)').addOption(json()), async (_a, o) =>
       (await team()).inviteList(o as never),
     ),
     ['kr invite list'],
@@ -240,7 +292,7 @@ Examples:
     ),
     ['kr invite revoke 6f1c2a9e-...'],
   );
-  examples(invite, ['kr invite create --label bob', 'kr invite list', 'kr invite revoke <key-id>']);
+  examples(invite, ['kr invite', 'kr invite create --label bob', 'kr invite revoke <key-id>']);
 
   examples(
     act(

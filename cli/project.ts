@@ -6,7 +6,14 @@
  * state.json, per page path: the sha of the last commit we know the page at (the `parent_sha` of the next
  * push) and the SHA-256 of the content we last pulled or pushed (so "modified" needs no request); plus
  * `head`, the repository head of the last pull (the next pull's `since`), and `repo`, the repository the
- * project is linked to.
+ * project is linked to: the folder's current repository (issue 14).
+ *
+ * Which files are pages (issue 14: one path rule everywhere): every regular file under `.kr/` whose path
+ * the server accepts for a write (lib/page/path.ts pagePathProblem, the server's own rule), plus every page
+ * already tracked in state.json. Not pages: `.kr/state.json`, names starting with `.` (hidden files, editor
+ * and kr's own temporary files) unless tracked. Files the server would refuse — a Windows device name, a
+ * character Windows forbids, a name that differs only in letter case from another page, an NFD twin of an
+ * NFC name, a symbolic link — are listed in {@link Project.skipped} with the reason, and never sent.
  *
  * Server paths map to `.kr/<path>`. Before anything is written or deleted, {@link Project.safeTarget}
  * refuses a path that would land outside `.kr/` — lexically (`..`, absolute, backslash) or through a
@@ -16,8 +23,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { lstat, mkdir, readFile, readdir, realpath, rename, rmdir, unlink, writeFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { z } from 'zod';
-import { PAGE_TYPES, isPageType, isValidSlug, pagePathFor, pageRefOfPath, type PageType } from '../lib/page/parse.ts';
-import { storedPathProblem } from '../lib/page/path.ts';
+import { PAGE_TYPES, isPageType, isValidSlug, pagePathFor, typeOfPath, type PageType } from '../lib/page/parse.ts';
+import { foldPathCase, pagePathProblem, storedPathProblem } from '../lib/page/path.ts';
 import { refused, usageError } from './errors.ts';
 import { writeJsonAtomic } from './config.ts';
 
@@ -53,6 +60,16 @@ export interface LocalPage {
   hash: string;
 }
 
+/** A file under `.kr/` that is not treated as a page, and why. */
+export interface SkippedFile {
+  /** The file, relative to `.kr/`, as named on disk. */
+  file: string;
+  reason: string;
+}
+
+/** Deepest folder nesting under `.kr/` that is scanned for pages. */
+const MAX_SCAN_DEPTH = 32;
+
 export class Project {
   readonly krDir: string;
   readonly statePath: string;
@@ -62,6 +79,10 @@ export class Project {
    * file copied from an old Mac): server path (NFC, as the server requires) → the path as found on disk.
    */
   private readonly diskNames = new Map<string, string>();
+  /** The page files found by the last {@link Project.scan} (server paths, sorted). */
+  private found: string[] = [];
+  /** Files under `.kr/` that the last scan did not take as pages, with the reason. */
+  skipped: SkippedFile[] = [];
 
   constructor(
     readonly root: string,
@@ -93,9 +114,15 @@ export class Project {
     if (this.state.repo !== repo) {
       throw refused(
         `this project (${this.krDir}) is linked to repository "${this.state.repo}", not "${repo}"` +
-          ` (run "kr remote set-repo ${this.state.repo}", or use another folder)`,
+          ` (each folder has its own repository: for ${repo}, use another folder: mkdir ${repo} && cd ${repo} && kr init --repo ${repo})`,
+        'repo_mismatch',
       );
     }
+  }
+
+  /** Whether the folder has synced anything yet (a pull or a push): then its repository is fixed. */
+  get synced(): boolean {
+    return this.state.head !== '' || Object.keys(this.state.pages).length > 0;
   }
 
   /** Reads `.kr/<path>`; null when missing. Non-UTF-8 files are refused (pages are text). */
@@ -124,33 +151,86 @@ export class Project {
   }
 
   /**
-   * Every page file of the layout on disk: `*.md` directly in the three wiki folders, any file directly in
-   * raw/sessions (dotfiles skipped), as server paths: in Unicode NFC, whatever the form of the name on
-   * disk (remembered for fileOf). A file whose NFC twin also exists is left to the twin.
+   * Finds the page files under `.kr/` (see the module comment), as server paths: in Unicode NFC, whatever
+   * the form of the name on disk (remembered for fileOf). Fills {@link Project.skipped}.
    */
-  async layoutPages(types: readonly PageType[] = PAGE_TYPES): Promise<string[]> {
-    const found: string[] = [];
-    for (const type of types) {
-      const dir = join(this.krDir, ...LAYOUT_DIRS[type].split('/'));
-      let names: import('node:fs').Dirent[];
+  async scan(): Promise<string[]> {
+    const tracked = new Set(Object.keys(this.state.pages));
+    const trackedDirs = new Set<string>();
+    for (const t of tracked) for (let i = t.indexOf('/'); i >= 0; i = t.indexOf('/', i + 1)) trackedDirs.add(t.slice(0, i + 1));
+    const onDisk: Array<{ path: string; disk: string }> = [];
+    const skipped: SkippedFile[] = [];
+    const walk = async (dir: string, prefix: string, depth: number): Promise<void> => {
+      let entries: import('node:fs').Dirent[];
       try {
-        names = await readdir(dir, { withFileTypes: true });
+        entries = await readdir(dir, { withFileTypes: true });
       } catch (e) {
-        if (errnoOf(e) === 'ENOENT' || errnoOf(e) === 'ENOTDIR') continue;
-        throw e;
+        if (errnoOf(e) === 'ENOENT' || errnoOf(e) === 'ENOTDIR') return;
+        throw refused(`cannot list ${dir}: ${(e as Error).message}`);
       }
-      const listed = new Set(names.map((d) => d.name));
-      for (const d of names) {
-        if (!d.isFile() || d.name.startsWith('.')) continue;
-        const name = d.name.normalize('NFC');
-        if (name !== d.name && listed.has(name)) continue;
-        const path = `${LAYOUT_DIRS[type]}/${name}`;
-        if (pageRefOfPath(path)?.type !== type) continue;
-        if (name !== d.name) this.diskNames.set(path, `${LAYOUT_DIRS[type]}/${d.name}`);
-        found.push(path);
+      for (const d of entries) {
+        const disk = prefix + d.name;
+        if (prefix === '' && d.name === STATE_FILE) continue;
+        if (d.name.startsWith('.')) {
+          const nfc = disk.normalize('NFC');
+          if (!tracked.has(nfc) && !trackedDirs.has(nfc + '/')) continue;
+        }
+        if (d.isSymbolicLink()) {
+          skipped.push({ file: disk, reason: 'a symbolic link (kr sends only regular files)' });
+        } else if (d.isDirectory()) {
+          if (depth >= MAX_SCAN_DEPTH) skipped.push({ file: disk + '/', reason: `folders nested deeper than ${MAX_SCAN_DEPTH}` });
+          else await walk(join(dir, d.name), disk + '/', depth + 1);
+        } else if (d.isFile()) {
+          onDisk.push({ path: disk.normalize('NFC'), disk });
+        }
       }
+    };
+    this.diskNames.clear();
+    await walk(this.krDir, '', 0);
+    const exact = new Set(onDisk.filter((f) => f.path === f.disk).map((f) => f.path));
+    // Case twins: a path that folds to the key of a tracked page or of an earlier accepted one.
+    const folds = new Map<string, string>();
+    for (const t of tracked) folds.set(foldPathCase(t), t);
+    const found = new Set<string>();
+    for (const f of onDisk.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) {
+      if (f.path !== f.disk && exact.has(f.path)) {
+        skipped.push({ file: f.disk, reason: `the same name as ${f.path} once in Unicode NFC (keep one of the two)` });
+        continue;
+      }
+      if (!tracked.has(f.path)) {
+        const problem = pagePathProblem(f.path);
+        if (problem !== null) {
+          skipped.push({ file: f.disk, reason: `${problem}: the server refuses this page path` });
+          continue;
+        }
+        const key = foldPathCase(f.path);
+        const twin = folds.get(key);
+        if (twin !== undefined && twin !== f.path) {
+          skipped.push({ file: f.disk, reason: `differs only in letter case from ${twin} (one file on macOS and Windows)` });
+          continue;
+        }
+        folds.set(key, f.path);
+      }
+      if (f.path !== f.disk) this.diskNames.set(f.path, f.disk);
+      found.add(f.path);
     }
-    return found.sort();
+    this.found = [...found].sort();
+    this.skipped = skipped.sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
+    return this.found;
+  }
+
+  /** The page files of the last scan, optionally of some page types only. */
+  localPages(types?: readonly PageType[]): string[] {
+    if (!types) return [...this.found];
+    return this.found.filter((p) => {
+      const t = typeOfPath(p);
+      return t !== null && types.includes(t);
+    });
+  }
+
+  /** Whether a server path has a file in the project (as found by the last scan). */
+  hasFile(pagePath: string): boolean {
+    return this.found.includes(pagePath);
   }
 
   /**
@@ -267,12 +347,19 @@ export async function loadState(root: string): Promise<StateFile> {
 
 /** The project around the working directory, or a refusal that says to run `kr init`. */
 export async function openProject(): Promise<Project> {
+  const project = await findProject();
+  if (!project) throw refused(`not inside a kr project (no ${KR_DIR}/ folder here or above; run "kr init")`, 'no_project');
+  return project;
+}
+
+/** The project around the working directory, or null outside any. */
+export async function findProject(): Promise<Project | null> {
   const root = await findProjectRoot();
-  if (!root) throw refused(`not inside a kr project (no ${KR_DIR}/ folder here or above; run "kr init")`);
+  if (!root) return null;
   const project = new Project(root, await loadState(root));
-  // Learns the page files named in another Unicode form than their server path, so that every command
-  // reads and writes them under their own name (four directory listings).
-  await project.layoutPages();
+  // Finds the page files, and learns those named in another Unicode form than their server path, so that
+  // every command reads and writes them under their own name.
+  await project.scan();
   return project;
 }
 
@@ -307,36 +394,60 @@ async function isFile(path: string): Promise<boolean> {
 }
 
 /**
- * A slug → its page path, looked up only in the local page directories (SPEC.md diff rule 9). A slug
- * found under two types needs `--type`. A path to a page file (`.kr/wiki/concepts/x.md`) is accepted too.
+ * How a page argument is checked: `read` accepts any valid page path (the server says whether it has the
+ * page); `local` wants a page of the project: a file under `.kr/` or a page tracked in state.json (one
+ * deleted locally included, so that pushing it deletes it on the server).
  */
-export async function resolveSlug(project: Project, arg: string, type?: PageType): Promise<string> {
+export type PageArgMode = 'read' | 'local';
+
+/**
+ * A page argument → its server path. A slug (`decision-log`) is looked up only in the local page folders
+ * (SPEC.md diff rule 9), tracked pages included; a slug found under two types needs `--type`. Anything with
+ * a `/` is a path: a file under `.kr/` relative to the working directory (`.kr/wiki/concepts/x.md`), else
+ * a server path (`wiki/concepts/x.md`, any folder). Without a project (null) only server paths are
+ * accepted.
+ */
+export async function resolvePage(project: Project | null, arg: string, type: PageType | undefined, mode: PageArgMode): Promise<string> {
   if (arg.includes('/') || arg.includes(sep)) {
-    // A file path (relative to the working directory), else a server page path (`wiki/concepts/x.md`).
-    let abs = resolve(arg);
-    let rel = relative(project.krDir, abs);
-    if (rel.startsWith('..') || isAbsolute(rel)) {
-      abs = project.fileOf(arg);
-      rel = relative(project.krDir, abs);
+    let path: string | null = null;
+    if (project) {
+      const rel = relative(project.krDir, resolve(arg));
+      if (rel !== '' && !rel.startsWith('..') && !isAbsolute(rel)) path = rel.split(sep).join('/');
     }
-    const asPath = rel.split(sep).join('/').normalize('NFC');
-    const ref = !rel.startsWith('..') && !isAbsolute(rel) ? pageRefOfPath(asPath) : null;
-    if (!ref) throw usageError(`${arg} is not a page file under ${project.display('')}/(wiki/concepts|wiki/entities|wiki/analyses|raw/sessions)`);
-    if (type && ref.type !== type) throw usageError(`${arg} is a ${ref.type} page, not a ${type}`);
-    if (!(await isFile(abs))) throw refused(`no such page file: ${arg}`);
-    return asPath;
+    path = (path ?? arg.replace(/^\.\/+/, '')).normalize('NFC');
+    const problem = storedPathProblem(path);
+    if (problem !== null) throw usageError(`not a page path: ${JSON.stringify(arg)} (${problem})`);
+    if (type && typeOfPath(path) !== type) throw usageError(`${arg} is not a ${type} page (those are under ${LAYOUT_DIRS[type]}/)`);
+    if (mode === 'local') {
+      if (!project) throw refused(`not inside a kr project (no ${KR_DIR}/ folder here or above; run "kr init")`, 'no_project');
+      if (!project.hasFile(path) && !project.state.pages[path] && !(await isFile(project.fileOf(path)))) {
+        throw refused(`no such page in ${project.display('')}: ${arg} (neither a file there nor a page kr tracks)`, 'no_page');
+      }
+    }
+    return path;
   }
-  if (!isValidSlug(arg)) throw usageError(`invalid slug: ${JSON.stringify(arg)}`);
   arg = arg.normalize('NFC');
+  if (!isValidSlug(arg)) throw usageError(`invalid slug: ${JSON.stringify(arg)} (a slug names one page file, <slug>.md, under the server's page path rules)`);
+  if (!project) {
+    throw refused(
+      `slugs are looked up in the local ${KR_DIR}/ folder, and there is none here: give the page path instead (e.g. wiki/concepts/${arg}.md; "kr pages" lists them)`,
+      'no_project',
+    );
+  }
   const types = type ? [type] : PAGE_TYPES;
   const hits: Array<{ type: PageType; path: string }> = [];
   for (const t of types) {
-    const path = pagePathFor(t, arg);
-    if (await isFile(project.fileOf(path))) hits.push({ type: t, path });
+    let path: string;
+    try {
+      path = pagePathFor(t, arg);
+    } catch {
+      continue; // a slug that this type's layout cannot hold (a source page name ending in a period)
+    }
+    if (project.hasFile(path) || project.state.pages[path] || (await isFile(project.fileOf(path)))) hits.push({ type: t, path });
   }
   if (hits.length === 0) {
     const where = types.map((t) => `${KR_DIR}/${LAYOUT_DIRS[t]}`).join(', ');
-    throw refused(`no local page "${arg}" in ${where} (run "kr pull" first, or check the slug)`);
+    throw refused(`no local page "${arg}" in ${where} (run "kr pull" first, or check the slug)`, 'no_page');
   }
   if (hits.length > 1) {
     throw usageError(
@@ -345,3 +456,6 @@ export async function resolveSlug(project: Project, arg: string, type?: PageType
   }
   return hits[0]!.path;
 }
+
+/** {@link resolvePage} of a page of the project (a file or a tracked page). */
+export const resolveSlug = (project: Project, arg: string, type?: PageType): Promise<string> => resolvePage(project, arg, type, 'local');

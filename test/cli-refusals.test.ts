@@ -132,7 +132,7 @@ describe('kr refuses without usable credentials', () => {
 
     const wrong = await u.kr('login', '--server', server.url, '--token', 'wrong-token');
     expect(wrong.code, show(wrong)).toBe(1);
-    expect(wrong.stderr).toContain('login failed: invalid token');
+    expect(wrong.stderr).toContain(`login failed: ${server.url} does not accept this token (invalid token: unknown, expired or revoked)`);
 
     const ok = await u.kr('login', '--server', server.url, '--token', LEGACY);
     expect(ok.code, show(ok)).toBe(0);
@@ -200,9 +200,6 @@ describe('kr diff and slugs', () => {
     let r = await u.kr('diff', 'solo', '--from', 'zzzz');
     expect(r.code, show(r)).toBe(1);
     expect(r.stderr).toBe('error: unknown sha: zzzz\n');
-    r = await u.kr('diff', 'solo');
-    expect(r.code).toBe(1);
-    expect(r.stderr).toContain('no parent commit for this path; pass ?from explicitly');
     r = await u.kr('repos', 'create', 'newrepo');
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('user session required');
@@ -279,7 +276,6 @@ describe('kr: bad usage exits 2', () => {
     [['remote', 'set-repo', 'a/b'], 'invalid repository id'],
     [['invite', 'revoke', 'kri_abcdef'], 'revoking takes the key id'],
     [['join', 'not-a-token'], 'not an invite token'],
-    [['invite'], 'Usage: kr invite'],
     [['status', 'extra'], 'too many arguments'],
   ])('kr %j', async (args, message) => {
     const u = await user();
@@ -306,14 +302,17 @@ describe('kr status and push against the server', () => {
     const before = server.logs.length;
     const r = await u.kr('status', '--json');
     expect(r.code, show(r)).toBe(0);
+    // One request for the listing, plus one per apparent conflict: before calling a page a conflict,
+    // status looks at the server's copy (issue 14: it may be a push whose answer was lost).
     const requests = server.logs.slice(before).filter((l) => l.includes('"request"'));
-    expect(requests).toHaveLength(1);
-    expect(requests[0]).toContain(`/v1/repos/${u.repo}/pages`);
+    expect(requests).toHaveLength(2);
+    expect(requests[0]).toContain(`/v1/repos/${u.repo}/pages"`);
+    expect(requests[1]).toContain(`/v1/repos/${u.repo}/pages/wiki/concepts/p2.md`);
     expect(JSON.parse(r.stdout).pages.map((p: { path: string; status: string }) => `${p.status} ${p.path}`)).toEqual([
       'modified wiki/concepts/p0.md',
       'behind wiki/concepts/p1.md',
       'conflict wiki/concepts/p2.md',
-      'missing wiki/concepts/p3.md',
+      'deleted wiki/concepts/p3.md',
       'new wiki/entities/fresh.md',
     ]);
   });

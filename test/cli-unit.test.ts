@@ -7,7 +7,15 @@ import { describe, expect, it } from 'vitest';
 import type { Command } from 'commander';
 import { buildProgram } from '../cli/program.ts';
 import { colourEnabled } from '../cli/output.ts';
-import { configDir } from '../cli/config.ts';
+import { configDir, normaliseServerUrl } from '../cli/config.ts';
+import { Api, DEFAULT_LIMITS, DEFAULT_TIMEOUT_MS } from '../cli/api.ts';
+import { packPushes } from '../cli/commands/sync.ts';
+import { frontmatterTrouble } from '../cli/pagecheck.ts';
+import { conflictSummary, listFieldsOf, PREAMBLE_LABEL, renderDiff, summaryLines } from '../cli/render.ts';
+import { paint } from '../cli/output.ts';
+import { diffPages } from '../lib/differ/index.ts';
+import { isValidSlug } from '../lib/page/parse.ts';
+import { pagePathProblem } from '../lib/page/path.ts';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 
@@ -36,7 +44,7 @@ describe('kr command tree', () => {
     for (const n of [
       'login', 'remote set', 'remote set-repo', 'remote get', 'init', 'push', 'pull', 'status', 'log', 'timeline', 'history',
       'diff', 'evolution', 'repos list', 'repos create', 'invite create', 'invite list', 'invite revoke', 'join', 'members list',
-      'members remove', 'pats create', 'pats list', 'pats revoke',
+      'members remove', 'pats create', 'pats list', 'pats revoke', 'rm', 'pages', 'show',
     ]) {
       expect(names).toContain(n);
     }
@@ -49,7 +57,7 @@ describe('kr command tree', () => {
   });
 
   it('every read command takes --json', () => {
-    const reads = ['remote get', 'status', 'log', 'timeline', 'history', 'diff', 'evolution', 'repos list', 'invite list', 'members list', 'pats list'];
+    const reads = ['remote get', 'status', 'log', 'timeline', 'pages', 'show', 'history', 'diff', 'evolution', 'repos list', 'invite list', 'members list', 'pats list'];
     for (const { name, cmd } of all.filter((c) => reads.includes(c.name))) {
       expect(cmd.options.map((o) => o.long), name).toContain('--json');
     }
@@ -73,5 +81,113 @@ describe('config folder', () => {
     expect(configDir({ XDG_CONFIG_HOME: '/x/y' })).toBe('/x/y/kr');
     expect(configDir({ XDG_CONFIG_HOME: 'relative' })).toBe(join(homedir(), '.config', 'kr'));
     expect(configDir({})).toBe(join(homedir(), '.config', 'kr'));
+  });
+});
+
+// --- issue 14, round 2: the pieces behind each item, in-process ------------------------------------------
+
+describe('Api: time limit, limits, token errors (items 3, 4, 11)', () => {
+  const answer = (status: number, body: unknown) => async () => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
+
+  it('every request has a 30 s limit by default; running out says the server did not answer', async () => {
+    expect(DEFAULT_TIMEOUT_MS).toBe(30_000);
+    expect(new Api({ baseUrl: 'http://x', token: 't' }).timeoutMs).toBe(30_000);
+    const hang: typeof fetch = (_u, init) =>
+      new Promise((_r, reject) => init?.signal?.addEventListener('abort', () => reject(init.signal!.reason)));
+    const api = new Api({ baseUrl: 'http://127.0.0.1:9', token: 't', timeoutMs: 50, fetch: hang });
+    await expect(api.repos()).rejects.toMatchObject({ message: 'the server at http://127.0.0.1:9 did not answer within 0.05 s', code: 'timeout', exitCode: 1 });
+  });
+
+  it('GET /v1/limits, and the defaults when an older server answers 404', async () => {
+    const mine = { max_body_bytes: 1000, max_files_per_push: 3, max_page_path_bytes: 512 };
+    expect(await new Api({ baseUrl: 'http://x', token: 't', fetch: answer(200, mine) }).limits()).toEqual(mine);
+    expect(await new Api({ baseUrl: 'http://x', token: 't', fetch: answer(404, { error: 'not found' }) }).limits()).toEqual({
+      max_body_bytes: 8388608,
+      max_files_per_push: 10000,
+      max_page_path_bytes: 512,
+    });
+    expect(DEFAULT_LIMITS).toEqual({ max_body_bytes: 8388608, max_files_per_push: 10000, max_page_path_bytes: 512 });
+  });
+
+  it('401 invalid token → "token expired or revoked; run kr login"; codes for the rest', async () => {
+    const api = (status: number, body: unknown) => new Api({ baseUrl: 'http://x', token: 't', fetch: answer(status, body) });
+    await expect(api(401, { error: 'invalid token' }).repos()).rejects.toMatchObject({ message: 'token expired or revoked; run kr login', code: 'token_invalid' });
+    await expect(api(403, { error: 'not a member of this repo' }).repos()).rejects.toMatchObject({ message: 'not a member of this repo', code: 'forbidden' });
+    await expect(api(402, { error: 'plan limit', code: 'quota_repos', limit: 3 }).repos()).rejects.toMatchObject({ code: 'quota_repos' });
+  });
+
+  it('the identity-provider probe reads the 503 that comes first without a provider', async () => {
+    const probe = (status: number, body: unknown) => new Api({ baseUrl: 'http://x', token: null, fetch: answer(status, body) }).hasIdentityProvider();
+    expect(await probe(503, { error: 'identity provider not configured' })).toBe(false);
+    expect(await probe(400, { error: 'id_token required' })).toBe(true);
+    expect(await probe(500, { error: 'internal error' })).toBeNull();
+  });
+});
+
+describe('pushes packed under the body cap (item 3)', () => {
+  it('first fit, largest first: as few pushes as fit, each within the byte and file limits', () => {
+    const f = (bytes: number) => ({ bytes });
+    const packs = packPushes([f(60), f(50), f(40), f(30), f(20)], 100, 10);
+    expect(packs.map((p) => p.map((x) => x.bytes))).toEqual([[60, 40], [50, 30, 20]]);
+    expect(packPushes([f(1), f(1), f(1)], 100, 2).map((p) => p.length)).toEqual([2, 1]);
+    expect(packPushes([], 100, 2)).toEqual([]);
+  });
+});
+
+describe('the slug rule is the path rule (item 8)', () => {
+  it('a slug is valid exactly when the server accepts its layout paths', () => {
+    for (const slug of ['decision-log', 'ünïcødé', 'notes.md', 'a b', 'v1.0']) {
+      expect(isValidSlug(slug), slug).toBe(true);
+      expect(pagePathProblem(`wiki/concepts/${slug}.md`)).toBeNull();
+    }
+    for (const slug of ['CON', 'nul', 'what?', 'a:b', 'trailing.', 'trailing ', '.git', 'git~1', 'Cafe\u0301', 'x'.repeat(300), '-rf', 'a/b', '']) {
+      expect(isValidSlug(slug), slug).toBe(false);
+    }
+  });
+});
+
+describe('frontmatter that does not parse: the file line (item 9)', () => {
+  it('names the line in the page file, not in the YAML block', () => {
+    expect(frontmatterTrouble('---\ntitle: a\ntitle: b\n---\nx\n')).toEqual({ line: 3, problem: 'invalid YAML: Map keys must be unique' });
+    expect(frontmatterTrouble('---\ntitle: a\n  bad: [\n---\n')?.line).toBeGreaterThanOrEqual(2);
+    expect(frontmatterTrouble('---\ntitle: a\nno end\n')).toMatchObject({ line: 1 });
+    expect(frontmatterTrouble('---\n- a list\n---\n')).toEqual({ line: 2, problem: 'frontmatter is not a mapping' });
+    expect(frontmatterTrouble('no frontmatter at all\n')).toBeNull();
+    expect(frontmatterTrouble('---\ntitle: fine\n---\n## A\n')).toBeNull();
+  });
+});
+
+describe('renderings (item 12)', () => {
+  const p = paint({ isTTY: false } as never);
+  it('an added member of a list field reads as a list item; a new field as a new field', () => {
+    const d = diffPages('---\ntags: [a]\n---\n', '---\ntags: [a, b]\nstatus: draft\n---\n');
+    const text = renderDiff(d, { path: 'x.md', fromLabel: 'a', toLabel: 'b', listFields: listFieldsOf('---\ntags: [a, b]\n---\n') }, p);
+    expect(text).toContain('  ~ tags: added list item "b"\n  + status: "draft" (new field)');
+    // Without knowing the lists, a field with both an added and a removed member is still a list.
+    const both = diffPages('---\ntags: [a, b]\n---\n', '---\ntags: [a, c]\n---\n');
+    expect(renderDiff(both, { path: 'x.md', fromLabel: 'a', toLabel: 'b' }, p)).toContain('  ~ tags: added list item "c"\n  ~ tags: removed list item "b"');
+    expect(summaryLines(both, p)).toEqual(['    frontmatter tags[+"c"] tags[-"b"]']);
+  });
+
+  it('one name for the preamble in every view', () => {
+    const d = diffPages('---\na: 1\n---\nIntro\n## A\nx\n', '---\na: 1\n---\nIntro 2\n## A\nx\n');
+    expect(PREAMBLE_LABEL).toBe('(preamble)');
+    expect(renderDiff(d, { path: 'x.md', fromLabel: 'a', toLabel: 'b' }, p)).toContain('(preamble)  modified');
+    expect(summaryLines(d, p)).toEqual(['    modified  (preamble)']);
+    expect(conflictSummary('---\na: 1\n---\nMine\n', '---\na: 1\n---\nTheirs\n', undefined, p)).toEqual(['    differs                 (preamble)']);
+    // A page whose frontmatter does not parse is compared as a whole: that entry is not the preamble.
+    const fallback = diffPages('no frontmatter\n', 'no frontmatter either\n');
+    expect(renderDiff(fallback, { path: 'x.md', fromLabel: 'a', toLabel: 'b' }, p)).toContain('(whole file)  modified');
+    expect(summaryLines(fallback, p)).toEqual(['    modified  (whole file)']);
+  });
+});
+
+describe('server URLs (item 12)', () => {
+  it('host:port alone means http://', () => {
+    expect(normaliseServerUrl('localhost:8080')).toBe('http://localhost:8080');
+    expect(normaliseServerUrl('10.0.0.5:8080/kr/')).toBe('http://10.0.0.5:8080/kr');
+    expect(normaliseServerUrl('kr.example.com')).toBe('http://kr.example.com');
+    expect(normaliseServerUrl('https://kr.example.com/')).toBe('https://kr.example.com');
+    expect(() => normaliseServerUrl('ftp://x')).toThrow('unsupported URL scheme ftp:');
   });
 });

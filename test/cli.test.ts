@@ -166,7 +166,10 @@ describe('kr: the two-user loop', () => {
     expect((await bob.kr('init')).code).toBe(0);
     const pull = await bob.kr('pull');
     expect(pull.code, show(pull)).toBe(0);
-    expect(pull.stdout).toContain('2 written');
+    // The first pull adds pages; it does not "update" them.
+    expect(pull.stdout).toContain('Pulled demo at ');
+    expect(pull.stdout).toContain(': 2 added, 0 updated, 0 deleted.');
+    expect(pull.stdout).toContain(`  added    ${DECISION}`);
     expect(await bob.read(DECISION)).toBe(decisionV1);
     expect(await bob.read(ACME)).toBe(acmeV1);
 

@@ -384,7 +384,10 @@ describe('blame over more than 200 commits', () => {
     expect(r.body.from_sha).toBe(t[TOUCHES - 1]);
     expect(r.body.to_sha).toBe(t[TOUCHES]);
     const oldest = t[TOUCHES - 199]!; // touch 16
-    expect(blameOf(r.body)).toEqual({ _preamble: oldest, '## Ancient': oldest, '## Middle': t[50], '## Recent': t[210], '## Log': oldest });
+    expect(blameOf(r.body)).toEqual({ '## Ancient': oldest, '## Middle': t[50], '## Recent': t[210], '## Log': oldest });
+    // Issue 14: blame attributes headings; the preamble has none and is never annotated.
+    expect(r.body.preamble).toBeDefined();
+    expect(r.body.preamble).not.toHaveProperty('introduced_by');
     const ancient = r.body.sections.find((s: Json) => s.heading === '## Ancient');
     expect(ancient).toEqual({
       heading: '## Ancient',
@@ -402,11 +405,11 @@ describe('blame over more than 200 commits', () => {
     const at200 = await diff(R, P, `?to=${t[200]}&blame=true`);
     expect(at200.status).toBe(200);
     expect(at200.body.from_sha).toBe(t[199]);
-    expect(blameOf(at200.body)).toEqual({ _preamble: t[1], '## Ancient': t[1], '## Middle': t[50], '## Log': t[1] });
+    expect(blameOf(at200.body)).toEqual({ '## Ancient': t[1], '## Middle': t[50], '## Log': t[1] });
     const at201 = await diff(R, P, `?from=${t[100]}&to=${t[201]}&blame=true`);
-    expect(blameOf(at201.body)).toEqual({ _preamble: t[2], '## Ancient': t[2], '## Middle': t[50], '## Log': t[2] });
+    expect(blameOf(at201.body)).toEqual({ '## Ancient': t[2], '## Middle': t[50], '## Log': t[2] });
     const at100 = await diff(R, P, `?to=${t[100].slice(0, 10)}&blame=1`);
-    expect(blameOf(at100.body)).toEqual({ _preamble: t[1], '## Ancient': t[1], '## Middle': t[50], '## Log': t[1] });
+    expect(blameOf(at100.body)).toEqual({ '## Ancient': t[1], '## Middle': t[50], '## Log': t[1] });
   });
 
   it('without blame (absent, false, anything but true/1/yes) there is no introduced_by', async () => {
@@ -452,14 +455,14 @@ describe('blame over more than 200 commits', () => {
       expect(reads.count).toBe(TOUCHES);
       expect(stats).toEqual({ parses: TOUCHES, blameWalks: 1 });
       const newest = first.body.entries[0];
-      expect(blameOf(newest.diff)).toEqual({ _preamble: t[16], '## Ancient': t[16], '## Middle': t[50], '## Recent': t[210], '## Log': t[16] });
+      expect(blameOf(newest.diff)).toEqual({ '## Ancient': t[16], '## Middle': t[50], '## Recent': t[210], '## Log': t[16] });
       const e50 = first.body.entries[TOUCHES - 50];
       expect(e50.commit.sha).toBe(t[50]);
       expect(e50.diff.sections.find((s: Json) => s.heading === '## Middle')).toMatchObject({ status: 'added', introduced_by: commits.get(t[50]!) });
-      expect(blameOf(e50.diff)).toEqual({ _preamble: t[1], '## Ancient': t[1], '## Middle': t[50], '## Log': t[1] });
+      expect(blameOf(e50.diff)).toEqual({ '## Ancient': t[1], '## Middle': t[50], '## Log': t[1] });
       const oldestEntry = first.body.entries[199];
       expect(oldestEntry.commit.sha).toBe(t[16]);
-      expect(blameOf(oldestEntry.diff)).toEqual({ _preamble: t[1], '## Ancient': t[1], '## Log': t[1] });
+      expect(blameOf(oldestEntry.diff)).toEqual({ '## Ancient': t[1], '## Log': t[1] });
 
       reads.count = 0;
       const again = await evolution(R, P, '?limit=200&blame=true');
@@ -515,7 +518,7 @@ describe('blame over more than 200 commits', () => {
     // A budget one walk larger attributes every heading.
     deps.parsedPages = new ParseCache();
     const full = await diffPage(deps, R, P, { blame: true }, new WorkBudget(1e12));
-    expect(blameOf(full)).toEqual({ _preamble: t[16], '## Ancient': t[16], '## Middle': t[50], '## Recent': t[210], '## Log': t[16] });
+    expect(blameOf(full)).toEqual({ '## Ancient': t[16], '## Middle': t[50], '## Recent': t[210], '## Log': t[16] });
     expect(full).not.toHaveProperty('truncated');
   });
 
@@ -576,7 +579,7 @@ describe('blame on renamed, removed and added sections', () => {
           old_heading: '## Old Name',
           from: 'the quick brown fox jumps',
           to: 'the quick brown fox jumps',
-          line_diff: '  the quick brown fox jumps',
+          // Issue 14: the body did not change, so the rename alone is the change: no line_diff.
           introduced_by: commits.get(r2),
         },
       ],

@@ -85,8 +85,13 @@ function invariantProblems(d: SectionDiff, a: ParsedPage, b: ParsedPage, checkJs
     } catch (err) {
       problems.push(`${id}: ${String(err)}`);
     }
-    check(sides?.from === (e.from ?? ''), `${id}: line_diff does not rebuild from`);
-    check(sides?.to === (e.to ?? ''), `${id}: line_diff does not rebuild to`);
+    if (e.status === 'renamed' && e.from === e.to) {
+      // Issue 14: a rename with an unchanged body carries no line diff; the rename is the change.
+      check(e.line_diff === undefined, `${id}: renamed with an unchanged body but a line_diff`);
+    } else {
+      check(sides?.from === (e.from ?? ''), `${id}: line_diff does not rebuild from`);
+      check(sides?.to === (e.to ?? ''), `${id}: line_diff does not rebuild to`);
+    }
     if (e.status === 'added') check(e.from === undefined, `${id}: added with from`);
     if (e.status === 'removed') check(e.to === undefined, `${id}: removed with to`);
     if (e.status === 'unchanged') check(e.from === e.to, `${id}: unchanged but different`);
@@ -489,7 +494,7 @@ const cases: Case[] = [
     name: 'headings are case-sensitive: a case change with the same body is a rename',
     from: P('a: 1', '## decision', 'use go'),
     to: P('a: 1', '## Decision', 'use go'),
-    expect: X({ sections: [S('## Decision', 'renamed', { old_heading: '## decision', from: 'use go', to: 'use go', line_diff: same('use go') })] }),
+    expect: X({ sections: [S('## Decision', 'renamed', { old_heading: '## decision', from: 'use go', to: 'use go' })] }),
   },
   {
     name: 'empty-bodied section added: no to, no line_diff',
@@ -516,7 +521,7 @@ const cases: Case[] = [
     name: 'combining sequences are compared as written (no Unicode normalisation)',
     from: P('a: 1', '## Cafe\u0301', 'x'),
     to: P('a: 1', '## Caf\u00e9', 'x'),
-    expect: X({ sections: [S('## Café', 'renamed', { old_heading: '## Cafe\u0301', from: 'x', to: 'x', line_diff: same('x') })] }),
+    expect: X({ sections: [S('## Café', 'renamed', { old_heading: '## Cafe\u0301', from: 'x', to: 'x' })] }),
   },
   {
     name: 'NUL, U+FFFD and control characters are just text',
@@ -607,7 +612,7 @@ const cases: Case[] = [
         U('## Keep', 'k'),
         S('## Fresh', 'added', { to: 'f', line_diff: plus('f') }),
         S('## Gone', 'removed', { from: 'zzz', line_diff: minus('zzz') }),
-        S('## New name', 'renamed', { old_heading: '## Old name', from: 'the quick brown fox', to: 'the quick brown fox', line_diff: same('the quick brown fox') }),
+        S('## New name', 'renamed', { old_heading: '## Old name', from: 'the quick brown fox', to: 'the quick brown fox' }),
       ],
     }),
   },
@@ -633,7 +638,7 @@ const cases: Case[] = [
     to: P('a: 1', '## A1', 'a b c d e f g h i j', '## A2', 'a b c d e f g h i y z'),
     expect: X({
       sections: [
-        S('## A1', 'renamed', { old_heading: '## R1', from: 'a b c d e f g h i j', to: 'a b c d e f g h i j', line_diff: same('a b c d e f g h i j') }),
+        S('## A1', 'renamed', { old_heading: '## R1', from: 'a b c d e f g h i j', to: 'a b c d e f g h i j' }),
         S('## A2', 'renamed', { old_heading: '## R2', from: 'a b c d e f g h y z', to: 'a b c d e f g h i y z', line_diff: L(minus('a b c d e f g h y z'), plus('a b c d e f g h i y z')) }),
       ],
     }),
@@ -658,7 +663,7 @@ const cases: Case[] = [
     to: P('a: 1', '## A1', 'same words here'),
     expect: X({
       sections: [
-        S('## A1', 'renamed', { old_heading: '## R1', from: 'same words here', to: 'same words here', line_diff: same('same words here') }),
+        S('## A1', 'renamed', { old_heading: '## R1', from: 'same words here', to: 'same words here' }),
         S('## R2', 'removed', { from: 'same words here', line_diff: minus('same words here') }),
       ],
     }),
@@ -813,13 +818,15 @@ describe('annotateBlame', () => {
   const v2 = P('a: 1', 'Intro', '## A', 'a', '## B', 'b');
   const v3 = P('a: 1', 'Intro 2', '## A', 'a2', '## B', 'b', '## C', 'c');
 
-  it('attributes each heading to the first revision in which it appeared; removed entries never', () => {
+  it('attributes each heading to the first revision in which it appeared; removed entries and the preamble never', () => {
     const v4 = P('a: 1', 'Intro 2', '## A', 'a2', '## C', 'c', '## D', 'd');
     const d = diffPages(v3, v4, { from_sha: 'x', to_sha: 'y' });
     const b = annotateBlame(d, revs(v1, v2, v3, v4));
+    expect(d.preamble).toBeDefined();
     expect(b).toStrictEqual({
       ...d,
-      preamble: { ...d.preamble!, introduced_by: commit(1) },
+      // Issue 14: blame attributes headings; the preamble has none, so it is never annotated.
+      preamble: d.preamble,
       sections: [
         { ...d.sections[0]!, introduced_by: commit(1) },
         { ...d.sections[1]!, introduced_by: commit(3) },
@@ -920,7 +927,6 @@ describe('blame timeline: one walk, every window', () => {
   /** The definition, walked window by window: the first revision of [start, end] with each heading occurrence. */
   function reference(revisions: Array<{ commit: CommitRef; page: ParsedPage | null }>, start: number, end: number) {
     const first = new Map<string, string>();
-    let preamble: string | undefined;
     for (let j = start; j <= end; j++) {
       const page = revisions[j]!.page;
       if (!page) continue;
@@ -930,9 +936,8 @@ describe('blame timeline: one walk, every window', () => {
         counts.set(s.heading, n + 1);
         if (!first.has(`${n}|${s.heading}`)) first.set(`${n}|${s.heading}`, revisions[j]!.commit.sha);
       }
-      if (preamble === undefined && page.preamble !== '') preamble = revisions[j]!.commit.sha;
     }
-    return { first, preamble };
+    return { first };
   }
 
   it('answers every window of 150 random histories exactly as walking that window alone', () => {
@@ -961,7 +966,6 @@ describe('blame timeline: one walk, every window', () => {
               expect(index.first.get(key)?.sha, `history ${h} [${start}, ${end}] ${occ} ${hd}`).toBe(want.first.get(`${occ}|${hd}`));
             }
           }
-          expect(index.firstPreamble?.sha, `history ${h} [${start}, ${end}] preamble`).toBe(want.preamble);
         }
       }
       // And through a diff ending at the newest revision: the same as annotateBlame on the window.
@@ -983,7 +987,7 @@ describe('work budget: one per request, shared by its diffs', () => {
     sections: [
       S('## A', 'modified', { from: L('one', 'two', 'x', 'three'), to: L('one', '2', 'x', '3', 'three'), line_diff: L(same('one'), minus('two'), plus('2'), same('x'), plus('3'), same('three')) }),
       U('## B', 'same'),
-      S('## New', 'renamed', { old_heading: '## Old', from: 'the quick brown fox', to: 'the quick brown fox', line_diff: same('the quick brown fox') }),
+      S('## New', 'renamed', { old_heading: '## Old', from: 'the quick brown fox', to: 'the quick brown fox' }),
     ],
   });
   /** What a spent budget gives: A as a whole-middle replacement, no rename, truncated. B is still exact. */
@@ -1246,5 +1250,32 @@ describe('hostile input', () => {
     const r = lineDiff(a.join('\n'), b.join('\n'));
     expect(r.truncated).toBe(true);
     expect(sidesOf(r.text)).toStrictEqual({ from: a.join('\n'), to: b.join('\n') });
+  });
+});
+
+describe('issue 14: two corrections to the diff contract', () => {
+  it('a renamed section whose body did not change carries no line_diff; an edited one does', () => {
+    const same = diffPages(P('a: 1', '## Context', 'why we did it', '## Keep', 'k'), P('a: 1', '## Background', 'why we did it', '## Keep', 'k'));
+    expect(same.sections[1]).toStrictEqual({ heading: '## Background', status: 'renamed', old_heading: '## Context', from: 'why we did it', to: 'why we did it' });
+    // Trailing blank lines are trimmed before comparing: still the same body.
+    const reflowed = diffPages(P('a: 1', '## Context', 'why we did it', '', ''), P('a: 1', '## Background', 'why we did it'));
+    expect(reflowed.sections[0]).not.toHaveProperty('line_diff');
+    const edited = diffPages(P('a: 1', '## Context', 'one two three four five six seven eight nine ten'), P('a: 1', '## Background', 'one two three four five six seven eight nine ten eleven'));
+    expect(edited.sections[0]).toMatchObject({ status: 'renamed', line_diff: '- one two three four five six seven eight nine ten\n+ one two three four five six seven eight nine ten eleven' });
+    // Unchanged (not renamed) sections keep their all-"  " line diff.
+    expect(same.sections[0]).toMatchObject({ status: 'unchanged', line_diff: '  k' });
+  });
+
+  it('the preamble is never annotated with introduced_by, whatever its status', () => {
+    const r1 = P('a: 1', 'Intro', '## A', 'a');
+    const r2 = P('a: 1', 'Intro changed', '## A', 'a');
+    const r3 = P('a: 1', '## A', 'a');
+    for (const [from, to] of [[r1, r2], [r1, r1], [r3, r1], [r2, r3]] as const) {
+      const d = annotateBlame(diffPages(from, to), revs(r1, r2, r3, to));
+      expect(d.preamble).toBeDefined();
+      expect(d.preamble).not.toHaveProperty('introduced_by');
+      expect(d.sections[0]!.introduced_by).toStrictEqual(commit(1));
+    }
+    expect(JSON.stringify(blameTimeline(revs(r1, r2)).window(0, 1))).not.toContain('Preamble');
   });
 });

@@ -1,15 +1,26 @@
-/** `kr log`, `kr timeline`, `kr history`, `kr diff`, `kr evolution`. */
+/**
+ * `kr log`, `kr timeline`, `kr pages`, `kr show`, `kr history`, `kr diff`, `kr evolution`.
+ *
+ * Read commands need no local checkout (issue 14): outside a project folder, or with `--repo` naming
+ * another repository than the folder's, they take page paths (`wiki/concepts/x.md`); slugs are looked up
+ * in the local folder only.
+ */
 import { diffPages } from '../../lib/differ/index.ts';
+import type { SectionDiff } from '../../schema/wire/diff.ts';
+import { ApiError, type Api } from '../api.ts';
 import { connect, repoOf } from '../config.ts';
 import { refused, usageError } from '../errors.ts';
-import { openProject, parseType, resolveSlug } from '../project.ts';
+import { findProject, parseType, resolvePage, type Project } from '../project.ts';
 import { clean, out, paint, printJson, shortSha, table, utc } from '../output.ts';
-import { renderDiff, summaryLines } from '../render.ts';
+import { hasFieldAddsOrRemoves, listFieldsOf, renderDiff, summaryLines } from '../render.ts';
 
 interface Common {
   repo?: string;
   json?: boolean;
 }
+
+/** The server's answer to a default diff of a page's first commit (API.md "Diff and evolution"). */
+const NO_PARENT = 'no parent commit for this path; pass ?from explicitly';
 
 /** `--limit` / `--offset` values: positive (or non-negative) integers, else bad usage. */
 export function intOption(name: string, raw: string | undefined, min = 1): number | undefined {
@@ -20,21 +31,44 @@ export function intOption(name: string, raw: string | undefined, min = 1): numbe
   return Number(raw);
 }
 
-/** Activity: three columns, actor email, action, UTC timestamp (SPEC.md "Events" rule 3). */
-/** The page a slug names (resolved among the local page directories) and the repository to ask. */
-async function pageTarget(slug: string, opts: Common & { type?: string }) {
-  const type = parseType(opts.type);
-  const project = await openProject();
-  const path = await resolveSlug(project, slug, type);
-  const session = await connect();
-  return { project, path, session, repo: repoOf(session, opts.repo) };
+/**
+ * The project folder that belongs to the repository a read command works on: the one around the working
+ * directory, unless `--repo` names another repository than the one it is linked to (its slugs and files
+ * would be another repository's).
+ */
+function checkoutFor(project: Project | null, flag: string | undefined): Project | null {
+  if (!project) return null;
+  if (flag !== undefined && project.state.repo !== undefined && project.state.repo !== flag) return null;
+  return project;
 }
 
+/** The page an argument names (a slug of the local folder, or a page path) and the repository to ask. */
+async function pageTarget(arg: string, opts: Common & { type?: string }) {
+  const type = parseType(opts.type);
+  const found = await findProject();
+  const session = await connect();
+  const repo = repoOf(session, opts.repo, found);
+  const project = checkoutFor(found, opts.repo);
+  const path = await resolvePage(project, arg, type, 'read');
+  return { project, path, session, repo };
+}
+
+/** The frontmatter fields that are lists in the page's current version (to render list items as such). */
+async function listFieldsAtHead(api: Api, repo: string, path: string): Promise<Set<string>> {
+  try {
+    const page = await api.page(repo, path);
+    return page ? listFieldsOf(page.content) : new Set();
+  } catch {
+    return new Set();
+  }
+}
+
+/** Activity: three columns, actor email, action, UTC timestamp (SPEC.md "Events" rule 3). */
 export async function log(opts: Common & { limit?: string; offset?: string }): Promise<void> {
   const limit = intOption('limit', opts.limit);
   const offset = intOption('offset', opts.offset, 0);
   const session = await connect();
-  const repo = repoOf(session, opts.repo);
+  const repo = repoOf(session, opts.repo, await findProject());
   const res = await session.api.activity(repo, { limit, offset });
   if (opts.json) return printJson(res);
   if (res.events.length === 0) return out('No activity yet.');
@@ -44,7 +78,7 @@ export async function log(opts: Common & { limit?: string; offset?: string }): P
 export async function timeline(opts: Common & { limit?: string }): Promise<void> {
   const limit = intOption('limit', opts.limit);
   const session = await connect();
-  const repo = repoOf(session, opts.repo);
+  const repo = repoOf(session, opts.repo, await findProject());
   const res = await session.api.timeline(repo, limit);
   if (opts.json) return printJson(res);
   if (res.commits.length === 0) return out('No commits yet.');
@@ -55,17 +89,48 @@ export async function timeline(opts: Common & { limit?: string }): Promise<void>
   }
 }
 
-export async function history(slug: string, opts: Common & { type?: string; limit?: string }): Promise<void> {
+/** `kr pages`: every page on the server with its last commit. */
+export async function pages(opts: Common): Promise<void> {
+  const session = await connect();
+  const repo = repoOf(session, opts.repo, await findProject());
+  const res = await session.api.pages(repo);
+  if (opts.json) return printJson({ repo, ...res });
+  if (res.pages.length === 0) return out(`No pages in ${repo} yet.`);
+  out(table(res.pages.map((pg) => [pg.path, shortSha(pg.sha), pg.time, pg.email]), ['PATH', 'SHA', 'TIME (UTC)', 'LAST CHANGED BY']));
+}
+
+/** `kr show <page>`: the page as the server has it now. */
+export async function show(arg: string, opts: Common & { type?: string }): Promise<void> {
+  const { path, session, repo } = await pageTarget(arg, opts);
+  const page = await session.api.page(repo, path);
+  if (!page) throw refused(`no page ${path} in ${repo}`, 'not_found');
+  if (opts.json) return printJson({ path, sha: page.sha, content: page.content });
+  process.stdout.write(page.content.endsWith('\n') || page.content === '' ? page.content : page.content + '\n');
+}
+
+export async function history(arg: string, opts: Common & { type?: string; limit?: string }): Promise<void> {
   const limit = intOption('limit', opts.limit);
-  const { path, session, repo } = await pageTarget(slug, opts);
+  const { path, session, repo } = await pageTarget(arg, opts);
   const res = await session.api.history(repo, path, limit);
   if (opts.json) return printJson({ path, ...res });
   if (res.commits.length === 0) return out(`${path}: no commits on the server yet.`);
   out(table(res.commits.map((c) => [shortSha(c.sha), c.time, c.email, c.message]), ['SHA', 'TIME (UTC)', 'AUTHOR', 'MESSAGE']));
 }
 
+/**
+ * The diff of a page's first commit, against the empty page — the server answers a default diff of it
+ * with `no parent commit`, and has no sha for "empty": evolution's entry of that commit is exactly that
+ * diff (`from_sha: ""`). null when it cannot be found (then the server's refusal stands).
+ */
+async function firstCommitDiff(api: Api, repo: string, path: string, to: string | undefined, blame: boolean | undefined): Promise<SectionDiff | null> {
+  const evo = await api.evolution(repo, path, { limit: to === undefined ? 1 : 200, blame });
+  const want = to?.toLowerCase();
+  const entry = want === undefined ? evo.entries[0] : evo.entries.find((e) => e.commit.sha.startsWith(want));
+  return entry && entry.diff.from_sha === '' ? entry.diff : null;
+}
+
 export async function diff(
-  slug: string,
+  arg: string,
   opts: Common & { type?: string; from?: string; to?: string; blame?: boolean; local?: boolean },
 ): Promise<void> {
   // SPEC.md diff rule 8: refused before any request (and before anything else is read).
@@ -73,35 +138,54 @@ export async function diff(
     const given = [opts.from !== undefined && '--from', opts.to !== undefined && '--to', opts.blame && '--blame'].filter(Boolean).join(', ');
     throw usageError(`--local compares your file with the server's current copy; it cannot be combined with ${given}`);
   }
-  const { project, path, session, repo } = await pageTarget(slug, opts);
+  const { project, path, session, repo } = await pageTarget(arg, opts);
   const p = paint();
   if (opts.local) {
+    if (!project) throw refused('--local compares a file of this project folder: run it inside the folder linked to the repository', 'no_project');
     const local = await project.read(path);
-    if (!local) throw refused(`no local file for ${path}`);
+    if (!local) throw refused(`no local file for ${path}`, 'no_page');
     const server = await session.api.page(repo, path);
     // An empty left side: the page is not yet on the server.
     const d = diffPages(server?.content ?? '', local.text, { from_sha: server?.sha ?? '', to_sha: '' });
     if (opts.json) return printJson(d);
-    out(renderDiff(d, { path, fromLabel: server ? `server ${shortSha(server.sha)}` : 'not yet on the server', toLabel: 'your file' }, p));
+    out(
+      renderDiff(
+        d,
+        { path, fromLabel: server ? `server ${shortSha(server.sha)}` : 'not yet on the server', toLabel: 'your file', listFields: listFieldsOf(server?.content, local.text) },
+        p,
+      ),
+    );
     return;
   }
-  const d = await session.api.diff(repo, path, { from: opts.from, to: opts.to, blame: opts.blame });
+  let d: SectionDiff;
+  try {
+    d = await session.api.diff(repo, path, { from: opts.from, to: opts.to, blame: opts.blame });
+  } catch (e) {
+    // A page with one commit: its diff is against the empty page, as evolution's first entry.
+    if (!(e instanceof ApiError) || e.status !== 400 || e.serverError !== NO_PARENT || opts.from !== undefined) throw e;
+    const first = await firstCommitDiff(session.api, repo, path, opts.to, opts.blame);
+    if (!first) throw e;
+    d = first;
+  }
   if (opts.json) return printJson(d);
-  out(renderDiff(d, { path, fromLabel: shortSha(d.from_sha), toLabel: shortSha(d.to_sha), showUnchanged: opts.blame }, p));
+  const lists = hasFieldAddsOrRemoves(d) ? await listFieldsAtHead(session.api, repo, path) : undefined;
+  const fromLabel = d.from_sha === '' ? '(empty page)' : shortSha(d.from_sha);
+  out(renderDiff(d, { path, fromLabel, toLabel: shortSha(d.to_sha), showUnchanged: opts.blame, listFields: lists }, p));
 }
 
-export async function evolution(slug: string, opts: Common & { type?: string; limit?: string; blame?: boolean }): Promise<void> {
+export async function evolution(arg: string, opts: Common & { type?: string; limit?: string; blame?: boolean }): Promise<void> {
   const limit = intOption('limit', opts.limit);
-  const { path, session, repo } = await pageTarget(slug, opts);
+  const { path, session, repo } = await pageTarget(arg, opts);
   const res = await session.api.evolution(repo, path, { limit, blame: opts.blame });
   if (opts.json) return printJson(res);
   const p = paint();
   if (res.entries.length === 0) return out(`${path}: no commits on the server yet.`);
+  const lists = res.entries.some((e) => hasFieldAddsOrRemoves(e.diff)) ? await listFieldsAtHead(session.api, repo, path) : undefined;
   out(p.bold(clean(path)));
   for (const e of res.entries) {
     const c = e.commit;
     out(`${p.yellow(shortSha(c.sha))}  ${clean(c.time)}  ${clean(c.email)}  ${clean(c.message)}`);
-    const lines = summaryLines(e.diff, p);
+    const lines = summaryLines(e.diff, p, '    ', lists);
     for (const l of lines.length ? lines : [`    ${p.dim('no section changes')}`]) out(l);
   }
   if (res.truncated) out(p.dim('(older entries left out by the server; ask with a lower --limit)'));

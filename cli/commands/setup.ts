@@ -4,17 +4,19 @@ import {
   checkRepoId,
   configPath,
   credentialsPath,
+  currentRepo,
   loadConfig,
   loadCredentials,
   normaliseServerUrl,
+  requestTimeout,
   saveConfig,
   saveCredentials,
   type CredentialsFile,
 } from '../config.ts';
-import { CliError, usageError } from '../errors.ts';
-import { initProject, KR_DIR, LAYOUT_DIRS } from '../project.ts';
+import { CliError, refused, usageError } from '../errors.ts';
+import { findProject, initProject, KR_DIR, LAYOUT_DIRS, loadState, Project, type StateFile } from '../project.ts';
 import { note, out, printJson, promptSecret, readStdin, warn } from '../output.ts';
-import { relative } from 'node:path';
+import { join, relative } from 'node:path';
 
 const isLoopback = (url: string): boolean => {
   const host = new URL(url).hostname;
@@ -29,6 +31,34 @@ async function existingCredentials(): Promise<CredentialsFile | null> {
   }
 }
 
+/**
+ * How to get a token for `server`, in words (issue 14). Without an identity provider the only tokens are
+ * the ones the server's operator mints with the admin command on the server host.
+ */
+export async function howToGetToken(server: string): Promise<string[]> {
+  const idp = await new Api({ baseUrl: server, token: null, timeoutMs: Math.min(requestTimeout(), 10_000) }).hasIdentityProvider();
+  if (idp === false) {
+    return [
+      `${server} has no identity provider, so there is no sign-in page: a token comes from the server's operator,`,
+      'who runs the admin command on the server host (once per person; "user add" only if the account is new):',
+      '  npm run admin -- user add <your email>        # in the server\'s checkout',
+      '  npm run admin -- token <your email>           # prints a krp_... token, once',
+      'or, for the container:',
+      '  docker exec <container> node dist/admin.mjs user add <your email>',
+      '  docker exec <container> node dist/admin.mjs token <your email>',
+      `Then: kr login --server ${server} --token krp_...   (or --token - to read it from stdin)`,
+    ];
+  }
+  const lines = [
+    idp === true
+      ? `${server} signs people in through its identity provider: sign in on the dashboard to get a token,`
+      : `Get a token for ${server} from its dashboard,`,
+    'or ask the server\'s operator for one (on the server host: npm run admin -- token <your email>).',
+    `Then: kr login --server ${server} --token <token>   (or --token - to read it from stdin)`,
+  ];
+  return lines;
+}
+
 export async function login(opts: { server?: string; token?: string; json?: boolean }): Promise<void> {
   const config = await loadConfig();
   const previous = await existingCredentials();
@@ -39,24 +69,34 @@ export async function login(opts: { server?: string; token?: string; json?: bool
   let token: string;
   if (opts.token === '-') token = (await readStdin()).split('\n')[0]!.trim();
   else if (opts.token !== undefined) token = opts.token.trim();
-  else if (process.stdin.isTTY) token = (await promptSecret(`Token for ${server} (input hidden): `)).trim();
-  else throw usageError('no token given: pass --token <token>, or --token - to read it from stdin');
+  else if (process.stdin.isTTY) {
+    for (const line of await howToGetToken(server)) note(line);
+    token = (await promptSecret(`Token for ${server} (input hidden): `)).trim();
+  } else {
+    const how = await howToGetToken(server);
+    throw usageError(`no token given: pass --token <token>, or --token - to read it from stdin\n${how.join('\n')}`);
+  }
   if (token === '') throw usageError('the token is empty');
 
   // Verify before saving: /v1/me for a user (session or PAT), /v1/repos for the legacy shared key.
-  const api = new Api({ baseUrl: server, token });
+  const api = new Api({ baseUrl: server, token, timeoutMs: requestTimeout() });
+  const failed = async (e: unknown): Promise<CliError> => {
+    if (e instanceof ApiError && e.code === 'token_invalid') {
+      const how = await howToGetToken(server);
+      return new CliError(`login failed: ${server} does not accept this token (invalid token: unknown, expired or revoked)\n${how.join('\n')}`, 1, 'token_invalid');
+    }
+    return new CliError(`login failed: ${(e as Error).message}`, 1, e instanceof CliError ? e.code : 'refused');
+  };
   let identity: { kind: 'user'; email: string; name: string } | { kind: 'legacy' };
   try {
     const me = await api.me();
     identity = { kind: 'user', email: me.email, name: me.name };
   } catch (e) {
-    if (!(e instanceof ApiError) || e.status !== 401 || e.message !== 'session required') {
-      throw new CliError(`login failed: ${(e as Error).message}`, 1);
-    }
+    if (!(e instanceof ApiError) || e.status !== 401 || e.message !== 'session required') throw await failed(e);
     try {
       await api.repos();
     } catch (e2) {
-      throw new CliError(`login failed: ${(e2 as Error).message}`, 1);
+      throw await failed(e2);
     }
     identity = { kind: 'legacy' };
   }
@@ -86,14 +126,46 @@ export async function remoteSet(url: string): Promise<void> {
   }
 }
 
+/**
+ * `kr remote set-repo <id>`: inside a project folder, links the folder to the repository (refused once it
+ * has synced with another one); outside any, sets the default for folders not linked yet.
+ */
 export async function remoteSetRepo(id: string): Promise<void> {
   checkRepoId(id);
+  const project = await findProject();
+  if (project) {
+    await linkFolder(project, id);
+    return;
+  }
   await saveConfig({ repo: id });
-  out(`Repository set to ${id}.`);
+  out(`Default repository set to ${id} (in ${configPath()}): used where a folder is not linked to one; "kr init" links a new folder to it.`);
 }
 
-export async function remoteGet(opts: { json?: boolean }): Promise<void> {
+/** Links a project folder to a repository: the folder's current repository from now on. */
+export async function linkFolder(project: Project, id: string): Promise<void> {
+  const where = relative(process.cwd(), project.krDir) || KR_DIR;
+  if (project.state.repo === id) {
+    out(`This folder (${where}) is already linked to ${id}.`);
+    return;
+  }
+  if (project.state.repo !== undefined && project.synced) {
+    throw refused(
+      `this folder (${where}) is linked to ${project.state.repo} and has synced with it; a folder keeps its repository. ` +
+        `For ${id}, use another folder: mkdir ${id} && cd ${id} && kr init --repo ${id} (or pass --repo ${id} to a read command)`,
+      'repo_mismatch',
+    );
+  }
+  project.state.repo = id;
+  await project.save();
+  out(`This folder (${where}) is now linked to ${id}: commands run in it use ${id}.`);
+}
+
+export async function remoteGet(opts: { repo?: string; json?: boolean }): Promise<void> {
   const config = await loadConfig();
+  const project = await findProject();
+  const current = currentRepo(config, opts.repo, project);
+  const repoFrom =
+    current?.from === 'project' ? join(project!.krDir, 'state.json') : current?.from === 'default' ? configPath() : current?.from === 'flag' ? '--repo' : null;
   let creds: CredentialsFile | null = null;
   let credsProblem: string | null = null;
   try {
@@ -107,7 +179,10 @@ export async function remoteGet(opts: { json?: boolean }): Promise<void> {
     printJson({
       server_url: server,
       server_url_from: from,
-      repo: config.repo ?? null,
+      repo: current?.id ?? null,
+      repo_from: current?.from ?? null,
+      default_repo: config.repo ?? null,
+      project: project?.root ?? null,
       logged_in: creds !== null,
       config_file: configPath(),
       credentials_file: credentialsPath(),
@@ -115,21 +190,32 @@ export async function remoteGet(opts: { json?: boolean }): Promise<void> {
     return;
   }
   out(`server:      ${server ?? '(not set)'}${from ? `  (from ${from === 'credentials' ? credentialsPath() : configPath()})` : ''}`);
-  out(`repository:  ${config.repo ?? '(not set)'}`);
+  out(`repository:  ${current ? `${current.id}  (${current.from === 'project' ? 'this folder' : current.from === 'default' ? 'the default' : 'from --repo'}: ${repoFrom})` : '(none: "kr init --repo <id>" links this folder)'}`);
+  if (current?.from !== 'default' && config.repo) out(`default:     ${config.repo}  (${configPath()}; for folders not linked to a repository)`);
   out(`logged in:   ${creds ? 'yes' : `no (${credsProblem})`}`);
   if (creds?.server_url && config.server_url && creds.server_url !== config.server_url) {
     note(`(the config names ${config.server_url}; the credentials' URL wins)`);
   }
 }
 
-export async function init(): Promise<void> {
+/**
+ * `kr init [--repo <id>]`: the layout, and the folder's link to a repository: `--repo`, else the default
+ * of config.json (if any; else the folder is linked by the first command given a repository).
+ */
+export async function init(opts: { repo?: string } = {}): Promise<void> {
+  if (opts.repo !== undefined) checkRepoId(opts.repo);
   const { root, created } = await initProject(process.cwd());
   const where = relative(process.cwd(), root) || '.';
   if (created) {
     out(`Initialised a kr project in ${where}/${KR_DIR}/:`);
     for (const d of Object.values(LAYOUT_DIRS)) out(`  ${KR_DIR}/${d}/`);
-    out(`Next: "kr pull" to fetch the repository's pages, or write pages and "kr push".`);
   } else {
     out(`Already a kr project: ${where}/${KR_DIR}/ (layout folders checked).`);
   }
+  const state: StateFile = await loadState(root);
+  const project = new Project(root, state);
+  const repo = opts.repo ?? (state.repo === undefined ? (await loadConfig()).repo : undefined);
+  if (repo !== undefined) await linkFolder(project, repo);
+  else if (state.repo === undefined) note('This folder is not linked to a repository yet: "kr init --repo <id>" links it ("kr repos" lists yours).');
+  if (created) out(`Next: "kr pull" to fetch the repository's pages, or write pages and "kr push".`);
 }

@@ -1,14 +1,17 @@
-/** `kr push`, `kr pull`, `kr status`, `kr resolve`. */
+/** `kr push`, `kr rm`, `kr pull`, `kr status`, `kr resolve`. */
 import { stat } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { typeOfPath, type PageType } from '../../lib/page/parse.ts';
-import type { PullResponse, PushFile } from '../../schema/wire/sync.ts';
-import { ApiError } from '../api.ts';
-import { connect, repoOf } from '../config.ts';
+import { pagePathProblem } from '../../lib/page/path.ts';
+import type { LimitsResponse } from '../../schema/wire/limits.ts';
+import type { PullResponse, PushFile, PushResponse } from '../../schema/wire/sync.ts';
+import { ApiError, DEFAULT_LIMITS, type Api } from '../api.ts';
+import { connect, repoOf, type Session } from '../config.ts';
 import { CliError, refused } from '../errors.ts';
-import { openProject, parseType, resolveSlug, sha256, type Project } from '../project.ts';
-import { busy, note, out, paint, printJson, progress, shortSha, clean } from '../output.ts';
+import { openProject, parseType, resolveSlug, sha256, type Project, type SkippedFile } from '../project.ts';
+import { busy, note, out, paint, printJson, progress, shortSha, clean, warn } from '../output.ts';
 import { conflictSummary } from '../render.ts';
+import { frontmatterTrouble } from '../pagecheck.ts';
 
 /**
  * `parent_sha` of a page we have never seen on the server: no commit has this sha, so the server accepts
@@ -18,21 +21,34 @@ import { conflictSummary } from '../render.ts';
 export const NEW_PAGE_PARENT = '0'.repeat(40);
 
 const fromBase64 = (s: string): string => Buffer.from(s, 'base64').toString('utf8');
+const utf8Bytes = (s: string): number => Buffer.byteLength(s, 'utf8');
 
 interface Common {
   repo?: string;
   json?: boolean;
 }
 
-/** The server paths a push looks at: the arguments (slugs, page files, folders), or every page. */
-async function pushCandidates(project: Project, args: string[], type: PageType | undefined): Promise<string[]> {
+type Kind = 'new' | 'modified' | 'deleted';
+
+/** One file of a push as the client sees it: what goes on the wire, plus what the state needs afterwards. */
+interface Outgoing {
+  wire: PushFile;
+  kind: Kind;
+  /** SHA-256 of the content sent (deletions: none). */
+  hash?: string;
+  /** Bytes of this file's entry in the JSON body. */
+  bytes: number;
+}
+
+/** The server paths a push looks at: the arguments (slugs, page files or folders, tracked paths), or every page. */
+async function pushCandidates(project: Project, args: string[], type: PageType | undefined): Promise<{ paths: string[]; scope: (file: string) => boolean }> {
   const tracked = Object.keys(project.state.pages);
   const ofType = (p: string) => type === undefined || typeOfPath(p) === type;
-  if (args.length === 0) {
-    const all = new Set([...(await project.layoutPages(type ? [type] : undefined)), ...tracked.filter(ofType)]);
-    return [...all].sort();
-  }
+  const everything = () => [...project.localPages(), ...tracked].filter(ofType);
+  if (args.length === 0) return { paths: [...new Set(everything())].sort(), scope: () => true };
   const picked = new Set<string>();
+  const prefixes: string[] = [];
+  const files = new Set<string>();
   for (const arg of args) {
     const abs = resolve(arg);
     const st = await stat(abs).catch(() => null);
@@ -40,116 +56,333 @@ async function pushCandidates(project: Project, args: string[], type: PageType |
       const rel = relative(project.krDir, abs);
       if (rel.startsWith('..') || isAbsolute(rel)) throw refused(`${arg} is not inside ${project.display('')}`);
       const prefix = rel === '' ? '' : rel.split(sep).join('/') + '/';
-      const under = [...(await project.layoutPages(type ? [type] : undefined)), ...tracked.filter(ofType)].filter((p) => p.startsWith(prefix));
-      under.forEach((p) => picked.add(p));
+      prefixes.push(prefix);
+      everything()
+        .filter((p) => p.startsWith(prefix.normalize('NFC')))
+        .forEach((p) => picked.add(p));
       continue;
     }
-    picked.add(await resolveSlug(project, arg, type));
+    const path = await resolveSlug(project, arg, type);
+    picked.add(path);
+    files.add(path);
   }
-  return [...picked].sort();
+  const scope = (file: string) => files.has(file.normalize('NFC')) || prefixes.some((p) => file.startsWith(p));
+  return { paths: [...picked].sort(), scope };
+}
+
+/** The JSON body's size without files, and each file's share of it (its entry plus a separating comma). */
+const envelopeBytes = (message: string): number => utf8Bytes(JSON.stringify({ message, files: [] }));
+const entryBytes = (f: PushFile): number => utf8Bytes(JSON.stringify(f)) + 1;
+
+/**
+ * Packs the files into as few pushes as fit the server's limits (first fit, largest first): each push's
+ * body at most `max_body_bytes`, at most `max_files_per_push` files.
+ */
+export function packPushes<T extends { bytes: number }>(files: T[], budget: number, maxFiles: number): T[][] {
+  const bins: Array<{ left: number; files: T[] }> = [];
+  for (const f of [...files].sort((a, b) => b.bytes - a.bytes)) {
+    let bin = bins.find((b) => b.left >= f.bytes && b.files.length < maxFiles);
+    if (!bin) {
+      bin = { left: budget, files: [] };
+      bins.push(bin);
+    }
+    bin.left -= f.bytes;
+    bin.files.push(f);
+  }
+  return bins.map((b) => b.files);
+}
+
+const mib = (n: number): string => (n >= 1024 * 1024 ? `${(n / (1024 * 1024)).toFixed(1).replace(/\.0$/, '')} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1).replace(/\.0$/, '')} KiB` : `${n} bytes`);
+
+interface PushOutcome {
+  heads: string[];
+  pushed: PushResponse['pushed'];
+  conflicts: PushResponse['conflicts'];
+  /** Pages the server already had exactly as sent (a push whose answer was lost): now recorded as pushed. */
+  inSync: string[];
+  /** Deletions that found the page already gone. */
+  gone: string[];
+}
+
+/**
+ * Sends the files in as few pushes as the limits allow (each one commit) and records in the state what
+ * the server took. A conflict whose server content equals what we sent is no conflict: an earlier push
+ * went through but its answer was lost; the server's sha becomes the page's base.
+ */
+async function sendPushes(
+  project: Project,
+  api: Api,
+  repo: string,
+  batches: Outgoing[][],
+  message: string,
+): Promise<PushOutcome> {
+  const outcome: PushOutcome = { heads: [], pushed: [], conflicts: [], inSync: [], gone: [] };
+  const total = batches.reduce((n, b) => n + b.length, 0);
+  const working = busy(`pushing ${total} page(s)${batches.length > 1 ? ` in ${batches.length} pushes` : ''}`);
+  try {
+    for (let i = 0; i < batches.length; i++) {
+      const batch = batches[i]!;
+      const msg = batches.length > 1 ? `${message} (part ${i + 1} of ${batches.length})` : message;
+      const { data } = await api.push(repo, { message: msg, files: batch.map((f) => f.wire) });
+      const sent = new Map(batch.map((f) => [f.wire.path, f]));
+      const answered = new Set<string>();
+      for (const p of data.pushed) {
+        answered.add(p.path);
+        const f = sent.get(p.path);
+        if (!f) continue;
+        if (f.kind === 'deleted') delete project.state.pages[p.path];
+        else project.state.pages[p.path] = { sha: p.sha, hash: f.hash! };
+        outcome.pushed.push(p);
+      }
+      for (const c of data.conflicts) {
+        answered.add(c.path);
+        const f = sent.get(c.path);
+        if (f && f.kind !== 'deleted' && f.wire.content !== undefined && fromBase64(c.current_content) === f.wire.content) {
+          project.state.pages[c.path] = { sha: c.current_sha, hash: f.hash! };
+          outcome.inSync.push(c.path);
+        } else outcome.conflicts.push(c);
+      }
+      // Not in either list: a deletion of a page the server no longer has.
+      for (const f of batch) {
+        if (!answered.has(f.wire.path) && f.kind === 'deleted') {
+          delete project.state.pages[f.wire.path];
+          outcome.gone.push(f.wire.path);
+        }
+      }
+      if (data.pushed.some((p) => !p.unchanged && sent.get(p.path))) outcome.heads.push(data.new_head);
+      await project.save();
+    }
+  } finally {
+    working.done();
+    await project.save();
+  }
+  return outcome;
+}
+
+/** Prints the conflicts of a push and returns the refusal to throw (null when none). */
+function reportConflicts(conflicts: PushResponse['conflicts'], sent: Map<string, Outgoing>, json: boolean | undefined): CliError | null {
+  if (conflicts.length === 0) return null;
+  const p = paint();
+  if (!json) {
+    for (const c of conflicts) {
+      const f = sent.get(c.path);
+      const why =
+        c.expected_parent_sha === NEW_PAGE_PARENT
+          ? 'the page already exists on the server (you have not pulled it)'
+          : `the server has ${shortSha(c.current_sha)}, your copy is based on ${shortSha(c.expected_parent_sha)}`;
+      if (f?.kind === 'deleted') {
+        out(`${p.red('conflict')}  ${c.path}: ${why}; you deleted the page, and it changed on the server since. Nothing was deleted.`);
+        out(`    ("kr pull --full" brings the server's version back; "kr resolve <slug>" then "kr push" deletes it anyway)`);
+        continue;
+      }
+      const ours = f?.wire.content ?? '';
+      const theirs = fromBase64(c.current_content);
+      const ancestor = c.ancestor_content !== undefined ? fromBase64(c.ancestor_content) : undefined;
+      out(`${p.red('conflict')}  ${c.path}: ${why}; your file was left as it is. Sections (yours vs the server's):`);
+      for (const line of conflictSummary(ours, theirs, ancestor, p)) out(line);
+    }
+  }
+  return new CliError(
+    `${conflicts.length} page(s) not pushed because they changed on the server: ${conflicts.map((c) => c.path).join(', ')}\n` +
+      `  next: "kr pull", compare with "kr diff <slug> --local", merge into your file, then "kr resolve <slug>" and "kr push"`,
+    1,
+    'conflict',
+  );
+}
+
+function reportSkipped(project: Project, skipped: SkippedFile[], json: boolean | undefined): void {
+  if (json || skipped.length === 0) return;
+  note(`${skipped.length} file(s) under ${project.display('')}/ skipped (not sent):`);
+  for (const s of skipped) note(`  ${clean(s.file)}: ${s.reason}`);
 }
 
 export async function push(args: string[], opts: Common & { type?: string; message?: string; dryRun?: boolean }): Promise<void> {
   const type = parseType(opts.type);
   const project = await openProject();
-  const candidates = await pushCandidates(project, args, type);
-  const files: Array<PushFile & { hash: string; kind: 'new' | 'modified' }> = [];
-  const missing: string[] = [];
-  const reading = progress('reading pages', candidates.length);
-  for (const path of candidates) {
+  const { paths, scope } = await pushCandidates(project, args, type);
+  const skipped: SkippedFile[] = project.skipped.filter((s) => scope(s.file));
+  const files: Outgoing[] = [];
+  const troubles: Array<{ path: string; line: number; problem: string }> = [];
+  const reading = progress('reading pages', paths.length);
+  for (const path of paths) {
     reading.tick();
     const local = await project.read(path);
     const known = project.state.pages[path];
     if (!local) {
-      if (known) missing.push(path);
+      if (!known) continue;
+      // Deleted locally: deleted on the server too, unless it changed there meanwhile (then a conflict).
+      const wire: PushFile = { path, delete: true, parent_sha: known.sha };
+      files.push({ wire, kind: 'deleted', bytes: entryBytes(wire) });
       continue;
     }
     if (known && known.hash === local.hash) continue;
-    files.push({
-      path,
-      content: local.text,
-      parent_sha: known ? known.sha : NEW_PAGE_PARENT,
-      hash: local.hash,
-      kind: known ? 'modified' : 'new',
-    });
+    const problem = pagePathProblem(path);
+    if (problem !== null) {
+      if (!skipped.some((x) => x.file.normalize('NFC') === path)) skipped.push({ file: path, reason: `${problem}: the server refuses this page path` });
+      continue;
+    }
+    const trouble = frontmatterTrouble(local.text);
+    if (trouble) troubles.push({ path, ...trouble });
+    const wire: PushFile = { path, content: local.text, parent_sha: known ? known.sha : NEW_PAGE_PARENT };
+    files.push({ wire, kind: known ? 'modified' : 'new', hash: local.hash, bytes: entryBytes(wire) });
   }
   reading.done();
-  const p = paint();
-  if (missing.length && !opts.json) {
-    note(`${missing.length} tracked page(s) missing locally are not pushed (push never deletes; "kr pull --full" restores them):`);
-    for (const m of missing) note(`  ${m}`);
+  reportSkipped(project, skipped, opts.json);
+  const sentTroubles = troubles.filter((t) => files.some((f) => f.wire.path === t.path));
+  if (!opts.json) {
+    for (const t of sentTroubles) {
+      warn(
+        `${project.display(t.path)}:${t.line}: the frontmatter does not parse (${clean(t.problem)}); the page is pushed as is, ` +
+          `but its diffs compare the whole file until the frontmatter is fixed`,
+      );
+    }
   }
+  const message =
+    opts.message ?? (files.length === 1 ? `${files[0]!.kind === 'deleted' ? 'delete' : 'update'} ${files[0]!.wire.path}` : `update ${files.length} pages`);
+
+  // The server's limits: a file too large for any push is named and left out; the rest is packed.
+  let session: Session | null = null;
+  let limits: LimitsResponse = DEFAULT_LIMITS;
+  let limitsKnown = false;
+  if (files.length > 0) {
+    if (opts.dryRun) {
+      try {
+        session = await connect();
+        limits = await session.api.limits();
+        limitsKnown = true;
+      } catch {
+        // a dry run works offline: the defaults stand in
+      }
+    } else {
+      session = await connect();
+      limits = await session.api.limits();
+      limitsKnown = true;
+    }
+  }
+  const room = limits.max_body_bytes - envelopeBytes(`${message} (part 99999 of 99999)`);
+  const tooLarge = files.filter((f) => f.bytes > room);
+  const fitting = files.filter((f) => f.bytes <= room);
+  const batches = packPushes(fitting, room, Math.max(1, limits.max_files_per_push));
+  const tooLargeText = (f: Outgoing) =>
+    `${f.wire.path} is ${mib(f.bytes)} as sent, over the server's limit of ${mib(limits.max_body_bytes)} per push (max_body_bytes ${limits.max_body_bytes})`;
+
   if (opts.dryRun) {
-    if (opts.json) printJson({ dry_run: true, files: files.map((f) => ({ path: f.path, kind: f.kind, parent_sha: f.parent_sha })) });
-    else if (files.length === 0) out('Nothing to push.');
+    if (opts.json) {
+      printJson({
+        dry_run: true,
+        files: fitting.map((f) => ({ path: f.wire.path, kind: f.kind, parent_sha: f.wire.parent_sha })),
+        pushes: batches.length,
+        too_large: tooLarge.map((f) => ({ path: f.wire.path, bytes: f.bytes, max_body_bytes: limits.max_body_bytes })),
+        skipped,
+      });
+    } else if (files.length === 0) out('Nothing to push.');
     else {
-      out(`Would push ${files.length} page(s):`);
-      for (const f of files) out(`  ${f.kind.padEnd(8)}  ${f.path}`);
+      if (fitting.length) {
+        out(`Would push ${fitting.length} page(s)${batches.length > 1 ? ` in ${batches.length} pushes (server limit ${mib(limits.max_body_bytes)} per push)` : ''}:`);
+        for (const f of [...fitting].sort((a, b) => (a.wire.path < b.wire.path ? -1 : 1))) out(`  ${f.kind.padEnd(8)}  ${f.wire.path}`);
+      }
+      for (const f of tooLarge) out(`Would not push ${tooLargeText(f)}.`);
+      if (!limitsKnown) note('(the server was not asked for its limits: checked against the defaults)');
     }
     return;
   }
   if (files.length === 0) {
-    if (opts.json) printJson({ new_head: null, pushed: [], conflicts: [] });
-    else out('Nothing to push: no new or changed pages.');
+    if (opts.json) printJson({ new_head: null, pushed: [], conflicts: [], skipped });
+    else out('Nothing to push: no new, changed or deleted pages.');
     return;
   }
 
-  const session = await connect();
-  const repo = repoOf(session, opts.repo);
+  const repo = repoOf(session!, opts.repo, project);
   project.checkRepo(repo);
-  const message = opts.message ?? (files.length === 1 ? `update ${files[0]!.path}` : `update ${files.length} pages`);
-  const working = busy(`pushing ${files.length} page(s)`);
-  let res;
-  try {
-    res = await session.api.push(repo, {
-      message,
-      files: files.map(({ path, content, parent_sha }) => ({ path, content, parent_sha })),
-    });
-  } finally {
-    working.done();
-  }
-  const sent = new Map(files.map((f) => [f.path, f]));
-  const { data } = res;
-  for (const pushed of data.pushed) {
-    const f = sent.get(pushed.path);
-    if (f) project.state.pages[pushed.path] = { sha: pushed.sha, hash: f.hash };
-  }
-  await project.save();
+  const res = batches.length ? await sendPushes(project, session!.api, repo, batches, message) : { heads: [], pushed: [], conflicts: [], inSync: [], gone: [] };
+  const sent = new Map(files.map((f) => [f.wire.path, f]));
 
   if (opts.json) {
     printJson({
-      new_head: data.new_head,
-      pushed: data.pushed,
-      conflicts: data.conflicts.map((c) => ({ path: c.path, current_sha: c.current_sha, expected_parent_sha: c.expected_parent_sha })),
+      new_head: res.heads[res.heads.length - 1] ?? null,
+      commits: res.heads,
+      pushed: res.pushed,
+      deleted: [...res.pushed.filter((x) => sent.get(x.path)?.kind === 'deleted').map((x) => x.path), ...res.gone],
+      already_on_server: res.inSync,
+      conflicts: res.conflicts.map((c) => ({ path: c.path, current_sha: c.current_sha, expected_parent_sha: c.expected_parent_sha })),
+      too_large: tooLarge.map((f) => ({ path: f.wire.path, bytes: f.bytes, max_body_bytes: limits.max_body_bytes })),
+      skipped,
     });
   } else {
-    const committed = data.pushed.filter((x) => !x.unchanged);
+    const p = paint();
+    const committed = res.pushed.filter((x) => !x.unchanged);
     if (committed.length) {
-      out(`Pushed ${committed.length} page(s) to ${repo} as ${shortSha(data.new_head)}:`);
-      for (const x of committed) out(`  ${p.green(sent.get(x.path)?.kind.padEnd(8) ?? '')}  ${x.path}`);
+      const as = res.heads.length > 1 ? `in ${res.heads.length} commits (${res.heads.map(shortSha).join(', ')})` : `as ${shortSha(res.heads[0] ?? '')}`;
+      out(`Pushed ${committed.length} page(s) to ${repo} ${as}:`);
+      for (const x of [...committed].sort((a, b) => (a.path < b.path ? -1 : 1))) {
+        const kind = sent.get(x.path)?.kind ?? '';
+        out(`  ${(kind === 'deleted' ? p.red : p.green)(kind.padEnd(8))}  ${x.path}`);
+      }
     }
-    const same = data.pushed.filter((x) => x.unchanged);
+    const same = res.pushed.filter((x) => x.unchanged);
     if (same.length) out(`${same.length} page(s) already had this content on the server.`);
-    for (const c of data.conflicts) {
-      const ours = sent.get(c.path)?.content ?? '';
-      const theirs = fromBase64(c.current_content);
-      const ancestor = c.ancestor_content !== undefined ? fromBase64(c.ancestor_content) : undefined;
-      const why =
-        c.expected_parent_sha === NEW_PAGE_PARENT
-          ? 'the page already exists on the server (you have not pulled it)'
-          : `the server has ${shortSha(c.current_sha)}, your copy is based on ${shortSha(c.expected_parent_sha)}`;
-      out(`${p.red('conflict')}  ${c.path}: ${why}; your file was left as it is. Sections (yours vs the server's):`);
-      for (const line of conflictSummary(ours, theirs, ancestor, p)) out(line);
+    if (res.inSync.length) {
+      out(`${res.inSync.length} page(s) were already on the server exactly as yours (an earlier push whose answer was lost); recorded as pushed:`);
+      for (const path of res.inSync) out(`  ${path}`);
     }
+    if (res.gone.length) out(`${res.gone.length} page(s) deleted here were already gone from the server: ${res.gone.join(', ')}`);
   }
-  if (data.conflicts.length) {
-    const slugs = data.conflicts.map((c) => c.path);
-    throw new CliError(
-      `${data.conflicts.length} page(s) not pushed because they changed on the server: ${slugs.join(', ')}\n` +
-        `  next: "kr pull", compare with "kr diff <slug> --local", merge into your file, then "kr resolve <slug>" and "kr push"`,
-      1,
-    );
+  const conflict = reportConflicts(res.conflicts, sent, opts.json);
+  if (tooLarge.length) {
+    const lines = tooLarge.map((f) => `  ${tooLargeText(f)}`);
+    const rest = conflict ? `\n${conflict.message}` : '';
+    throw new CliError(`${tooLarge.length} page(s) too large to push, not sent (the rest was pushed):\n${lines.join('\n')}${rest}`, 1, 'too_large');
   }
+  if (conflict) throw conflict;
+}
+
+/** `kr rm <slug|path>...`: deletes pages on the server (one commit) and then the local files. */
+export async function rm(args: string[], opts: Common & { type?: string; message?: string; dryRun?: boolean; force?: boolean }): Promise<void> {
+  const type = parseType(opts.type);
+  const project = await openProject();
+  const paths = [...new Set(await Promise.all(args.map((a) => resolveSlug(project, a, type))))].sort();
+  const files: Outgoing[] = [];
+  for (const path of paths) {
+    const known = project.state.pages[path];
+    const local = await project.read(path);
+    if (!known) {
+      throw refused(`${path} is not on the server as far as this folder knows (never pushed or pulled): nothing to delete there; remove ${project.display(path)} yourself if you no longer want it`, 'not_tracked');
+    }
+    if (local && local.hash !== known.hash && !opts.force) {
+      throw refused(`${project.display(path)} has changes that were never pushed; pass --force to delete it anyway`, 'modified');
+    }
+    const wire: PushFile = { path, delete: true, parent_sha: known.sha };
+    files.push({ wire, kind: 'deleted', bytes: entryBytes(wire) });
+  }
+  if (opts.dryRun) {
+    if (opts.json) printJson({ dry_run: true, files: files.map((f) => ({ path: f.wire.path, kind: 'deleted', parent_sha: f.wire.parent_sha })) });
+    else {
+      out(`Would delete ${files.length} page(s) on the server and here:`);
+      for (const f of files) out(`  deleted   ${f.wire.path}`);
+    }
+    return;
+  }
+  const session = await connect();
+  const repo = repoOf(session, opts.repo, project);
+  project.checkRepo(repo);
+  const limits = await session.api.limits();
+  const message = opts.message ?? (files.length === 1 ? `delete ${files[0]!.wire.path}` : `delete ${files.length} pages`);
+  const batches = packPushes(files, limits.max_body_bytes - envelopeBytes(`${message} (part 99999 of 99999)`), Math.max(1, limits.max_files_per_push));
+  const res = await sendPushes(project, session.api, repo, batches, message);
+  const failed = new Set(res.conflicts.map((c) => c.path));
+  const removed: string[] = [];
+  for (const f of files) {
+    if (failed.has(f.wire.path)) continue;
+    await project.deletePage(await project.safeTarget(f.wire.path));
+    removed.push(f.wire.path);
+  }
+  if (opts.json) printJson({ new_head: res.heads[res.heads.length - 1] ?? null, deleted: removed, conflicts: res.conflicts.map((c) => ({ path: c.path, current_sha: c.current_sha })) });
+  else if (removed.length) {
+    out(`Deleted ${removed.length} page(s) from ${repo}${res.heads.length ? ` as ${res.heads.map(shortSha).join(', ')}` : ''}:`);
+    for (const r of removed) out(`  ${paint().red('deleted ')}  ${r}`);
+  }
+  const conflict = reportConflicts(res.conflicts, new Map(files.map((f) => [f.wire.path, f])), opts.json);
+  if (conflict) throw conflict;
 }
 
 /** A file operation of a pull; on failure the state keeps what was done so far (head unchanged). */
@@ -165,7 +398,7 @@ async function io(project: Project, path: string, op: () => Promise<void>): Prom
 export async function pull(opts: Common & { full?: boolean }): Promise<void> {
   const project = await openProject();
   const session = await connect();
-  const repo = repoOf(session, opts.repo);
+  const repo = repoOf(session, opts.repo, project);
   project.checkRepo(repo);
   let full = opts.full === true || project.state.head === '';
   const since = full ? undefined : project.state.head;
@@ -194,7 +427,8 @@ export async function pull(opts: Common & { full?: boolean }): Promise<void> {
   const targets = new Map<string, string>();
   for (const path of [...res.files.map((f) => f.path), ...deletions]) targets.set(path, await project.safeTarget(path));
 
-  const written: string[] = [];
+  const added: string[] = [];
+  const updated: string[] = [];
   const removed: string[] = [];
   const conflicts: Array<{ path: string; why: string }> = [];
   const bar = progress('writing pages', res.files.length + deletions.size);
@@ -204,6 +438,7 @@ export async function pull(opts: Common & { full?: boolean }): Promise<void> {
     const local = await project.read(f.path);
     const serverHash = sha256(Buffer.from(f.content, 'utf8'));
     if (local && known && known.sha === f.sha) continue; // our own base (e.g. our last push): nothing new
+    if (!local && known && known.sha === f.sha && !full) continue; // deleted here, unchanged there: the next push deletes it
     if (local && local.hash === serverHash) {
       project.state.pages[f.path] = { sha: f.sha, hash: serverHash };
       continue;
@@ -212,9 +447,13 @@ export async function pull(opts: Common & { full?: boolean }): Promise<void> {
       conflicts.push({ path: f.path, why: known ? 'changed locally and on the server' : 'exists locally but was never pulled' });
       continue;
     }
+    if (!local && known && !full) {
+      conflicts.push({ path: f.path, why: 'deleted locally but changed on the server ("kr pull --full" brings it back)' });
+      continue;
+    }
     await io(project, f.path, () => project.writePage(targets.get(f.path)!, f.content));
     project.state.pages[f.path] = { sha: f.sha, hash: serverHash };
-    written.push(f.path);
+    (local ? updated : added).push(f.path);
   }
   for (const path of deletions) {
     bar.tick();
@@ -238,14 +477,18 @@ export async function pull(opts: Common & { full?: boolean }): Promise<void> {
   await project.save();
 
   if (opts.json) {
-    printJson({ new_head: res.new_head, written, deleted: removed, conflicts });
+    printJson({ new_head: res.new_head, added, updated, written: [...added, ...updated].sort(), deleted: removed, conflicts });
   } else {
     const p = paint();
-    if (written.length === 0 && removed.length === 0 && conflicts.length === 0) out(`Already up to date (${repo} at ${shortSha(res.new_head)}).`);
+    if (added.length === 0 && updated.length === 0 && removed.length === 0 && conflicts.length === 0) out(`Already up to date (${repo} at ${shortSha(res.new_head)}).`);
     else {
-      out(`Pulled ${repo} at ${shortSha(res.new_head)}: ${written.length} written, ${removed.length} deleted.`);
+      out(`Pulled ${repo} at ${shortSha(res.new_head)}: ${added.length} added, ${updated.length} updated, ${removed.length} deleted.`);
       const LIST = 50;
-      const lines = [...written.map((w) => `  ${p.green('updated')}  ${w}`), ...removed.map((r) => `  ${p.red('deleted')}  ${r}`)];
+      const lines = [
+        ...added.map((w) => `  ${p.green('added  ')}  ${w}`),
+        ...updated.map((w) => `  ${p.green('updated')}  ${w}`),
+        ...removed.map((r) => `  ${p.red('deleted')}  ${r}`),
+      ];
       for (const l of lines.slice(0, LIST)) out(l);
       if (lines.length > LIST) out(`  … and ${lines.length - LIST} more (--json lists them all)`);
       for (const c of conflicts) out(`  ${p.red('conflict')} ${c.path}: ${c.why}; your file was kept`);
@@ -256,21 +499,22 @@ export async function pull(opts: Common & { full?: boolean }): Promise<void> {
       `${conflicts.length} page(s) need resolving: ${conflicts.map((c) => c.path).join(', ')}\n` +
         `  compare with "kr diff <slug> --local", merge into your file, then "kr resolve <slug>" (or "kr resolve <slug> --theirs") and "kr push"`,
       1,
+      'conflict',
     );
   }
 }
 
-export type PageStatus = 'new' | 'modified' | 'behind' | 'conflict' | 'missing';
+export type PageStatus = 'new' | 'modified' | 'deleted' | 'behind' | 'conflict';
 
 export async function status(opts: Common): Promise<void> {
   const project = await openProject();
   const session = await connect();
-  const repo = repoOf(session, opts.repo);
+  const repo = repoOf(session, opts.repo, project);
   project.checkRepo(repo);
   let pages: Array<{ path: string; sha: string }>;
   let absent = false;
   try {
-    pages = (await session.api.pages(repo)).pages; // the one request
+    pages = (await session.api.pages(repo)).pages; // the one request (plus one per apparent conflict, below)
   } catch (e) {
     // Only the legacy key sees this (a user gets 403): the first push will create the repository.
     if (!(e instanceof ApiError) || e.status !== 404 || e.message !== 'repo not found') throw e;
@@ -278,12 +522,14 @@ export async function status(opts: Common): Promise<void> {
     absent = true;
   }
   const server = new Map(pages.map((pg) => [pg.path, pg.sha]));
-  const paths = new Set([...(await project.layoutPages()), ...Object.keys(project.state.pages), ...server.keys()]);
+  const paths = new Set([...project.localPages(), ...Object.keys(project.state.pages), ...server.keys()]);
   const rows: Array<{ path: string; status: PageStatus; server_sha?: string; known_sha?: string }> = [];
+  const inSync: string[] = [];
+  let stateChanged = false;
   for (const path of [...paths].sort()) {
     const known = project.state.pages[path];
     const remote = server.get(path);
-    const local = await project.read(path);
+    const local = project.hasFile(path) || known ? await project.read(path) : null;
     let st: PageStatus | null = null;
     if (local) {
       if (!known) st = remote ? 'conflict' : 'new';
@@ -292,8 +538,26 @@ export async function status(opts: Common): Promise<void> {
         const moved = remote !== known.sha;
         st = modified && moved ? 'conflict' : modified ? 'modified' : moved ? 'behind' : null;
       }
-    } else if (known) st = remote === known.sha ? 'missing' : 'behind';
-    else if (remote) st = 'behind';
+      // Before calling anything a conflict, look at the server's copy: after a push whose answer was
+      // lost the server has exactly this file, and the page is simply in sync.
+      if (st === 'conflict' && remote) {
+        const copy = await session.api.page(repo, path);
+        if (copy && sha256(Buffer.from(copy.content, 'utf8')) === local.hash) {
+          project.state.pages[path] = { sha: copy.sha, hash: local.hash };
+          stateChanged = true;
+          inSync.push(path);
+          st = null;
+        }
+      }
+    } else if (known) {
+      if (remote === undefined) {
+        // Gone here and there (a deletion whose answer was lost, or deleted on both sides).
+        if (!absent) {
+          delete project.state.pages[path];
+          stateChanged = true;
+        }
+      } else st = remote === known.sha ? 'deleted' : 'conflict';
+    } else if (remote) st = 'behind';
     if (st) {
       const row: (typeof rows)[number] = { path, status: st };
       if (remote) row.server_sha = remote;
@@ -301,30 +565,37 @@ export async function status(opts: Common): Promise<void> {
       rows.push(row);
     }
   }
+  if (stateChanged) await project.save();
   if (opts.json) {
-    printJson({ repo, server_url: session.serverUrl, head: project.state.head, pages: rows });
+    printJson({ repo, server_url: session.serverUrl, head: project.state.head, pages: rows, in_sync: inSync, skipped: project.skipped });
     return;
   }
   const p = paint();
   out(`Repository ${repo} on ${session.serverUrl}; last pull at ${shortSha(project.state.head)}.`);
   if (absent) note(`(${repo} does not exist on the server yet: the first push creates it)`);
-  if (rows.length === 0) {
+  for (const path of inSync) {
+    out(`  ${p.green('in sync ')}  ${clean(path)}: the server already has your version (a push whose answer was lost); recorded as pushed`);
+  }
+  if (rows.length === 0 && project.skipped.length === 0) {
     out('Up to date: nothing to push or pull.');
     return;
   }
   const colour: Record<PageStatus, (s: string) => string> = {
     new: p.green,
     modified: p.yellow,
+    deleted: p.red,
     behind: p.cyan,
     conflict: p.red,
-    missing: p.dim,
   };
   for (const r of rows) out(`  ${colour[r.status](r.status.padEnd(8))}  ${clean(r.path)}`);
+  for (const s of project.skipped) out(`  ${p.dim('skipped ')}  ${clean(s.file)}: ${s.reason}`);
+  if (rows.length === 0) out('Up to date: nothing to push or pull.');
   const hints: string[] = [];
   if (rows.some((r) => r.status === 'new' || r.status === 'modified')) hints.push('"kr push" sends new and modified pages');
+  if (rows.some((r) => r.status === 'deleted')) hints.push('"kr push" deletes pages deleted here on the server too; "kr pull --full" brings them back instead');
   if (rows.some((r) => r.status === 'behind')) hints.push('"kr pull" fetches pages that changed on the server');
   if (rows.some((r) => r.status === 'conflict')) hints.push('conflicts: "kr diff <slug> --local", merge, "kr resolve <slug>"');
-  if (rows.some((r) => r.status === 'missing')) hints.push('missing pages come back with "kr pull --full"');
+  if (project.skipped.length) hints.push('skipped files are never sent: rename them to a name the server accepts');
   for (const h of hints) note(`  (${h})`);
 }
 
@@ -333,7 +604,7 @@ export async function resolveConflict(slug: string, opts: Common & { type?: stri
   const project = await openProject();
   const path = await resolveSlug(project, slug, type);
   const session = await connect();
-  const repo = repoOf(session, opts.repo);
+  const repo = repoOf(session, opts.repo, project);
   project.checkRepo(repo);
   const target = await project.safeTarget(path);
   const server = await session.api.page(repo, path);
@@ -352,15 +623,17 @@ export async function resolveConflict(slug: string, opts: Common & { type?: stri
   } else if (server) {
     const serverHash = sha256(Buffer.from(server.content, 'utf8'));
     project.state.pages[path] = { sha: server.sha, hash: serverHash };
-    message =
-      local && local.hash === serverHash
+    message = !local
+      ? `${path}: your deletion is now based on the server's version ${shortSha(server.sha)}; "kr push" deletes the page.`
+      : local.hash === serverHash
         ? `${path}: your file equals the server's version ${shortSha(server.sha)}; nothing to push.`
         : `${path}: your file is now based on the server's version ${shortSha(server.sha)}; "kr push" sends it.`;
   } else {
     delete project.state.pages[path];
-    message = `${path}: not on the server; "kr push" creates it from your file.`;
+    message = local ? `${path}: not on the server; "kr push" creates it from your file.` : `${path}: gone here and on the server; nothing to do.`;
   }
   await project.save();
   if (opts.json) printJson({ path, server_sha: server?.sha ?? null, theirs: opts.theirs === true });
   else out(message);
 }
+

@@ -1,8 +1,10 @@
 /** `kr repos`, `kr invite`, `kr join`, `kr members`, `kr pats`. */
-import { checkRepoId, connect, repoOf, saveConfig, saveCredentials } from '../config.ts';
+import { checkRepoId, configPath, connect, currentRepo, repoOf, saveConfig, saveCredentials } from '../config.ts';
 import { refused, usageError } from '../errors.ts';
 import { note, out, paint, printJson, shortSha, table, utc } from '../output.ts';
+import { findProject } from '../project.ts';
 import { intOption } from './inspect.ts';
+import { linkFolder } from './setup.ts';
 
 interface Common {
   repo?: string;
@@ -12,12 +14,30 @@ interface Common {
 /** The create route's id pattern (API.md "Repositories"). */
 const CREATE_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
+/**
+ * A repository the user just created or joined becomes the current one where it can (issue 14: the
+ * current repository belongs to the project folder): inside a folder not linked yet, the folder is linked
+ * to it; outside any folder it becomes the default that `kr init` links new folders to; a folder linked to
+ * another repository keeps it.
+ */
+async function adopt(id: string): Promise<void> {
+  const project = await findProject();
+  if (project && (project.state.repo === undefined || project.state.repo === id)) {
+    await linkFolder(project, id);
+  } else if (project) {
+    note(`This folder stays linked to ${project.state.repo}. For ${id}: mkdir ${id} && cd ${id} && kr init --repo ${id}`);
+  } else {
+    await saveConfig({ repo: id });
+    out(`${id} is now your default repository (${configPath()}): "kr init" in a new project folder links the folder to it.`);
+  }
+}
+
 export async function reposList(opts: Common): Promise<void> {
   const session = await connect();
   const { repos } = await session.api.repos();
   if (opts.json) return printJson({ repos });
   if (repos.length === 0) return out('No repositories yet ("kr repos create <id>" makes one).');
-  const current = opts.repo ?? session.config.repo;
+  const current = currentRepo(session.config, opts.repo, await findProject())?.id;
   out(
     table(
       repos.map((r) => [
@@ -35,17 +55,29 @@ export async function reposCreate(id: string, opts: Common): Promise<void> {
   if (!CREATE_ID.test(id)) throw usageError(`invalid repository id: ${id} (must match [A-Za-z0-9][A-Za-z0-9_-]{0,63})`);
   const session = await connect();
   const res = await session.api.createRepo(id);
-  const becameCurrent = !session.config.repo;
-  if (becameCurrent) await saveConfig({ repo: res.id });
-  if (opts.json) return printJson(res);
+  if (opts.json) {
+    printJson(res);
+    await quietly(() => adopt(res.id));
+    return;
+  }
   out(`Created repository ${res.id}; you are its owner.`);
-  if (becameCurrent) out(`It is now your current repository.`);
-  else note(`Your current repository is still ${session.config.repo} ("kr remote set-repo ${res.id}" to switch).`);
+  await adopt(res.id);
+}
+
+/** Runs `fn` with stdout silenced (so --json output stays one JSON document). */
+async function quietly(fn: () => Promise<void>): Promise<void> {
+  const write = process.stdout.write;
+  process.stdout.write = (() => true) as typeof process.stdout.write;
+  try {
+    await fn();
+  } finally {
+    process.stdout.write = write;
+  }
 }
 
 export async function inviteCreate(opts: Common & { label?: string }): Promise<void> {
   const session = await connect();
-  const repo = repoOf(session, opts.repo);
+  const repo = repoOf(session, opts.repo, await findProject());
   const res = await session.api.createInvite(repo, opts.label);
   if (opts.json) return printJson(res);
   const p = paint();
@@ -57,7 +89,7 @@ export async function inviteCreate(opts: Common & { label?: string }): Promise<v
 
 export async function inviteList(opts: Common): Promise<void> {
   const session = await connect();
-  const repo = repoOf(session, opts.repo);
+  const repo = repoOf(session, opts.repo, await findProject());
   const { keys } = await session.api.listInvites(repo);
   const now = Math.floor(Date.now() / 1000);
   const rows = keys.map((k) => ({ ...k, status: k.expires_at > now ? ('active' as const) : ('expired' as const) }));
@@ -71,7 +103,7 @@ export async function inviteRevoke(keyId: string, opts: Common): Promise<void> {
     throw usageError('that is an invite token; revoking takes the key id (the first column of "kr invite list")');
   }
   const session = await connect();
-  const repo = repoOf(session, opts.repo);
+  const repo = repoOf(session, opts.repo, await findProject());
   await session.api.revokeInvite(repo, keyId);
   if (opts.json) return printJson({ revoked: keyId });
   out(`Revoked invite key ${keyId}.`);
@@ -82,15 +114,19 @@ export async function join(token: string, opts: Common): Promise<void> {
   const session = await connect(); // stops without credentials or without a server URL
   const res = await session.api.join(token);
   checkRepoId(res.repo_id);
-  await saveConfig({ repo: res.repo_id });
-  if (opts.json) return printJson(res);
-  out(`Joined ${res.repo_id} as ${res.role}; it is now your current repository.`);
+  if (opts.json) {
+    printJson(res);
+    await quietly(() => adopt(res.repo_id));
+    return;
+  }
+  out(`Joined ${res.repo_id} as ${res.role}.`);
+  await adopt(res.repo_id);
   out(`Next: "kr init" in your project folder (if not done yet), then "kr pull".`);
 }
 
 export async function membersList(opts: Common): Promise<void> {
   const session = await connect();
-  const repo = repoOf(session, opts.repo);
+  const repo = repoOf(session, opts.repo, await findProject());
   const { members } = await session.api.members(repo);
   if (opts.json) return printJson({ members });
   out(table(members.map((m) => [m.email, m.role, utc(m.added_at), m.user_id]), ['EMAIL', 'ROLE', 'JOINED (UTC)', 'USER ID']));
@@ -98,7 +134,7 @@ export async function membersList(opts: Common): Promise<void> {
 
 export async function membersRemove(email: string, opts: Common): Promise<void> {
   const session = await connect();
-  const repo = repoOf(session, opts.repo);
+  const repo = repoOf(session, opts.repo, await findProject());
   const { members } = await session.api.members(repo);
   const wanted = email.trim().toLowerCase();
   const member = members.find((m) => m.email.toLowerCase() === wanted);

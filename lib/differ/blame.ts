@@ -9,7 +9,7 @@
  *  - `removed` entries are never annotated.
  *  - A `renamed` entry takes the old heading's attribution when the old heading appears in the walk, else
  *    the new heading's.
- *  - The `_preamble` entry (not removed) is attributed to the first revision that had a preamble.
+ *  - The `_preamble` entry is never annotated: blame attributes headings, and the preamble has none.
  *  - A `parse_fallback` diff has no structure to attribute and is returned unchanged.
  *  - A heading absent from every revision (e.g. older than the walk) gets no `introduced_by`.
  *  - At most {@link BLAME_MAX_REVISIONS} revisions are used (the newest ones, if more are passed); a
@@ -47,14 +47,13 @@ export interface BlameRevision {
 }
 
 /**
- * What blame learns from a walk: for each heading occurrence, the first revision that had it, and the
- * first revision with a preamble. It depends only on the revisions, so callers may cache it per (page,
- * newest revision) and apply it to any diff ending there.
+ * What blame learns from a walk: for each heading occurrence, the first revision that had it. It depends
+ * only on the revisions, so callers may cache it per (page, newest revision) and apply it to any diff
+ * ending there.
  */
 export interface BlameIndex {
   /** The first revision of the walk with this heading occurrence (key: see `key` above). */
   first: { get(key: string): CommitRef | undefined };
-  firstPreamble?: CommitRef;
   /** Heading occurrences seen by the walk (to size caches). */
   size: number;
 }
@@ -75,7 +74,6 @@ export class BlameTimeline {
     private readonly headings: ReadonlyMap<string, Track>,
     /** Per key of a later occurrence (`n\0heading`), its runs. */
     private readonly more: ReadonlyMap<string, number[]>,
-    private readonly preambleRuns: number[],
   ) {}
 
   /** Revisions in the walk. */
@@ -98,10 +96,7 @@ export class BlameTimeline {
       const i = firstIn(runs, start, end);
       return i === undefined ? undefined : this.commits[i];
     };
-    const firstPreamble = at(this.preambleRuns);
-    const index: BlameIndex = { first: { get: (k: string) => at(this.runsOf(k)) }, size: this.size };
-    if (firstPreamble) index.firstPreamble = firstPreamble;
-    return index;
+    return { first: { get: (k: string) => at(this.runsOf(k)) }, size: this.size };
   }
 }
 
@@ -130,7 +125,6 @@ export class BlameTimelineBuilder {
   private readonly commits: CommitRef[] = [];
   private readonly headings = new Map<string, Track>();
   private readonly more = new Map<string, number[]>();
-  private readonly preambleRuns: number[] = [];
 
   constructor(private readonly budget: WorkBudget = WorkBudget.unlimited()) {}
 
@@ -156,12 +150,11 @@ export class BlameTimelineBuilder {
         else this.more.set(k, [j, j]);
       }
     }
-    if (typeof page.preamble === 'string' && page.preamble !== '') mark(this.preambleRuns, j);
     this.budget.charge(BLAME_UNITS_PER_HEADING * (page.sections.length + 1));
   }
 
   finish(): BlameTimeline {
-    return new BlameTimeline(this.commits, this.headings, this.more, this.preambleRuns);
+    return new BlameTimeline(this.commits, this.headings, this.more);
   }
 }
 
@@ -206,7 +199,7 @@ export function annotateBlame(diff: SectionDiff, revisionsOldestFirst: ReadonlyA
 export function applyBlame(diff: SectionDiff, index: BlameIndex): SectionDiff {
   try {
     if (diff.parse_fallback) return diff;
-    const { first, firstPreamble } = index;
+    const { first } = index;
 
     // Occurrence numbers: `toSeen` counts headings on the new side (entries in new-page order, renamed ones
     // last); `fromSeen` on the old side (matched entries first, then the removed/renamed tail in old order).
@@ -243,11 +236,8 @@ export function applyBlame(diff: SectionDiff, index: BlameIndex): SectionDiff {
       return by ? { ...e, introduced_by: commitCopy(by) } : e;
     });
 
-    const out: SectionDiff = { ...diff, sections };
-    if (diff.preamble && diff.preamble.status !== 'removed' && firstPreamble) {
-      out.preamble = { ...diff.preamble, introduced_by: commitCopy(firstPreamble) };
-    }
-    return out;
+    // The preamble is left as it is: blame attributes headings, and the preamble has none.
+    return { ...diff, sections };
   } catch {
     return diff;
   }

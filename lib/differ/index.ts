@@ -21,7 +21,8 @@
  *    exists on the new side, `line_diff` always, each omitted when it is the empty string (API.md: optional
  *    keys are omitted when empty). So `unchanged` entries carry their body and an all-`"  "` line diff,
  *    which lets a client print the whole page with changes in context; `added` entries have an all-`"+ "`
- *    diff and `removed` ones an all-`"- "` diff.
+ *    diff and `removed` ones an all-`"- "` diff. One exception (issue 14): a `renamed` entry whose body did
+ *    not change carries no `line_diff` — the rename alone is the change.
  *  - Work is bounded (./line.ts, ./rename.ts), per SectionDiff and, when the caller passes one, by the
  *    request's work budget (./budget.ts) shared by every diff of a request; when a bound is hit the
  *    SectionDiff says `truncated: true`. {@link diffParsedAsync} also gives the event loop a turn now and
@@ -190,6 +191,8 @@ function entry(heading: string, from: string | undefined, to: string | undefined
   if (from) e.from = from;
   if (to) e.to = to;
   work.request.charge(ENTRY_UNITS + (from?.length ?? 0) + (to?.length ?? 0));
+  // A rename with the same body: the heading is the whole change, no line diff to show.
+  if (oldHeading !== undefined && (from ?? '') === (to ?? '')) return e;
   const lines = diffLineArrays(splitLines(from ?? ''), splitLines(to ?? ''), work);
   if (lines) e.line_diff = lines;
   return e;

@@ -25,11 +25,14 @@ export interface SectionEntry {
   from?: string;
   /** New body; omitted when the section was removed or its new body is empty. */
   to?: string;
-  /** Every line prefixed `"  "`, `"- "` or `"+ "`, joined with `\n`; omitted when both bodies are empty. */
+  /**
+   * Every line prefixed `"  "`, `"- "` or `"+ "`, joined with `\n`; omitted when both bodies are empty, and
+   * on a `renamed` entry whose body did not change (the rename alone is the change).
+   */
   line_diff?: string;
   /** For `renamed`: the old heading. */
   old_heading?: string;
-  /** With blame: the first commit in which the heading appeared. */
+  /** With blame: the first commit in which the heading appeared. Never on the preamble (it has no heading). */
   introduced_by?: CommitRef;
 }
 

@@ -34,6 +34,7 @@
  *     the last text line are kept, so `from`/`to` are faithful slices of the page.
  */
 import { isMap, isPair, isScalar, isSeq, parseDocument } from 'yaml';
+import { pagePathProblem } from './path.ts';
 
 // ---------------------------------------------------------------------------------------------------------
 // Page types and layout
@@ -54,19 +55,20 @@ export const isPageType = (value: unknown): value is PageType =>
   typeof value === 'string' && (PAGE_TYPES as readonly string[]).includes(value);
 
 /**
- * A slug is one path segment that the page-path rules accept: non-empty, no `/` or `\\`, not `.` or `..`,
- * not starting with `-`, not `.git` (any case), no control characters.
+ * A slug is one path segment, and every layout path it makes is a page path the server accepts for a write
+ * (lib/page/path.ts {@link pagePathProblem}, the server's own rule): `<slug>.md` in the wiki folders and
+ * `<slug>` in raw/sessions. So no `/`, `\\`, control character or character Windows forbids; not `.`, `..`,
+ * `.git` in any spelling, a Windows device name (`CON`, `nul.txt`); not starting with `-`; not ending with
+ * a space or period; Unicode NFC; the path at most 512 bytes. One rule: a slug is valid exactly when the
+ * server would take its pages.
  */
 export function isValidSlug(slug: unknown): slug is string {
   return (
     typeof slug === 'string' &&
     slug.length > 0 &&
-    slug !== '.' &&
-    slug !== '..' &&
-    !slug.startsWith('-') &&
-    slug.toLowerCase() !== '.git' &&
-    // eslint-disable-next-line no-control-regex
-    !/[/\\\u0000-\u001f\u007f-\u009f]/.test(slug)
+    !slug.includes('/') &&
+    pagePathProblem(`${LAYOUT.analysis.dir}${slug}${LAYOUT.analysis.ext}`) === null &&
+    pagePathProblem(`${LAYOUT.source.dir}${slug}${LAYOUT.source.ext}`) === null
   );
 }
 
