@@ -338,7 +338,7 @@ describe('SERVICE_DATA_ROOT', () => {
   it('resolves a relative value against cwd', () => {
     expect(cfg({ SERVICE_DATA_ROOT: 'data' }).dataRoot).toBe('/srv/app/data');
     expect(cfg({ SERVICE_DATA_ROOT: './x/../y/' }).dataRoot).toBe('/srv/app/y');
-    expect(cfg({ SERVICE_DATA_ROOT: '../shared/d' }).dataRoot).toBe('/srv/shared/d');
+    expect(cfg({ SERVICE_DATA_ROOT: '../other/d' }).dataRoot).toBe('/srv/other/d');
   });
   it('keeps an absolute value (normalised)', () => {
     expect(cfg({ SERVICE_DATA_ROOT: '/data' }).dataRoot).toBe('/data');
