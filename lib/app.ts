@@ -3,7 +3,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import type { Deps } from './deps.ts';
 import type { AppEnv, RouteDef } from './route.ts';
 import { HttpError } from './http/errors.ts';
-import { BodyBudget, SMALL_BODY_BYTES, bodyGuard, type BodyKind } from './http/body-limit.ts';
+import { BodyBudget, SMALL_BODY_BYTES, bodyGuard, declaredCap, type BodyKind } from './http/body-limit.ts';
 import { corsMiddleware } from './http/cors.ts';
 import { rateLimit, type LimiterFactory } from './http/rate-limit.ts';
 import { ipBucketKey, type ClientIpOf } from './http/client-ip.ts';
@@ -115,8 +115,8 @@ export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
   // so an unauthenticated request is answered with its body unread.
   const budget = new BodyBudget(config.maxInflightBodyBytes);
   const guardOf = (maxBytes: number) => bodyGuard({ maxBytes, budget, idleMs: config.bodyIdleTimeoutMs });
-  const guards: Record<BodyKind, MiddlewareHandler | null> = {
-    none: null,
+  const guards: Record<BodyKind, MiddlewareHandler> = {
+    none: declaredCap(config.maxBodyBytes),
     small: guardOf(Math.min(SMALL_BODY_BYTES, config.maxBodyBytes)),
     push: guardOf(config.maxBodyBytes),
   };
@@ -126,7 +126,7 @@ export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
     const guard = guards[r.body ?? (r.method === 'POST' ? 'small' : 'none')];
     const chain: MiddlewareHandler<AppEnv>[] = [];
     if (!r.public) chain.push(authenticate);
-    if (guard) chain.push(guard);
+    chain.push(guard);
     // (Hono's overloads want a fixed count; at run time `on` takes any number of handlers.)
     app.on(r.method, r.path, ...(chain as [MiddlewareHandler<AppEnv>]), r.handler);
   }

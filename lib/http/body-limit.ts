@@ -175,3 +175,15 @@ class GuardedBody {
     this.#reserved = 0;
   }
 }
+
+/**
+ * For routes that read no body: a declared Content-Length over the body cap is refused all the same (413,
+ * API.md "Conventions"), without reading anything; any body is otherwise left unread.
+ */
+export function declaredCap(maxBytes: number): MiddlewareHandler {
+  return async function declaredCapMiddleware(c, next) {
+    const declared = declaredLength(c.req.raw.headers);
+    if (declared !== undefined && declared > maxBytes) return c.json({ error: 'request body too large' }, 413);
+    return next();
+  };
+}
