@@ -29,8 +29,11 @@ export interface HeadEntry {
 
 const COMMIT_COLS = 'c.sha, c.seq, c.author, c.email, c.time, c.message';
 const REBUILD_CHUNK = 200;
-/** Paths per IN (...) query: well under SQLite's bound-parameter limit. */
-const ENTRIES_CHUNK = 500;
+/**
+ * Paths per IN (...) query: under the smallest bound-parameter limit of the backends — 100 per statement in
+ * a Durable Object's SQLite and in D1 (the hosted build); libSQL allows far more.
+ */
+const ENTRIES_CHUNK = 90;
 
 type Row = Record<string, unknown>;
 const toCommit = (r: Row): IndexedCommit => ({

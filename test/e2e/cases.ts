@@ -179,6 +179,17 @@ export function e2eCases(kind: TargetKind): void {
       expect((await call('/v1/repos/dk/diff/none.md')).body).toEqual({ error: 'path not present in repo' });
     });
 
+    it('a push of 300 pages, then 300 updates: every statement within the backends\' parameter limits', async () => {
+      const files = Array.from({ length: 300 }, (_, i) => ({ path: `bulk/p${i}.md`, content: `one ${i}\n` }));
+      const first = await push('bulk', files);
+      expect([first.status, first.body.pushed?.length]).toEqual([200, 300]);
+      const second = await push('bulk', files.map((f) => ({ ...f, content: 'two\n', parent_sha: first.body.new_head })));
+      expect([second.status, second.body.pushed?.length, second.body.conflicts]).toEqual([200, 300, []]);
+      const pages = await call('/v1/repos/bulk/pages');
+      expect(pages.body.pages).toHaveLength(300);
+      expect(new Set(pages.body.pages.map((p: { sha: string }) => p.sha))).toEqual(new Set([second.body.new_head]));
+    });
+
     it('refuses hostile page paths and case variants, writing nothing', async () => {
       await push('paths', [{ path: 'Notes/Plan.md', content: 'x\n' }]);
       for (const path of ['../x.md', '.git/config', 'a/CON.md', 'x:y.md', 'cafe\u0301.md', 'a\u0085b.md']) {
@@ -244,6 +255,7 @@ export function e2eCases(kind: TargetKind): void {
       // Alice was the first user ever: she adopted the repositories the legacy key made before her.
       const repos = await call('/v1/repos', { token: aliceKey });
       expect(repos.body.repos.map((r: { id: string; role: string; page_count: number }) => [r.id, r.role, r.page_count])).toEqual([
+        ['bulk', 'owner', 300],
         ['dk', 'owner', 1],
         ['kb', 'owner', 1],
         ['paths', 'owner', 1],
