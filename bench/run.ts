@@ -29,8 +29,9 @@ import { formatProfile, summarizeProfile, type ProfileSummary } from './profile.
 import { SCALES, type Ctx, type Row, type Side, type Workload } from './workloads/types.ts';
 import { w1, w2, w7 } from './workloads/push.ts';
 import { w3, w4, w5, w6 } from './workloads/read.ts';
+import { w8 } from './workloads/search.ts';
 
-const WORKLOADS: Workload[] = [w1, w2, w3, w4, w5, w6, w7];
+const WORKLOADS: Workload[] = [w1, w2, w3, w4, w5, w6, w7, w8];
 const MEMORY_LIMIT_BYTES = 200_000_000;
 
 const { values } = parseArgs({

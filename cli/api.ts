@@ -23,6 +23,7 @@ import {
 import { EvolutionResponse, SectionDiff } from '../schema/wire/diff.ts';
 import { InviteKeysResponse, JoinResponse, MembersResponse, MintInviteResponse } from '../schema/wire/members.ts';
 import { LimitsResponse } from '../schema/wire/limits.ts';
+import { SearchResponse } from '../schema/wire/search.ts';
 import { CliError } from './errors.ts';
 
 /** The fixed client name of SPEC.md rule 7 ("the command-line client sends a fixed literal"). */
@@ -334,6 +335,14 @@ export class Api {
     ).data;
   activity = async (repo: string, q: { limit?: number; offset?: number }) =>
     (await this.call('GET', `/v1/repos/${seg(repo)}/activity`, ActivityResponse, { query: q })).data;
+
+  /** `GET /v1/repos/:id/search` with `repo`, else `GET /v1/search` (every repository of the caller). */
+  search = async (p: { q: string; repo?: string; type?: string; tag?: string; limit?: number; offset?: number }) =>
+    (
+      await this.call('GET', p.repo === undefined ? '/v1/search' : `/v1/repos/${seg(p.repo)}/search`, SearchResponse, {
+        query: { q: p.q, type: p.type, tag: p.tag, limit: p.limit, offset: p.offset },
+      })
+    ).data;
 
   // --- members and invite keys ------------------------------------------------------------------------
   members = async (repo: string) => (await this.call('GET', `/v1/repos/${seg(repo)}/members`, MembersResponse)).data;

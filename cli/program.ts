@@ -31,6 +31,7 @@ const setup = () => import('./commands/setup.ts');
 const sync = () => import('./commands/sync.ts');
 const inspect = () => import('./commands/inspect.ts');
 const team = () => import('./commands/team.ts');
+const searchCmd = () => import('./commands/search.ts');
 
 export function buildProgram(opts: { jsonErrors?: boolean } = {}): Command {
   const program = new Command('kr')
@@ -255,6 +256,23 @@ Examples:
       async ([slug], o) => (await inspect()).evolution(slug!, o as never),
     ),
     ['kr evolution decision-log', 'kr evolution decision-log -n 5 --json'],
+  );
+
+  // --- search -------------------------------------------------------------------------------------------
+  examples(
+    act(
+      program
+        .command('search')
+        .description('full-text search on the server: every repository you belong to, or one with --repo (best first; case and accents ignored)')
+        .argument('<query...>', 'words (all required), "exact phrase", prefix*, -excluded (put -- before a query that starts with -)')
+        .option('--type <type>', 'only pages of this type (frontmatter type, exactly)')
+        .option('--tag <tag>', 'only pages with this tag (exactly)')
+        .option('-n, --limit <n>', 'how many results (at most 100)')
+        .option('--offset <n>', 'skip this many results')
+        .addOption(json()),
+      async (words, o) => (await searchCmd()).search(words, o as never),
+    ),
+    ['kr search decision log', `kr search '"rollout plan"' --repo acme`, 'kr search migr* --type concept --tag infra', 'kr search -- cache -redis --json'],
   );
 
   // --- team ---------------------------------------------------------------------------------------------

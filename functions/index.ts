@@ -28,6 +28,8 @@ import historyPage from './history/page.ts';
 import diffPage from './diff/diff.ts';
 import diffEvolution from './diff/evolution.ts';
 import activityList from './activity/list.ts';
+import searchRepo from './search/repo.ts';
+import searchAll from './search/all.ts';
 
 /** Every endpoint of both builds, in one list (the hosted build adds hostedRoutes: see routesFor). */
 export const routes: RouteDef[] = [
@@ -59,6 +61,8 @@ export const routes: RouteDef[] = [
   diffEvolution,
   activityList,
   reposExport,
+  searchRepo,
+  searchAll,
 ];
 
 export { hostedRoutes };

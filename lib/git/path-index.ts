@@ -2,12 +2,16 @@ import type { Database, Stmt } from '../db/database.ts';
 import type { CommitMeta, GitStore, PathChange } from './store.ts';
 import { UnknownShaError } from './store.ts';
 import { foldPathCase } from '../page/path.ts';
+import { searchDocument, type SearchDocument } from '../search/document.ts';
+import { FullTextIndex, searchStmts } from '../search/fts.ts';
+import type { SearchOptions, SearchPage } from '../search/results.ts';
 
 /**
  * The derived commit/path index in libSQL. It answers per-path history, "the previous commit touching
- * this path", pages at head and pull-since in O(result). It is never the source of truth: `sync`
- * compares it with the branch in git and replays (or rebuilds) what is missing, so a deleted or stale
- * database loses nothing.
+ * this path", pages at head and pull-since in O(result), and full-text search over the pages at head
+ * (lib/search/fts.ts, whose rows are written in the same batch as the commit's). It is never the source of
+ * truth: `sync` compares it with the branch in git and replays (or rebuilds) what is missing, so a deleted or
+ * stale database loses nothing.
  */
 
 export interface IndexedCommit {
@@ -29,6 +33,7 @@ export interface HeadEntry {
 
 const COMMIT_COLS = 'c.sha, c.seq, c.author, c.email, c.time, c.message';
 const REBUILD_CHUNK = 200;
+
 /**
  * Paths per IN (...) query: under the smallest bound-parameter limit of the backends — 100 per statement in
  * a Durable Object's SQLite and in D1 (the hosted build); libSQL allows far more.
@@ -45,8 +50,29 @@ const toCommit = (r: Row): IndexedCommit => ({
   message: String(r.message),
 });
 
+export interface PathIndexOptions {
+  /**
+   * Keep the full-text rows (search_docs, search_fts) in step: default true. false only for measuring what
+   * they cost (bench/workloads/search.ts); such an index answers `search` with what it held before.
+   */
+  search?: boolean;
+}
+
+/** New page contents by path (null: deleted), as a push hands them to `record`. */
+export type PageContents = ReadonlyMap<string, Uint8Array | null>;
+
 export class PathIndex {
-  constructor(private readonly db: Database) {}
+  private readonly searchOn: boolean;
+  /** The full-text rows (lib/search/fts.ts); kept in step by `record` and `sync`. */
+  private readonly fts: FullTextIndex;
+
+  constructor(
+    private readonly db: Database,
+    opts: PathIndexOptions = {},
+  ) {
+    this.searchOn = opts.search ?? true;
+    this.fts = new FullTextIndex(db);
+  }
 
   async headCommit(repo: string): Promise<IndexedCommit | null> {
     const r = await this.db.get<Row>(
@@ -227,8 +253,18 @@ export class PathIndex {
     return { present, deleted };
   }
 
-  /** Statements recording one commit on top of the current head (seq = previous + 1). */
-  private recordStmts(repo: string, seq: number, meta: CommitMeta, changes: PathChange[]): Stmt[] {
+  /**
+   * Statements recording one commit on top of the current head (seq = previous + 1). With `docs`, the
+   * full-text rows of every changed path are replaced in the same batch (a path missing from `docs` loses
+   * its row; sync's catch-up puts it back).
+   */
+  private recordStmts(
+    repo: string,
+    seq: number,
+    meta: CommitMeta,
+    changes: PathChange[],
+    docs?: ReadonlyMap<string, SearchDocument | null>,
+  ): Stmt[] {
     const stmts: Stmt[] = [
       {
         sql: 'INSERT INTO git_commits (repo_id, seq, sha, author, email, time, message) VALUES (?, ?, ?, ?, ?, ?, ?)',
@@ -249,15 +285,28 @@ export class PathIndex {
               args: [repo, ch.path, ch.blob, seq, foldPathCase(ch.path)],
             },
       );
+      if (docs) stmts.push(...searchStmts(repo, ch.path, ch.blob === null ? null : { blob: ch.blob, doc: docs.get(ch.path) ?? null }));
     }
     return stmts;
   }
 
-  /** Records a commit the caller just made on top of the indexed head. */
-  async record(repo: string, meta: CommitMeta, changes: PathChange[]): Promise<IndexedCommit> {
+  /**
+   * Records a commit the caller just made on top of the indexed head. `contents` (the pushed bytes by path)
+   * keeps the full-text rows in step in the same batch: a page is searchable as soon as the push is answered.
+   */
+  async record(repo: string, meta: CommitMeta, changes: PathChange[], contents: PageContents): Promise<IndexedCommit> {
+    let docs: Map<string, SearchDocument | null> | undefined;
+    if (this.searchOn) {
+      await this.fts.ensureTable();
+      docs = new Map();
+      for (const ch of changes) {
+        const bytes = ch.blob === null ? null : contents.get(ch.path);
+        docs.set(ch.path, bytes ? searchDocument(ch.path, bytes) : null);
+      }
+    }
     const head = await this.headCommit(repo);
     const seq = (head?.seq ?? 0) + 1;
-    await this.db.batch(this.recordStmts(repo, seq, meta, changes));
+    await this.db.batch(this.recordStmts(repo, seq, meta, changes, docs));
     return { sha: meta.sha, seq, author: meta.author, email: meta.email, time: meta.time, message: meta.message };
   }
 
@@ -270,7 +319,16 @@ export class PathIndex {
   async sync(repo: string, store: GitStore): Promise<number> {
     const replayed = await this.replay(repo, store);
     await this.fillFolds(repo);
+    if (this.searchOn) await this.fts.catchUp(repo, (blob) => store.readBlob(repo, blob));
     return replayed;
+  }
+
+  /**
+   * Full-text search over the pages at head (lib/search/fts.ts; lib/search/query.ts for `q`).
+   * SearchQueryError (400) for a query that cannot be searched.
+   */
+  search(repo: string, q: string, opts: SearchOptions): Promise<SearchPage> {
+    return this.fts.search(repo, q, opts);
   }
 
   /**

@@ -8,6 +8,7 @@ import { DoFs } from './do-fs.ts';
 import { PathIndex } from './path-index.ts';
 import { RepoStore } from './repo-store.ts';
 import { GitStore } from './store.ts';
+import type { SearchOptions } from '../search/results.ts';
 
 /**
  * The hosted build's repository: one Durable Object per repository id holds that repository's git
@@ -35,6 +36,7 @@ const METHODS = {
   history: (s: RepoStore, id: string, path: string, limit: number, beforeSeq?: number) => s.history(id, path, limit, beforeSeq),
   timeline: (s: RepoStore, id: string, limit: number) => s.timeline(id, limit),
   summary: (s: RepoStore, id: string) => s.summary(id),
+  search: (s: RepoStore, id: string, q: string, opts: SearchOptions) => s.search(id, q, opts),
   pull: (s: RepoStore, id: string, since?: string) => s.pull(id, since),
   commitFiles: (s: RepoStore, ...a: Parameters<RepoStore['commitFiles']>) => s.commitFiles(...a),
   readBlob: (s: RepoStore, id: string, oid: string) => s.readBlob(id, oid),

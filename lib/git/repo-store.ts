@@ -4,6 +4,8 @@ import { buildBundle } from './bundle.ts';
 import { PathIndex, type HeadEntry, type IndexedCommit } from './path-index.ts';
 import { KeyedMutex, LockTimeoutError, type HeldLock, type Progress } from './lock.ts';
 import { foldPathCase } from '../page/path.ts';
+import { parseQuery } from '../search/query.ts';
+import type { SearchOptions, SearchPage } from '../search/results.ts';
 import {
   ConcurrentUpdateError,
   GitStore,
@@ -240,6 +242,13 @@ export class RepoStore implements Repos {
     return this.index.timeline(id, limit);
   }
 
+  /** Full-text search over the pages at head (PathIndex.search); SearchQueryError (400) for a bad `q`. */
+  async search(id: string, q: string, opts: SearchOptions): Promise<SearchPage> {
+    parseQuery(q); // refused before waiting for the index
+    await this.ready(id);
+    return this.index.search(id, q, opts);
+  }
+
   async summary(id: string): Promise<{ pageCount: number; lastCommit: IndexedCommit | null }> {
     await this.ready(id);
     const [pageCount, lastCommit] = await Promise.all([this.index.pageCount(id), this.index.headCommit(id)]);
@@ -361,7 +370,10 @@ export class RepoStore implements Repos {
         progress.step('publish commit');
         const [published, recorded] = await Promise.allSettled([
           progress.track('move main', prepared.publish()),
-          progress.track('record index', this.index.record(id, prepared.meta, prepared.changes)),
+          progress.track(
+            'record index',
+            this.index.record(id, prepared.meta, prepared.changes, new Map(writes.map((w) => [w.path, w.content]))),
+          ),
         ]);
         const h = this.heads.get(id);
         if (h) this.forgetHeads(h);

@@ -1,5 +1,6 @@
 import type { HeadEntry, IndexedCommit } from './path-index.ts';
 import type { PushFile, PushResult } from './repo-store.ts';
+import type { SearchOptions, SearchPage } from '../search/results.ts';
 
 /**
  * Repositories as handlers and lib/ see them, whatever holds them: on Node, RepoStore over bare
@@ -31,6 +32,11 @@ export interface Repos {
   history(id: string, path: string, limit: number, beforeSeq?: number): Promise<IndexedCommit[]>;
   timeline(id: string, limit: number): Promise<Array<IndexedCommit & { paths: string[] }>>;
   summary(id: string): Promise<{ pageCount: number; lastCommit: IndexedCommit | null }>;
+  /**
+   * Full-text search over the pages at head, best first (lib/search/): `q` in the query language of
+   * lib/search/query.ts (SearchQueryError, a 400, when it cannot be searched).
+   */
+  search(id: string, q: string, opts: SearchOptions): Promise<SearchPage>;
   pull(
     id: string,
     since?: string,

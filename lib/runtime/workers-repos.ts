@@ -6,6 +6,7 @@ import type { RepoIndex, Repos } from '../git/repos.ts';
 import type { RepoMethod, RpcResult } from '../git/repo-object.ts';
 import type { PushFile, PushResult } from '../git/repo-store.ts';
 import type { HeadEntry, IndexedCommit } from '../git/path-index.ts';
+import type { SearchOptions, SearchPage } from '../search/results.ts';
 
 /**
  * The hosted build's repositories as handlers see them (lib/git/repos.ts): each repository's content
@@ -109,6 +110,9 @@ export class RemoteRepos implements Repos {
   }
   summary(id: string): Promise<{ pageCount: number; lastCommit: IndexedCommit | null }> {
     return this.call(id, 'summary');
+  }
+  search(id: string, q: string, opts: SearchOptions): Promise<SearchPage> {
+    return this.call(id, 'search', q, opts);
   }
   pull(id: string, since?: string): ReturnType<Repos['pull']> {
     return this.call(id, 'pull', since);

@@ -1,0 +1,27 @@
+import { defineRoute } from '../../lib/route.ts';
+import { openRepo } from '../../lib/repos.ts';
+import { searchParams, searchRepo } from '../../lib/search/service.ts';
+import { QUERY_ERRORS } from '../../lib/search/query.ts';
+import { SearchQuery, SearchResponse } from '../../schema/wire/search.ts';
+
+/** GET /v1/repos/:id/search?q=&type=&tag=&limit=&offset= — full-text search over one repository's pages at head. */
+export default defineRoute({
+  method: 'GET',
+  path: '/v1/repos/:id/search',
+  doc: {
+    operationId: 'searchRepo',
+    summary: "Search one repository's pages",
+    description:
+      'Full-text search over the pages at head, best first: title, tags and summary (frontmatter) and the headings rank above the body. ' +
+      'A page is searchable as soon as the push that wrote it is answered.',
+    tag: 'Search',
+    access: 'members; the legacy key on any repository.',
+    query: SearchQuery,
+    responses: { 200: { description: 'Best first, with `total` counting every match.', schema: SearchResponse } },
+    errors: { 400: ['invalid repo id', ...QUERY_ERRORS], 403: ['not a member of this repo'], 404: ['repo not found'] },
+  },
+  handler: async (c) => {
+    const { id } = await openRepo(c, 'repo.read');
+    return c.json(await searchRepo(c.get('deps'), id, searchParams(c)));
+  },
+});

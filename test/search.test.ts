@@ -1,0 +1,277 @@
+/**
+ * Full-text search: the query language (lib/search/query.ts), what a page contributes to the index
+ * (lib/search/document.ts), the snippet's shape, and — on the Node build — an index rebuilt from git after
+ * the database is lost, made for a database from before the search tables, and caught up after falling
+ * behind. The HTTP cases shared with the Workers build are test/search-cases.ts.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { copyFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createClient } from '@libsql/client';
+import { parseQuery, MAX_TERMS, SearchQueryError } from '../lib/search/query.ts';
+import { searchDocument, tagKey, tagNeedle } from '../lib/search/document.ts';
+import { shapeSnippet, scoreOf } from '../lib/search/results.ts';
+import { startTestServer, tempDir, type TestServer } from './helpers/env.ts';
+import { searchCases } from './search-cases.ts';
+import { runKr } from './helpers/cli.ts';
+
+const enc = new TextEncoder();
+
+describe('query language → FTS5 MATCH', () => {
+  const match = (q: string) => parseQuery(q).match;
+
+  it('words, phrases, prefixes and exclusions become FTS5 strings joined by AND / NOT', () => {
+    expect(match('kestrel')).toBe('"kestrel"');
+    expect(match('  kestrel   falcon ')).toBe('"kestrel" AND "falcon"');
+    expect(match('"blue heron"')).toBe('"blue heron"');
+    expect(match('migr*')).toBe('"migr"*');
+    expect(match('"blue her"*')).toBe('"blue her"*');
+    expect(match('falcon -peregrine -"small falcon" -lan*')).toBe('("falcon") NOT ("peregrine" OR "small falcon" OR "lan"*)');
+    expect(match('a"b c"')).toBe('"a" AND "b c"');
+  });
+
+  it('FTS5 syntax typed by the user stays text: operators, column filters, NEAR, ^, +, parentheses', () => {
+    expect(match('a OR b NOT c')).toBe('"a" AND "OR" AND "b" AND "NOT" AND "c"');
+    expect(match('NEAR(a b)')).toBe('"NEAR(a" AND "b)"');
+    expect(match('title:secret')).toBe('"title:secret"');
+    expect(match('{title body}:x')).toBe('"{title" AND "body}:x"');
+    expect(match('^start +plus')).toBe('"^start" AND "+plus"');
+    expect(match('x*y*')).toBe('"x*y"*');
+    // Nothing but FTS strings, AND, NOT, OR, parentheses and * outside the strings.
+    for (const q of ['a) OR (b', "' OR 1=1 --", 'rank MATCH x', 'col : "x" *']) {
+      const m = match(q);
+      const outside = m.replace(/"(?:[^"]|"")*"/g, '');
+      expect(outside, q).toMatch(/^(?:\s|AND|OR|NOT|\(|\)|\*)*$/);
+    }
+  });
+
+  it('a quote inside a phrase cannot close it; control characters separate words', () => {
+    expect(match('"a b" c')).toBe('"a b" AND "c"');
+    expect(match('a\u0000b')).toBe('"a" AND "b"');
+    expect(parseQuery('e\u0301te\u0301').terms[0]!.text).toBe('été');
+  });
+
+  it('refuses what cannot be searched', () => {
+    const refusal = (q: string | undefined) => {
+      try {
+        parseQuery(q);
+      } catch (e) {
+        expect(e).toBeInstanceOf(SearchQueryError);
+        expect((e as SearchQueryError).status).toBe(400);
+        return (e as Error).message;
+      }
+      return null;
+    };
+    expect(refusal(undefined)).toBe('q required');
+    expect(refusal('')).toBe('q required');
+    expect(refusal(' \t\n')).toBe('q required');
+    expect(refusal('"a')).toBe('invalid query: unbalanced quote');
+    expect(refusal('a "b" "')).toBe('invalid query: unbalanced quote');
+    expect(refusal('*')).toBe('invalid query: nothing to search for (only operators or punctuation)');
+    expect(refusal('- * "" :: ()')).toBe('invalid query: nothing to search for (only operators or punctuation)');
+    expect(refusal('-a -b')).toBe('invalid query: only exclusions; add a word to search for');
+    expect(refusal('w '.repeat(MAX_TERMS))).toBeNull();
+    expect(refusal('w '.repeat(MAX_TERMS + 1))).toBe('invalid query: more than 32 terms');
+    expect(refusal('a '.repeat(5000))).toBe('invalid query: more than 32 terms');
+    expect(refusal('x'.repeat(200))).toBeNull();
+    expect(refusal('x'.repeat(201))).toBe('invalid query: a term is longer than 200 characters');
+    expect(refusal(`"${'y '.repeat(150)}"`)).toBe('invalid query: a term is longer than 200 characters');
+    // Dropped terms still count against the cap (a 10 KB query of stars is refused quickly).
+    expect(refusal('* '.repeat(5000))).toBe('invalid query: more than 32 terms');
+  });
+});
+
+describe('a page in the index', () => {
+  it('title, type, tags and summary from the frontmatter; headings apart from the body', () => {
+    const d = searchDocument(
+      'wiki/concepts/x.md',
+      enc.encode('---\ntitle: Cache\ntags: [perf, 3, perf]\nsummary: How we cache\n---\n# Top\nintro\n## Eviction\nLRU\n### Deep\nmore\n'),
+    );
+    expect(d).toEqual({ title: 'Cache', type: 'concept', tags: ['perf', '3'], summary: 'How we cache', headings: 'Top\nEviction', body: 'intro\nLRU\n### Deep\nmore' });
+    expect(searchDocument('raw/sessions/s', enc.encode('---\ntype: analysis\ntags: one\n---\nx')).type).toBe('analysis');
+    expect(searchDocument('raw/sessions/s', enc.encode('x'))).toMatchObject({ title: null, type: 'source', tags: [] });
+    expect(searchDocument('notes/n.md', enc.encode('---\n: [bad\n---\n## H\nx')).type).toBeNull();
+  });
+
+  it('control characters (the snippet marks) never reach the index; tags are matched exactly', () => {
+    const d = searchDocument('a.md', enc.encode('## A\u0002B\nx\u0003y\u0000z'));
+    expect(d.body + d.headings).not.toMatch(/[\u0000-\u0008]/);
+    expect(tagKey(['a', 'b c'])).toBe('\u001fa\u001fb c\u001f');
+    expect(tagKey([])).toBeNull();
+    expect(tagKey(['ab'])!.includes(tagNeedle('a'))).toBe(false);
+    expect(tagKey(['a', 'ab'])!.includes(tagNeedle(' a '))).toBe(true);
+  });
+
+  it('snippets: marks become « », the page\'s own « » become ‹ ›, whitespace folds; scores are -bm25', () => {
+    expect(shapeSnippet('…said «hi»\n\nto the \u0002wren\u0003 and…')).toBe('…said ‹hi› to the «wren» and…');
+    expect(scoreOf(-1.234567891)).toBe(1.23457);
+    expect(scoreOf(0)).toBe(0);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------
+// Node: the index is derived, rebuilt from git
+// ---------------------------------------------------------------------------------------------------------
+
+describe('node: the search index is rebuilt from git', () => {
+  let srv: TestServer | undefined;
+  let root: { path: string; cleanup: () => Promise<void> } | undefined;
+  afterEach(async () => {
+    await srv?.stop();
+    srv = undefined;
+    await root?.cleanup();
+    root = undefined;
+  });
+
+  const push = async (files: Array<{ path: string; content?: string; delete?: boolean }>) => {
+    const r = await srv!.api('/v1/repos/kb/sync/push', { method: 'POST', json: { files } });
+    expect(r.status).toBe(200);
+    return ((await r.json()) as { new_head: string }).new_head;
+  };
+  const hits = async (q: string) => {
+    const r = await srv!.api(`/v1/repos/kb/search?q=${encodeURIComponent(q)}`);
+    expect(r.status).toBe(200);
+    return ((await r.json()) as { results: Array<{ path: string; sha: string }> }).results.map((x) => `${x.path}@${x.sha.slice(0, 7)}`);
+  };
+  const dbPath = () => join(root!.path, 'service.db');
+  const restart = async () => {
+    await srv!.stop();
+    srv = await startTestServer({ dataRoot: root!.path });
+  };
+  /** search_docs and search_fts hold exactly the pages at head. */
+  const consistent = async () => {
+    const rows = await srv!.deps.db.all<{ a: number; b: number; c: number; stale: number }>(
+      `SELECT (SELECT count(*) FROM git_head) AS a, (SELECT count(*) FROM search_docs) AS b, (SELECT count(*) FROM search_fts) AS c,
+              (SELECT count(*) FROM git_head h LEFT JOIN search_docs d ON d.repo_id = h.repo_id AND d.path = h.path
+                WHERE d.blob IS NULL OR d.blob <> h.blob) AS stale`,
+    );
+    const { a, b, c, stale } = rows[0]!;
+    expect([Number(b), Number(c), Number(stale)]).toEqual([Number(a), Number(a), 0]);
+  };
+
+  it('after service.db is deleted: a restart on the same data root finds every page again, with its sha', async () => {
+    root = await tempDir('kr-search-');
+    srv = await startTestServer({ dataRoot: root.path });
+    const first = await push([
+      { path: 'a.md', content: '## Kestrel\nhovering' },
+      { path: 'b.md', content: 'a gone page about kestrels' },
+      { path: 'c.md', content: 'kestrel in the body' },
+    ]);
+    const second = await push([{ path: 'b.md', delete: true }, { path: 'd.md', content: '---\ntitle: Kestrel\n---\nnothing else' }]);
+    const before = await hits('kestrel');
+    expect(before).toEqual([`d.md@${second.slice(0, 7)}`, `a.md@${first.slice(0, 7)}`, `c.md@${first.slice(0, 7)}`]);
+    await srv.stop();
+    for (const f of ['service.db', 'service.db-wal', 'service.db-shm']) await rm(join(root.path, f), { force: true });
+    srv = await startTestServer({ dataRoot: root.path });
+    expect(await hits('kestrel')).toEqual(before);
+    expect(await hits('gone')).toEqual([]);
+    await consistent();
+    expect(srv.logs.filter((l) => l.includes('"level":"error"'))).toEqual([]);
+  });
+
+  it('a database from before the search tables (migration 0007) gets them filled on the first sync', async () => {
+    root = await tempDir('kr-search-');
+    srv = await startTestServer({ dataRoot: root.path });
+    await push([{ path: 'a.md', content: '## Plover\nshore' }, { path: 'b.md', content: 'plover in passing' }]);
+    expect(await hits('plover')).toHaveLength(2);
+    await srv.stop();
+    // Back to the schema of migration 0006, with the path index itself intact.
+    const c = createClient({ url: `file:${dbPath()}` });
+    await c.batch(['DROP TABLE search_fts', 'DROP TABLE search_docs', 'DELETE FROM schema_migrations WHERE version = 7'], 'write');
+    c.close();
+    srv = await startTestServer({ dataRoot: root.path });
+    expect((await hits('plover')).map((h) => h.split('@')[0])).toEqual(['a.md', 'b.md']);
+    await consistent();
+  });
+
+  it('a lost full-text table is made again and filled, though search_docs still had its rows', async () => {
+    root = await tempDir('kr-search-');
+    srv = await startTestServer({ dataRoot: root.path });
+    await push([{ path: 'a.md', content: '## Grebe\ndives' }]);
+    await srv.stop();
+    const c = createClient({ url: `file:${dbPath()}` });
+    await c.execute('DROP TABLE search_fts');
+    expect(Number((await c.execute('SELECT count(*) AS n FROM search_docs')).rows[0]!.n)).toBe(1);
+    c.close();
+    srv = await startTestServer({ dataRoot: root.path });
+    expect((await hits('grebe')).map((h) => h.split('@')[0])).toEqual(['a.md']);
+    await consistent();
+  });
+
+  it('an index left behind git (a database from an older backup) is caught up: new pages in, deleted ones out', async () => {
+    root = await tempDir('kr-search-');
+    srv = await startTestServer({ dataRoot: root.path });
+    await push([{ path: 'a.md', content: 'albatross' }, { path: 'b.md', content: 'petrel' }]);
+    await srv.stop();
+    // The database as it stands (its write-ahead log included), kept aside.
+    const files = ['service.db', 'service.db-wal'];
+    const kept = new Set<string>();
+    for (const f of files) {
+      try {
+        await copyFile(join(root.path, f), join(root.path, `backup-${f}`));
+        kept.add(f);
+      } catch {
+        // no log to keep
+      }
+    }
+    srv = await startTestServer({ dataRoot: root.path });
+    const head = await push([{ path: 'a.md', content: 'cormorant' }, { path: 'b.md', delete: true }, { path: 'c.md', content: 'gannet' }]);
+    await srv.stop();
+    for (const f of [...files, 'service.db-shm']) await rm(join(root.path, f), { force: true });
+    for (const f of kept) await copyFile(join(root.path, `backup-${f}`), join(root.path, f));
+    srv = await startTestServer({ dataRoot: root.path });
+    expect(await hits('albatross')).toEqual([]);
+    expect(await hits('petrel')).toEqual([]);
+    expect(await hits('cormorant')).toEqual([`a.md@${head.slice(0, 7)}`]);
+    expect(await hits('gannet')).toEqual([`c.md@${head.slice(0, 7)}`]);
+    await consistent();
+    await restart();
+    await consistent();
+  });
+});
+
+describe('kr search (cli/commands/search.ts)', () => {
+  let srv: TestServer | undefined;
+  let home: { path: string; cleanup: () => Promise<void> } | undefined;
+  afterEach(async () => {
+    await srv?.stop();
+    await home?.cleanup();
+    srv = undefined;
+    home = undefined;
+  });
+
+  it('every repository by default, one with --repo; --type, --tag, --json; bad queries are usage errors', async () => {
+    srv = await startTestServer();
+    home = await tempDir('kr-search-home-');
+    for (const [repo, files] of [
+      ['acme', [{ path: 'wiki/concepts/a.md', content: '---\ntitle: Rollout\ntags: [infra]\n---\n## Rollout plan\nsteps' }]],
+      ['beta', [{ path: 'b.md', content: 'the rollout, later' }]],
+    ] as const) {
+      expect((await srv.api(`/v1/repos/${repo}/sync/push`, { method: 'POST', json: { files } })).status).toBe(200);
+    }
+    const kr = (...args: string[]) => runKr(args, { home: home!.path, cwd: home!.path, env: { NO_COLOR: '1' } });
+    expect((await kr('login', '--server', srv.url, '--token', 'test-legacy-key')).code).toBe(0);
+
+    const all = await kr('search', 'rollout');
+    expect(all.code, all.stderr).toBe(0);
+    expect(all.stdout).toMatch(/^acme\/wiki\/concepts\/a\.md  Rollout  [0-9a-f]{7} · [0-9.e-]+\n    «Rollout»\n/);
+    expect(all.stdout).toContain('beta/b.md');
+    expect(all.stdout).toContain('1–2 of 2');
+
+    const one = await kr('search', 'rollout', '--repo', 'beta', '--json');
+    expect(one.code).toBe(0);
+    expect(JSON.parse(one.stdout)).toEqual({ results: [expect.objectContaining({ repo_id: 'beta', path: 'b.md' })], total: 1 });
+
+    const filtered = await kr('search', 'rollout', '--type', 'concept', '--tag', 'infra', '--json');
+    expect((JSON.parse(filtered.stdout) as { total: number }).total).toBe(1);
+    const phrase = await kr('search', '--json', '--', '"rollout plan"', '-later');
+    expect((JSON.parse(phrase.stdout) as { results: Array<{ path: string }> }).results.map((r) => r.path)).toEqual(['wiki/concepts/a.md']);
+    expect((await kr('search', 'nothingmatches')).stdout).toBe('No page matches.\n');
+
+    const bad = await kr('search', '"unbalanced');
+    expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining('invalid query: unbalanced quote')]);
+    expect((await kr('search', 'x', '--limit', '0')).code).toBe(2);
+  });
+});
+
+searchCases('node');
