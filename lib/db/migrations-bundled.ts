@@ -9,7 +9,6 @@ import m0002 from '../../schema/migrations/0002_head_path_fold.sql';
 import m0003 from '../../schema/migrations/0003_removals_issuers.sql';
 import m0004 from '../../schema/migrations/0004_billing.sql';
 import m0005 from '../../schema/migrations/0005_repo_registry.sql';
-import m0007 from '../../schema/migrations/0007_search.sql';
 import m0006 from '../../schema/migrations/0006_user_disabled.sql';
 import m0007 from '../../schema/migrations/0007_search.sql';
 
@@ -19,7 +18,6 @@ export const BUNDLED_MIGRATION_FILES = [
   { name: '0003_removals_issuers.sql', sql: m0003 },
   { name: '0004_billing.sql', sql: m0004 },
   { name: '0005_repo_registry.sql', sql: m0005 },
-  { name: '0007_search.sql', sql: m0007 },
   { name: '0006_user_disabled.sql', sql: m0006 },
   { name: '0007_search.sql', sql: m0007 },
 ];
