@@ -31,6 +31,7 @@ const setup = () => import('./commands/setup.ts');
 const sync = () => import('./commands/sync.ts');
 const inspect = () => import('./commands/inspect.ts');
 const team = () => import('./commands/team.ts');
+const mcpCmd = () => import('./commands/mcp.ts');
 const searchCmd = () => import('./commands/search.ts');
 
 export function buildProgram(opts: { jsonErrors?: boolean } = {}): Command {
@@ -106,10 +107,12 @@ Examples:
     act(
       program
         .command('init')
-        .description('create .kr/ (wiki/concepts, wiki/entities, wiki/analyses, raw/sessions, state.json) here, linked to --repo (or the default repository)'),
+        .description('create .kr/ (wiki/concepts, wiki/entities, wiki/analyses, raw/sessions, state.json) here, linked to --repo (or the default repository); and the coding agents\' MCP configuration')
+        .option('--tool <agents>', 'agents to configure for "kr mcp": claude (.mcp.json, the default), cursor, codex; comma-separated')
+        .option('--no-mcp', 'do not write any MCP configuration'),
       async (_a, o) => (await setup()).init(o as never),
     ),
-    ['kr init', 'kr init --repo acme && kr pull'],
+    ['kr init', 'kr init --repo acme && kr pull', 'kr init --tool cursor,codex', 'kr init --no-mcp'],
   );
 
   // --- sync ---------------------------------------------------------------------------------------------
@@ -274,6 +277,38 @@ Examples:
     ),
     ['kr search decision log', `kr search '"rollout plan"' --repo acme`, 'kr search migr* --type concept --tag infra', 'kr search -- cache -redis --json'],
   );
+
+  // --- agent tool server (issue 16) ----------------------------------------------------------------------
+  const mcp = program.command('mcp').description('the agent tool server for coding agents (MCP over stdio), and its configuration');
+  examples(
+    act(mcp.command('serve', { isDefault: true }).description('serve kr\'s tools to a coding agent on stdin/stdout (the default; agents start it)'), async () =>
+      (await mcpCmd()).serve(),
+    ),
+    ['kr mcp'],
+  );
+  examples(
+    act(
+      mcp
+        .command('install')
+        .description('write the MCP configuration of coding agents for this project')
+        .option('--tool <agents>', 'claude (.mcp.json, the default), cursor (.cursor/mcp.json), codex (.codex/config.toml); comma-separated')
+        .addOption(json()),
+      async (_a, o) => (await mcpCmd()).installConfig(o as never),
+    ),
+    ['kr mcp install', 'kr mcp install --tool cursor,codex'],
+  );
+  examples(
+    act(
+      mcp.command('uninstall').description("remove kr from the agents' MCP configuration").option('--tool <agents>', 'only these agents (default: all)').addOption(json()),
+      async (_a, o) => (await mcpCmd()).uninstallConfig(o as never),
+    ),
+    ['kr mcp uninstall', 'kr mcp uninstall --tool codex'],
+  );
+  examples(
+    act(mcp.command('status').description('which agents are configured to run kr mcp here').addOption(json()), async (_a, o) => (await mcpCmd()).status(o as never)),
+    ['kr mcp status', 'kr mcp status --json'],
+  );
+  examples(mcp, ['kr mcp', 'kr mcp install --tool claude', 'kr mcp status']);
 
   // --- team ---------------------------------------------------------------------------------------------
   const repos = program.command('repos').description('your repositories');

@@ -20,7 +20,7 @@ interface Common {
 }
 
 /** The server's answer to a default diff of a page's first commit (API.md "Diff and evolution"). */
-const NO_PARENT = 'no parent commit for this path; pass ?from explicitly';
+export const NO_PARENT = 'no parent commit for this path; pass ?from explicitly';
 
 /** `--limit` / `--offset` values: positive (or non-negative) integers, else bad usage. */
 export function intOption(name: string, raw: string | undefined, min = 1): number | undefined {
@@ -122,7 +122,7 @@ export async function history(arg: string, opts: Common & { type?: string; limit
  * with `no parent commit`, and has no sha for "empty": evolution's entry of that commit is exactly that
  * diff (`from_sha: ""`). null when it cannot be found (then the server's refusal stands).
  */
-async function firstCommitDiff(api: Api, repo: string, path: string, to: string | undefined, blame: boolean | undefined): Promise<SectionDiff | null> {
+export async function firstCommitDiff(api: Api, repo: string, path: string, to: string | undefined, blame: boolean | undefined): Promise<SectionDiff | null> {
   const evo = await api.evolution(repo, path, { limit: to === undefined ? 1 : 200, blame });
   const want = to?.toLowerCase();
   const entry = want === undefined ? evo.entries[0] : evo.entries.find((e) => e.commit.sha.startsWith(want));

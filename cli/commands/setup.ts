@@ -202,8 +202,9 @@ export async function remoteGet(opts: { repo?: string; json?: boolean }): Promis
  * `kr init [--repo <id>]`: the layout, and the folder's link to a repository: `--repo`, else the default
  * of config.json (if any; else the folder is linked by the first command given a repository).
  */
-export async function init(opts: { repo?: string } = {}): Promise<void> {
+export async function init(opts: { repo?: string; mcp?: boolean; tool?: string } = {}): Promise<void> {
   if (opts.repo !== undefined) checkRepoId(opts.repo);
+  if (opts.mcp !== false && opts.tool !== undefined) (await import('./mcp.ts')).parseTools(opts.tool, []);
   const { root, created } = await initProject(process.cwd());
   const where = relative(process.cwd(), root) || '.';
   if (created) {
@@ -217,5 +218,7 @@ export async function init(opts: { repo?: string } = {}): Promise<void> {
   const repo = opts.repo ?? (state.repo === undefined ? (await loadConfig()).repo : undefined);
   if (repo !== undefined) await linkFolder(project, repo);
   else if (state.repo === undefined) note('This folder is not linked to a repository yet: "kr init --repo <id>" links it ("kr repos" lists yours).');
+  // The coding agents' MCP configuration (issue 16), unless --no-mcp.
+  if (opts.mcp !== false) await (await import('./mcp.ts')).installConfig({ tool: opts.tool, quiet: true });
   if (created) out(`Next: "kr pull" to fetch the repository's pages, or write pages and "kr push".`);
 }

@@ -28,10 +28,10 @@ interface Common {
   json?: boolean;
 }
 
-type Kind = 'new' | 'modified' | 'deleted';
+export type Kind = 'new' | 'modified' | 'deleted';
 
 /** One file of a push as the client sees it: what goes on the wire, plus what the state needs afterwards. */
-interface Outgoing {
+export interface Outgoing {
   wire: PushFile;
   kind: Kind;
   /** SHA-256 of the content sent (deletions: none). */
@@ -94,7 +94,7 @@ export function packPushes<T extends { bytes: number }>(files: T[], budget: numb
 
 const mib = (n: number): string => (n >= 1024 * 1024 ? `${(n / (1024 * 1024)).toFixed(1).replace(/\.0$/, '')} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1).replace(/\.0$/, '')} KiB` : `${n} bytes`);
 
-interface PushOutcome {
+export interface PushOutcome {
   heads: string[];
   pushed: PushResponse['pushed'];
   conflicts: PushResponse['conflicts'];
@@ -109,7 +109,7 @@ interface PushOutcome {
  * the server took. A conflict whose server content equals what we sent is no conflict: an earlier push
  * went through but its answer was lost; the server's sha becomes the page's base.
  */
-async function sendPushes(
+export async function sendPushes(
   project: Project,
   api: Api,
   repo: string,
@@ -196,9 +196,18 @@ function reportSkipped(project: Project, skipped: SkippedFile[], json: boolean |
   for (const s of skipped) note(`  ${clean(s.file)}: ${s.reason}`);
 }
 
-export async function push(args: string[], opts: Common & { type?: string; message?: string; dryRun?: boolean }): Promise<void> {
-  const type = parseType(opts.type);
-  const project = await openProject();
+/** What a push would send: the files (new, modified, deleted), the files skipped, the frontmatter troubles. */
+export interface PushPlan {
+  files: Outgoing[];
+  skipped: SkippedFile[];
+  /** Pages whose frontmatter does not parse (still sent). */
+  troubles: Array<{ path: string; line: number; problem: string }>;
+  /** The commit message: the given one, or one naming the change. */
+  message: string;
+}
+
+/** The files a push of `args` (slugs, paths, folders; none: every page) would send; no request is made. */
+export async function planPush(project: Project, args: string[], type: PageType | undefined, givenMessage?: string): Promise<PushPlan> {
   const { paths, scope } = await pushCandidates(project, args, type);
   const skipped: SkippedFile[] = project.skipped.filter((s) => scope(s.file));
   const files: Outgoing[] = [];
@@ -227,8 +236,24 @@ export async function push(args: string[], opts: Common & { type?: string; messa
     files.push({ wire, kind: known ? 'modified' : 'new', hash: local.hash, bytes: entryBytes(wire) });
   }
   reading.done();
+  const message =
+    givenMessage ?? (files.length === 1 ? `${files[0]!.kind === 'deleted' ? 'delete' : 'update'} ${files[0]!.wire.path}` : `update ${files.length} pages`);
+  return { files, skipped, troubles: troubles.filter((t) => files.some((f) => f.wire.path === t.path)), message };
+}
+
+/** A plan cut to the server's limits: the files too large for any push, and the rest packed into pushes. */
+export function packPlan(plan: PushPlan, limits: LimitsResponse): { tooLarge: Outgoing[]; fitting: Outgoing[]; batches: Outgoing[][] } {
+  const room = limits.max_body_bytes - envelopeBytes(`${plan.message} (part 99999 of 99999)`);
+  const tooLarge = plan.files.filter((f) => f.bytes > room);
+  const fitting = plan.files.filter((f) => f.bytes <= room);
+  return { tooLarge, fitting, batches: packPushes(fitting, room, Math.max(1, limits.max_files_per_push)) };
+}
+
+export async function push(args: string[], opts: Common & { type?: string; message?: string; dryRun?: boolean }): Promise<void> {
+  const type = parseType(opts.type);
+  const project = await openProject();
+  const { files, skipped, troubles: sentTroubles, message } = await planPush(project, args, type, opts.message);
   reportSkipped(project, skipped, opts.json);
-  const sentTroubles = troubles.filter((t) => files.some((f) => f.wire.path === t.path));
   if (!opts.json) {
     for (const t of sentTroubles) {
       warn(
@@ -237,8 +262,6 @@ export async function push(args: string[], opts: Common & { type?: string; messa
       );
     }
   }
-  const message =
-    opts.message ?? (files.length === 1 ? `${files[0]!.kind === 'deleted' ? 'delete' : 'update'} ${files[0]!.wire.path}` : `update ${files.length} pages`);
 
   // The server's limits: a file too large for any push is named and left out; the rest is packed.
   let session: Session | null = null;
@@ -259,10 +282,7 @@ export async function push(args: string[], opts: Common & { type?: string; messa
       limitsKnown = true;
     }
   }
-  const room = limits.max_body_bytes - envelopeBytes(`${message} (part 99999 of 99999)`);
-  const tooLarge = files.filter((f) => f.bytes > room);
-  const fitting = files.filter((f) => f.bytes <= room);
-  const batches = packPushes(fitting, room, Math.max(1, limits.max_files_per_push));
+  const { tooLarge, fitting, batches } = packPlan({ files, skipped, troubles: sentTroubles, message }, limits);
   const tooLargeText = (f: Outgoing) =>
     `${f.wire.path} is ${mib(f.bytes)} as sent, over the server's limit of ${mib(limits.max_body_bytes)} per push (max_body_bytes ${limits.max_body_bytes})`;
 
@@ -395,23 +415,33 @@ async function io(project: Project, path: string, op: () => Promise<void>): Prom
   }
 }
 
-export async function pull(opts: Common & { full?: boolean }): Promise<void> {
-  const project = await openProject();
-  const session = await connect();
-  const repo = repoOf(session, opts.repo, project);
+/** What a pull did: pages written, deleted, and the ones left alone because they changed here too. */
+export interface PullResult {
+  new_head: string;
+  added: string[];
+  updated: string[];
+  deleted: string[];
+  conflicts: Array<{ path: string; why: string }>;
+}
+
+/**
+ * Fetches what changed on the server since the last pull (everything with `full`, or when the last pulled
+ * head is unknown to the server) into the project folder, and records the new head. Prints nothing.
+ */
+export async function pullPages(project: Project, api: Api, repo: string, fullAsked: boolean): Promise<PullResult> {
   project.checkRepo(repo);
-  let full = opts.full === true || project.state.head === '';
+  let full = fullAsked || project.state.head === '';
   const since = full ? undefined : project.state.head;
   let res: PullResponse;
   const working = busy('pulling');
   try {
     try {
-      res = await session.api.pull(repo, since);
+      res = await api.pull(repo, since);
     } catch (e) {
       if (!(e instanceof ApiError) || e.status !== 400 || !e.message.startsWith('unknown sha') || since === undefined) throw e;
       note(`the last pulled head ${shortSha(since)} is unknown to the server (history rewritten?); pulling every page`);
       full = true;
-      res = await session.api.pull(repo);
+      res = await api.pull(repo);
     }
   } finally {
     working.done();
@@ -475,6 +505,15 @@ export async function pull(opts: Common & { full?: boolean }): Promise<void> {
   bar.done();
   project.state.head = res.new_head;
   await project.save();
+  return { new_head: res.new_head, added, updated, deleted: removed, conflicts };
+}
+
+export async function pull(opts: Common & { full?: boolean }): Promise<void> {
+  const project = await openProject();
+  const session = await connect();
+  const repo = repoOf(session, opts.repo, project);
+  const { new_head, added, updated, deleted: removed, conflicts } = await pullPages(project, session.api, repo, opts.full === true);
+  const res = { new_head };
 
   if (opts.json) {
     printJson({ new_head: res.new_head, added, updated, written: [...added, ...updated].sort(), deleted: removed, conflicts });
@@ -506,15 +545,25 @@ export async function pull(opts: Common & { full?: boolean }): Promise<void> {
 
 export type PageStatus = 'new' | 'modified' | 'deleted' | 'behind' | 'conflict';
 
-export async function status(opts: Common): Promise<void> {
-  const project = await openProject();
-  const session = await connect();
-  const repo = repoOf(session, opts.repo, project);
+/** One page's state against the server (see {@link pageStatuses}). */
+export interface StatusRow {
+  path: string;
+  status: PageStatus;
+  server_sha?: string;
+  known_sha?: string;
+}
+
+/**
+ * Every page that differs between the folder and the server: new, modified, deleted here, behind the
+ * server, in conflict. A page the server already has exactly as here (a push whose answer was lost) is
+ * recorded as pushed and listed in `inSync`; `absent`: the repository does not exist yet. Prints nothing.
+ */
+export async function pageStatuses(project: Project, api: Api, repo: string): Promise<{ rows: StatusRow[]; inSync: string[]; absent: boolean }> {
   project.checkRepo(repo);
   let pages: Array<{ path: string; sha: string }>;
   let absent = false;
   try {
-    pages = (await session.api.pages(repo)).pages; // the one request (plus one per apparent conflict, below)
+    pages = (await api.pages(repo)).pages; // the one request (plus one per apparent conflict, below)
   } catch (e) {
     // Only the legacy key sees this (a user gets 403): the first push will create the repository.
     if (!(e instanceof ApiError) || e.status !== 404 || e.message !== 'repo not found') throw e;
@@ -523,7 +572,7 @@ export async function status(opts: Common): Promise<void> {
   }
   const server = new Map(pages.map((pg) => [pg.path, pg.sha]));
   const paths = new Set([...project.localPages(), ...Object.keys(project.state.pages), ...server.keys()]);
-  const rows: Array<{ path: string; status: PageStatus; server_sha?: string; known_sha?: string }> = [];
+  const rows: StatusRow[] = [];
   const inSync: string[] = [];
   let stateChanged = false;
   for (const path of [...paths].sort()) {
@@ -541,7 +590,7 @@ export async function status(opts: Common): Promise<void> {
       // Before calling anything a conflict, look at the server's copy: after a push whose answer was
       // lost the server has exactly this file, and the page is simply in sync.
       if (st === 'conflict' && remote) {
-        const copy = await session.api.page(repo, path);
+        const copy = await api.page(repo, path);
         if (copy && sha256(Buffer.from(copy.content, 'utf8')) === local.hash) {
           project.state.pages[path] = { sha: copy.sha, hash: local.hash };
           stateChanged = true;
@@ -566,6 +615,14 @@ export async function status(opts: Common): Promise<void> {
     }
   }
   if (stateChanged) await project.save();
+  return { rows, inSync, absent };
+}
+
+export async function status(opts: Common): Promise<void> {
+  const project = await openProject();
+  const session = await connect();
+  const repo = repoOf(session, opts.repo, project);
+  const { rows, inSync, absent } = await pageStatuses(project, session.api, repo);
   if (opts.json) {
     printJson({ repo, server_url: session.serverUrl, head: project.state.head, pages: rows, in_sync: inSync, skipped: project.skipped });
     return;
