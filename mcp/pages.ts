@@ -6,9 +6,9 @@ import { stringify } from 'yaml';
 import { PAGE_TYPES, isValidSlug, pagePathFor, pageRefOfPath, parsePage, typeOfPath, type PageType } from '../lib/page/parse.ts';
 import { ApiError, type Api } from '../cli/api.ts';
 import { KR_DIR, resolvePage, sha256, type Project } from '../cli/project.ts';
-import { z } from 'zod';
+import type { SearchResponse } from '../schema/wire/search.ts';
 import { authorOf, lastCommits, type KrContext } from './context.ts';
-import { oneLine, removalNote, sanitize, wrapPage } from './safety.ts';
+import { oneLine, sanitize, wrapPage } from './safety.ts';
 
 /** A page's frontmatter fields as kr_write_page takes them. */
 export interface PageFields {
@@ -216,26 +216,12 @@ export async function indexOf(ctx: KrContext): Promise<string> {
   return lines.join('\n');
 }
 
-/** The search endpoint's answer (schema/wire/search.ts), checked loosely: extra fields are fine. */
-const SearchAnswer = z.object({
-  results: z.array(
-    z
-      .object({ path: z.string(), snippet: z.string(), score: z.number(), sha: z.string(), title: z.string().optional(), type: z.string().optional(), tags: z.array(z.string()).optional() })
-      .passthrough(),
-  ),
-  total: z.number(),
-});
-
 /** kr_search / kr://search/{query}: the server's search; a local scan only when the server has no search route. */
 export async function search(ctx: KrContext, q: { query: string; type?: string; tag?: string; limit?: number }): Promise<string> {
   const c = await ctx.connect();
-  let answer: z.infer<typeof SearchAnswer> | null = null;
+  let answer: SearchResponse | null = null;
   try {
-    answer = (
-      await c.api.call('GET', `/v1/repos/${encodeURIComponent(c.repo)}/search`, SearchAnswer, {
-        query: { q: q.query, type: q.type, tag: q.tag, limit: q.limit ?? 20 },
-      })
-    ).data;
+    answer = await c.api.search({ q: q.query, repo: c.repo, type: q.type, tag: q.tag, limit: q.limit ?? 20 });
   } catch (e) {
     // No such route (an older server: the router's own 404 `not found`): scan the local pages instead.
     if (!(e instanceof ApiError) || e.status !== 404 || e.serverError !== 'not found') throw e;
@@ -267,8 +253,7 @@ export async function search(ctx: KrContext, q: { query: string; type?: string; 
       lines.push(`    …${s(snippet)}…`);
     }
   }
-  const note = removalNote({ removed, kinds: {} }, 'these results').replace(/: $/, '');
-  if (removed) lines.push(note);
+  if (removed) lines.push(`[kr removed ${removed} invisible or direction-changing character(s) from these results]`);
   lines.push(PROVENANCE_NOTE, 'Read a page with kr_read_page (slug or path).');
   return lines.join('\n');
 }
