@@ -20,6 +20,7 @@ import * as limits from '../schema/wire/limits.ts';
 import * as members from '../schema/wire/members.ts';
 import * as query from '../schema/wire/query.ts';
 import * as repos from '../schema/wire/repos.ts';
+import * as search from '../schema/wire/search.ts';
 import * as service from '../schema/wire/service.ts';
 import * as sync from '../schema/wire/sync.ts';
 
@@ -36,7 +37,7 @@ export interface OpenApiInput {
   hostedRoutes?: RouteDef[];
 }
 
-const WIRE_MODULES: Record<string, unknown>[] = [common, auth, repos, sync, diff, members, limits, service, query, hosted];
+const WIRE_MODULES: Record<string, unknown>[] = [common, auth, repos, sync, diff, members, limits, service, query, hosted, search];
 
 const JSON_TYPE = 'application/json';
 const COMPONENT = '#/components/schemas/';

@@ -42,12 +42,15 @@ type Expect = { status: number; error?: string };
 type Row = Record<'legacy' | 'owner' | 'member' | 'nonMember' | 'ownerPat', Expect>;
 const ok = (status: number): Expect => ({ status });
 const USER_REQUIRED: Expect = { status: 403, error: 'user session required' };
+/** GET /v1/search without `q`: every caller gets as far as the query check. */
+const Q_REQUIRED: Expect = { status: 400, error: 'q required' };
 const ADMIN_ONLY: Expect = { status: 403, error: 'admin only' };
 
 /** SPEC.md "Behavior by mode" and API.md "Sign-in, me, PATs" / "Repositories", account-scoped routes. */
 const ACCOUNT: Record<string, Row> = {
   'GET /v1/me': { legacy: { status: 401, error: 'session required' }, owner: ok(200), member: ok(200), nonMember: ok(200), ownerPat: ok(200) },
   'GET /v1/limits': { legacy: ok(200), owner: ok(200), member: ok(200), nonMember: ok(200), ownerPat: ok(200) },
+  'GET /v1/search': { legacy: Q_REQUIRED, owner: Q_REQUIRED, member: Q_REQUIRED, nonMember: Q_REQUIRED, ownerPat: Q_REQUIRED },
   'POST /v1/pats': { legacy: USER_REQUIRED, owner: ok(201), member: ok(201), nonMember: ok(201), ownerPat: ok(201) },
   'GET /v1/pats': { legacy: USER_REQUIRED, owner: ok(200), member: ok(200), nonMember: ok(200), ownerPat: ok(200) },
   // An unknown id (and someone else's, below) is 404 for every real user.
