@@ -1,0 +1,214 @@
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import { Api } from './api.ts';
+import { loadConfig, type DashboardConfig } from './config.ts';
+import { beginSignIn, completeSignIn, isCallback } from './oidc.ts';
+import { parseRoute, type Route } from './route.ts';
+import { clearSession, loadSession, saveSession, type Session } from './session.ts';
+import { ErrorMessage, Loading, errorText } from './ui.tsx';
+import { DiffView, PageView, RepoView, ReposView } from './views.tsx';
+
+function useRoute(): Route {
+  const [route, setRoute] = useState(() => parseRoute(location.hash));
+  useEffect(() => {
+    const on = () => setRoute(parseRoute(location.hash));
+    window.addEventListener('hashchange', on);
+    return () => window.removeEventListener('hashchange', on);
+  }, []);
+  return route;
+}
+
+export function App() {
+  const [config, setConfig] = useState<DashboardConfig>();
+  const [configError, setConfigError] = useState<string>();
+  const [session, setSession] = useState<Session | null>(() => loadSession());
+  const [notice, setNotice] = useState<string>();
+  const [finishing, setFinishing] = useState(() => isCallback(location.hash));
+
+  const api = useMemo(() => (config && session ? new Api(config.apiUrl, session.token) : null), [config, session]);
+
+  useEffect(() => {
+    loadConfig().then(setConfig, (e: unknown) => setConfigError(errorText(e)));
+  }, []);
+
+  // Back from the identity provider: check state and nonce, then trade the ID token for a session.
+  useEffect(() => {
+    if (!config || !finishing) return;
+    const hash = location.hash;
+    history.replaceState(null, '', `${location.pathname}${location.search}#/`);
+    let returnTo = '#/';
+    (async () => {
+      const answer = completeSignIn(hash);
+      returnTo = answer.returnTo;
+      const { access_token, user } = await new Api(config.apiUrl, null).exchangeIdToken(answer.idToken);
+      const s: Session = { token: access_token, user, via: 'oidc' };
+      saveSession(s);
+      setSession(s);
+    })()
+      .catch((e: unknown) => setNotice(errorText(e)))
+      .finally(() => {
+        setFinishing(false);
+        if (returnTo !== '#/') location.hash = returnTo;
+      });
+  }, [config, finishing]);
+
+  if (configError) return <Shell>{<ErrorMessage message={configError} />}</Shell>;
+  if (!config || finishing) return <Shell>{<Loading what={finishing ? 'your sign-in' : 'the dashboard'} />}</Shell>;
+
+  const signOut = (why?: string) => {
+    clearSession();
+    setSession(null);
+    setNotice(why);
+  };
+
+  if (!session || !api) {
+    return (
+      <Shell>
+        <SignIn
+          config={config}
+          notice={notice}
+          onSignedIn={(s) => {
+            saveSession(s);
+            setNotice(undefined);
+            setSession(s);
+          }}
+        />
+      </Shell>
+    );
+  }
+  return (
+    <Shell session={session} onSignOut={() => signOut()}>
+      <Routed api={api} onUnauthorized={signOut} />
+    </Shell>
+  );
+}
+
+function Shell({ children, session, onSignOut }: { children: preact.ComponentChildren; session?: Session; onSignOut?: () => void }) {
+  return (
+    <>
+      <header class="top">
+        <a class="brand" href="#/">
+          kr
+        </a>
+        {session && (
+          <div class="who">
+            <span class="user" title={session.user.email}>
+              {session.user.name || session.user.email}
+            </span>
+            <button type="button" onClick={onSignOut}>
+              Sign out
+            </button>
+          </div>
+        )}
+      </header>
+      <main>{children}</main>
+    </>
+  );
+}
+
+function Routed({ api, onUnauthorized }: { api: Api; onUnauthorized: (why: string) => void }) {
+  const route = useRoute();
+  // A revoked or expired token: back to sign-in with the reason, instead of an error on every view.
+  useEffect(() => {
+    api.me().catch((e: unknown) => {
+      if ((e as { status?: number }).status === 401) onUnauthorized(`Your sign-in is no longer valid: ${errorText(e)}`);
+    });
+  }, [api]);
+  useEffect(() => {
+    document.getElementById('app')?.querySelector<HTMLElement>('h1')?.focus({ preventScroll: true });
+  }, [route]);
+  switch (route.name) {
+    case 'repos':
+      return <ReposView api={api} />;
+    case 'repo':
+      return <RepoView api={api} repo={route.repo} initialQuery={route.q} />;
+    case 'page':
+      return <PageView api={api} repo={route.repo} path={route.path} />;
+    case 'diff':
+      return <DiffView api={api} repo={route.repo} path={route.path} from={route.from} to={route.to} />;
+    case 'notFound':
+      return (
+        <section>
+          <h1 tabIndex={-1}>Not found</h1>
+          <p>
+            Nothing lives at this address. <a href="#/">Back to your repositories</a>.
+          </p>
+        </section>
+      );
+  }
+}
+
+function SignIn({ config, notice, onSignedIn }: { config: DashboardConfig; notice?: string; onSignedIn: (s: Session) => void }) {
+  const [token, setToken] = useState('');
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const oidc = config.oidcIssuer && config.oidcClientId ? { issuer: config.oidcIssuer, clientId: config.oidcClientId } : null;
+
+  const withToken = async (ev: Event) => {
+    ev.preventDefault();
+    const t = token.trim();
+    if (!t) {
+      setError('Paste an access token first.');
+      return;
+    }
+    setBusy(true);
+    setError(undefined);
+    try {
+      const user = await new Api(config.apiUrl, t).me();
+      onSignedIn({ token: t, user, via: 'token' });
+    } catch (e) {
+      setError(errorText(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const withProvider = async () => {
+    if (!oidc) return;
+    setBusy(true);
+    setError(undefined);
+    try {
+      const here = location.hash && !isCallback(location.hash) ? location.hash : '#/';
+      location.assign(await beginSignIn(oidc.issuer, oidc.clientId, here));
+    } catch (e) {
+      setError(errorText(e));
+      setBusy(false);
+    }
+  };
+
+  return (
+    <section class="signin">
+      <h1 tabIndex={-1}>Sign in</h1>
+      <ErrorMessage message={notice} />
+      <ErrorMessage message={error} />
+      {oidc && (
+        <div class="card">
+          <p>Sign in with your organisation's account.</p>
+          <button type="button" class="primary" onClick={withProvider} disabled={busy}>
+            Sign in with OpenID Connect
+          </button>
+          <p class="hint">Provider: {oidc.issuer}</p>
+        </div>
+      )}
+      <form class="card" onSubmit={withToken}>
+        <label for="token">Access token</label>
+        <input
+          id="token"
+          type="password"
+          autoComplete="off"
+          spellcheck={false}
+          value={token}
+          onInput={(e) => setToken((e.target as HTMLInputElement).value)}
+          placeholder="krp_…"
+        />
+        <p class="hint">
+          A personal access token (<code>kr pats create</code>, or <code>npm run admin -- token &lt;email&gt;</code> on the
+          server). It is kept for this tab only.
+        </p>
+        <button type="submit" disabled={busy}>
+          Sign in with a token
+        </button>
+      </form>
+      <p class="hint">Server: {config.apiUrl}</p>
+    </section>
+  );
+}

@@ -1,0 +1,511 @@
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import type { Api, CommitInfo, SectionChange, SectionDiff } from './api.ts';
+import { groupPages, pageName, renderMarkdown, showTime, showValue, snippetParts, splitFrontmatter } from './content.ts';
+import { href } from './route.ts';
+import { Empty, ErrorMessage, Loading, errorText, shortSha, useLoad } from './ui.tsx';
+
+function Crumbs({ items }: { items: { label: string; to?: string }[] }) {
+  return (
+    <nav class="crumbs" aria-label="Breadcrumb">
+      <ol>
+        {items.map((it, i) => (
+          <li key={i}>{it.to ? <a href={it.to}>{it.label}</a> : <span aria-current="page">{it.label}</span>}</li>
+        ))}
+      </ol>
+    </nav>
+  );
+}
+
+function Change({ c }: { c: CommitInfo }) {
+  return (
+    <span class="change">
+      <time dateTime={c.time}>{showTime(c.time)}</time> by {c.author}
+    </span>
+  );
+}
+
+// ---------------------------------------------------------------- repositories
+
+export function ReposView({ api }: { api: Api }) {
+  const repos = useLoad(() => api.repos(), [api]);
+  const [id, setId] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  const [created, setCreated] = useState<string>();
+
+  const create = async (ev: Event) => {
+    ev.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    setCreated(undefined);
+    try {
+      const r = await api.createRepo(id.trim());
+      setCreated(r.id);
+      setId('');
+      repos.reload();
+    } catch (e) {
+      setError(errorText(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <section>
+      <h1 tabIndex={-1}>Repositories</h1>
+      <form class="card inline" onSubmit={create}>
+        <label for="new-repo">New repository id</label>
+        <div class="row">
+          <input
+            id="new-repo"
+            value={id}
+            required
+            maxLength={64}
+            autoComplete="off"
+            spellcheck={false}
+            placeholder="acme"
+            onInput={(e) => setId((e.target as HTMLInputElement).value)}
+          />
+          <button type="submit" disabled={busy}>
+            Create repository
+          </button>
+        </div>
+        <p class="hint">Letters, digits, "-" and "_", starting with a letter or digit; at most 64.</p>
+        <ErrorMessage message={error} />
+        {created && (
+          <p class="ok" role="status">
+            Created <a href={href({ name: 'repo', repo: created })}>{created}</a>.
+          </p>
+        )}
+      </form>
+      <ErrorMessage message={repos.error} />
+      {repos.loading && !repos.data && <Loading what="repositories" />}
+      {repos.data && repos.data.length === 0 && (
+        <Empty>You have no repositories yet. Create one above, or join one with an invite key (kr join).</Empty>
+      )}
+      {repos.data && repos.data.length > 0 && (
+        <ul class="list" aria-label="Repositories">
+          {repos.data.map((r) => (
+            <li key={r.id}>
+              <a class="title" href={href({ name: 'repo', repo: r.id })}>
+                {r.id}
+              </a>
+              {r.role && <span class="badge">{r.role}</span>}
+              <div class="meta">
+                <span>
+                  {r.page_count} {r.page_count === 1 ? 'page' : 'pages'}
+                </span>
+                {r.last_commit ? (
+                  <span>
+                    last change <Change c={r.last_commit} />: {r.last_commit.message}
+                  </span>
+                ) : (
+                  <span>no changes yet</span>
+                )}
+              </div>
+            </li>
+          ))}
+        </ul>
+      )}
+    </section>
+  );
+}
+
+// ---------------------------------------------------------------- one repository
+
+export function RepoView({ api, repo, initialQuery }: { api: Api; repo: string; initialQuery?: string }) {
+  const pages = useLoad(() => api.pages(repo), [api, repo]);
+  const [q, setQ] = useState(initialQuery ?? '');
+  useEffect(() => setQ(initialQuery ?? ''), [initialQuery]);
+  const search = useLoad(
+    () => (initialQuery ? api.search(repo, initialQuery) : Promise.resolve(null)),
+    [api, repo, initialQuery],
+  );
+  const groups = useMemo(() => groupPages(pages.data ?? []), [pages.data]);
+
+  const submit = (ev: Event) => {
+    ev.preventDefault();
+    location.hash = href({ name: 'repo', repo, q: q.trim() || undefined });
+  };
+
+  return (
+    <section>
+      <Crumbs items={[{ label: 'Repositories', to: '#/' }, { label: repo }]} />
+      <h1 tabIndex={-1}>{repo}</h1>
+      <form class="card inline" role="search" onSubmit={submit}>
+        <label for="search">Search pages</label>
+        <div class="row">
+          <input
+            id="search"
+            type="search"
+            value={q}
+            placeholder='words, "a phrase", prefix*, -not'
+            onInput={(e) => setQ((e.target as HTMLInputElement).value)}
+          />
+          <button type="submit">Search</button>
+        </div>
+      </form>
+
+      {initialQuery && (
+        <section class="results" aria-labelledby="results-h">
+          <h2 id="results-h">Search results</h2>
+          <ErrorMessage message={search.error} />
+          {search.loading && <Loading what="results" />}
+          {search.data && (
+            <>
+              <p role="status">
+                {search.data.total} {search.data.total === 1 ? 'page matches' : 'pages match'} “{initialQuery}”.{' '}
+                <a href={href({ name: 'repo', repo })}>Clear the search</a>
+              </p>
+              {search.data.results.length === 0 ? (
+                <Empty>No page matches. Try fewer words, or a prefix such as stor*.</Empty>
+              ) : (
+                <ul class="list" aria-label="Search results">
+                  {search.data.results.map((r) => (
+                    <li key={r.path}>
+                      <a class="title" href={href({ name: 'page', repo, path: r.path })}>
+                        {r.title || pageName(r.path)}
+                      </a>
+                      {r.type && <span class="badge">{r.type}</span>}
+                      <div class="meta">
+                        <code>{r.path}</code>
+                      </div>
+                      <p class="snippet">
+                        {snippetParts(r.snippet).map((p, i) => (p.match ? <mark key={i}>{p.text}</mark> : p.text))}
+                      </p>
+                    </li>
+                  ))}
+                </ul>
+              )}
+            </>
+          )}
+        </section>
+      )}
+
+      <ErrorMessage message={pages.error} />
+      {pages.loading && !pages.data && <Loading what="pages" />}
+      {pages.data && pages.data.length === 0 && (
+        <Empty>No pages yet. Pages pushed with kr push (or the sync/push route) appear here.</Empty>
+      )}
+      {groups.map((g) => (
+        <section class="group" key={g.type} aria-labelledby={`group-${g.type}`}>
+          <h2 id={`group-${g.type}`}>
+            {g.label} <span class="count">({g.pages.length})</span>
+          </h2>
+          <ul class="list">
+            {g.pages.map((p) => (
+              <li key={p.path}>
+                <a class="title" href={href({ name: 'page', repo, path: p.path })}>
+                  {pageName(p.path)}
+                </a>
+                <div class="meta">
+                  <code>{p.path}</code>
+                  <span>
+                    <Change c={p} />
+                  </span>
+                </div>
+              </li>
+            ))}
+          </ul>
+        </section>
+      ))}
+    </section>
+  );
+}
+
+// ---------------------------------------------------------------- one page
+
+export function PageView({ api, repo, path }: { api: Api; repo: string; path: string }) {
+  const page = useLoad(() => api.page(repo, path), [api, repo, path]);
+  const history = useLoad(() => api.history(repo, path), [api, repo, path]);
+  const [raw, setRaw] = useState(false);
+  const [copied, setCopied] = useState<string>();
+  const parsed = useMemo(() => (page.data ? splitFrontmatter(page.data.text) : null), [page.data]);
+  const html = useMemo(() => (parsed ? renderMarkdown(parsed.body) : ''), [parsed]);
+
+  const copy = async () => {
+    const link = location.href;
+    try {
+      await navigator.clipboard.writeText(link);
+      setCopied('Link copied.');
+    } catch {
+      setCopied(`Copy this link: ${link}`);
+    }
+  };
+
+  const commits = history.data ?? [];
+  return (
+    <section>
+      <Crumbs
+        items={[
+          { label: 'Repositories', to: '#/' },
+          { label: repo, to: href({ name: 'repo', repo }) },
+          { label: pageName(path) },
+        ]}
+      />
+      <h1 tabIndex={-1}>{pageName(path)}</h1>
+      <p class="meta">
+        <code>{path}</code>
+      </p>
+      <div class="toolbar" role="group" aria-label="Page view">
+        <button type="button" aria-pressed={!raw} onClick={() => setRaw(false)}>
+          Rendered
+        </button>
+        <button type="button" aria-pressed={raw} onClick={() => setRaw(true)}>
+          Raw
+        </button>
+        <button type="button" onClick={copy}>
+          Copy link
+        </button>
+        {commits.length > 1 && <a href={href({ name: 'diff', repo, path })}>Last change</a>}
+      </div>
+      {copied && (
+        <p class="ok" role="status">
+          {copied}
+        </p>
+      )}
+      <ErrorMessage message={page.error} />
+      {page.loading && !page.data && <Loading what="the page" />}
+      {page.data && parsed && (
+        <>
+          {parsed.frontmatterError && <p class="error">The frontmatter could not be read: {parsed.frontmatterError}</p>}
+          {parsed.frontmatter && Object.keys(parsed.frontmatter).length > 0 && (
+            <div class="scroll">
+              <table class="frontmatter">
+                <caption>Frontmatter</caption>
+                <tbody>
+                  {Object.entries(parsed.frontmatter).map(([k, v]) => (
+                    <tr key={k}>
+                      <th scope="row">{k}</th>
+                      <td>{showValue(v)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
+          {raw ? (
+            <pre class="raw" aria-label="Raw page text">
+              <code>{page.data.text}</code>
+            </pre>
+          ) : parsed.body.trim() === '' ? (
+            <Empty>This page has no text besides its frontmatter.</Empty>
+          ) : (
+            <article class="markdown" dangerouslySetInnerHTML={{ __html: html }} />
+          )}
+        </>
+      )}
+
+      <section aria-labelledby="history-h">
+        <h2 id="history-h">History</h2>
+        <ErrorMessage message={history.error} />
+        {history.loading && !history.data && <Loading what="history" />}
+        {history.data && commits.length === 0 && <Empty>No commit has touched this page.</Empty>}
+        {commits.length > 0 && (
+          <ol class="list history">
+            {commits.map((c, i) => (
+              <li key={c.sha}>
+                <span class="title">{c.message}</span>
+                <div class="meta">
+                  <code title={c.sha}>{shortSha(c.sha)}</code>
+                  <Change c={c} />
+                  {commits[i + 1] ? (
+                    <a href={href({ name: 'diff', repo, path, from: commits[i + 1]!.sha, to: c.sha })}>
+                      What changed<span class="sr-only"> in {shortSha(c.sha)}</span>
+                    </a>
+                  ) : (
+                    <span>created the page</span>
+                  )}
+                </div>
+              </li>
+            ))}
+          </ol>
+        )}
+      </section>
+    </section>
+  );
+}
+
+// ---------------------------------------------------------------- diff
+
+const STATUS_TEXT: Record<SectionChange['status'], string> = {
+  added: 'added',
+  removed: 'removed',
+  modified: 'modified',
+  unchanged: 'unchanged',
+  renamed: 'renamed',
+};
+
+function commitLabel(c: CommitInfo): string {
+  return `${shortSha(c.sha)} · ${c.message.split('\n')[0]} · ${c.author} · ${showTime(c.time)}`;
+}
+
+export function DiffView({ api, repo, path, from, to }: { api: Api; repo: string; path: string; from?: string; to?: string }) {
+  const history = useLoad(() => api.history(repo, path), [api, repo, path]);
+  const commits = history.data ?? [];
+  const canDefault = commits.length > 1;
+  const diff = useLoad<SectionDiff | null>(
+    () => (from || to || canDefault ? api.diff(repo, path, { from, to }) : Promise.resolve(null)),
+    [api, repo, path, from, to, canDefault],
+  );
+  const [pick, setPick] = useState<{ from: string; to: string }>({ from: from ?? '', to: to ?? '' });
+  useEffect(() => {
+    if (diff.data) setPick({ from: diff.data.from_sha, to: diff.data.to_sha });
+  }, [diff.data]);
+
+  const compare = (ev: Event) => {
+    ev.preventDefault();
+    location.hash = href({ name: 'diff', repo, path, from: pick.from || undefined, to: pick.to || undefined });
+  };
+
+  return (
+    <section>
+      <Crumbs
+        items={[
+          { label: 'Repositories', to: '#/' },
+          { label: repo, to: href({ name: 'repo', repo }) },
+          { label: pageName(path), to: href({ name: 'page', repo, path }) },
+          { label: 'Changes' },
+        ]}
+      />
+      <h1 tabIndex={-1}>Changes to {pageName(path)}</h1>
+      <ErrorMessage message={history.error} />
+      {history.loading && !history.data && <Loading what="history" />}
+      {history.data && commits.length === 0 && <Empty>No commit has touched this page.</Empty>}
+      {history.data && commits.length === 1 && !from && !to && (
+        <Empty>This page has a single commit: there is nothing to compare yet.</Empty>
+      )}
+      {commits.length > 1 && (
+        <form class="card compare" onSubmit={compare}>
+          <div class="field">
+            <label for="from">From (older)</label>
+            <select id="from" value={pick.from} onChange={(e) => setPick({ ...pick, from: (e.target as HTMLSelectElement).value })}>
+              {commits.map((c) => (
+                <option key={c.sha} value={c.sha}>
+                  {commitLabel(c)}
+                </option>
+              ))}
+            </select>
+          </div>
+          <div class="field">
+            <label for="to">To (newer)</label>
+            <select id="to" value={pick.to} onChange={(e) => setPick({ ...pick, to: (e.target as HTMLSelectElement).value })}>
+              {commits.map((c) => (
+                <option key={c.sha} value={c.sha}>
+                  {commitLabel(c)}
+                </option>
+              ))}
+            </select>
+          </div>
+          <button type="submit">Compare</button>
+        </form>
+      )}
+      <ErrorMessage message={diff.error} />
+      {diff.loading && (from || to || canDefault) && <Loading what="the changes" />}
+      {diff.data && !diff.loading && <DiffBody diff={diff.data} />}
+    </section>
+  );
+}
+
+function DiffBody({ diff }: { diff: SectionDiff }) {
+  const fm = [
+    ...diff.frontmatter.changed.map((c) => ({ ...c, kind: 'changed' })),
+    ...diff.frontmatter.added.map((c) => ({ ...c, kind: 'added' })),
+    ...diff.frontmatter.removed.map((c) => ({ ...c, kind: 'removed' })),
+  ];
+  const sections = [...(diff.preamble ? [diff.preamble] : []), ...diff.sections];
+  const changed = sections.filter((s) => s.status !== 'unchanged').length;
+  return (
+    <div class="diff" aria-label="Section diff">
+      <p class="meta" role="status">
+        From <code>{diff.from_sha ? shortSha(diff.from_sha) : 'the empty page'}</code> to <code>{shortSha(diff.to_sha)}</code>:{' '}
+        {changed} of {sections.length} {sections.length === 1 ? 'section' : 'sections'} changed
+        {fm.length > 0 ? `, ${fm.length} frontmatter ${fm.length === 1 ? 'change' : 'changes'}` : ''}.
+      </p>
+      {diff.truncated && <p class="note">The server ran out of its work budget: parts of this diff are coarser.</p>}
+      {diff.parse_fallback && <p class="note">A side's frontmatter could not be read: this is a whole-file diff.</p>}
+      {fm.length > 0 && (
+        <div class="scroll">
+          <table class="frontmatter">
+            <caption>Frontmatter changes</caption>
+            <thead>
+              <tr>
+                <th scope="col">Field</th>
+                <th scope="col">Change</th>
+                <th scope="col">Before</th>
+                <th scope="col">After</th>
+              </tr>
+            </thead>
+            <tbody>
+              {fm.map((c, i) => (
+                <tr key={i} class={`fm-${c.kind}`}>
+                  <th scope="row">{c.field}</th>
+                  <td>{c.kind}</td>
+                  <td>{c.from === undefined ? '' : showValue(c.from)}</td>
+                  <td>{c.to === undefined ? '' : showValue(c.to)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {sections.length === 0 && <Empty>Neither side has any text.</Empty>}
+      {sections.map((s, i) => (
+        <SectionCard key={`${s.heading}-${i}`} s={s} />
+      ))}
+    </div>
+  );
+}
+
+function SectionCard({ s }: { s: SectionChange }) {
+  const title = s.heading === '_preamble' ? 'Before the first section' : s.heading.replace(/^#+\s*/, '');
+  const lines = (s.line_diff ?? '').split('\n').filter((l, i, all) => !(l === '' && i === all.length - 1));
+  const body = (
+    <>
+      {s.line_diff !== undefined && (
+        <pre class="lines">
+          {lines.map((l, i) => {
+            const kind = l.startsWith('+ ') ? 'add' : l.startsWith('- ') ? 'del' : 'ctx';
+            return (
+              <span key={i} class={`line ${kind}`}>
+                {kind === 'add' && <span class="sr-only">added: </span>}
+                {kind === 'del' && <span class="sr-only">removed: </span>}
+                {l}
+                {'\n'}
+              </span>
+            );
+          })}
+        </pre>
+      )}
+    </>
+  );
+  return (
+    <section class={`section status-${s.status}`}>
+      <header>
+        <h3>{title}</h3>
+        <span class={`status ${s.status}`}>{STATUS_TEXT[s.status]}</span>
+        {s.old_heading && (
+          <span class="renamed">
+            renamed from <q>{s.old_heading.replace(/^#+\s*/, '')}</q>
+          </span>
+        )}
+        {s.introduced_by && (
+          <span class="chip" title={`${s.introduced_by.sha}\n${s.introduced_by.message}`}>
+            introduced by {s.introduced_by.author} · <time dateTime={s.introduced_by.time}>{showTime(s.introduced_by.time).slice(0, 10)}</time> ·{' '}
+            <code>{shortSha(s.introduced_by.sha)}</code>
+          </span>
+        )}
+      </header>
+      {s.status === 'unchanged' ? (
+        <details>
+          <summary>Show the unchanged text</summary>
+          {body}
+        </details>
+      ) : s.line_diff === undefined && s.status === 'renamed' ? (
+        <p class="meta">Only the heading changed.</p>
+      ) : (
+        body
+      )}
+    </section>
+  );
+}

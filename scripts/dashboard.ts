@@ -1,0 +1,170 @@
+/**
+ * `npm run dashboard`: builds the dashboard (dashboard/ → dashboard/dist) with Vite, then serves the build on
+ * http://localhost:$DASHBOARD_PORT (default 5173) with a runtime config.json made from the environment:
+ *
+ *   DASHBOARD_API_URL        the API server (default http://localhost:8080)
+ *   DASHBOARD_OIDC_ISSUER    OpenID Connect issuer, e.g. https://accounts.google.com (optional)
+ *   DASHBOARD_OIDC_CLIENT_ID its client id (optional; both are needed to offer provider sign-in)
+ *
+ * `npm run dashboard -- build` only builds. The build is plain static files: any static host serves it, with
+ * a config.json beside index.html holding the same keys ({"apiUrl","oidcIssuer"?,"oidcClientId"?}).
+ * This server is a small static file server with no other behaviour; it never needs the Vite dev server.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { readFile, stat } from 'node:fs/promises';
+import { extname, join, normalize, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const DASHBOARD_DIR = fileURLToPath(new URL('../dashboard/', import.meta.url));
+export const DEFAULT_OUT_DIR = join(DASHBOARD_DIR, 'dist');
+
+export interface DashboardConfig {
+  apiUrl: string;
+  oidcIssuer?: string;
+  oidcClientId?: string;
+}
+
+/** The runtime config from the environment; an unset or empty variable is left out. */
+export function configFromEnv(env: NodeJS.ProcessEnv = process.env): DashboardConfig {
+  const get = (k: string) => (env[k] && env[k]!.trim() !== '' ? env[k]!.trim() : undefined);
+  const config: DashboardConfig = { apiUrl: get('DASHBOARD_API_URL') ?? 'http://localhost:8080' };
+  const issuer = get('DASHBOARD_OIDC_ISSUER');
+  const clientId = get('DASHBOARD_OIDC_CLIENT_ID');
+  if (issuer) config.oidcIssuer = issuer;
+  if (clientId) config.oidcClientId = clientId;
+  for (const [k, v] of Object.entries({ DASHBOARD_API_URL: config.apiUrl, DASHBOARD_OIDC_ISSUER: issuer })) {
+    if (v !== undefined && !/^https?:\/\/[^/]/i.test(v)) throw new Error(`${k} must be an http(s) URL, not ${JSON.stringify(v)}`);
+  }
+  return config;
+}
+
+/** Builds the dashboard with Vite into `outDir`. */
+export async function buildDashboard(outDir = DEFAULT_OUT_DIR): Promise<void> {
+  const { build } = await import('vite');
+  await build({
+    root: DASHBOARD_DIR,
+    base: './',
+    configFile: false,
+    logLevel: 'warn',
+    esbuild: { jsx: 'automatic', jsxImportSource: 'preact' },
+    build: { outDir, emptyOutDir: true, sourcemap: false, reportCompressedSize: false },
+  });
+}
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.txt': 'text/plain; charset=utf-8',
+};
+
+export interface DashboardServer {
+  url: string;
+  port: number;
+  /** Read on every request to /config.json, so it may be changed while serving. */
+  config: DashboardConfig;
+  close(): Promise<void>;
+}
+
+/** Serves the built files of `root` and /config.json from `config`; GET and HEAD only. */
+export async function serveDashboard(opts: { root?: string; port?: number; host?: string; config: DashboardConfig }): Promise<DashboardServer> {
+  const root = resolve(opts.root ?? DEFAULT_OUT_DIR);
+  const index = join(root, 'index.html');
+  await stat(index).catch(() => {
+    throw new Error(`${index} is missing: build the dashboard first (npm run dashboard -- build)`);
+  });
+  const state = { config: opts.config };
+  const server: Server = createServer(async (req, res) => {
+    const security = {
+      'x-content-type-options': 'nosniff',
+      'referrer-policy': 'no-referrer',
+      'x-frame-options': 'DENY',
+    };
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8', ...security });
+      res.end('method not allowed\n');
+      return;
+    }
+    let pathname: string;
+    try {
+      pathname = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
+    } catch {
+      res.writeHead(400, { 'content-type': 'text/plain; charset=utf-8', ...security });
+      res.end('bad request\n');
+      return;
+    }
+    if (pathname === '/config.json') {
+      res.writeHead(200, { 'content-type': TYPES['.json']!, 'cache-control': 'no-store', ...security });
+      res.end(req.method === 'HEAD' ? undefined : JSON.stringify(state.config));
+      return;
+    }
+    const file = normalize(join(root, pathname === '/' ? 'index.html' : pathname));
+    if (file !== root && !file.startsWith(root + sep)) {
+      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8', ...security });
+      res.end('not found\n');
+      return;
+    }
+    try {
+      const body = await readFile(file);
+      const immutable = file.startsWith(join(root, 'assets') + sep);
+      res.writeHead(200, {
+        'content-type': TYPES[extname(file).toLowerCase()] ?? 'application/octet-stream',
+        'cache-control': immutable ? 'public, max-age=31536000, immutable' : 'no-cache',
+        ...security,
+      });
+      res.end(req.method === 'HEAD' ? undefined : body);
+    } catch {
+      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8', ...security });
+      res.end('not found\n');
+    }
+  });
+  await new Promise<void>((ok, fail) => {
+    server.once('error', fail);
+    server.listen(opts.port ?? 5173, opts.host ?? '127.0.0.1', ok);
+  });
+  const port = (server.address() as AddressInfo).port;
+  const host = opts.host ?? '127.0.0.1';
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    port,
+    get config() {
+      return state.config;
+    },
+    set config(c: DashboardConfig) {
+      state.config = c;
+    },
+    close: () =>
+      new Promise<void>((ok) => {
+        server.closeAllConnections();
+        server.close(() => ok());
+      }),
+  };
+}
+
+async function main(): Promise<void> {
+  const config = configFromEnv();
+  const portText = process.env.DASHBOARD_PORT ?? '5173';
+  const port = Number(portText);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`DASHBOARD_PORT must be a port number, not ${JSON.stringify(portText)}`);
+  const started = Date.now();
+  await buildDashboard();
+  console.log(`dashboard built into ${DEFAULT_OUT_DIR} in ${Date.now() - started} ms`);
+  if (process.argv[2] === 'build') return;
+  const srv = await serveDashboard({ port, host: process.env.DASHBOARD_HOST ?? 'localhost', config });
+  console.log(`dashboard on ${srv.url} (API ${config.apiUrl}${config.oidcIssuer ? `, sign-in through ${config.oidcIssuer}` : ''})`);
+  const stop = () => void srv.close().then(() => process.exit(0));
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main().catch((e: unknown) => {
+    console.error(`error: ${(e as Error).message}`);
+    process.exit(1);
+  });
+}
