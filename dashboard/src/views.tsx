@@ -417,7 +417,7 @@ function DiffBody({ diff }: { diff: SectionDiff }) {
   const changed = sections.filter((s) => s.status !== 'unchanged').length;
   return (
     <div class="diff" aria-label="Section diff">
-      <p class="meta" role="status">
+      <p class="hint" role="status">
         From <code>{diff.from_sha ? shortSha(diff.from_sha) : 'the empty page'}</code> to <code>{shortSha(diff.to_sha)}</code>:{' '}
         {changed} of {sections.length} {sections.length === 1 ? 'section' : 'sections'} changed
         {fm.length > 0 ? `, ${fm.length} frontmatter ${fm.length === 1 ? 'change' : 'changes'}` : ''}.
@@ -485,7 +485,7 @@ function SectionCard({ s }: { s: SectionChange }) {
         <h3>{title}</h3>
         <span class={`status ${s.status}`}>{STATUS_TEXT[s.status]}</span>
         {s.old_heading && (
-          <span class="renamed">
+          <span class="renamed-from">
             renamed from <q>{s.old_heading.replace(/^#+\s*/, '')}</q>
           </span>
         )}
