@@ -156,6 +156,8 @@ describe.skipIf(!hasChromium)('the dashboard in chromium', () => {
     await page.getByRole('button', { name: 'Sign in with a token' }).click();
     await page.getByRole('heading', { name: 'Repositories' }).waitFor();
     expect(await page.locator('.user').textContent()).toBe('Bob');
+    // The heading comes first; the list (here its empty state) once the API has answered.
+    await page.getByText('You have no repositories yet').waitFor();
     expect(await page.getByText('You have no repositories yet').count()).toBe(1);
     const stored = await page.evaluate(() => sessionStorage.getItem('kr.session'));
     expect(JSON.parse(stored!).token).toBe(bobPat);
@@ -233,6 +235,7 @@ describe.skipIf(!hasChromium)('the dashboard in chromium', () => {
     );
 
     const history = page.getByRole('heading', { name: 'History' }).locator('xpath=..').getByRole('listitem');
+    await history.nth(1).waitFor();
     expect(await history.count()).toBe(2);
     expect(await history.first().textContent()).toContain('decide on storage');
     expect(await history.last().textContent()).toContain('created the page');
