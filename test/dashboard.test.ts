@@ -243,6 +243,8 @@ describe.skipIf(!hasChromium)('the dashboard in chromium', () => {
 
   it('searches: the match is marked, the rest is text, and no match has an empty state', async () => {
     await page.getByRole('link', { name: 'acme' }).click();
+    // The repository view has loaded its pages before anyone types a query into it.
+    await page.locator('section.group').first().waitFor();
     await page.getByLabel('Search pages').fill('sqlite');
     await page.getByRole('button', { name: 'Search' }).click();
     const results = page.getByRole('list', { name: 'Search results' }).getByRole('listitem');

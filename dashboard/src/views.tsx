@@ -340,6 +340,22 @@ function commitLabel(c: CommitInfo): string {
   return `${shortSha(c.sha)} · ${c.message.split('\n')[0]} · ${c.author} · ${showTime(c.time)}`;
 }
 
+/** One labelled picker of the page's commits (the compare form's From and To). */
+function CommitSelect(props: { id: string; label: string; commits: CommitInfo[]; value: string; onPick: (sha: string) => void }) {
+  return (
+    <div class="field">
+      <label for={props.id}>{props.label}</label>
+      <select id={props.id} value={props.value} onChange={(e) => props.onPick((e.target as HTMLSelectElement).value)}>
+        {props.commits.map((c) => (
+          <option key={c.sha} value={c.sha}>
+            {commitLabel(c)}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+}
+
 export function DiffView({ api, repo, path, from, to }: { api: Api; repo: string; path: string; from?: string; to?: string }) {
   const history = useLoad(() => api.history(repo, path), [api, repo, path]);
   const commits = history.data ?? [];
@@ -377,26 +393,8 @@ export function DiffView({ api, repo, path, from, to }: { api: Api; repo: string
       )}
       {commits.length > 1 && (
         <form class="card compare" onSubmit={compare}>
-          <div class="field">
-            <label for="from">From (older)</label>
-            <select id="from" value={pick.from} onChange={(e) => setPick({ ...pick, from: (e.target as HTMLSelectElement).value })}>
-              {commits.map((c) => (
-                <option key={c.sha} value={c.sha}>
-                  {commitLabel(c)}
-                </option>
-              ))}
-            </select>
-          </div>
-          <div class="field">
-            <label for="to">To (newer)</label>
-            <select id="to" value={pick.to} onChange={(e) => setPick({ ...pick, to: (e.target as HTMLSelectElement).value })}>
-              {commits.map((c) => (
-                <option key={c.sha} value={c.sha}>
-                  {commitLabel(c)}
-                </option>
-              ))}
-            </select>
-          </div>
+          <CommitSelect id="from" label="From (older)" commits={commits} value={pick.from} onPick={(sha) => setPick({ ...pick, from: sha })} />
+          <CommitSelect id="to" label="To (newer)" commits={commits} value={pick.to} onPick={(sha) => setPick({ ...pick, to: sha })} />
           <button type="submit">Compare</button>
         </form>
       )}
