@@ -9,38 +9,13 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startIdp, type IdpStandIn } from './helpers/idp.ts';
 import { LEGACY_KEY, PROJECT_ROOT, spawnServer, type ServerProc } from './reliability/helpers/server-process.ts';
+import { TSX_LOADER, runNode as node, type Run } from './helpers/admin.ts';
 
-const TSX_LOADER = pathToFileURL(join(PROJECT_ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const PAT = /^krp_[A-Za-z0-9_-]{32}$/;
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs a command (`node <args>`) in the project root with a clean environment plus `env`. */
-function node(args: string[], env: Record<string, string>): Promise<Run> {
-  const base: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (v !== undefined && !/^(SERVICE_|IDP_|PORT$)/.test(k)) base[k] = v;
-  }
-  const child = spawn(process.execPath, args, {
-    cwd: PROJECT_ROOT,
-    env: { ...base, TSX_TSCONFIG_PATH: join(PROJECT_ROOT, 'tsconfig.json'), NO_COLOR: '1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
-  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
-}
 
 let dir: string;
 let dataRoot: string;

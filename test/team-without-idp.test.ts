@@ -3,15 +3,13 @@
  * own process with no identity provider, the admin command making two users and their tokens, and `kr`
  * alone taking them through create → invite → join → edit → conflict → resolve → history and diff.
  */
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from './helpers/env.ts';
 import { krUser, show, type KrUser } from './helpers/cli.ts';
-import { PROJECT_ROOT, spawnServer, type ServerProc } from './reliability/helpers/server-process.ts';
+import { spawnServer, type ServerProc } from './reliability/helpers/server-process.ts';
+import { runAdmin as admin } from './helpers/admin.ts';
 
-const TSX_LOADER = pathToFileURL(join(PROJECT_ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
 const PAGE = 'wiki/concepts/decision-log.md';
 const V1 = '---\ntitle: Decision log\n---\n## Decision\nUse git.\n## Consequences\nNone yet.\n';
 const BOB = '---\ntitle: Decision log\n---\n## Decision\nUse git, one repository per project.\n## Consequences\nNone yet.\n';
@@ -22,22 +20,6 @@ let root: { path: string; cleanup: () => Promise<void> };
 let server: ServerProc;
 let alice: KrUser;
 let bob: KrUser;
-
-/** `npm run admin -- <args>` against the server's data root, as an operator runs it on the host. */
-function admin(dataRoot: string, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !/^(SERVICE_|IDP_|PORT$)/.test(k)) env[k] = v;
-  const child = spawn(process.execPath, ['--import', TSX_LOADER, 'admin/main.ts', ...args], {
-    cwd: PROJECT_ROOT,
-    env: { ...env, TSX_TSCONFIG_PATH: join(PROJECT_ROOT, 'tsconfig.json'), SERVICE_DATA_ROOT: dataRoot },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
-  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
-}
 
 beforeAll(async () => {
   root = await tempDir('kr-team-');
