@@ -6,21 +6,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startIdp, type IdpStandIn } from './helpers/idp.ts';
 import { startTarget, type Target, type TargetKind } from './helpers/targets.ts';
+import type { SearchResponse } from '../schema/wire/search.ts';
 
 type Init = RequestInit & { token?: string | null; json?: unknown };
-interface Result {
-  repo_id: string;
-  path: string;
-  title?: string;
-  type?: string;
-  tags?: string[];
-  snippet: string;
-  score: number;
-  sha: string;
-}
 interface Answer {
   status: number;
-  body: { results: Result[]; total: number } & { error?: string };
+  body: SearchResponse & { error?: string };
 }
 
 /** Hostile or odd queries: each must be answered 200 or 400 with `{"error"}`, never 5xx. */
