@@ -296,10 +296,24 @@ describe.skipIf(!hasChromium)('the dashboard in chromium', () => {
 
     // A third commit; compare the first with the third through the pickers.
     shas.push(await push([{ path: 'wiki/concepts/decision-log.md', content: DECISION_V3 }], 'say more'));
+    // The default diff is held back until the reader has picked: a diff that arrives late must not undo the picks
+    // (CI once saw exactly this race).
+    let release!: () => void;
+    const picked = new Promise<void>((r) => (release = r));
+    const held = '**/v1/repos/acme/diff/**';
+    await page.route(held, async (route) => {
+      await picked;
+      await route.continue();
+    });
     await page.reload();
     await page.getByLabel('From (older)').locator('option').nth(2).waitFor({ state: 'attached' });
     await page.getByLabel('From (older)').selectOption(shas[0]!);
     await page.getByLabel('To (newer)').selectOption(shas[2]!);
+    release();
+    await page.getByText('Loading the changes').waitFor({ state: 'detached' });
+    await page.unroute(held);
+    expect(await page.getByLabel('From (older)').inputValue()).toBe(shas[0]);
+    expect(await page.getByLabel('To (newer)').inputValue()).toBe(shas[2]);
     await page.getByRole('button', { name: 'Compare' }).click();
     await page.waitForURL(`**/#/repo/acme/diff/wiki/concepts/decision-log.md?from=${shas[0]}&to=${shas[2]}`);
     const summary = page.locator('.diff > p[role=status]');

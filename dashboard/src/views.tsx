@@ -364,9 +364,14 @@ export function DiffView({ api, repo, path, from, to }: { api: Api; repo: string
     () => (from || to || canDefault ? api.diff(repo, path, { from, to }) : Promise.resolve(null)),
     [api, repo, path, from, to, canDefault],
   );
-  const [pick, setPick] = useState<{ from: string; to: string }>({ from: from ?? '', to: to ?? '' });
+  const [pick, setPick] = useState<{ from: string; to: string; edited: boolean }>({ from: from ?? '', to: to ?? '', edited: false });
+  // The pickers follow the diff shown until the reader picks; a diff that arrives after a pick never undoes it.
   useEffect(() => {
-    if (diff.data) setPick({ from: diff.data.from_sha, to: diff.data.to_sha });
+    setPick({ from: from ?? '', to: to ?? '', edited: false });
+  }, [from, to]);
+  useEffect(() => {
+    const d = diff.data;
+    if (d) setPick((p) => (p.edited ? p : { from: d.from_sha, to: d.to_sha, edited: false }));
   }, [diff.data]);
 
   const compare = (ev: Event) => {
@@ -393,8 +398,8 @@ export function DiffView({ api, repo, path, from, to }: { api: Api; repo: string
       )}
       {commits.length > 1 && (
         <form class="card compare" onSubmit={compare}>
-          <CommitSelect id="from" label="From (older)" commits={commits} value={pick.from} onPick={(sha) => setPick({ ...pick, from: sha })} />
-          <CommitSelect id="to" label="To (newer)" commits={commits} value={pick.to} onPick={(sha) => setPick({ ...pick, to: sha })} />
+          <CommitSelect id="from" label="From (older)" commits={commits} value={pick.from} onPick={(sha) => setPick((p) => ({ ...p, from: sha, edited: true }))} />
+          <CommitSelect id="to" label="To (newer)" commits={commits} value={pick.to} onPick={(sha) => setPick((p) => ({ ...p, to: sha, edited: true }))} />
           <button type="submit">Compare</button>
         </form>
       )}
