@@ -63,6 +63,9 @@ const TYPES: Record<string, string> = {
   '.txt': 'text/plain; charset=utf-8',
 };
 
+/** Paths the app answers besides `/` (see dashboard/src/route.ts entryFromPath); a static host rewrites them to index.html. */
+export const ENTRY_PATHS = new Set(['/cli-login', '/billing']);
+
 export interface DashboardServer {
   url: string;
   port: number;
@@ -103,7 +106,9 @@ export async function serveDashboard(opts: { root?: string; port?: number; host?
       res.end(req.method === 'HEAD' ? undefined : JSON.stringify(state.config));
       return;
     }
-    const file = normalize(join(root, pathname === '/' ? 'index.html' : pathname));
+    // The app's path entry points (the CLI's browser login, the hosted build's upgrade link) are index.html too.
+    const entry = pathname === '/' || ENTRY_PATHS.has(pathname.replace(/\/$/, ''));
+    const file = normalize(join(root, entry ? 'index.html' : pathname));
     if (file !== root && !file.startsWith(root + sep)) {
       res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8', ...security });
       res.end('not found\n');

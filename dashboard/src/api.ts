@@ -1,5 +1,14 @@
 /** A small typed client of the kr API; every failure becomes an ApiError with the server's own message. */
 
+import type { Commit } from '../../schema/wire/common.ts';
+import type { SectionDiff, SectionEntry, FieldChange, EvolutionResponse } from '../../schema/wire/diff.ts';
+import type { UserInfo, PatInfo, CreatePatResponse } from '../../schema/wire/auth.ts';
+import type { RepoSummary, ActivityResponse } from '../../schema/wire/repos.ts';
+import type { PagesResponse } from '../../schema/wire/sync.ts';
+import type { SearchResult, SearchResponse } from '../../schema/wire/search.ts';
+import type { Member, InviteKey, MintInviteResponse } from '../../schema/wire/members.ts';
+import type { BillingResponse, AdminStats, AdminUser, AdminRepo } from '../../schema/wire/hosted.ts';
+
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -9,67 +18,14 @@ export class ApiError extends Error {
   }
 }
 
-export interface User {
-  id: string;
-  email: string;
-  name: string;
-}
-
-export interface CommitInfo {
-  sha: string;
-  author: string;
-  email: string;
-  time: string;
-  message: string;
-}
-
-export interface RepoSummary {
-  id: string;
-  page_count: number;
-  role?: string;
-  last_commit?: CommitInfo;
-}
-
-export interface PageSummary extends CommitInfo {
-  path: string;
-}
-
-export interface SearchResult {
-  repo_id?: string;
-  path: string;
-  title?: string;
-  type?: string;
-  tags?: string[];
-  snippet: string;
-  score: number;
-  sha: string;
-}
-
-export interface SectionChange {
-  heading: string;
-  status: 'added' | 'removed' | 'modified' | 'unchanged' | 'renamed';
-  from?: string;
-  to?: string;
-  line_diff?: string;
-  old_heading?: string;
-  introduced_by?: CommitInfo;
-}
-
-export interface FieldChange {
-  field: string;
-  from?: unknown;
-  to?: unknown;
-}
-
-export interface SectionDiff {
-  from_sha: string;
-  to_sha: string;
-  frontmatter: { changed: FieldChange[]; added: FieldChange[]; removed: FieldChange[] };
-  preamble?: SectionChange;
-  sections: SectionChange[];
-  parse_fallback?: boolean;
-  truncated?: boolean;
-}
+// The wire types are the server's own (schema/wire, type-only imports: nothing of zod reaches the bundle).
+export type { SectionDiff, FieldChange, EvolutionResponse, PatInfo, CreatePatResponse, RepoSummary, ActivityResponse };
+export type { SearchResult, Member, InviteKey, MintInviteResponse, BillingResponse, AdminStats, AdminUser, AdminRepo };
+export type User = UserInfo;
+export type CommitInfo = Commit;
+export type SectionChange = SectionEntry;
+export type PageSummary = PagesResponse['pages'][number];
+export type ActivityEvent = ActivityResponse['events'][number];
 
 /** Page paths go into the URL segment by segment, so slashes stay path separators. */
 export function encodePath(path: string): string {
@@ -134,7 +90,7 @@ export class Api {
     return { text: await res.text(), sha: res.headers.get('x-page-sha') ?? '' };
   }
 
-  search(repo: string, q: string): Promise<{ results: SearchResult[]; total: number }> {
+  search(repo: string, q: string): Promise<SearchResponse> {
     return this.json(`/v1/repos/${encodeURIComponent(repo)}/search?q=${encodeURIComponent(q)}&limit=50`);
   }
 
@@ -148,5 +104,79 @@ export class Api {
     if (range.from) q.set('from', range.from);
     if (range.to) q.set('to', range.to);
     return this.json(`/v1/repos/${encodeURIComponent(repo)}/diff/${encodePath(path)}?${q}`);
+  }
+
+  private body(method: string, value?: unknown): RequestInit {
+    return value === undefined ? { method } : { method, body: JSON.stringify(value) };
+  }
+
+  private repoUrl(repo: string, rest = ''): string {
+    return `/v1/repos/${encodeURIComponent(repo)}${rest}`;
+  }
+
+  async evolution(repo: string, path: string, limit = 50): Promise<EvolutionResponse> {
+    return this.json(this.repoUrl(repo, `/evolution/${encodePath(path)}?limit=${limit}&blame=true`));
+  }
+
+  activity(repo: string, opts: { limit?: number; offset?: number } = {}): Promise<ActivityResponse> {
+    const q = new URLSearchParams({ limit: String(opts.limit ?? 500), offset: String(opts.offset ?? 0) });
+    return this.json(this.repoUrl(repo, `/activity?${q}`));
+  }
+
+  async members(repo: string): Promise<Member[]> {
+    return (await this.json<{ members: Member[] }>(this.repoUrl(repo, '/members'))).members;
+  }
+
+  async removeMember(repo: string, userId: string): Promise<void> {
+    await this.request(this.repoUrl(repo, `/members/${encodeURIComponent(userId)}`), { method: 'DELETE' });
+  }
+
+  async inviteKeys(repo: string): Promise<InviteKey[]> {
+    return (await this.json<{ keys: InviteKey[] }>(this.repoUrl(repo, '/invite-keys'))).keys;
+  }
+
+  mintInviteKey(repo: string, label?: string): Promise<MintInviteResponse> {
+    return this.json(this.repoUrl(repo, '/invite-keys'), this.body('POST', label ? { label } : {}));
+  }
+
+  async revokeInviteKey(repo: string, keyId: string): Promise<void> {
+    await this.request(this.repoUrl(repo, `/invite-keys/${encodeURIComponent(keyId)}`), { method: 'DELETE' });
+  }
+
+  async pats(): Promise<PatInfo[]> {
+    return (await this.json<{ pats: PatInfo[] }>('/v1/pats')).pats;
+  }
+
+  createPat(opts: { label?: string; expires_in_days?: number }): Promise<CreatePatResponse> {
+    return this.json('/v1/pats', this.body('POST', opts));
+  }
+
+  async revokePat(id: string): Promise<void> {
+    await this.request(`/v1/pats/${encodeURIComponent(id)}`, { method: 'DELETE' });
+  }
+
+  /** Hosted build only; a self-hosted server answers 404 (the route is not mounted). */
+  billing(): Promise<BillingResponse> {
+    return this.json('/v1/billing');
+  }
+
+  checkout(): Promise<{ url: string }> {
+    return this.json('/v1/billing/checkout', { method: 'POST' });
+  }
+
+  adminStats(): Promise<AdminStats> {
+    return this.json('/v1/admin/stats');
+  }
+
+  async adminUsers(): Promise<AdminUser[]> {
+    return (await this.json<{ users: AdminUser[] }>('/v1/admin/users')).users;
+  }
+
+  async adminRepos(): Promise<AdminRepo[]> {
+    return (await this.json<{ repos: AdminRepo[] }>('/v1/admin/repos')).repos;
+  }
+
+  async setSubscription(userId: string, subscribed: boolean): Promise<void> {
+    await this.request(`/v1/admin/users/${encodeURIComponent(userId)}/subscription`, this.body('POST', { subscribed }));
   }
 }

@@ -4,8 +4,12 @@ import { loadConfig, type DashboardConfig } from './config.ts';
 import { beginSignIn, completeSignIn, isCallback } from './oidc.ts';
 import { parseRoute, type Route } from './route.ts';
 import { clearSession, loadSession, saveSession, type Session } from './session.ts';
-import { ErrorMessage, Loading, errorText } from './ui.tsx';
+import { ErrorMessage, Loading, errorText, useLoad } from './ui.tsx';
 import { DiffView, PageView, RepoView, ReposView } from './views.tsx';
+import { TeamView, TokensView } from './team.tsx';
+import { ActivityView, EvolutionView } from './activity.tsx';
+import { AdminView, BillingView } from './hosted.tsx';
+import { CliLoginView } from './cli-login.tsx';
 
 function useRoute(): Route {
   const [route, setRoute] = useState(() => parseRoute(location.hash));
@@ -76,19 +80,42 @@ export function App() {
     );
   }
   return (
-    <Shell session={session} onSignOut={() => signOut()}>
+    <Shell session={session} api={api} onSignOut={() => signOut()}>
       <Routed api={api} onUnauthorized={signOut} />
     </Shell>
   );
 }
 
-function Shell({ children, session, onSignOut }: { children: preact.ComponentChildren; session?: Session; onSignOut?: () => void }) {
+/** What this server offers the signed-in user: billing on the hosted build (404 elsewhere), the admin page for admins. */
+function useCapabilities(api: Api | undefined): { hosted: boolean; admin: boolean } {
+  const caps = useLoad(
+    async () => {
+      if (!api) return { hosted: false, admin: false };
+      const ok = (p: Promise<unknown>) => p.then(() => true, () => false);
+      const [hosted, admin] = await Promise.all([ok(api.billing()), ok(api.adminStats())]);
+      return { hosted, admin };
+    },
+    [api],
+  );
+  return caps.data ?? { hosted: false, admin: false };
+}
+
+function Shell({ children, session, api, onSignOut }: { children: preact.ComponentChildren; session?: Session; api?: Api; onSignOut?: () => void }) {
+  const caps = useCapabilities(api);
   return (
     <>
       <header class="top">
         <a class="brand" href="#/">
           kr
         </a>
+        {session && (
+          <nav class="site" aria-label="Site">
+            <a href="#/">Repositories</a>
+            <a href="#/tokens">Access tokens</a>
+            {caps.hosted && <a href="#/billing">Plan and billing</a>}
+            {caps.admin && <a href="#/admin">Admin</a>}
+          </nav>
+        )}
         {session && (
           <div class="who">
             <span class="user" title={session.user.email}>
@@ -125,6 +152,20 @@ function Routed({ api, onUnauthorized }: { api: Api; onUnauthorized: (why: strin
       return <PageView api={api} repo={route.repo} path={route.path} />;
     case 'diff':
       return <DiffView api={api} repo={route.repo} path={route.path} from={route.from} to={route.to} />;
+    case 'evolution':
+      return <EvolutionView api={api} repo={route.repo} path={route.path} />;
+    case 'team':
+      return <TeamView api={api} repo={route.repo} />;
+    case 'activity':
+      return <ActivityView api={api} repo={route.repo} />;
+    case 'tokens':
+      return <TokensView api={api} />;
+    case 'billing':
+      return <BillingView api={api} />;
+    case 'admin':
+      return <AdminView api={api} />;
+    case 'cliLogin':
+      return <CliLoginView api={api} port={route.port} state={route.state} hostname={route.hostname} />;
     case 'notFound':
       return (
         <section>

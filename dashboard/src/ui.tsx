@@ -76,3 +76,16 @@ export function Loading({ what }: { what: string }) {
 export function shortSha(sha: string): string {
   return sha.slice(0, 7);
 }
+
+/** The breadcrumb trail at the top of every view; the last item is the current page. */
+export function Crumbs({ items }: { items: { label: string; to?: string }[] }) {
+  return (
+    <nav class="crumbs" aria-label="Breadcrumb">
+      <ol>
+        {items.map((it, i) => (
+          <li key={i}>{it.to ? <a href={it.to}>{it.label}</a> : <span aria-current="page">{it.label}</span>}</li>
+        ))}
+      </ol>
+    </nav>
+  );
+}

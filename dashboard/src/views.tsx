@@ -2,19 +2,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { Api, CommitInfo, SectionChange, SectionDiff } from './api.ts';
 import { groupPages, pageName, renderMarkdown, showTime, showValue, snippetParts, splitFrontmatter } from './content.ts';
 import { href } from './route.ts';
-import { Empty, ErrorMessage, Loading, errorText, shortSha, useLoad } from './ui.tsx';
-
-function Crumbs({ items }: { items: { label: string; to?: string }[] }) {
-  return (
-    <nav class="crumbs" aria-label="Breadcrumb">
-      <ol>
-        {items.map((it, i) => (
-          <li key={i}>{it.to ? <a href={it.to}>{it.label}</a> : <span aria-current="page">{it.label}</span>}</li>
-        ))}
-      </ol>
-    </nav>
-  );
-}
+import { Crumbs, Empty, ErrorMessage, Loading, errorText, shortSha, useLoad } from './ui.tsx';
 
 function Change({ c }: { c: CommitInfo }) {
   return (
@@ -25,6 +13,24 @@ function Change({ c }: { c: CommitInfo }) {
 }
 
 // ---------------------------------------------------------------- repositories
+
+/** The sections of one repository: its pages, its team, its activity. */
+export function RepoTabs({ repo, current }: { repo: string; current: 'pages' | 'team' | 'activity' }) {
+  const tabs = [
+    { key: 'pages', label: 'Pages', to: href({ name: 'repo', repo }) },
+    { key: 'team', label: 'Team', to: href({ name: 'team', repo }) },
+    { key: 'activity', label: 'Activity', to: href({ name: 'activity', repo }) },
+  ] as const;
+  return (
+    <nav class="tabs" aria-label="Repository">
+      {tabs.map((t) => (
+        <a key={t.key} href={t.to} aria-current={t.key === current ? 'page' : undefined}>
+          {t.label}
+        </a>
+      ))}
+    </nav>
+  );
+}
 
 export function ReposView({ api }: { api: Api }) {
   const repos = useLoad(() => api.repos(), [api]);
@@ -132,6 +138,7 @@ export function RepoView({ api, repo, initialQuery }: { api: Api; repo: string; 
     <section>
       <Crumbs items={[{ label: 'Repositories', to: '#/' }, { label: repo }]} />
       <h1 tabIndex={-1}>{repo}</h1>
+      <RepoTabs repo={repo} current="pages" />
       <form class="card inline" role="search" onSubmit={submit}>
         <label for="search">Search pages</label>
         <div class="row">
@@ -258,6 +265,7 @@ export function PageView({ api, repo, path }: { api: Api; repo: string; path: st
           Copy link
         </button>
         {commits.length > 1 && <a href={href({ name: 'diff', repo, path })}>Last change</a>}
+        {commits.length > 0 && <a href={href({ name: 'evolution', repo, path })}>Evolution</a>}
       </div>
       {copied && (
         <p class="ok" role="status">
