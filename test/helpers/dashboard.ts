@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { buildDashboard, serveDashboard, type DashboardServer } from '../../scripts/dashboard.ts';
+import type { Clock } from '../../lib/clock.ts';
 import { startTestServer, type TestServer } from './env.ts';
 import { startOidcProvider, type OidcProvider } from './oidc.ts';
 
@@ -72,7 +73,8 @@ export interface DashboardHarness {
 
 let axeSource: string | undefined;
 
-export async function startDashboard(opts: { env?: Record<string, string> } = {}): Promise<DashboardHarness> {
+/** `clock`: the API server's time source (default the system clock), for tests that need expired keys or tokens. */
+export async function startDashboard(opts: { env?: Record<string, string>; clock?: Clock } = {}): Promise<DashboardHarness> {
   await mkdir(ARTIFACTS, { recursive: true });
   const outDir = await mkdtemp(join(tmpdir(), 'kr-dashboard-build-'));
   const profile = await mkdtemp(join(tmpdir(), 'kr-dashboard-profile-'));
@@ -81,6 +83,7 @@ export async function startDashboard(opts: { env?: Record<string, string> } = {}
   const dash = await serveDashboard({ root: outDir, port: 0, config: { apiUrl: 'http://127.0.0.1:9' } });
   const srv = await startTestServer({
     env: { ...op.serverEnv(), SERVICE_CORS_ORIGINS: dash.url, SERVICE_DASHBOARD_URL: dash.url, ...opts.env },
+    clock: opts.clock,
   });
   dash.config = { apiUrl: srv.url, oidcIssuer: op.issuer, oidcClientId: op.clientId };
   const context = await chromium.launchPersistentContext(profile, {
