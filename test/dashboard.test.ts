@@ -2,24 +2,17 @@
  * The dashboard in a real browser (Debian's chromium driven by playwright-core): the Vite build served by
  * scripts/dashboard.ts, the real API server, and a loopback OpenID Connect provider. Sign-in both ways,
  * repositories, pages grouped, a page rendered/raw with its frontmatter, search, the section diff of two
- * commits, untrusted page text rendered inert, 375 px, sign-out. Screenshots go to test-artifacts/dashboard/.
+ * commits, untrusted page text rendered inert, 375 px, sign-out. Every view shown passes axe-core (no serious
+ * or critical violation) and is saved as a screenshot in test-artifacts/dashboard/.
  */
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BrowserContext, Page } from 'playwright-core';
-import { buildDashboard, serveDashboard, type DashboardServer } from '../scripts/dashboard.ts';
-import { startTestServer, type TestServer } from './helpers/env.ts';
-import { startOidcProvider, type OidcProvider } from './helpers/oidc.ts';
+import type { Page } from 'playwright-core';
+import type { DashboardServer } from '../scripts/dashboard.ts';
+import type { TestServer } from './helpers/env.ts';
+import type { OidcProvider } from './helpers/oidc.ts';
+import { hasChromium, startDashboard, warnIfNoChromium, type DashboardHarness } from './helpers/dashboard.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium) {
-  console.warn(`test/dashboard.test.ts: SKIPPED, ${CHROMIUM} is missing (apt-get install -y chromium; .ci/run does it)`);
-}
-const ARTIFACTS = join(import.meta.dirname, '..', 'test-artifacts', 'dashboard');
+warnIfNoChromium('test/dashboard.test.ts');
 
 const DECISION_V1 = `---
 type: concept
@@ -61,19 +54,19 @@ Hello <script>window.__pwned = 'script'</script> there.
 `;
 
 describe.skipIf(!hasChromium)('the dashboard in chromium', () => {
+  let h: DashboardHarness;
   let op: OidcProvider;
   let srv: TestServer;
   let dash: DashboardServer;
-  let context: BrowserContext;
   let page: Page;
-  let outDir: string;
-  let profile: string;
   let bobPat: string;
   let bobSession: string;
   const shas: string[] = [];
 
+  /** Every view shown gets an axe-core pass (no serious or critical violation) and a screenshot artifact. */
   const shot = async (name: string) => {
-    await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+    expect(await h.axe(), `axe-core on the ${name} view`).toEqual([]);
+    await h.shot(name);
   };
   const push = async (files: { path: string; content: string }[], message: string): Promise<string> => {
     const res = await srv.api('/v1/repos/acme/sync/push', {
@@ -88,53 +81,16 @@ describe.skipIf(!hasChromium)('the dashboard in chromium', () => {
   const alertText = async () => (await page.getByRole('alert').first().textContent()) ?? '';
 
   beforeAll(async () => {
-    await mkdir(ARTIFACTS, { recursive: true });
-    outDir = await mkdtemp(join(tmpdir(), 'kr-dashboard-build-'));
-    profile = await mkdtemp(join(tmpdir(), 'kr-dashboard-profile-'));
-    const { chromium } = await import('playwright-core');
-    const [, provider, dashboard] = await Promise.all([
-      buildDashboard(outDir),
-      startOidcProvider(),
-      serveDashboard({ root: outDir, port: 0, config: { apiUrl: 'http://127.0.0.1:9' } }).catch(async () => {
-        await buildDashboard(outDir); // index.html appears only after the build
-        return serveDashboard({ root: outDir, port: 0, config: { apiUrl: 'http://127.0.0.1:9' } });
-      }),
-    ]);
-    op = provider;
-    dash = dashboard;
-    srv = await startTestServer({ env: { ...op.serverEnv(), SERVICE_CORS_ORIGINS: dash.url } });
-    dash.config = { apiUrl: srv.url, oidcIssuer: op.issuer, oidcClientId: op.clientId };
-
+    h = await startDashboard();
+    ({ op, srv, dash, page } = h);
     // Bob signs in once through the API, for a session to push with and a personal access token to paste.
-    const idToken = await op.idp.signIdToken({ sub: 'bob', email: 'bob@example.com', name: 'Bob' });
-    const signed = await srv.api('/v1/auth/idp', { method: 'POST', token: null, json: { id_token: idToken } });
-    bobSession = ((await signed.json()) as { access_token: string }).access_token;
-    const pat = await srv.api('/v1/pats', { method: 'POST', token: bobSession, json: { label: 'dashboard test' } });
-    bobPat = ((await pat.json()) as { token: string }).token;
-
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-      viewport: { width: 1100, height: 800 },
-    });
-    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: dash.url });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.setDefaultTimeout(10_000);
+    const bob = await h.signUp('bob', 'Bob');
+    bobSession = bob.session;
+    bobPat = bob.pat;
   });
 
   afterAll(async () => {
-    await context?.close();
-    await Promise.all([srv?.stop(), dash?.close(), op?.close()]);
-    await Promise.all([outDir, profile].filter(Boolean).map((d) => rm(d, { recursive: true, force: true })));
+    await h?.close();
   });
 
   it('serves the build and a config.json made for this deployment', async () => {
@@ -202,6 +158,7 @@ describe.skipIf(!hasChromium)('the dashboard in chromium', () => {
 
     await page.getByRole('link', { name: 'acme' }).click();
     await page.getByRole('heading', { name: 'acme', level: 1 }).waitFor();
+    await page.locator('section.group h2').first().waitFor();
     const groups = await page.locator('section.group h2').allTextContents();
     expect(groups).toEqual(['Concepts (2)', 'Entities (1)', 'Analyses (1)', 'Sources (1)', 'Other (1)']);
     const concepts = await page.locator('section.group').first().getByRole('link').allTextContents();
@@ -331,6 +288,8 @@ describe.skipIf(!hasChromium)('the dashboard in chromium', () => {
     expect(await article.textContent()).toContain('Hello');
     expect(await article.locator('script').count()).toBe(0);
     expect(await article.locator('[onerror], [onclick], [onload]').count()).toBe(0);
+    // The author's <img> without alt text is marked decorative (axe-core's image-alt rule).
+    expect(await article.locator('img').getAttribute('alt')).toBe('');
     const hrefs = await article.locator('a').evaluateAll((as) => as.map((a) => a.getAttribute('href') ?? ''));
     for (const h of hrefs) expect(h.trim().toLowerCase().startsWith('javascript:')).toBe(false);
     for (const name of ['click me', 'raw link', 'mixed case']) {

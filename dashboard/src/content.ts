@@ -50,6 +50,9 @@ function purifier(): typeof DOMPurify {
           node.setAttribute('rel', 'noopener noreferrer');
         }
       }
+      // An image the author gave no text alternative is treated as decorative: a screen reader skips it
+      // instead of spelling out its address.
+      if (node.tagName === 'IMG' && !node.hasAttribute('alt')) node.setAttribute('alt', '');
     });
   }
   return DOMPurify;
