@@ -1,21 +1,397 @@
 /** A repository's activity feed with a chart of pushes per day by person, and a page's evolution timeline. */
-import type { Api } from './api.ts';
-import { Crumbs } from './ui.tsx';
+import { useState } from 'preact/hooks';
+import type { ActivityEvent, Api, EvolutionResponse, SectionDiff } from './api.ts';
+import { Crumbs, Empty, ErrorMessage, Loading, shortSha, useLoad } from './ui.tsx';
 import { RepoTabs } from './views.tsx';
 import { href } from './route.ts';
-import { pageName } from './content.ts';
+import { pageName, showTime, showValue } from './content.ts';
 
-export function ActivityView({ api: _api, repo }: { api: Api; repo: string }) {
+// ---------------------------------------------------------------- activity
+
+/** Events per page of the feed. */
+export const FEED_PAGE = 20;
+/** The most events the chart counts from (the activity route clamps `limit` to 500). */
+export const CHART_EVENTS = 500;
+/** Days the chart spans, ending today (UTC). */
+export const CHART_DAYS = 30;
+/** Paths of a push listed by name; the rest are counted. */
+const PATHS_SHOWN = 3;
+
+const DAY_S = 86_400;
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+/**
+ * Colours of the chart's people, each at least 4.5:1 against white (so a bar reads against the page and the
+ * legend's swatch beside dark text is clear); the eighth and later people share the last, grey, as "others".
+ */
+const COLOURS = ['#0550ae', '#bc4c00', '#116329', '#8250df', '#a40e26', '#1b7c83', '#7d4e00'];
+const OTHERS_COLOUR = '#57606a';
+
+function isoDay(unixSeconds: number): string {
+  return new Date(unixSeconds * 1000).toISOString().slice(0, 10);
+}
+
+/** "2026-11-23" → "23 Nov". */
+function shortDay(day: string): string {
+  const [, m, d] = day.split('-');
+  return `${Number(d)} ${MONTHS[Number(m) - 1] ?? m}`;
+}
+
+function eventTime(e: ActivityEvent): string {
+  return new Date(e.created_at * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+export interface PushChart {
+  /** The days shown, oldest first (YYYY-MM-DD, UTC). */
+  days: string[];
+  /** People with at least one push in the window, most pushes first (then by email). */
+  people: { email: string; colour: string; total: number }[];
+  /** counts[day][email]: pushes. */
+  counts: Map<string, Map<string, number>>;
+  total: number;
+  /** The events counted did not reach back to the window's start: older pushes in it are missing. */
+  truncated: boolean;
+}
+
+/** Pushes per UTC day and person over the CHART_DAYS days ending on `now`'s day. */
+export function countPushes(events: ActivityEvent[], totalEvents: number, nowMs: number): PushChart {
+  const today = Math.floor(nowMs / 1000 / DAY_S);
+  const days: string[] = [];
+  for (let d = today - CHART_DAYS + 1; d <= today; d++) days.push(isoDay(d * DAY_S));
+  const inWindow = new Set(days);
+  const counts = new Map<string, Map<string, number>>();
+  const byPerson = new Map<string, number>();
+  let total = 0;
+  for (const e of events) {
+    if (e.action !== 'push') continue;
+    const day = isoDay(e.created_at);
+    if (!inWindow.has(day)) continue;
+    const row = counts.get(day) ?? new Map<string, number>();
+    row.set(e.email, (row.get(e.email) ?? 0) + 1);
+    counts.set(day, row);
+    byPerson.set(e.email, (byPerson.get(e.email) ?? 0) + 1);
+    total++;
+  }
+  const people = [...byPerson.entries()]
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+    .map(([email, n], i) => ({ email, total: n, colour: COLOURS[i] ?? OTHERS_COLOUR }));
+  const oldest = events[events.length - 1];
+  const truncated = events.length < totalEvents && oldest !== undefined && isoDay(oldest.created_at) >= days[0]!;
+  return { days, people, counts, total, truncated };
+}
+
+export function chartLabel(c: PushChart): string {
+  return `Pushes per day by person, last ${CHART_DAYS} days: ${plural(c.total, 'push', 'pushes')} by ${plural(c.people.length, 'person', 'people')}`;
+}
+
+function PushesChart({ chart }: { chart: PushChart }) {
+  const W = 480;
+  const H = 180;
+  const left = 28;
+  const right = 8;
+  const top = 10;
+  const bottom = 26;
+  const plotW = W - left - right;
+  const plotH = H - top - bottom;
+  const dayTotals = chart.days.map((d) => [...(chart.counts.get(d)?.values() ?? [])].reduce((a, b) => a + b, 0));
+  const max = Math.max(1, ...dayTotals);
+  const slot = plotW / chart.days.length;
+  const barW = Math.max(2, slot * 0.7);
+  const y = (n: number) => top + plotH - (n / max) * plotH;
+  const ticks = max <= 4 ? Array.from({ length: max + 1 }, (_, i) => i) : [0, Math.round(max / 2), max];
+  return (
+    <figure class="chart">
+      <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-label={chartLabel(chart)} class="chart-svg">
+        {ticks.map((t) => (
+          <g key={`t${t}`}>
+            <line x1={left} x2={W - right} y1={y(t)} y2={y(t)} stroke="#d0d7de" stroke-width="1" />
+            <text x={left - 4} y={y(t) + 4} text-anchor="end" font-size="11" fill="#57606a">
+              {t}
+            </text>
+          </g>
+        ))}
+        {chart.days.map((day, i) => {
+          const row = chart.counts.get(day);
+          let acc = 0;
+          const x = left + i * slot + (slot - barW) / 2;
+          return (
+            <g key={day}>
+              {chart.people.map((p) => {
+                const n = row?.get(p.email) ?? 0;
+                if (n === 0) return null;
+                const y0 = y(acc + n);
+                const h = y(acc) - y0;
+                acc += n;
+                return (
+                  <rect key={p.email} x={x} y={y0} width={barW} height={h} fill={p.colour}>
+                    <title>{`${day}: ${p.email}, ${plural(n, 'push', 'pushes')}`}</title>
+                  </rect>
+                );
+              })}
+              {(i % 7 === (chart.days.length - 1) % 7) && (
+                <text x={left + i * slot + slot / 2} y={H - 8} text-anchor="middle" font-size="11" fill="#57606a">
+                  {shortDay(day)}
+                </text>
+              )}
+            </g>
+          );
+        })}
+        <line x1={left} x2={W - right} y1={top + plotH} y2={top + plotH} stroke="#57606a" stroke-width="1" />
+      </svg>
+      <figcaption>
+        <ul class="legend" aria-label="Legend">
+          {chart.people.map((p) => (
+            <li key={p.email}>
+              <svg class="swatch" viewBox="0 0 10 10" width="12" height="12" aria-hidden="true">
+                <rect width="10" height="10" fill={p.colour} />
+              </svg>
+              <span class="who-email">{p.email}</span> <span class="count">({plural(p.total, 'push', 'pushes')})</span>
+            </li>
+          ))}
+        </ul>
+      </figcaption>
+    </figure>
+  );
+}
+
+function ChartTable({ chart }: { chart: PushChart }) {
+  const rows = chart.days.filter((d) => chart.counts.has(d));
+  return (
+    <details class="chart-data">
+      <summary>The chart's numbers as a table</summary>
+      <div class="scroll" role="region" aria-label="Pushes per day by person, as a table" tabIndex={0}>
+        <table class="data" id="pushes-table">
+          <caption>Pushes per day by person (days without pushes left out)</caption>
+          <thead>
+            <tr>
+              <th scope="col">Day (UTC)</th>
+              {chart.people.map((p) => (
+                <th scope="col" key={p.email}>
+                  {p.email}
+                </th>
+              ))}
+              <th scope="col">Total</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((d) => {
+              const row = chart.counts.get(d)!;
+              return (
+                <tr key={d}>
+                  <th scope="row">{d}</th>
+                  {chart.people.map((p) => (
+                    <td key={p.email}>{row.get(p.email) ?? 0}</td>
+                  ))}
+                  <td>{[...row.values()].reduce((a, b) => a + b, 0)}</td>
+                </tr>
+              );
+            })}
+          </tbody>
+          <tfoot>
+            <tr>
+              <th scope="row">All days</th>
+              {chart.people.map((p) => (
+                <td key={p.email}>{p.total}</td>
+              ))}
+              <td>{chart.total}</td>
+            </tr>
+          </tfoot>
+        </table>
+      </div>
+    </details>
+  );
+}
+
+function EventItem({ repo, e }: { repo: string; e: ActivityEvent }) {
+  const paths = e.action === 'push' && Array.isArray(e.detail?.paths) ? (e.detail.paths as unknown[]).filter((p): p is string => typeof p === 'string') : [];
+  const client = e.action === 'pull' && typeof e.detail?.client === 'string' ? e.detail.client : undefined;
+  const time = eventTime(e);
+  return (
+    <li>
+      <span class="title">{e.email}</span>
+      <span class={`badge action-${e.action}`}>{e.action === 'push' ? 'pushed' : 'pulled'}</span>{' '}
+      <time dateTime={time}>{showTime(time)}</time>
+      {paths.length > 0 && (
+        <div class="meta paths">
+          <span>{plural(paths.length, 'page')}:</span>
+          {paths.slice(0, PATHS_SHOWN).map((p) => (
+            <a key={p} href={href({ name: 'page', repo, path: p })}>
+              {p}
+            </a>
+          ))}
+          {paths.length > PATHS_SHOWN && <span>+{paths.length - PATHS_SHOWN} more</span>}
+        </div>
+      )}
+      {client && (
+        <div class="meta">
+          <span>
+            with <code>{client}</code>
+          </span>
+        </div>
+      )}
+    </li>
+  );
+}
+
+export function ActivityView({ api, repo }: { api: Api; repo: string }) {
+  const [offset, setOffset] = useState(0);
+  const chartData = useLoad(() => api.activity(repo, { limit: CHART_EVENTS, offset: 0 }), [api, repo]);
+  const feed = useLoad(() => api.activity(repo, { limit: FEED_PAGE, offset }), [api, repo, offset]);
+  const chart = chartData.data ? countPushes(chartData.data.events, chartData.data.total, Date.now()) : null;
+  const total = feed.data?.total ?? 0;
+  const shown = feed.data?.events ?? [];
+
   return (
     <section>
       <Crumbs items={[{ label: 'Repositories', to: '#/' }, { label: repo, to: href({ name: 'repo', repo }) }, { label: 'Activity' }]} />
       <h1 tabIndex={-1}>Activity in {repo}</h1>
       <RepoTabs repo={repo} current="activity" />
+
+      <section aria-labelledby="chart-h">
+        <h2 id="chart-h">Pushes per day, last {CHART_DAYS} days</h2>
+        <ErrorMessage message={chartData.error} />
+        {chartData.loading && !chartData.data && <Loading what="the chart" />}
+        {chart && chart.total === 0 && <Empty>No pushes in the last {CHART_DAYS} days.</Empty>}
+        {chart && chart.total > 0 && (
+          <>
+            <PushesChart chart={chart} />
+            {chart.truncated && (
+              <p class="hint">
+                Counted from the newest {CHART_EVENTS} events only: older pushes in these {CHART_DAYS} days are left out.
+              </p>
+            )}
+            <ChartTable chart={chart} />
+          </>
+        )}
+      </section>
+
+      <section aria-labelledby="feed-h">
+        <h2 id="feed-h">Events</h2>
+        <ErrorMessage message={feed.error} />
+        {feed.loading && !feed.data && <Loading what="the events" />}
+        {feed.data && total === 0 && <Empty>Nothing has happened here yet. Pushes and pulls appear here as people sync pages.</Empty>}
+        {feed.data && total > 0 && shown.length === 0 && <Empty>No events at this position. Go back to the newest.</Empty>}
+        {shown.length > 0 && (
+          <ol class="list feed" aria-label="Events, newest first" aria-busy={feed.loading}>
+            {shown.map((e, i) => (
+              <EventItem key={`${offset + i}`} repo={repo} e={e} />
+            ))}
+          </ol>
+        )}
+        {feed.data && total > 0 && (
+          <div class="pager">
+            <button type="button" onClick={() => setOffset(Math.max(0, offset - FEED_PAGE))} disabled={offset === 0 || feed.loading}>
+              Newer
+            </button>
+            <p class="count" role="status">
+              {shown.length > 0 ? `Events ${offset + 1}–${offset + shown.length} of ${total}` : `${total} events`}
+            </p>
+            <button type="button" onClick={() => setOffset(offset + FEED_PAGE)} disabled={offset + FEED_PAGE >= total || feed.loading}>
+              Older
+            </button>
+          </div>
+        )}
+      </section>
     </section>
   );
 }
 
-export function EvolutionView({ api: _api, repo, path }: { api: Api; repo: string; path: string }) {
+// ---------------------------------------------------------------- evolution
+
+/** First evolution request; "Show more" adds this many, up to the route's cap. */
+export const EVOLUTION_STEP = 50;
+export const EVOLUTION_MAX = 200;
+
+function headingText(heading: string): string {
+  return heading === '_preamble' ? 'Before the first section' : heading.replace(/^#+\s*/, '');
+}
+
+function clip(s: string, n = 40): string {
+  return s.length > n ? `${s.slice(0, n - 1)}…` : s;
+}
+
+interface ChangeChip {
+  kind: 'added' | 'modified' | 'removed' | 'renamed';
+  sym: string;
+  text: string;
+}
+
+/** What one commit changed, as chips: sections first (in the diff's order), then frontmatter fields. */
+export function changeChips(diff: SectionDiff): { sections: ChangeChip[]; fields: ChangeChip[] } {
+  const sections: ChangeChip[] = [];
+  for (const s of [...(diff.preamble ? [diff.preamble] : []), ...diff.sections]) {
+    const name = headingText(s.heading);
+    if (s.status === 'added') sections.push({ kind: 'added', sym: '+', text: name });
+    else if (s.status === 'modified') sections.push({ kind: 'modified', sym: '~', text: name });
+    else if (s.status === 'removed') sections.push({ kind: 'removed', sym: '−', text: name });
+    else if (s.status === 'renamed') sections.push({ kind: 'renamed', sym: '', text: `${headingText(s.old_heading ?? '')} → ${name}` });
+  }
+  const v = (x: unknown) => clip(showValue(x));
+  const fields: ChangeChip[] = [
+    ...diff.frontmatter.added.map((f) => ({ kind: 'added' as const, sym: '+', text: `${f.field}: ${v(f.to)}` })),
+    ...diff.frontmatter.changed.map((f) => ({ kind: 'modified' as const, sym: '~', text: `${f.field}: ${v(f.from)} → ${v(f.to)}` })),
+    ...diff.frontmatter.removed.map((f) => ({ kind: 'removed' as const, sym: '−', text: `${f.field}: ${v(f.from)}` })),
+  ];
+  return { sections, fields };
+}
+
+function Chips({ label, chips }: { label: string; chips: ChangeChip[] }) {
+  return (
+    <ul class="chips" aria-label={label}>
+      {chips.map((c, i) => (
+        <li key={i} class={`chip-${c.kind}`}>
+          {c.sym && <span aria-hidden="true">{c.sym} </span>}
+          {c.text}
+          <span class="sr-only"> ({c.kind})</span>
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+function EvolutionEntry({ repo, path, entry }: { repo: string; path: string; entry: EvolutionResponse['entries'][number] }) {
+  const { commit, diff } = entry;
+  const { sections, fields } = changeChips(diff);
+  const first = diff.from_sha === '';
+  return (
+    <li class="evo-entry">
+      <div class="evo-head">
+        <code title={commit.sha}>{shortSha(commit.sha)}</code> <span class="title">{commit.message}</span>
+      </div>
+      <div class="meta">
+        <span>
+          by {commit.author} · <time dateTime={commit.time}>{showTime(commit.time)}</time>
+        </span>
+        {first && <span>created the page</span>}
+      </div>
+      {sections.length > 0 && <Chips label="Sections" chips={sections} />}
+      {fields.length > 0 && <Chips label="Frontmatter" chips={fields} />}
+      {sections.length === 0 && fields.length === 0 && <p class="hint">No section or field changed.</p>}
+      {diff.parse_fallback && <p class="hint">The frontmatter could not be read on a side: a whole-file change.</p>}
+      <p class="evo-link">
+        {first ? (
+          <a href={href({ name: 'page', repo, path })}>
+            The page<span class="sr-only"> at {shortSha(commit.sha)}</span>
+          </a>
+        ) : (
+          <a href={href({ name: 'diff', repo, path, from: diff.from_sha, to: diff.to_sha })}>
+            Full diff<span class="sr-only"> of {shortSha(commit.sha)}</span>
+          </a>
+        )}
+      </p>
+    </li>
+  );
+}
+
+export function EvolutionView({ api, repo, path }: { api: Api; repo: string; path: string }) {
+  const [limit, setLimit] = useState(EVOLUTION_STEP);
+  const evo = useLoad(() => api.evolution(repo, path, limit), [api, repo, path, limit]);
+  const entries = evo.data?.entries ?? [];
+  const more = evo.data !== undefined && entries.length >= limit && limit < EVOLUTION_MAX && !evo.data.truncated;
   return (
     <section>
       <Crumbs
@@ -27,6 +403,36 @@ export function EvolutionView({ api: _api, repo, path }: { api: Api; repo: strin
         ]}
       />
       <h1 tabIndex={-1}>Evolution of {pageName(path)}</h1>
+      <p class="meta">
+        <code>{path}</code>
+      </p>
+      <ErrorMessage message={evo.error} />
+      {evo.loading && !evo.data && <Loading what="the evolution" />}
+      {evo.data && entries.length === 0 && <Empty>No commit has touched this page.</Empty>}
+      {entries.length > 0 && (
+        <>
+          <p class="count" role="status">
+            {entries.length === 1 ? '1 commit' : `${entries.length} commits`}, newest first
+          </p>
+          <ol class="timeline" aria-label="Commits, newest first">
+            {entries.map((e) => (
+              <EvolutionEntry key={e.commit.sha} repo={repo} path={path} entry={e} />
+            ))}
+          </ol>
+        </>
+      )}
+      {evo.data?.truncated && <p class="note">The server stopped early (size or work budget): older commits are left out.</p>}
+      {more && (
+        <button type="button" disabled={evo.loading} onClick={() => setLimit(Math.min(EVOLUTION_MAX, limit + EVOLUTION_STEP))}>
+          {evo.loading ? 'Loading…' : 'Show more'}
+        </button>
+      )}
+      {evo.data && !more && entries.length >= EVOLUTION_MAX && (
+        <p class="hint">
+          The newest {EVOLUTION_MAX} commits are shown; see the <a href={href({ name: 'page', repo, path })}>page's history</a> for
+          the rest.
+        </p>
+      )}
     </section>
   );
 }
