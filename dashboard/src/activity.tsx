@@ -133,7 +133,13 @@ function PushesChart({ chart }: { chart: PushChart }) {
                 );
               })}
               {(i % 7 === (chart.days.length - 1) % 7) && (
-                <text x={left + i * slot + slot / 2} y={H - 8} text-anchor="middle" font-size="11" fill="#57606a">
+                <text
+                  x={i === chart.days.length - 1 ? W - right : left + i * slot + slot / 2}
+                  y={H - 8}
+                  text-anchor={i === chart.days.length - 1 ? 'end' : 'middle'}
+                  font-size="11"
+                  fill="#57606a"
+                >
                   {shortDay(day)}
                 </text>
               )}
@@ -212,7 +218,7 @@ function EventItem({ repo, e }: { repo: string; e: ActivityEvent }) {
   const time = eventTime(e);
   return (
     <li>
-      <span class="title">{e.email}</span>
+      <span class="title">{e.email}</span>{' '}
       <span class={`badge action-${e.action}`}>{e.action === 'push' ? 'pushed' : 'pulled'}</span>{' '}
       <time dateTime={time}>{showTime(time)}</time>
       {paths.length > 0 && (

@@ -43,7 +43,7 @@ export function BillingView({ api }: { api: Api }) {
 
   const b = billing.data;
   return (
-    <section>
+    <section class="billing">
       <Crumbs items={[{ label: 'Repositories', to: '#/' }, { label: 'Plan and billing' }]} />
       <h1 tabIndex={-1}>Plan and billing</h1>
       <ErrorMessage message={billing.error} />
