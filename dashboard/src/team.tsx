@@ -1,24 +1,662 @@
 /** A repository's team (members, invite keys) and the signed-in user's personal access tokens. */
-import type { Api } from './api.ts';
-import { Crumbs } from './ui.tsx';
+import type { ComponentChildren } from 'preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { ApiError, type Api, type InviteKey, type Member, type PatInfo } from './api.ts';
+import { Crumbs, Empty, ErrorMessage, Loading, errorText, useLoad, type Loaded } from './ui.tsx';
 import { RepoTabs } from './views.tsx';
 import { href } from './route.ts';
+import { clearSession, loadSession } from './session.ts';
 
-export function TeamView({ api: _api, repo }: { api: Api; repo: string }) {
+// ---------------------------------------------------------------- small pieces
+
+/** Unix seconds → "2026-11-23 02:46 UTC", inside a <time>. */
+function When({ s }: { s: number }) {
+  const d = new Date(s * 1000);
+  if (Number.isNaN(d.getTime())) return <span>{String(s)}</span>;
+  const iso = d.toISOString();
+  // Two unbreakable halves: a narrow column wraps between the date and the time, never inside them.
+  return (
+    <time dateTime={iso}>
+      <span class="nw">{iso.slice(0, 10)}</span> <span class="nw">{iso.slice(11, 16)} UTC</span>
+    </time>
+  );
+}
+
+const nowSeconds = (): number => Math.floor(Date.now() / 1000);
+
+/** A readable sentence for a failed action, with a next step for the answers the team routes give. */
+function actionError(e: unknown): string {
+  const text = errorText(e);
+  if (e instanceof ApiError && e.status === 409 && /last owner/i.test(e.message)) {
+    return `${text} A repository keeps at least one owner; the server's admin command (repo owner <repo> <user>) makes another one first.`;
+  }
+  return text;
+}
+
+/**
+ * A button that asks before it acts: the first press shows the question with a confirm and a cancel button
+ * (focus moves to the confirm button; Escape or Cancel returns it). No window.confirm.
+ */
+function ConfirmButton(props: {
+  /** Visible text of the first button ("Revoke") and what it acts on, for screen readers ("invite key x"). */
+  label: string;
+  what: string;
+  question: ComponentChildren;
+  confirmLabel: string;
+  /** Resolves true when the thing is gone (the caller moves focus), false when it failed (focus comes back here). */
+  onConfirm: () => Promise<boolean>;
+}) {
+  const [asking, setAsking] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const confirmRef = useRef<HTMLButtonElement>(null);
+  const startRef = useRef<HTMLButtonElement>(null);
+  const returnFocus = useRef(false);
+  useEffect(() => {
+    if (asking) confirmRef.current?.focus();
+    else if (returnFocus.current) {
+      returnFocus.current = false;
+      startRef.current?.focus();
+    }
+  }, [asking]);
+  const cancel = () => {
+    returnFocus.current = true;
+    setAsking(false);
+  };
+  if (!asking) {
+    return (
+      <button type="button" ref={startRef} onClick={() => setAsking(true)}>
+        {props.label}
+        <span class="sr-only"> {props.what}</span>
+      </button>
+    );
+  }
+  return (
+    <div
+      class="confirm"
+      role="group"
+      aria-label={`${props.label} ${props.what}`}
+      onKeyDown={(e) => {
+        if (e.key === 'Escape') cancel();
+      }}
+    >
+      <p class="confirm-q">{props.question}</p>
+      <div class="row">
+        <button
+          type="button"
+          class="danger"
+          ref={confirmRef}
+          disabled={busy}
+          onClick={async () => {
+            setBusy(true);
+            let done = false;
+            try {
+              done = await props.onConfirm();
+            } finally {
+              returnFocus.current = !done;
+              setBusy(false);
+              setAsking(false);
+            }
+          }}
+        >
+          {props.confirmLabel}
+          <span class="sr-only"> {props.what}</span>
+        </button>
+        <button type="button" onClick={cancel} disabled={busy}>
+          Cancel
+        </button>
+      </div>
+    </div>
+  );
+}
+
+/** A secret shown once: a read-only field, a Copy button, and what to do with it. */
+function OnceSecret(props: { id: string; label: string; value: string; onDone: () => void; children: ComponentChildren }) {
+  const [copied, setCopied] = useState<{ ok: boolean; text: string }>();
+  const field = useRef<HTMLInputElement>(null);
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(props.value);
+      setCopied({ ok: true, text: 'Copied to the clipboard.' });
+    } catch {
+      field.current?.select();
+      setCopied({ ok: false, text: 'The clipboard is not available here: the field is selected, copy it with Ctrl+C (⌘C).' });
+    }
+  };
+  return (
+    <div class="card once">
+      <p class="note" role="status">
+        <strong>Copy it now: it will not be shown again.</strong>
+      </p>
+      <label for={props.id}>{props.label}</label>
+      <div class="row">
+        <input
+          id={props.id}
+          ref={field}
+          class="secret"
+          readOnly
+          value={props.value}
+          spellcheck={false}
+          autoComplete="off"
+          onFocus={(e) => (e.target as HTMLInputElement).select()}
+        />
+        <button type="button" class="primary" onClick={copy}>
+          Copy<span class="sr-only"> the {props.label.toLowerCase()}</span>
+        </button>
+      </div>
+      {copied && (
+        <p class={copied.ok ? 'ok' : 'hint'} role="status">
+          {copied.text}
+        </p>
+      )}
+      {props.children}
+      <button type="button" onClick={props.onDone}>
+        Done, hide it
+      </button>
+    </div>
+  );
+}
+
+function useHeadingFocus() {
+  const ref = useRef<HTMLHeadingElement>(null);
+  return { ref, focus: () => ref.current?.focus({ preventScroll: true }) };
+}
+
+// ---------------------------------------------------------------- team
+
+export function TeamView({ api, repo }: { api: Api; repo: string }) {
+  const team = useLoad(async () => {
+    const [members, me] = await Promise.all([api.members(repo), api.me().catch(() => undefined)]);
+    return { members, me };
+  }, [api, repo]);
+  const myRole = team.data?.me ? team.data.members.find((m) => m.user_id === team.data!.me!.id)?.role : undefined;
+  const isOwner = myRole === 'owner';
+
   return (
     <section>
       <Crumbs items={[{ label: 'Repositories', to: '#/' }, { label: repo, to: href({ name: 'repo', repo }) }, { label: 'Team' }]} />
       <h1 tabIndex={-1}>Team of {repo}</h1>
       <RepoTabs repo={repo} current="team" />
+      <Members api={api} repo={repo} team={team} isOwner={isOwner} myId={team.data?.me?.id} myRole={myRole} />
+      {team.data && <InviteKeys api={api} repo={repo} isOwner={isOwner} roleKnown={myRole !== undefined} />}
     </section>
   );
 }
 
-export function TokensView({ api: _api }: { api: Api }) {
+function Members(props: {
+  api: Api;
+  repo: string;
+  team: Loaded<{ members: Member[]; me: { id: string } | undefined }>;
+  isOwner: boolean;
+  myId: string | undefined;
+  myRole: string | undefined;
+}) {
+  const { api, repo, team, isOwner, myId } = props;
+  const [status, setStatus] = useState<string>();
+  const [error, setError] = useState<string>();
+  const heading = useHeadingFocus();
+  const members = team.data?.members;
+
+  const remove = async (m: Member) => {
+    setStatus(undefined);
+    setError(undefined);
+    try {
+      await api.removeMember(repo, m.user_id);
+      if (m.user_id === myId) {
+        location.hash = '#/';
+        return true;
+      }
+      setStatus(`Removed ${m.email} from ${repo}.`);
+      team.reload();
+      heading.focus();
+      return true;
+    } catch (e) {
+      setError(actionError(e));
+      return false;
+    }
+  };
+
+  return (
+    <section aria-labelledby="members-h">
+      <h2 id="members-h" ref={heading.ref} tabIndex={-1}>
+        Members {members && <span class="count">({members.length})</span>}
+      </h2>
+      {members && !isOwner && (
+        <p class="hint">
+          {props.myRole === 'member' ? 'You are a member of this repository. ' : ''}Only an owner can remove members or invite
+          new ones.
+        </p>
+      )}
+      <ErrorMessage message={team.error} />
+      <ErrorMessage message={error} />
+      {status && (
+        <p class="ok" role="status">
+          {status}
+        </p>
+      )}
+      {team.loading && !team.data && <Loading what="members" />}
+      {members && members.length === 0 && <Empty>This repository has no members yet.</Empty>}
+      {members && members.length > 0 && (
+        <div class="scroll grid-wrap">
+          <table class="grid" aria-label={`Members of ${repo}`}>
+            <thead>
+              <tr>
+                <th scope="col">Email</th>
+                <th scope="col">Role</th>
+                <th scope="col">Added</th>
+                {isOwner && <th scope="col">Actions</th>}
+              </tr>
+            </thead>
+            <tbody>
+              {members.map((m) => {
+                const self = m.user_id === myId;
+                return (
+                  <tr key={m.user_id}>
+                    <td class="wrap">
+                      {m.email}
+                      {self && <span class="badge">you</span>}
+                    </td>
+                    <td>{m.role}</td>
+                    <td>
+                      <When s={m.added_at} />
+                    </td>
+                    {isOwner && (
+                      <td>
+                        <ConfirmButton
+                          label={self ? 'Leave' : 'Remove'}
+                          what={self ? `${repo} (remove yourself)` : `member ${m.email}`}
+                          question={
+                            self
+                              ? `Leave ${repo}? You lose access at once; only an owner can let you back in.`
+                              : `Remove ${m.email}? They lose access at once, and invite keys minted before now will not readmit them.`
+                          }
+                          confirmLabel={self ? 'Yes, leave' : 'Yes, remove'}
+                          onConfirm={() => remove(m)}
+                        />
+                      </td>
+                    )}
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+}
+
+type KeysAnswer = { keys: InviteKey[] } | { forbidden: string };
+
+function InviteKeys({ api, repo, isOwner, roleKnown }: { api: Api; repo: string; isOwner: boolean; roleKnown: boolean }) {
+  // A known non-owner is not asked for the keys at all; otherwise the server's 403 becomes a hint.
+  const keys = useLoad<KeysAnswer>(async () => {
+    if (roleKnown && !isOwner) return { forbidden: 'only an owner can manage invite keys' };
+    try {
+      return { keys: await api.inviteKeys(repo) };
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 403) return { forbidden: e.message };
+      throw e;
+    }
+  }, [api, repo, isOwner, roleKnown]);
+  const [label, setLabel] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  const [status, setStatus] = useState<string>();
+  const [minted, setMinted] = useState<{ token: string; key: InviteKey }>();
+  const heading = useHeadingFocus();
+
+  const mint = async (ev: Event) => {
+    ev.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    setStatus(undefined);
+    try {
+      const r = await api.mintInviteKey(repo, label.trim() || undefined);
+      setMinted({ token: r.token, key: r.key });
+      setLabel('');
+      keys.reload();
+    } catch (e) {
+      setError(actionError(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const revoke = async (k: InviteKey) => {
+    setError(undefined);
+    setStatus(undefined);
+    try {
+      await api.revokeInviteKey(repo, k.id);
+      if (minted?.key.id === k.id) setMinted(undefined);
+      setStatus(`Revoked the invite key ${keyName(k)}. It can no longer be redeemed.`);
+      keys.reload();
+      heading.focus();
+      return true;
+    } catch (e) {
+      setError(actionError(e));
+      return false;
+    }
+  };
+
+  const data = keys.data;
+  const now = nowSeconds();
+  const list = data && 'keys' in data ? data.keys : undefined;
+  const sorted = list ? [...list.filter((k) => k.expires_at > now), ...list.filter((k) => k.expires_at <= now)] : undefined;
+  return (
+    <section aria-labelledby="keys-h">
+      <h2 id="keys-h" ref={heading.ref} tabIndex={-1}>
+        Invite keys {list && <span class="count">({list.filter((k) => k.expires_at > now).length} active)</span>}
+      </h2>
+      <ErrorMessage message={keys.error} />
+      {keys.loading && !data && <Loading what="invite keys" />}
+      {data && 'forbidden' in data && (
+        <p class="hint">Only an owner of {repo} mints and revokes invite keys. To bring in a teammate, ask an owner for a key.</p>
+      )}
+      {list && (
+        <>
+          <form class="card" onSubmit={mint} aria-labelledby="mint-h">
+            <h3 id="mint-h">Mint an invite key</h3>
+            <label for="invite-label">Label (optional)</label>
+            <div class="row">
+              <input
+                id="invite-label"
+                value={label}
+                autoComplete="off"
+                placeholder="who it is for"
+                aria-describedby="invite-label-hint"
+                onInput={(e) => setLabel((e.target as HTMLInputElement).value)}
+              />
+              <button type="submit" disabled={busy}>
+                Mint invite key
+              </button>
+            </div>
+            <p class="hint" id="invite-label-hint">
+              Who or what it is for, at most 200 characters. A key lets anyone who has it join as a member for 7 days, as often
+              as they like, until you revoke it.
+            </p>
+            <ErrorMessage message={error} />
+          </form>
+          {minted && (
+            <OnceSecret id="new-invite-key" label="New invite key" value={minted.token} onDone={() => setMinted(undefined)}>
+              <p class="hint">
+                Send it to your teammate privately. Signed in to this server (<code>kr login --server {api.baseUrl}</code>), they
+                run <code>kr join {minted.token}</code>. It expires <When s={minted.key.expires_at} />.
+              </p>
+            </OnceSecret>
+          )}
+          {status && (
+            <p class="ok" role="status">
+              {status}
+            </p>
+          )}
+          {sorted && sorted.length === 0 && <Empty>No invite keys. Mint one above to invite a teammate.</Empty>}
+          {sorted && sorted.length > 0 && (
+            <div class="scroll grid-wrap">
+              <table class="grid" aria-label={`Invite keys of ${repo}`}>
+                <thead>
+                  <tr>
+                    <th scope="col">Label</th>
+                    <th scope="col">Status</th>
+                    <th scope="col">Created</th>
+                    <th scope="col">Expires</th>
+                    <th scope="col">Actions</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {sorted.map((k) => {
+                    const expired = k.expires_at <= now;
+                    return (
+                      <tr key={k.id} class={expired ? 'expired' : undefined}>
+                        <td class="wrap">{k.label ? k.label : <span class="hint">no label · {k.id.slice(0, 8)}</span>}</td>
+                        <td>
+                          <span class={`badge ${expired ? 'off' : 'on'}`}>{expired ? 'Expired' : 'Active'}</span>
+                        </td>
+                        <td>
+                          <When s={k.created_at} />
+                        </td>
+                        <td>
+                          <When s={k.expires_at} />
+                        </td>
+                        <td>
+                          <ConfirmButton
+                            label="Revoke"
+                            what={`invite key ${keyName(k)}`}
+                            question={
+                              expired
+                                ? 'Revoke this expired key? It only removes it from the list.'
+                                : 'Revoke this key? Nobody can join with it any more; members who already joined stay.'
+                            }
+                            confirmLabel="Yes, revoke"
+                            onConfirm={() => revoke(k)}
+                          />
+                        </td>
+                      </tr>
+                    );
+                  })}
+                </tbody>
+              </table>
+            </div>
+          )}
+        </>
+      )}
+    </section>
+  );
+}
+
+function keyName(k: InviteKey): string {
+  return k.label || k.id;
+}
+
+// ---------------------------------------------------------------- personal access tokens
+
+const EXPIRY_CHOICES: { value: string; label: string }[] = [
+  { value: '7', label: '7 days' },
+  { value: '30', label: '30 days' },
+  { value: '90', label: '90 days' },
+  { value: '366', label: '366 days (the longest)' },
+  { value: 'never', label: 'No expiry' },
+];
+
+function patName(p: PatInfo): string {
+  return p.label || p.id;
+}
+
+export function TokensView({ api }: { api: Api }) {
+  const pats = useLoad(() => api.pats(), [api]);
+  const [label, setLabel] = useState('');
+  const [expiry, setExpiry] = useState('30');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  const [status, setStatus] = useState<string>();
+  const [lostSignIn, setLostSignIn] = useState(false);
+  const [created, setCreated] = useState<{ token: string; pat: PatInfo }>();
+  const heading = useHeadingFocus();
+  const session = loadSession();
+  const tabUsesPat = session?.via === 'token' && session.token.startsWith('krp_');
+
+  const create = async (ev: Event) => {
+    ev.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    setStatus(undefined);
+    try {
+      const opts: { label?: string; expires_in_days?: number } = {};
+      if (label.trim()) opts.label = label.trim();
+      if (expiry !== 'never') opts.expires_in_days = Number(expiry);
+      const r = await api.createPat(opts);
+      setCreated({ token: r.token, pat: r.pat });
+      setLabel('');
+      pats.reload();
+    } catch (e) {
+      setError(actionError(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const revoke = async (p: PatInfo) => {
+    setError(undefined);
+    setStatus(undefined);
+    try {
+      await api.revokePat(p.id);
+      if (created?.pat.id === p.id) setCreated(undefined);
+      setStatus(`Revoked the token ${patName(p)}. Anything using it has stopped working.`);
+    } catch (e) {
+      setError(actionError(e));
+      return false;
+    }
+    // The token this tab signed in with? Then the next request is refused.
+    try {
+      await api.me();
+      pats.reload();
+      heading.focus();
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 401) setLostSignIn(true);
+      else pats.reload();
+    }
+    return true;
+  };
+
+  const now = nowSeconds();
+  const chosen = EXPIRY_CHOICES.find((c) => c.value === expiry);
   return (
     <section>
       <Crumbs items={[{ label: 'Repositories', to: '#/' }, { label: 'Access tokens' }]} />
       <h1 tabIndex={-1}>Personal access tokens</h1>
+      <p class="hint">
+        A personal access token lets the kr command line, a script or this dashboard act as you, in every repository you are a
+        member of. It works until it expires or you revoke it.
+      </p>
+      {lostSignIn && (
+        <div class="error" role="alert">
+          <p>That was the token this tab signed in with, so this tab is no longer signed in.</p>
+          <button
+            type="button"
+            onClick={() => {
+              clearSession();
+              location.hash = '#/';
+              location.reload();
+            }}
+          >
+            Sign in again
+          </button>
+        </div>
+      )}
+      <form class="card" onSubmit={create} aria-labelledby="new-pat-h">
+        <h2 id="new-pat-h">Create a token</h2>
+        <div class="fields">
+          <div class="field">
+            <label for="pat-label">Label (optional)</label>
+            <input
+              id="pat-label"
+              value={label}
+              autoComplete="off"
+              placeholder="laptop CLI"
+              aria-describedby="pat-label-hint"
+              onInput={(e) => setLabel((e.target as HTMLInputElement).value)}
+            />
+          </div>
+          <div class="field">
+            <label for="pat-expiry">Expires after</label>
+            <select id="pat-expiry" value={expiry} onChange={(e) => setExpiry((e.target as HTMLSelectElement).value)}>
+              {EXPIRY_CHOICES.map((c) => (
+                <option key={c.value} value={c.value}>
+                  {c.label}
+                </option>
+              ))}
+            </select>
+          </div>
+          <button type="submit" disabled={busy}>
+            Create token
+          </button>
+        </div>
+        <p class="hint" id="pat-label-hint">
+          The label (at most 200 characters) tells your tokens apart.{' '}
+          {tabUsesPat
+            ? 'This tab signed in with a token: a new one never outlives it, so its expiry may come sooner than chosen.'
+            : chosen?.value === 'never'
+              ? 'A token without expiry works until you revoke it.'
+              : ''}
+        </p>
+        <ErrorMessage message={error} />
+      </form>
+      {created && (
+        <OnceSecret id="new-pat" label="New access token" value={created.token} onDone={() => setCreated(undefined)}>
+          <p class="hint">
+            For the command line: run <code>kr login --server {api.baseUrl}</code> and paste it when asked (in a script, pipe it
+            into <code>kr login --server {api.baseUrl} --token -</code>). It{' '}
+            {created.pat.expires_at !== undefined ? (
+              <>
+                expires <When s={created.pat.expires_at} />
+              </>
+            ) : (
+              'never expires'
+            )}
+            .
+          </p>
+        </OnceSecret>
+      )}
+
+      <section aria-labelledby="pats-h">
+        <h2 id="pats-h" ref={heading.ref} tabIndex={-1}>
+          Your tokens {pats.data && <span class="count">({pats.data.length})</span>}
+        </h2>
+        {status && (
+          <p class="ok" role="status">
+            {status}
+          </p>
+        )}
+        {!lostSignIn && <ErrorMessage message={pats.error} />}
+        {pats.loading && !pats.data && <Loading what="tokens" />}
+        {pats.data && pats.data.length === 0 && <Empty>You have no personal access tokens. Create one above.</Empty>}
+        {pats.data && pats.data.length > 0 && (
+          <div class="scroll grid-wrap">
+            <table class="grid" aria-label="Your personal access tokens">
+              <thead>
+                <tr>
+                  <th scope="col">Label</th>
+                  <th scope="col">Created</th>
+                  <th scope="col">Expires</th>
+                  <th scope="col">Last used</th>
+                  <th scope="col">Actions</th>
+                </tr>
+              </thead>
+              <tbody>
+                {pats.data.map((p) => {
+                  const expired = p.expires_at !== undefined && p.expires_at <= now;
+                  return (
+                    <tr key={p.id} class={expired ? 'expired' : undefined}>
+                      <td class="wrap">{p.label ? p.label : <span class="hint">no label · {p.id.slice(0, 8)}</span>}</td>
+                      <td>
+                        <When s={p.created_at} />
+                      </td>
+                      <td>
+                        {p.expires_at === undefined ? 'never' : <When s={p.expires_at} />}
+                        {expired && <span class="badge off">Expired</span>}
+                      </td>
+                      <td>{p.last_used_at === undefined ? 'never' : <When s={p.last_used_at} />}</td>
+                      <td>
+                        <ConfirmButton
+                          label="Revoke"
+                          what={`token ${patName(p)}`}
+                          question={
+                            <>
+                              Revoke {patName(p)}? Anything using it (the command line, scripts
+                              {tabUsesPat ? ', this tab if it signed in with it' : ''}) stops working at once.
+                            </>
+                          }
+                          confirmLabel="Yes, revoke"
+                          onConfirm={() => revoke(p)}
+                        />
+                      </td>
+                    </tr>
+                  );
+                })}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </section>
     </section>
   );
 }
