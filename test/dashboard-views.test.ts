@@ -151,14 +151,14 @@ describe.skipIf(!hasChromium)('dashboard views: activity, evolution, billing, ad
     expect(await items.count()).toBe(20);
     expect(await items.nth(0).innerText()).toMatch(/^bob@example\.com\s+pulled\s+\d{4}-\d\d-\d\d \d\d:\d\d UTC\s+with kr-test$/);
     expect(await items.nth(1).innerText()).toMatch(/^alice@example\.com\s+pushed .*\n1 page:\s*wiki\/log\.md$/);
-    expect(await h.page.getByRole('button', { name: 'Newer' }).isDisabled()).toBe(true);
+    expect(await h.page.getByRole('button', { name: 'Newer' }).getAttribute('aria-disabled')).toBe('true');
     await noSeriousAxe();
     await h.shot('activity');
 
     await h.page.getByRole('button', { name: 'Older' }).click();
     await expect.poll(() => status.textContent()).toBe('Events 21–24 of 24');
     await expect.poll(() => items.count()).toBe(4);
-    expect(await h.page.getByRole('button', { name: 'Older' }).isDisabled()).toBe(true);
+    expect(await h.page.getByRole('button', { name: 'Older' }).getAttribute('aria-disabled')).toBe('true');
     const notes = items.nth(0);
     expect(await notes.locator('a').allTextContents()).toEqual(NOTES.slice(0, 3));
     expect(await notes.innerText()).toContain('6 pages:');
@@ -174,6 +174,72 @@ describe.skipIf(!hasChromium)('dashboard views: activity, evolution, billing, ad
     await expect.poll(() => status.textContent()).toBe('Events 21–24 of 24');
     await items.nth(3).getByRole('link', { name: DECISION }).click();
     await h.page.getByRole('heading', { name: 'decision', level: 1 }).waitFor();
+  });
+
+  it('activity: the chart counts only the last 30 UTC days, and says when the newest 500 events do not reach back that far', async () => {
+    const DAY = 86_400;
+    const today = Math.floor(Date.now() / 1000 / DAY);
+    const at = (daysAgo: number) => (today - daysAgo) * DAY + 43_200;
+    const ev = (email: string, daysAgo: number, action = 'push') => ({ user_id: email, email, action, created_at: at(daysAgo) });
+    const inWindow = [
+      ev('ann@example.com', 0),
+      ev('ann@example.com', 0),
+      ev('ben@example.com', 0),
+      ev('cat@example.com', 1),
+      ev('ann@example.com', 1, 'pull'),
+      ev('ben@example.com', 29),
+    ];
+    const older = [ev('ann@example.com', 30), ev('ann@example.com', 31)];
+    let events = [...inWindow, ...older];
+    await h.page.route(
+      (u) => u.pathname === '/v1/repos/acme/activity' && u.searchParams.get('limit') === '500',
+      (r) => r.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ events, total: 900 }) }),
+    );
+    try {
+      const day = (daysAgo: number) => new Date(at(daysAgo) * 1000).toISOString().slice(0, 10);
+      const expectChart = async () => {
+        const chart = h.page.getByRole('img', { name: /^Pushes per day by person/ });
+        await chart.waitFor();
+        expect(await chart.getAttribute('aria-label')).toBe('Pushes per day by person, last 30 days: 5 pushes by 3 people');
+        expect(await texts('.legend li')).toEqual(['ann@example.com (2 pushes)', 'ben@example.com (2 pushes)', 'cat@example.com (1 push)']);
+        const rows = await h.page.locator('#pushes-table tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent)));
+        expect(rows).toEqual([
+          [day(29), '0', '1', '0', '1'],
+          [day(1), '0', '0', '1', '1'],
+          [day(0), '2', '1', '0', '3'],
+        ]);
+        expect(await h.page.locator('#pushes-table tfoot td').allTextContents()).toEqual(['2', '2', '1', '5']);
+      };
+      // The fetched events reach past the window: everything in it is counted, no hint.
+      await go('#/repo/acme/activity');
+      await expectChart();
+      expect(await h.page.getByText(/^Counted from the newest 500 events only/).count()).toBe(0);
+      // They stop inside it: the hint says older pushes are left out.
+      events = inWindow;
+      await go('#/repo/acme');
+      await h.page.getByRole('heading', { name: 'acme', level: 1 }).waitFor();
+      await go('#/repo/acme/activity');
+      await expectChart();
+      await h.page.getByText(/^Counted from the newest 500 events only: older pushes in these 30 days are left out\.$/).waitFor();
+      await noSeriousAxe();
+    } finally {
+      await h.page.unroute((u) => u.pathname === '/v1/repos/acme/activity');
+    }
+  });
+
+  it('activity: the pager works from the keyboard', async () => {
+    await go('#/repo/acme/activity');
+    const status = h.page.locator('.pager [role="status"]');
+    await expect.poll(() => status.textContent()).toBe('Events 1–20 of 24');
+    await h.page.getByRole('button', { name: 'Newer' }).waitFor();
+    await h.page.getByRole('button', { name: 'Older' }).focus();
+    await h.page.keyboard.press('Enter');
+    await expect.poll(() => status.textContent()).toBe('Events 21–24 of 24');
+    expect(await h.page.evaluate(() => document.activeElement?.textContent)).toBe('Older');
+    await h.page.keyboard.press('Shift+Tab');
+    expect(await h.page.evaluate(() => document.activeElement?.textContent)).toBe('Newer');
+    await h.page.keyboard.press('Space');
+    await expect.poll(() => status.textContent()).toBe('Events 1–20 of 24');
   });
 
   it('evolution: a vertical timeline of the three commits with what each changed', async () => {
@@ -223,8 +289,11 @@ describe.skipIf(!hasChromium)('dashboard views: activity, evolution, billing, ad
     const entries = h.page.locator('ol.timeline > li');
     await expect.poll(() => entries.count()).toBe(50);
     expect(await entries.nth(0).locator('.title').textContent()).toBe(`beta ${BETA_COMMITS - 1}`);
-    await h.page.getByRole('button', { name: 'Show more' }).click();
+    await h.page.getByRole('button', { name: 'Show more' }).focus();
+    await h.page.keyboard.press('Enter');
     await expect.poll(() => entries.count()).toBe(BETA_COMMITS);
+    // The keyboard goes on from the first commit that arrived.
+    await expect.poll(() => h.page.evaluate(() => document.activeElement?.querySelector('.title')?.textContent)).toBe(`beta ${BETA_COMMITS - 51}`);
     expect(await entries.nth(BETA_COMMITS - 1).locator('.title').textContent()).toBe('beta 0');
     expect(await h.page.getByRole('button', { name: 'Show more' }).count()).toBe(0);
 

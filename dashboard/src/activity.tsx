@@ -1,5 +1,5 @@
 /** A repository's activity feed with a chart of pushes per day by person, and a page's evolution timeline. */
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ActivityEvent, Api, EvolutionResponse, SectionDiff } from './api.ts';
 import { Crumbs, Empty, ErrorMessage, Loading, shortSha, useLoad } from './ui.tsx';
 import { RepoTabs } from './views.tsx';
@@ -243,6 +243,15 @@ function EventItem({ repo, e }: { repo: string; e: ActivityEvent }) {
   );
 }
 
+/** A pager button that stays focusable when it cannot act (aria-disabled), so the keyboard user keeps their place. */
+function PagerButton({ label, off, go }: { label: string; off: boolean; go: () => void }) {
+  return (
+    <button type="button" aria-disabled={off ? 'true' : undefined} onClick={() => !off && go()}>
+      {label}
+    </button>
+  );
+}
+
 export function ActivityView({ api, repo }: { api: Api; repo: string }) {
   const [offset, setOffset] = useState(0);
   const chartData = useLoad(() => api.activity(repo, { limit: CHART_EVENTS, offset: 0 }), [api, repo]);
@@ -290,15 +299,11 @@ export function ActivityView({ api, repo }: { api: Api; repo: string }) {
         )}
         {feed.data && total > 0 && (
           <div class="pager">
-            <button type="button" onClick={() => setOffset(Math.max(0, offset - FEED_PAGE))} disabled={offset === 0 || feed.loading}>
-              Newer
-            </button>
+            <PagerButton label="Newer" off={offset === 0 || feed.loading} go={() => setOffset(Math.max(0, offset - FEED_PAGE))} />
             <p class="count" role="status">
               {shown.length > 0 ? `Events ${offset + 1}–${offset + shown.length} of ${total}` : `${total} events`}
             </p>
-            <button type="button" onClick={() => setOffset(offset + FEED_PAGE)} disabled={offset + FEED_PAGE >= total || feed.loading}>
-              Older
-            </button>
+            <PagerButton label="Older" off={offset + FEED_PAGE >= total || feed.loading} go={() => setOffset(offset + FEED_PAGE)} />
           </div>
         )}
       </section>
@@ -364,7 +369,7 @@ function EvolutionEntry({ repo, path, entry }: { repo: string; path: string; ent
   const { sections, fields } = changeChips(diff);
   const first = diff.from_sha === '';
   return (
-    <li class="evo-entry">
+    <li class="evo-entry" tabIndex={-1}>
       <div class="evo-head">
         <code title={commit.sha}>{shortSha(commit.sha)}</code> <span class="title">{commit.message}</span>
       </div>
@@ -398,6 +403,26 @@ export function EvolutionView({ api, repo, path }: { api: Api; repo: string; pat
   const evo = useLoad(() => api.evolution(repo, path, limit), [api, repo, path, limit]);
   const entries = evo.data?.entries ?? [];
   const more = evo.data !== undefined && entries.length >= limit && limit < EVOLUTION_MAX && !evo.data.truncated;
+  // After "Show more", the keyboard goes on from the first commit that arrived (the button may be gone).
+  const list = useRef<HTMLOListElement>(null);
+  const pendingFocus = useRef<{ from: number; sawLoading: boolean } | null>(null);
+  useEffect(() => {
+    const p = pendingFocus.current;
+    if (!p) return;
+    if (evo.loading) {
+      p.sawLoading = true;
+      return;
+    }
+    if (!p.sawLoading) return;
+    pendingFocus.current = null;
+    (list.current?.children[Math.min(p.from, entries.length - 1)] as HTMLElement | undefined)?.focus();
+  }, [evo.loading, entries.length]);
+  const showMore = () => {
+    if (evo.loading) return;
+    pendingFocus.current = { from: entries.length, sawLoading: false };
+    setLimit(Math.min(EVOLUTION_MAX, limit + EVOLUTION_STEP));
+  };
+
   return (
     <section>
       <Crumbs
@@ -420,7 +445,7 @@ export function EvolutionView({ api, repo, path }: { api: Api; repo: string; pat
           <p class="count" role="status">
             {entries.length === 1 ? '1 commit' : `${entries.length} commits`}, newest first
           </p>
-          <ol class="timeline" aria-label="Commits, newest first">
+          <ol class="timeline" aria-label="Commits, newest first" ref={list}>
             {entries.map((e) => (
               <EvolutionEntry key={e.commit.sha} repo={repo} path={path} entry={e} />
             ))}
@@ -429,7 +454,7 @@ export function EvolutionView({ api, repo, path }: { api: Api; repo: string; pat
       )}
       {evo.data?.truncated && <p class="note">The server stopped early (size or work budget): older commits are left out.</p>}
       {more && (
-        <button type="button" disabled={evo.loading} onClick={() => setLimit(Math.min(EVOLUTION_MAX, limit + EVOLUTION_STEP))}>
+        <button type="button" aria-disabled={evo.loading ? 'true' : undefined} onClick={showMore}>
           {evo.loading ? 'Loading…' : 'Show more'}
         </button>
       )}

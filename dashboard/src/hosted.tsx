@@ -56,8 +56,8 @@ export function BillingView({ api }: { api: Api }) {
       {b && (
         <>
           <div class="card plan">
-            <h2 id="plan-h">Your plan</h2>
-            <dl class="facts" aria-labelledby="plan-h">
+            <h2>Your plan</h2>
+            <dl class="facts">
               <div>
                 <dt>Plan</dt>
                 <dd class="plan-name">{b.plan === 'pro' ? 'Pro' : 'Free'}</dd>
