@@ -222,6 +222,24 @@ describe.skipIf(!hasChromium)('dashboard views: activity, evolution, billing, ad
       await expectChart();
       await h.page.getByText(/^Counted from the newest 500 events only: older pushes in these 30 days are left out\.$/).waitFor();
       await noSeriousAxe();
+
+      // Nine people: seven series, the last one grey for the three with the fewest pushes (ties by email).
+      const nine = Array.from({ length: 9 }, (_, i) => `p${i + 1}@example.com`);
+      events = [...nine.map((e) => ev(e, 0)), ev('p1@example.com', 1), ...older];
+      await go('#/repo/acme');
+      await h.page.getByRole('heading', { name: 'acme', level: 1 }).waitFor();
+      await go('#/repo/acme/activity');
+      const chart = h.page.getByRole('img', { name: /^Pushes per day by person/ });
+      await chart.waitFor();
+      expect(await chart.getAttribute('aria-label')).toBe('Pushes per day by person, last 30 days: 10 pushes by 9 people');
+      expect(await texts('.legend li')).toEqual([
+        'p1@example.com (2 pushes)',
+        ...nine.slice(1, 6).map((e) => `${e} (1 push)`),
+        '3 others (3 pushes)',
+      ]);
+      expect(await chart.locator('rect').count()).toBe(8); // today: seven series; yesterday: p1
+      expect(await h.page.locator('#pushes-table thead th').allTextContents()).toEqual(['Day (UTC)', ...nine, 'Total']);
+      expect(await h.page.locator('#pushes-table tfoot td').allTextContents()).toEqual(['2', ...nine.slice(1).map(() => '1'), '10']);
     } finally {
       await h.page.unroute((u) => u.pathname === '/v1/repos/acme/activity');
     }

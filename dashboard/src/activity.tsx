@@ -22,7 +22,7 @@ const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', '
 
 /**
  * Colours of the chart's people, each at least 4.5:1 against white (so a bar reads against the page and the
- * legend's swatch beside dark text is clear); the eighth and later people share the last, grey, as "others".
+ * legend's swatch beside dark text is clear); from the eighth person on, the rest share one grey series, "others".
  */
 const COLOURS = ['#0550ae', '#bc4c00', '#116329', '#8250df', '#a40e26', '#1b7c83', '#7d4e00'];
 const OTHERS_COLOUR = '#57606a';
@@ -49,7 +49,9 @@ export interface PushChart {
   /** The days shown, oldest first (YYYY-MM-DD, UTC). */
   days: string[];
   /** People with at least one push in the window, most pushes first (then by email). */
-  people: { email: string; colour: string; total: number }[];
+  people: { email: string; total: number }[];
+  /** The chart's series: one per person for the first COLOURS.length people, then one for all the others. */
+  series: { label: string; emails: string[]; colour: string; total: number }[];
   /** counts[day][email]: pushes. */
   counts: Map<string, Map<string, number>>;
   total: number;
@@ -78,10 +80,21 @@ export function countPushes(events: ActivityEvent[], totalEvents: number, nowMs:
   }
   const people = [...byPerson.entries()]
     .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
-    .map(([email, n], i) => ({ email, total: n, colour: COLOURS[i] ?? OTHERS_COLOUR }));
+    .map(([email, n]) => ({ email, total: n }));
+  const own = people.length > COLOURS.length ? COLOURS.length - 1 : people.length;
+  const series = people.slice(0, own).map((p, i) => ({ label: p.email, emails: [p.email], colour: COLOURS[i]!, total: p.total }));
+  const rest = people.slice(own);
+  if (rest.length > 0) {
+    series.push({
+      label: `${rest.length} others`,
+      emails: rest.map((p) => p.email),
+      colour: OTHERS_COLOUR,
+      total: rest.reduce((n, p) => n + p.total, 0),
+    });
+  }
   const oldest = events[events.length - 1];
   const truncated = events.length < totalEvents && oldest !== undefined && isoDay(oldest.created_at) >= days[0]!;
-  return { days, people, counts, total, truncated };
+  return { days, people, series, counts, total, truncated };
 }
 
 export function chartLabel(c: PushChart): string {
@@ -120,15 +133,15 @@ function PushesChart({ chart }: { chart: PushChart }) {
           const x = left + i * slot + (slot - barW) / 2;
           return (
             <g key={day}>
-              {chart.people.map((p) => {
-                const n = row?.get(p.email) ?? 0;
+              {chart.series.map((p) => {
+                const n = p.emails.reduce((sum, e) => sum + (row?.get(e) ?? 0), 0);
                 if (n === 0) return null;
                 const y0 = y(acc + n);
                 const h = y(acc) - y0;
                 acc += n;
                 return (
-                  <rect key={p.email} x={x} y={y0} width={barW} height={h} fill={p.colour}>
-                    <title>{`${day}: ${p.email}, ${plural(n, 'push', 'pushes')}`}</title>
+                  <rect key={p.label} x={x} y={y0} width={barW} height={h} fill={p.colour}>
+                    <title>{`${day}: ${p.label}, ${plural(n, 'push', 'pushes')}`}</title>
                   </rect>
                 );
               })}
@@ -150,12 +163,12 @@ function PushesChart({ chart }: { chart: PushChart }) {
       </svg>
       <figcaption>
         <ul class="legend" aria-label="Legend">
-          {chart.people.map((p) => (
-            <li key={p.email}>
+          {chart.series.map((p) => (
+            <li key={p.label}>
               <svg class="swatch" viewBox="0 0 10 10" width="12" height="12" aria-hidden="true">
                 <rect width="10" height="10" fill={p.colour} />
               </svg>
-              <span class="who-email">{p.email}</span> <span class="count">({plural(p.total, 'push', 'pushes')})</span>
+              <span class="who-email">{p.label}</span> <span class="count">({plural(p.total, 'push', 'pushes')})</span>
             </li>
           ))}
         </ul>
