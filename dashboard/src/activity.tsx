@@ -122,7 +122,7 @@ function PushesChart({ chart }: { chart: PushChart }) {
         {ticks.map((t) => (
           <g key={`t${t}`}>
             <line x1={left} x2={W - right} y1={y(t)} y2={y(t)} stroke="#d0d7de" stroke-width="1" />
-            <text x={left - 4} y={y(t) + 4} text-anchor="end" font-size="11" fill="#57606a">
+            <text x={left - 4} y={y(t) + 4} text-anchor="end" font-size="12" fill="#57606a">
               {t}
             </text>
           </g>
@@ -150,7 +150,7 @@ function PushesChart({ chart }: { chart: PushChart }) {
                   x={i === chart.days.length - 1 ? W - right : left + i * slot + slot / 2}
                   y={H - 8}
                   text-anchor={i === chart.days.length - 1 ? 'end' : 'middle'}
-                  font-size="11"
+                  font-size="12"
                   fill="#57606a"
                 >
                   {shortDay(day)}
