@@ -69,13 +69,30 @@ Examples:
     act(
       program
         .command('login')
-        .description('save a token for a server, after checking it (GET /v1/me; the legacy key: GET /v1/repos); without a token, says how to get one')
+        .description('save a token for a server, after checking it (GET /v1/me; the legacy key: GET /v1/repos); without a token, says how to get one; --browser gets one through the dashboard')
         .option('-s, --server <url>', 'server URL; host:port alone means http:// (default: the one already configured)')
         .option('--token <token>', 'token to save: a personal access token (krp_...), a session token or the legacy key; "-" reads it from stdin; asked for on a terminal when omitted')
-        .addOption(json()),
+        .option(
+          '--browser',
+          'get the token through the dashboard instead: opens <dashboard>/cli-login (the URL is printed too), where you allow it; ' +
+            'the dashboard mints a personal access token labelled with this host and hands it to a listener on 127.0.0.1 (at most 5 minutes)',
+        )
+        .option('--dashboard <url>', 'with --browser: the dashboard\'s address (default: $KR_DASHBOARD_URL, else http://localhost:5173)')
+        .addOption(json())
+        .addHelpText(
+          'after',
+          '\nWith --browser: KR_DASHBOARD_URL is the default dashboard; KR_BROWSER, when set, is the command that opens the URL\n' +
+            '(else xdg-open, open or the Windows shell). The URL is printed on stderr too. The browser hands the token to\n' +
+            '127.0.0.1, so it must run on this machine (over SSH, forward the printed port with ssh -L). Cancel exits 1.',
+        ),
       async (_a, o) => (await setup()).login(o as never),
     ),
-    ['kr login --server https://kr.example.com', 'kr login --server localhost:8080 --token krp_abc...', 'pass show kr | kr login --token -'],
+    [
+      'kr login --server https://kr.example.com',
+      'kr login --server localhost:8080 --token krp_abc...',
+      'pass show kr | kr login --token -',
+      'kr login --server https://api.kr.example.com --browser --dashboard https://kr.example.com',
+    ],
   );
 
   const remote = program.command('remote').description("show or change the server URL and the repository (this folder's, or the default)");

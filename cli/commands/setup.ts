@@ -55,16 +55,45 @@ export async function howToGetToken(server: string): Promise<string[]> {
       : `Get a token for ${server} from its dashboard,`,
     'or ask the server\'s operator for one (on the server host: npm run admin -- token <your email>).',
     `Then: kr login --server ${server} --token <token>   (or --token - to read it from stdin)`,
+    `Or let the dashboard hand one over: kr login --server ${server} --browser [--dashboard <its URL>]`,
   ];
   return lines;
 }
 
-export async function login(opts: { server?: string; token?: string; json?: boolean }): Promise<void> {
+type Identity = { kind: 'user'; email: string; name: string } | { kind: 'legacy' };
+
+export interface LoginOptions {
+  server?: string;
+  token?: string;
+  /** `--browser`: get a token through the dashboard (cli/browser-login.ts). */
+  browser?: boolean;
+  /** `--dashboard <url>`, with `--browser`. */
+  dashboard?: string;
+  json?: boolean;
+}
+
+export async function login(opts: LoginOptions): Promise<void> {
+  if (opts.browser && opts.token !== undefined) throw usageError('--browser and --token exclude each other: the browser hands over the token');
+  if (opts.dashboard !== undefined && !opts.browser) throw usageError('--dashboard goes with --browser');
   const config = await loadConfig();
   const previous = await existingCredentials();
   const raw = opts.server ?? previous?.server_url ?? config.server_url;
   if (!raw) throw usageError('no server URL: pass --server <url> (or run "kr remote set <url>" first)');
   const server = normaliseServerUrl(raw);
+
+  if (opts.browser) {
+    const { browserLogin, dashboardBase } = await import('../browser-login.ts');
+    const dashboard = dashboardBase(opts.dashboard);
+    let identity: Identity | undefined;
+    await browserLogin({
+      dashboard,
+      accept: async (token) => {
+        identity = await checkAndSave(server, token, `the dashboard at ${dashboard} may be signed in to another server`);
+      },
+    });
+    report(server, identity!, opts.json);
+    return;
+  }
 
   let token: string;
   if (opts.token === '-') token = (await readStdin()).split('\n')[0]!.trim();
@@ -77,17 +106,27 @@ export async function login(opts: { server?: string; token?: string; json?: bool
     throw usageError(`no token given: pass --token <token>, or --token - to read it from stdin\n${how.join('\n')}`);
   }
   if (token === '') throw usageError('the token is empty');
+  report(server, await checkAndSave(server, token), opts.json);
+}
 
-  // Verify before saving: /v1/me for a user (session or PAT), /v1/repos for the legacy shared key.
+/**
+ * Every login's one check and save: the token is verified against the server before it is saved
+ * (GET /v1/me for a user's session or PAT, GET /v1/repos for the legacy shared key).
+ */
+async function checkAndSave(server: string, token: string, refusedHint?: string): Promise<Identity> {
   const api = new Api({ baseUrl: server, token, timeoutMs: requestTimeout() });
   const failed = async (e: unknown): Promise<CliError> => {
     if (e instanceof ApiError && e.code === 'token_invalid') {
       const how = await howToGetToken(server);
-      return new CliError(`login failed: ${server} does not accept this token (invalid token: unknown, expired or revoked)\n${how.join('\n')}`, 1, 'token_invalid');
+      return new CliError(
+        `login failed: ${server} does not accept this token (invalid token: unknown, expired or revoked)${refusedHint ? `; ${refusedHint}` : ''}\n${how.join('\n')}`,
+        1,
+        'token_invalid',
+      );
     }
     return new CliError(`login failed: ${(e as Error).message}`, 1, e instanceof CliError ? e.code : 'refused');
   };
-  let identity: { kind: 'user'; email: string; name: string } | { kind: 'legacy' };
+  let identity: Identity;
   try {
     const me = await api.me();
     identity = { kind: 'user', email: me.email, name: me.name };
@@ -101,10 +140,14 @@ export async function login(opts: { server?: string; token?: string; json?: bool
     identity = { kind: 'legacy' };
   }
   await saveCredentials({ server_url: server, token });
+  return identity;
+}
+
+function report(server: string, identity: Identity, json: boolean | undefined): void {
   if (new URL(server).protocol === 'http:' && !isLoopback(server)) {
     warn(`${server} is plain HTTP: the token crosses the network unencrypted unless a TLS proxy fronts it (use https://)`);
   }
-  if (opts.json) {
+  if (json) {
     printJson({ server_url: server, identity: identity.kind === 'user' ? { email: identity.email, name: identity.name } : 'legacy' });
     return;
   }
