@@ -57,6 +57,24 @@ describe.skipIf(!hasChromium)('kr login --browser in chromium', () => {
     return ((await res.json()) as { pats: unknown[] }).pats.length;
   };
 
+  /**
+   * Signs the tab out, once the app has rendered (h.signInWithToken looks for "Sign out" right after the
+   * page loads, so coming from another page it can miss it while the app still says "Loading…").
+   */
+  const signOut = async () => {
+    await page.goto(`${h.dash.url}/#/`);
+    await page.getByRole('heading', { level: 1 }).first().waitFor();
+    const button = page.getByRole('button', { name: 'Sign out' });
+    if (await button.isVisible()) await button.click();
+    await page.getByRole('heading', { name: 'Sign in', level: 1 }).waitFor();
+  };
+  const signIn = async (token: string) => {
+    await signOut();
+    await page.getByLabel('Access token').fill(token);
+    await page.getByRole('button', { name: 'Sign in with a token' }).click();
+    await page.getByRole('heading', { name: 'Repositories', level: 1 }).waitFor();
+  };
+
   /** Starts `kr login --browser`; resolves with the URL its "browser" was given, and the command's outcome. */
   const startLogin = async (extraEnv: Record<string, string> = {}, extraArgs: string[] = []) => {
     const urlFile = join(root, `url-${Math.random().toString(36).slice(2)}.txt`);
@@ -93,7 +111,7 @@ describe.skipIf(!hasChromium)('kr login --browser in chromium', () => {
   });
 
   it('Allow: the dashboard mints a PAT labelled with the hostname, the CLI checks it, saves it, and it works', async () => {
-    await h.signInWithToken(carol.pat);
+    await signIn(carol.pat);
     const before = await patCount();
     const login = await startLogin();
     const url = new URL(login.url);
@@ -146,7 +164,7 @@ describe.skipIf(!hasChromium)('kr login --browser in chromium', () => {
   });
 
   it('Cancel: the CLI stops at once with the denied message, and no token is minted', async () => {
-    await h.signInWithToken(carol.pat);
+    await signIn(carol.pat);
     const before = await patCount();
     const login = await startLogin({}, ['--json']);
     await page.goto(login.url);
@@ -161,7 +179,7 @@ describe.skipIf(!hasChromium)('kr login --browser in chromium', () => {
   });
 
   it('a callback with a forged state gets 400 and the CLI keeps waiting for the real one', async () => {
-    await h.signInWithToken(carol.pat);
+    await signIn(carol.pat);
     const login = await startLogin({}, ['--json']);
     const port = new URL(login.url).searchParams.get('port');
     const forged = await fetch(`http://127.0.0.1:${port}/callback?state=${'A'.repeat(43)}&token=krp_forged`);
@@ -191,7 +209,7 @@ describe.skipIf(!hasChromium)('kr login --browser in chromium', () => {
   });
 
   it('refuses a link with a bad port or state, and mints nothing', async () => {
-    await h.signInWithToken(carol.pat);
+    await signIn(carol.pat);
     const before = await patCount();
     const state = 'S'.repeat(43);
     const cases: [string, RegExp][] = [
@@ -218,7 +236,7 @@ describe.skipIf(!hasChromium)('kr login --browser in chromium', () => {
   });
 
   it('shows a hostile hostname as text, without direction overrides, and capped', async () => {
-    await h.signInWithToken(carol.pat);
+    await signIn(carol.pat);
     const evil = `<img src=x onerror="window.__pwned=1">\u202e${'x'.repeat(300)}`;
     await page.goto(`${h.dash.url}/cli-login?${new URLSearchParams({ port: '4000', state: 'S'.repeat(43), hostname: evil })}`);
     const heading = page.getByRole('heading', { level: 1 });
@@ -231,10 +249,7 @@ describe.skipIf(!hasChromium)('kr login --browser in chromium', () => {
   });
 
   it('signed out: the sign-in form comes first, and the CLI-login view after signing in with a token', async () => {
-    await page.goto(`${h.dash.url}/#/`);
-    const signOut = page.getByRole('button', { name: 'Sign out' });
-    if (await signOut.isVisible()) await signOut.click();
-    await page.getByRole('heading', { name: 'Sign in', level: 1 }).waitFor();
+    await signOut();
 
     const login = await startLogin();
     await page.goto(login.url);
@@ -243,6 +258,23 @@ describe.skipIf(!hasChromium)('kr login --browser in chromium', () => {
     await page.getByLabel('Access token').fill(carol.pat);
     await page.getByRole('button', { name: 'Sign in with a token' }).click();
     await page.getByRole('heading', { name: `Sign in the command line on ${host}`, level: 1 }).waitFor();
+    await page.getByText('Signed in as Carol (carol@example.com).').waitFor();
+    await page.getByRole('button', { name: 'Allow' }).click();
+    const r = await login.done;
+    expect(r.code, show(r)).toBe(0);
+    expect(r.stdout).toContain('as carol@example.com');
+  });
+
+  it('signed out, through the identity provider: back from it, the CLI-login view shows again', async () => {
+    await signOut();
+    h.op.user = { sub: 'carol', email: 'carol@example.com', name: 'Carol' };
+
+    const login = await startLogin();
+    const state = new URL(login.url).searchParams.get('state')!;
+    await page.goto(login.url);
+    await page.getByRole('button', { name: 'Sign in with OpenID Connect' }).click();
+    await page.getByRole('heading', { name: `Sign in the command line on ${host}`, level: 1 }).waitFor();
+    expect(page.url()).toContain(`state=${state}`);
     await page.getByText('Signed in as Carol (carol@example.com).').waitFor();
     await page.getByRole('button', { name: 'Allow' }).click();
     const r = await login.done;
