@@ -3,7 +3,7 @@ import type { Deps } from './deps.ts';
 import { PUSH_DETAIL_PATHS } from './db/activity.ts';
 import { HttpError } from './http/errors.ts';
 import { pagePathProblem, storedPathProblem } from './page/path.ts';
-import type { PushFile as StoreFile } from './git/repo-store.ts';
+import { RepoStore, type PushFile as StoreFile, type PushResult } from './git/repo-store.ts';
 import type { PullResponse, PushRequest, PushResponse } from '../schema/wire/sync.ts';
 import { toBase64, utf8 } from './wire.ts';
 
@@ -76,9 +76,18 @@ export async function push(
   opts: { requestId?: string } = {},
 ): Promise<{ status: 200 | 409; body: PushResponse }> {
   const message = (body.message ?? '').replace(/\u0000/g, '').trim() || 'push';
-  const result = await deps.repos.commitFiles(repoId, files, commitAuthor(identity, body), message, {
-    owner: opts.requestId,
-  });
+  // Where the feed shares the index's database (the Node build), the push's event is recorded in the
+  // transaction that records its commit: one flush, and no acknowledged push without its event.
+  const joint =
+    identity.kind === 'user' && deps.repos instanceof RepoStore && deps.repos.index.database === deps.activity.database;
+  const result = await (deps.repos instanceof RepoStore
+    ? deps.repos.commitFiles(repoId, files, commitAuthor(identity, body), message, {
+        owner: opts.requestId,
+        ...(joint
+          ? { activity: (r: PushResult) => deps.activity.stmts(repoId, identity, 'push', { paths: r.committedPaths.slice(0, PUSH_DETAIL_PATHS) }) }
+          : {}),
+      })
+    : deps.repos.commitFiles(repoId, files, commitAuthor(identity, body), message, { owner: opts.requestId }));
   const out: PushResponse = { new_head: result.head, pushed: [], conflicts: [] };
   for (const o of result.outcomes) {
     if (o.kind === 'committed') out.pushed.push({ path: o.path, sha: result.commit!.sha });
@@ -93,7 +102,7 @@ export async function push(
       });
     }
   }
-  if (result.commit && identity.kind === 'user') {
+  if (result.commit && identity.kind === 'user' && !joint) {
     await deps.activity.record(repoId, identity, 'push', {
       paths: result.committedPaths.slice(0, PUSH_DETAIL_PATHS),
     });

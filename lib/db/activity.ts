@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.ts';
-import type { Database } from './database.ts';
+import type { Database, Stmt } from './database.ts';
 
 export type ActivityAction = 'push' | 'pull';
 
@@ -25,6 +25,11 @@ export class Activity {
     private readonly retention = ACTIVITY_RETENTION,
   ) {}
 
+  /** The database the feed lives in. */
+  get database(): Database {
+    return this.db;
+  }
+
   /** Records one event and prunes the repository's feed to the newest `retention`, atomically. */
   async record(
     repoId: string,
@@ -32,7 +37,20 @@ export class Activity {
     action: ActivityAction,
     detail?: Record<string, unknown>,
   ): Promise<void> {
-    await this.db.batch([
+    await this.db.batch(this.stmts(repoId, actor, action, detail));
+  }
+
+  /**
+   * The statements of `record`, for a caller that commits them in a batch of its own (a push records its
+   * event in the transaction that records its commit).
+   */
+  stmts(
+    repoId: string,
+    actor: { userId: string; email: string },
+    action: ActivityAction,
+    detail?: Record<string, unknown>,
+  ): Stmt[] {
+    return [
       {
         sql: 'INSERT INTO activity (repo_id, user_id, email, action, detail, created_at) VALUES (?, ?, ?, ?, ?, ?)',
         args: [
@@ -49,7 +67,7 @@ export class Activity {
                 SELECT id FROM activity WHERE repo_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)`,
         args: [repoId, repoId, this.retention],
       },
-    ]);
+    ];
   }
 
   /** Newest first, with the total kept. */

@@ -1,5 +1,5 @@
 import * as nodeFs from 'node:fs';
-import { mkdir, open, readdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
+import { link, mkdir, open, readdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { deflateSync } from 'node:zlib';
@@ -19,30 +19,98 @@ export const nodeCodec: ObjectCodec = {
 
 const isMissing = (e: unknown) => (e as NodeJS.ErrnoException)?.code === 'ENOENT';
 
-async function fsyncPath(path: string, flags: string): Promise<void> {
-  const fh = await open(path, flags);
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
+/**
+ * One step the store's filesystem takes, as a trace sees it: `start` before the call is made, `end` once it
+ * returned (or threw: `failed`). `write` creates and fills a file (not flushed); `fsync` flushes a file's
+ * data; `fsyncDir` flushes a directory's entries; `rename`, `unlink` and `mkdir` as named.
+ */
+export interface FsTraceEvent {
+  /** Pairs a step's start with its end. */
+  id: number;
+  op: 'write' | 'fsync' | 'fsyncDir' | 'rename' | 'unlink' | 'mkdir';
+  phase: 'start' | 'end';
+  path: string;
+  /** The rename's target. */
+  to?: string;
+  /** The bytes written (write, start). */
+  data?: Uint8Array;
+  failed?: boolean;
 }
 
-async function writeAndSync(path: string, data: Uint8Array, flags: string): Promise<void> {
-  const fh = await open(path, flags, 0o644);
+export interface NodeStoreFsOptions {
+  /** Sees every step, in the order they happen (for tests that check the order of writes and flushes). */
+  trace?: (e: FsTraceEvent) => void;
+  /**
+   * How writeDurable makes files durable: `each` (default) flushes every temporary file before its rename,
+   * then the directories; `after-rename` writes and renames every file unflushed, then flushes the files
+   * and their directories in one round (one round of waiting less; a crash before that round may leave
+   * a file not yet referenced by anything empty — only ever files a ref does not yet reach).
+   */
+  sync?: 'each' | 'after-rename';
+}
+
+let traceIds = 0;
+
+/** `fn` between a start and an end event of `e` (no events without a trace). */
+async function traced<T>(trace: NodeStoreFsOptions['trace'], e: Omit<FsTraceEvent, 'phase' | 'id'>, fn: () => Promise<T>): Promise<T> {
+  if (!trace) return fn();
+  const id = ++traceIds;
+  trace({ ...e, id, phase: 'start' });
   try {
-    await fh.writeFile(data);
-    // fdatasync: the data and the size needed to read it back; the timestamps need not be durable.
-    await fh.datasync();
-  } finally {
-    await fh.close();
+    const out = await fn();
+    trace({ id, op: e.op, path: e.path, to: e.to, phase: 'end' });
+    return out;
+  } catch (err) {
+    trace({ id, op: e.op, path: e.path, to: e.to, phase: 'end', failed: true });
+    throw err;
   }
 }
 
 /** The git store's filesystem on local disk: fsync before rename, fsync directories after. */
-export function nodeStoreFs(): StoreFs {
+export function nodeStoreFs(opts: NodeStoreFsOptions = {}): StoreFs {
   /** Directories known to exist (object fan-out directories): no mkdir for them on every write. */
   const knownDirs = new Set<string>();
+  const { trace } = opts;
+  const syncAfterRename = opts.sync === 'after-rename';
+  const fsyncDir = (path: string) =>
+    traced(trace, { op: 'fsyncDir', path }, async () => {
+      const fh = await open(path, 'r');
+      try {
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+    });
+  const fsyncFile = (path: string) =>
+    traced(trace, { op: 'fsync', path }, async () => {
+      const fh = await open(path, 'r');
+      try {
+        // fdatasync: the data and the size needed to read it back; the timestamps need not be durable.
+        await fh.datasync();
+      } finally {
+        await fh.close();
+      }
+    });
+  /** Creates `path` with `data` (flags `wx`: never an existing file), flushed unless `sync` is false. */
+  const writeFile = async (path: string, data: Uint8Array, sync: boolean) => {
+    const fh = await traced(trace, { op: 'write', path, data }, async () => {
+      const h = await open(path, 'wx', 0o644);
+      try {
+        await h.writeFile(data);
+      } catch (e) {
+        await h.close();
+        throw e;
+      }
+      return h;
+    });
+    try {
+      if (sync) await traced(trace, { op: 'fsync', path }, () => fh.datasync());
+    } finally {
+      await fh.close();
+    }
+  };
+  const move = (from: string, to: string) => traced(trace, { op: 'rename', path: from, to }, () => rename(from, to));
+  const remove = (path: string) => traced(trace, { op: 'unlink', path }, () => unlink(path));
   return {
     iso: nodeFs,
     codec: nodeCodec,
@@ -80,28 +148,45 @@ export function nodeStoreFs(): StoreFs {
       // Every step keeps at most FILES_IN_FLIGHT descriptors or renames going, whatever the file count
       // (a push may write tens of thousands of objects): no EMFILE, and the threadpool stays shared.
       try {
-        await mapBounded(temps, FILES_IN_FLIGHT, (f) => writeAndSync(f.tmp, f.data, 'wx'));
+        await mapBounded(temps, FILES_IN_FLIGHT, (f) => writeFile(f.tmp, f.data, !syncAfterRename));
         const dirs = new Set(temps.map((f) => dirname(f.path)));
         // Directories this call created: their parents gained an entry too and are flushed as well.
         const created = new Set<string>();
         const ensureDir = async (d: string) => {
-          if ((await mkdir(d, { recursive: true })) !== undefined) created.add(d);
+          if ((await traced(trace, { op: 'mkdir', path: d }, () => mkdir(d, { recursive: true }))) !== undefined) created.add(d);
           knownDirs.add(d);
         };
         await mapBounded([...dirs].filter((d) => !knownDirs.has(d)), FILES_IN_FLIGHT, ensureDir);
+        // Unflushed (after-rename), a file must never replace one already there, which may be durable and
+        // referenced: it is linked into place only where none exists (an existing one is flushed below all
+        // the same, in case an earlier failed write left it unflushed).
+        const place = syncAfterRename
+          ? async (f: { tmp: string; path: string }) => {
+              try {
+                await traced(trace, { op: 'rename', path: f.tmp, to: f.path }, () => link(f.tmp, f.path));
+              } catch (e) {
+                if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+              }
+              await remove(f.tmp);
+            }
+          : (f: { tmp: string; path: string }) => move(f.tmp, f.path);
         await mapBounded(temps, FILES_IN_FLIGHT, async (f) => {
           try {
-            await rename(f.tmp, f.path);
+            await place(f);
           } catch (e) {
             if (!isMissing(e)) throw e;
             // A directory we knew was removed meanwhile (e.g. by `git prune`): make it again.
             await ensureDir(dirname(f.path));
-            await rename(f.tmp, f.path);
+            await place(f);
           }
         });
         const flush = new Set<string>(dirs);
         for (const d of created) flush.add(dirname(d));
-        await mapBounded([...flush], FILES_IN_FLIGHT, (d) => fsyncPath(d, 'r'));
+        // One round: the directories' entries, and (after-rename) the files' data, flushed together.
+        await Promise.all([
+          mapBounded([...flush], FILES_IN_FLIGHT, fsyncDir),
+          syncAfterRename ? mapBounded(temps, FILES_IN_FLIGHT, (f) => fsyncFile(f.path)) : undefined,
+        ]);
       } catch (e) {
         await mapBounded(temps, FILES_IN_FLIGHT, (f) => unlink(f.tmp).catch(() => undefined));
         throw e;
@@ -109,7 +194,7 @@ export function nodeStoreFs(): StoreFs {
     },
     async createExclusive(path, data) {
       try {
-        await writeAndSync(path, data, 'wx');
+        await writeFile(path, data, true);
         return true;
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
@@ -120,12 +205,12 @@ export function nodeStoreFs(): StoreFs {
       }
     },
     async renameDurable(from, to) {
-      await rename(from, to);
-      await fsyncPath(dirname(to), 'r');
+      await move(from, to);
+      await fsyncDir(dirname(to));
     },
     async unlink(path) {
       try {
-        await unlink(path);
+        await remove(path);
       } catch (e) {
         if (!isMissing(e)) throw e;
       }

@@ -74,6 +74,11 @@ export class PathIndex {
     this.fts = new FullTextIndex(db);
   }
 
+  /** The database the index lives in (statements of other tables may join its batches when it is theirs). */
+  get database(): Database {
+    return this.db;
+  }
+
   async headCommit(repo: string): Promise<IndexedCommit | null> {
     const r = await this.db.get<Row>(
       `SELECT ${COMMIT_COLS} FROM git_commits c WHERE c.repo_id = ? ORDER BY c.seq DESC LIMIT 1`,
@@ -295,19 +300,38 @@ export class PathIndex {
    * keeps the full-text rows in step in the same batch: a page is searchable as soon as the push is answered.
    */
   async record(repo: string, meta: CommitMeta, changes: PathChange[], contents: PageContents): Promise<IndexedCommit> {
-    let docs: Map<string, SearchDocument | null> | undefined;
-    if (this.searchOn) {
-      await this.fts.ensureTable();
-      docs = new Map();
-      for (const ch of changes) {
-        const bytes = ch.blob === null ? null : contents.get(ch.path);
-        docs.set(ch.path, bytes ? searchDocument(ch.path, bytes) : null);
-      }
-    }
+    return (await this.recordMany(repo, [{ meta, changes, contents }]))[0]!;
+  }
+
+  /**
+   * Records a chain of commits (each the parent of the next, the first on top of the indexed head) in one
+   * batch, with `extra` statements (e.g. activity rows) in the same transaction.
+   */
+  async recordMany(
+    repo: string,
+    commits: ReadonlyArray<{ meta: CommitMeta; changes: PathChange[]; contents: PageContents }>,
+    extra: Stmt[] = [],
+  ): Promise<IndexedCommit[]> {
+    if (this.searchOn) await this.fts.ensureTable();
     const head = await this.headCommit(repo);
-    const seq = (head?.seq ?? 0) + 1;
-    await this.db.batch(this.recordStmts(repo, seq, meta, changes, docs));
-    return { sha: meta.sha, seq, author: meta.author, email: meta.email, time: meta.time, message: meta.message };
+    let seq = head?.seq ?? 0;
+    const stmts: Stmt[] = [];
+    const out: IndexedCommit[] = [];
+    for (const { meta, changes, contents } of commits) {
+      seq += 1;
+      let docs: Map<string, SearchDocument | null> | undefined;
+      if (this.searchOn) {
+        docs = new Map();
+        for (const ch of changes) {
+          const bytes = ch.blob === null ? null : contents.get(ch.path);
+          docs.set(ch.path, bytes ? searchDocument(ch.path, bytes) : null);
+        }
+      }
+      stmts.push(...this.recordStmts(repo, seq, meta, changes, docs));
+      out.push({ sha: meta.sha, seq, author: meta.author, email: meta.email, time: meta.time, message: meta.message });
+    }
+    await this.db.batch([...stmts, ...extra]);
+    return out;
   }
 
   /**

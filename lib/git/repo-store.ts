@@ -1,8 +1,10 @@
 import type { Clock } from '../clock.ts';
 import type { Repos } from './repos.ts';
 import { buildBundle } from './bundle.ts';
-import { PathIndex, type HeadEntry, type IndexedCommit } from './path-index.ts';
+import { PathIndex, type HeadEntry, type IndexedCommit, type PageContents } from './path-index.ts';
+import type { Stmt } from '../db/sql.ts';
 import { KeyedMutex, LockTimeoutError, type HeldLock, type Progress } from './lock.ts';
+import { LruCache } from './lru.ts';
 import { foldPathCase } from '../page/path.ts';
 import { parseQuery } from '../search/query.ts';
 import type { SearchOptions, SearchPage } from '../search/results.ts';
@@ -13,7 +15,9 @@ import {
   RepoNotFoundError,
   StoreError,
   UnknownShaError,
+  type CommitMeta,
   type FileWrite,
+  type PathChange,
 } from './store.ts';
 
 /**
@@ -84,8 +88,38 @@ async function mapBounded<T, R>(items: T[], limit: number, fn: (item: T) => Prom
   return out;
 }
 
-/** Head entries kept per repository before the map starts over. */
-const HEAD_CACHE_ENTRIES = 20_000;
+/** What a cached head entry holds in memory, estimated (strings at 2 bytes a character). */
+const headEntryBytes = (e: HeadEntry | null) =>
+  e === null ? 64 : 400 + 2 * (e.path.length + e.commit.author.length + e.commit.email.length + e.commit.message.length);
+
+/** A group commit takes at most this many queued pushes, */
+export const GROUP_PUSHES = 64;
+/** … this much pushed content (bytes; one push larger than this still goes, alone), */
+export const GROUP_BYTES = 8 * 1024 * 1024;
+/** … and this many files. */
+export const GROUP_FILES = 20_000;
+
+/** A push waiting for (or taken by) a group commit. */
+interface QueuedPush {
+  files: PushFile[];
+  author: { name: string; email: string };
+  message: string;
+  activity: ((result: PushResult) => Stmt[]) | undefined;
+  bytes: number;
+  /** A group has taken it (it is no longer queued). */
+  taken: boolean;
+  /** Set by the group: the push's own outcome, or the error that refused it alone. */
+  result: PushResult | null;
+  error: unknown;
+  resolve(r: PushResult): void;
+  reject(e: unknown): void;
+}
+
+/** What a group's earlier pushes changed, ahead of the index (null: deleted), and their new blobs. */
+interface Overlay {
+  entries: Map<string, HeadEntry | null>;
+  staged(oid: string): Uint8Array | undefined;
+}
 
 export class RepoStore implements Repos {
   readonly index: PathIndex;
@@ -103,11 +137,15 @@ export class RepoStore implements Repos {
       }),
   };
   private readonly synced = new Map<string, Promise<void>>();
+  /** Pushes waiting for their repository's writer, per repository, oldest first (see commitFiles). */
+  private readonly queues = new Map<string, QueuedPush[]>();
   /**
-   * Head entries already looked up, per repository, with a generation that every write bumps: a read
-   * that raced a write never stores what it saw (see headEntry).
+   * Head entries already looked up, keyed by repository, its generation and path, in one cache bounded by
+   * bytes (the git store's `headCacheBytes`). Every write bumps the repository's generation, which retires
+   * its older entries (they age out), and a read that raced a write never stores what it saw (headEntry).
    */
-  private readonly heads = new Map<string, { gen: number; entries: Map<string, HeadEntry | null> }>();
+  private readonly headCache: LruCache<HeadEntry | null>;
+  private readonly heads = new Map<string, { gen: number }>();
 
   constructor(
     readonly git: GitStore,
@@ -116,6 +154,12 @@ export class RepoStore implements Repos {
   ) {
     this.index = index;
     this.creationMutex = new KeyedMutex({ waitMs: git.lockWaitMs });
+    this.headCache = new LruCache(git.headCacheBytes, headEntryBytes);
+  }
+
+  /** Bytes held by the head-entry cache now. */
+  cachedBytes(): number {
+    return this.headCache.bytes;
   }
 
   exists(id: string): Promise<boolean> {
@@ -185,23 +229,20 @@ export class RepoStore implements Repos {
     }
   }
 
-  private forgetHeads(h: { gen: number; entries: Map<string, HeadEntry | null> }): void {
+  private forgetHeads(h: { gen: number }): void {
     h.gen += 1;
-    h.entries.clear();
   }
 
   /** The page's head entry, from memory when this process already looked it up since the last write. */
   private async headEntry(id: string, path: string): Promise<HeadEntry | null> {
     let h = this.heads.get(id);
-    if (!h) this.heads.set(id, (h = { gen: 0, entries: new Map() }));
-    const hit = h.entries.get(path);
-    if (hit !== undefined) return hit;
+    if (!h) this.heads.set(id, (h = { gen: 0 }));
     const gen = h.gen;
+    const key = `${id}\0${gen}\0${path}`;
+    const hit = this.headCache.get(key);
+    if (hit !== undefined) return hit;
     const entry = await this.index.entry(id, path);
-    if (h.gen === gen) {
-      if (h.entries.size >= HEAD_CACHE_ENTRIES) h.entries.clear();
-      h.entries.set(path, entry);
-    }
+    if (h.gen === gen) this.headCache.set(key, entry);
     return entry;
   }
 
@@ -287,60 +328,221 @@ export class RepoStore implements Repos {
    * out; a write whose content equals the page's is `unchanged`; deleting a missing page is `absent`.
    * When every file conflicts or nothing changes, no commit is made. The repository must exist.
    * `owner` (the request id) names the push while it holds the repository's lock (GitStore.locks()).
+   * `activity` gives statements recorded in the same transaction as the commit's index rows, when the push
+   * made a commit (the activity feed must share the index's database).
+   *
+   * Group commit: pushes to one repository that queue behind its writer are taken together by the first of
+   * them to get the lock (at most GROUP_PUSHES pushes, GROUP_BYTES of content). Each is decided against the
+   * head the one before it left and becomes its own commit (parent = the previous one), but their objects
+   * are written in one durable write, the branch moves once (to the last), and the index rows of all of them
+   * go in one database batch. Each caller's promise settles only once its commit is durable: objects, the
+   * branch and its directory flushed, the batch committed.
    */
   async commitFiles(
     id: string,
     files: PushFile[],
     author: { name: string; email: string },
     message: string,
-    opts: { owner?: string } = {},
+    opts: { owner?: string; activity?: (result: PushResult) => Stmt[] } = {},
   ): Promise<PushResult> {
     if (!(await this.git.exists(id))) throw new RepoNotFoundError(id);
     await this.ready(id);
-    return this.git.withLock(id, async (progress) => {
-      try {
-        try {
-          return await this.commitLocked(id, files, author, message, progress);
-        } catch (e) {
-          // The branch moved under us (another process, or a crash left the index behind): level the
-          // index with git and decide every file again, once.
-          if (!(e instanceof ConcurrentUpdateError)) throw e;
-          progress.step('sync index');
-          await this.index.sync(id, this.git);
-          const h = this.heads.get(id);
-          if (h) this.forgetHeads(h);
-          return await this.commitLocked(id, files, author, message, progress);
-        }
-      } catch (e) {
-        // Whatever happened, the next access re-checks the index against git (a refused path changed
-        // nothing).
-        if (!(e instanceof PathCaseError)) this.invalidate(id);
+    let settle!: { resolve: (r: PushResult) => void; reject: (e: unknown) => void };
+    const done = new Promise<PushResult>((resolve, reject) => (settle = { resolve, reject }));
+    const me: QueuedPush = {
+      files,
+      author,
+      message,
+      activity: opts.activity,
+      bytes: files.reduce((n, f) => n + (f.content?.byteLength ?? 0) + f.path.length, 0),
+      taken: false,
+      result: null,
+      error: null,
+      ...settle,
+    };
+    let queue = this.queues.get(id);
+    if (!queue) this.queues.set(id, (queue = []));
+    queue.push(me);
+    try {
+      await this.git.withLock(
+        id,
+        async (progress) => {
+          // Taken by an earlier holder's group: its answer is already settled (or about to be).
+          if (me.taken) return;
+          await this.runGroup(id, this.takeGroup(id), progress);
+        },
+        { owner: opts.owner ?? 'push', step: 'read index' },
+      );
+    } catch (e) {
+      if (!me.taken) {
+        // Gave up waiting for the lock before any group took this push: it is no longer queued.
+        const q = this.queues.get(id);
+        const at = q?.indexOf(me) ?? -1;
+        if (at >= 0) q!.splice(at, 1);
+        if (q && q.length === 0) this.queues.delete(id);
         throw e;
       }
-    }, { owner: opts.owner ?? 'push', step: 'read index' });
+      // A group holding the lock has this push: its outcome is that group's.
+    }
+    return done;
   }
 
-  private async commitLocked(
-    id: string,
-    files: PushFile[],
-    author: { name: string; email: string },
-    message: string,
-    progress: Progress,
-  ): Promise<PushResult> {
+  /** The pushes queued for `id`, oldest first, up to the group's bounds (at least one). */
+  private takeGroup(id: string): QueuedPush[] {
+    const queue = this.queues.get(id) ?? [];
+    const group: QueuedPush[] = [];
+    let bytes = 0;
+    let files = 0;
+    while (queue.length > 0 && group.length < GROUP_PUSHES) {
+      const next = queue[0]!;
+      if (group.length > 0 && (bytes + next.bytes > GROUP_BYTES || files + next.files.length > GROUP_FILES)) break;
+      queue.shift();
+      next.taken = true;
+      bytes += next.bytes;
+      files += next.files.length;
+      group.push(next);
+    }
+    if (queue.length === 0) this.queues.delete(id);
+    return group;
+  }
+
+  /** Commits a group (see commitFiles) and settles every push of it. Holds the repository's lock. */
+  private async runGroup(id: string, group: QueuedPush[], progress: Progress): Promise<void> {
+    try {
+      try {
+        await this.commitGroup(id, group, progress);
+      } catch (e) {
+        // The branch moved under us (another process, or a crash left the index behind): level the
+        // index with git and decide every push of the group again, once.
+        if (!(e instanceof ConcurrentUpdateError)) throw e;
+        progress.step('sync index');
+        await this.index.sync(id, this.git);
+        const h = this.heads.get(id);
+        if (h) this.forgetHeads(h);
+        await this.commitGroup(id, group, progress);
+      }
+    } catch (e) {
+      // Whatever happened, the next access re-checks the index against git; no push of the group is
+      // answered as if it had landed.
+      this.invalidate(id);
+      for (const p of group) p.reject(e);
+      return;
+    }
+    // A push refused on its own (a path problem) leaves the others alone; the next access re-checks the
+    // index all the same, as after any failed push (a refused case twin changed nothing).
+    if (group.some((p) => p.error && !(p.error instanceof PathCaseError))) this.invalidate(id);
+    for (const p of group) {
+      if (p.error) p.reject(p.error);
+      else p.resolve(p.result!);
+    }
+  }
+
+  /**
+   * Decides every push of the group against the head the previous one leaves, builds their commits as one
+   * chain, makes it durable and records it. A push refused on its own gets its error in `error`; an error
+   * thrown from here concerns the whole group (nothing of it was answered).
+   */
+  private async commitGroup(id: string, group: QueuedPush[], progress: Progress): Promise<void> {
     // The index is level with git (ready()); if git moved since, the ref's check-and-set refuses the
-    // commit and commitFiles re-syncs and retries.
+    // chain and runGroup re-syncs and retries.
     progress.step('read index');
     const head = await this.index.headCommit(id);
+    const batch = this.git.batch(id, head?.sha ?? null);
+    const overlay: Overlay = { entries: new Map(), staged: (oid) => batch.staged(oid) };
+    const made: Array<{ push: QueuedPush; meta: CommitMeta; changes: PathChange[]; contents: PageContents }> = [];
+    let current: IndexedCommit | null = head;
+    for (const p of group) {
+      p.result = null;
+      p.error = null;
+      try {
+        const decided = await this.decide(id, p.files, overlay);
+        let commit: IndexedCommit | null = null;
+        let changed = new Set<string>();
+        if (decided.writes.length > 0) {
+          const c = await batch.add({
+            writes: decided.writes,
+            author: p.author,
+            message: p.message,
+            time: Math.floor(this.clock.now() / 1000),
+          });
+          if (c) {
+            commit = {
+              sha: c.meta.sha,
+              seq: (current?.seq ?? 0) + 1,
+              author: c.meta.author,
+              email: c.meta.email,
+              time: c.meta.time,
+              message: c.meta.message,
+            };
+            current = commit;
+            changed = new Set(c.changes.map((ch) => ch.path));
+            for (const ch of c.changes) {
+              overlay.entries.set(ch.path, ch.blob === null ? null : { path: ch.path, blob: ch.blob, commit });
+            }
+            made.push({ push: p, meta: c.meta, changes: c.changes, contents: new Map(decided.writes.map((w) => [w.path, w.content])) });
+          }
+        }
+        p.result = this.outcome(p.files, decided, commit, changed, current?.sha ?? '');
+      } catch (e) {
+        if (e instanceof ConcurrentUpdateError) throw e;
+        p.error = e;
+      }
+    }
+    if (made.length === 0) return;
+
+    progress.step('prepare commit');
+    await batch.prepare(progress);
+    // The objects are on disk; moving the branch and recording the commits in the index go in parallel.
+    // Index rows for commits whose publish then fails (the branch moved) are cut back by the re-sync in
+    // runGroup, as is any index left ahead of git by a crash.
+    progress.step('publish commit');
+    const extra: Stmt[] = [];
+    for (const m of made) if (m.push.activity) extra.push(...m.push.activity(m.push.result!));
+    const [published, recorded] = await Promise.allSettled([
+      progress.track('move main', batch.publish()),
+      progress.track(
+        'record index',
+        this.index.recordMany(
+          id,
+          made.map((m) => ({ meta: m.meta, changes: m.changes, contents: m.contents })),
+          extra,
+        ),
+      ),
+    ]);
+    const h = this.heads.get(id);
+    if (h) this.forgetHeads(h);
+    if (published.status === 'rejected') throw published.reason;
+    if (recorded.status === 'rejected') throw recorded.reason;
+    // The sequence numbers as recorded (equal to the ones decided unless the index moved meanwhile).
+    recorded.value.forEach((c, i) => {
+      const r = made[i]!.push.result!;
+      r.commit = c;
+    });
+  }
+
+  /** One push's files against the head the group has reached (the index plus `overlay`). */
+  private async decide(
+    id: string,
+    files: PushFile[],
+    overlay: Overlay,
+  ): Promise<{ outcomes: Array<PushOutcome | null>; writes: FileWrite[]; before: Map<string, HeadEntry> }> {
     const outcomes: Array<PushOutcome | null> = [];
     const writes: FileWrite[] = [];
     // The last write of a path wins when a batch names it twice.
     const seen = new Map<string, number>();
     // One query for every page named; an unchanged page's entry is still this one after the commit.
     const before = await this.index.entries(id, files.map((f) => f.path));
+    if (overlay.entries.size > 0) {
+      for (const f of files) {
+        const entry = overlay.entries.get(f.path);
+        if (entry === null) before.delete(f.path);
+        else if (entry !== undefined) before.set(f.path, entry);
+      }
+    }
     for (const f of files) {
       const current = before.get(f.path) ?? null;
       if (f.parentSha !== undefined && current && !(await this.sameCommit(id, f.parentSha, current.commit.sha))) {
-        outcomes.push(await this.conflict(id, f, current));
+        outcomes.push(await this.conflict(id, f, current, overlay));
         continue;
       }
       const at = seen.get(f.path);
@@ -351,45 +553,25 @@ export class RepoStore implements Repos {
       }
       outcomes.push(null);
     }
-
     // Under the lock, against the head this commit builds on: two pushes of `A.md` and `a.md` cannot both land.
-    await this.refuseCaseTwins(id, writes, before);
+    await this.refuseCaseTwins(id, writes, before, overlay);
+    return { outcomes, writes, before };
+  }
 
-    let commit: IndexedCommit | null = null;
-    let changed = new Set<string>();
-    if (writes.length > 0) {
-      const prepared = await this.git.prepareCommit(
-        id,
-        { parent: head?.sha ?? null, writes, author, message, time: Math.floor(this.clock.now() / 1000) },
-        progress,
-      );
-      if (prepared) {
-        // The objects are on disk; moving the branch and recording the commit in the index go in
-        // parallel. An index row for a commit whose publish then fails (the branch moved) is cut back
-        // by the re-sync in commitFiles, as is any index left ahead of git by a crash.
-        progress.step('publish commit');
-        const [published, recorded] = await Promise.allSettled([
-          progress.track('move main', prepared.publish()),
-          progress.track(
-            'record index',
-            this.index.record(id, prepared.meta, prepared.changes, new Map(writes.map((w) => [w.path, w.content]))),
-          ),
-        ]);
-        const h = this.heads.get(id);
-        if (h) this.forgetHeads(h);
-        if (published.status === 'rejected') throw published.reason;
-        if (recorded.status === 'rejected') throw recorded.reason;
-        commit = recorded.value;
-        changed = new Set(prepared.changes.map((c) => c.path));
-      }
-    }
-
+  /** A push's result once its commit (or none) is known. */
+  private outcome(
+    files: PushFile[],
+    decided: { outcomes: Array<PushOutcome | null>; before: Map<string, HeadEntry> },
+    commit: IndexedCommit | null,
+    changed: Set<string>,
+    head: string,
+  ): PushResult {
     const result: PushOutcome[] = [];
     const committedPaths: string[] = [];
     const listed = new Set<string>();
     for (let i = 0; i < files.length; i++) {
       const f = files[i]!;
-      const o = outcomes[i];
+      const o = decided.outcomes[i];
       if (o) {
         result.push(o);
       } else if (changed.has(f.path)) {
@@ -401,12 +583,11 @@ export class RepoStore implements Repos {
       } else if (f.content === null) {
         result.push({ path: f.path, kind: 'absent' });
       } else {
-        const entry = before.get(f.path);
+        const entry = decided.before.get(f.path);
         result.push(entry ? { path: f.path, kind: 'unchanged', sha: entry.commit.sha } : { path: f.path, kind: 'absent' });
       }
     }
-    const newHead = commit?.sha ?? head?.sha ?? '';
-    return { head: newHead, commit, outcomes: result, committedPaths };
+    return { head, commit, outcomes: result, committedPaths };
   }
 
   /**
@@ -415,12 +596,23 @@ export class RepoStore implements Repos {
    * Updating a page under its exact path, and deleting, never collide. Costs one indexed lookup per
    * created page (git_head.path_fold), whatever the size of the repository.
    */
-  private async refuseCaseTwins(id: string, writes: FileWrite[], before: Map<string, HeadEntry>): Promise<void> {
+  private async refuseCaseTwins(id: string, writes: FileWrite[], before: Map<string, HeadEntry>, overlay: Overlay): Promise<void> {
     const created = writes.filter((w) => w.content !== null && !before.has(w.path)).map((w) => w.path);
     if (created.length === 0) return;
     const deleted = new Set(writes.filter((w) => w.content === null).map((w) => w.path));
     const folds = created.map(foldPathCase);
     const atHead = await this.index.caseTwins(id, folds);
+    if (overlay.entries.size > 0) {
+      // The pages earlier pushes of the group created or deleted, which the index does not hold yet.
+      const wanted = new Set(folds);
+      for (const [path, entry] of overlay.entries) {
+        const key = foldPathCase(path);
+        if (!wanted.has(key)) continue;
+        const list = (atHead.get(key) ?? []).filter((p) => p !== path);
+        if (entry !== null) list.push(path);
+        atHead.set(key, list.sort());
+      }
+    }
     const claimed = new Map<string, string>();
     for (let i = 0; i < created.length; i++) {
       const path = created[i]!;
@@ -444,12 +636,13 @@ export class RepoStore implements Repos {
     }
   }
 
-  private async conflict(id: string, f: PushFile, current: HeadEntry): Promise<PushOutcome> {
+  private async conflict(id: string, f: PushFile, current: HeadEntry, overlay: Overlay): Promise<PushOutcome> {
     const out: PushOutcome = {
       path: f.path,
       kind: 'conflict',
       currentSha: current.commit.sha,
-      currentContent: await this.git.readBlob(id, current.blob),
+      // A page an earlier push of the group wrote is not on disk yet.
+      currentContent: overlay.staged(current.blob) ?? (await this.git.readBlob(id, current.blob)),
       expectedParentSha: f.parentSha!,
     };
     try {

@@ -22,6 +22,16 @@ export const LOCK_WAIT_MS = 60_000;
 const BUSY_RETRY_AFTER_S = 5;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+/** The store's cache budget when none is given (bytes). */
+export const DEFAULT_CACHE_BYTES = 32 * 1024 * 1024;
+/** Repositories whose isomorphic-git cache is kept. */
+const ISO_CACHES = 64;
+/** What a tree's entries hold in memory, estimated: the array, each entry object, its name and oid strings. */
+const treeBytes = (t: TreeEntry[]) => {
+  let n = 64 + 8 * t.length;
+  for (const e of t) n += 200 + 2 * e.path.length;
+  return n;
+};
 
 export interface CommitMeta {
   sha: string;
@@ -96,6 +106,31 @@ export interface PreparedCommit {
   abort(): Promise<void>;
 }
 
+/** A chain of commits made durable together (GitStore.batch). */
+export interface CommitBatch {
+  readonly id: string;
+  /** The branch head the chain builds on (checked when the lock is taken). */
+  readonly base: string | null;
+  /** The last commit of the chain (`base` while it is empty). */
+  readonly head: string | null;
+  readonly commits: ReadonlyArray<{ meta: CommitMeta; changes: PathChange[] }>;
+  /** Deflated bytes of the objects staged so far. */
+  readonly bytes: number;
+  /** Adds one commit on top of `head`; null (and nothing staged) when it would change nothing. */
+  add(args: Omit<CommitArgs, 'parent'>): Promise<{ meta: CommitMeta; changes: PathChange[] } | null>;
+  /** The content of a blob this chain staged, if it did. */
+  staged(oid: string): Uint8Array | undefined;
+  /**
+   * Every staged object durably on disk and `main.lock` taken holding the last commit, after checking
+   * the branch still points at `base` (ConcurrentUpdateError otherwise, lock given back).
+   */
+  prepare(progress?: Progress): Promise<void>;
+  /** Moves the branch to `head` (rename of the lock over the ref, its directory flushed). */
+  publish(): Promise<void>;
+  /** Gives the lock back without moving the branch (a no-op when not prepared or already settled). */
+  abort(): Promise<void>;
+}
+
 export interface FileWrite {
   path: string;
   /** New content, or null to delete. */
@@ -128,7 +163,11 @@ export interface GitStoreOptions {
   fs: StoreFs;
   /** Directory holding the `<id>.git` repositories. */
   root: string;
-  /** Bytes of decoded objects kept in memory (objects are immutable, so this is always safe). */
+  /**
+   * The memory budget of the store's caches, in bytes (default DEFAULT_CACHE_BYTES): decoded blobs, trees
+   * and commits (immutable, so caching them is always safe), and the head entries RepoStore keeps
+   * (`headCacheBytes`). Each cache is bounded by its share of it, whatever the workload.
+   */
   cacheBytes?: number;
   /** How long a caller of withLock waits at most (default LOCK_WAIT_MS). */
   lockWaitMs?: number;
@@ -144,7 +183,13 @@ export class GitStore {
   /** `main.lock` files this store has created and not yet renamed or removed: never stale. */
   private readonly liveLocks = new Set<string>();
   private readonly known = new Set<string>();
-  private readonly isoCaches = new Map<string, object>();
+  /**
+   * isomorphic-git's cache per repository (what it keeps of packfile indexes), for the ISO_CACHES most
+   * recently read repositories: its size cannot be measured, so the count is bounded.
+   */
+  private readonly isoCaches = new LruCache<object>(ISO_CACHES, () => 1);
+  /** The share of the cache budget for RepoStore's head entries (bytes). */
+  readonly headCacheBytes: number;
   private readonly blobs: LruCache<Uint8Array>;
   private readonly trees: LruCache<TreeEntry[]>;
   private readonly commits: LruCache<CommitMeta>;
@@ -155,10 +200,18 @@ export class GitStore {
     this.iso = opts.fs.iso as IsoFs;
     this.lockWaitMs = opts.lockWaitMs ?? LOCK_WAIT_MS;
     this.mutex = new KeyedMutex({ waitMs: this.lockWaitMs });
-    const bytes = opts.cacheBytes ?? 64 * 1024 * 1024;
-    this.blobs = new LruCache(bytes, (b) => b.byteLength + 64);
-    this.trees = new LruCache(Math.max(1, bytes / 4), (t) => 64 + t.length * 96);
-    this.commits = new LruCache(Math.max(1, bytes / 16), (c) => 256 + c.message.length);
+    const bytes = Math.max(0, opts.cacheBytes ?? DEFAULT_CACHE_BYTES);
+    // Shares of the budget: blobs 1/2, trees 1/4, commits 1/8, head entries (RepoStore) 1/8. Sizes are
+    // estimates of the JS heap each value holds (strings at 2 bytes a character, object headers).
+    this.blobs = new LruCache(Math.floor(bytes / 2), (b) => b.byteLength + 96);
+    this.trees = new LruCache(Math.floor(bytes / 4), treeBytes);
+    this.commits = new LruCache(Math.floor(bytes / 8), (c) => 320 + 2 * (c.author.length + c.email.length + c.message.length));
+    this.headCacheBytes = Math.floor(bytes / 8);
+  }
+
+  /** Bytes held by the store's own caches now (blobs, trees, commits). */
+  cachedBytes(): number {
+    return this.blobs.bytes + this.trees.bytes + this.commits.bytes;
   }
 
   gitdir(id: string): string {
@@ -467,85 +520,137 @@ export class GitStore {
    * through `progress` (the caller's withLock).
    */
   async prepareCommit(id: string, args: CommitArgs, progress: Progress = noProgress): Promise<PreparedCommit | null> {
+    const batch = this.batch(id, args.parent);
+    const made = await batch.add(args);
+    if (!made) return null;
+    await batch.prepare(progress);
+    return { meta: made.meta, changes: made.changes, publish: () => batch.publish(), abort: () => batch.abort() };
+  }
+
+  /**
+   * A chain of commits built on `base` in memory (each `add` is one commit whose parent is the previous
+   * one), then made durable together: every object of every commit written in one durable write, the
+   * branch's lock taken once with the check-and-set against `base`, and the branch moved once, to the
+   * last commit (`publish`). A failed `add` leaves the chain as it was. Callers hold `withLock`.
+   */
+  batch(id: string, base: string | null): CommitBatch {
     const gitdir = this.gitdir(id);
-    for (const w of args.writes) this.checkPath(w.path, w.content !== null);
-    const stage = new ObjectStage(this.fs.codec ?? webCodec);
-
-    // Blobs first; a write whose blob equals the current one changes nothing.
-    const byPath = new Map<string, string | null>();
-    for (const w of args.writes) {
-      byPath.set(w.path, w.content === null ? null : await stage.put('blob', w.content));
-    }
-    const parentTree = args.parent ? (await this.readCommit(id, args.parent)).tree : null;
-    const changes: PathChange[] = [];
-    const newTree = await this.rewriteTree(id, stage, parentTree, byPath, '', changes);
-    if (changes.length === 0) return null;
-    const rootTree = newTree ?? (await stage.put('tree', serializeTree([])));
-
-    const message = args.message.endsWith('\n') ? args.message : `${args.message}\n`;
-    const sha = await stage.put(
-      'commit',
-      serializeCommit({ tree: rootTree, parents: args.parent ? [args.parent] : [], author: args.author, time: args.time, message }),
-    );
-
-    // Objects reach the disk before the ref that makes them reachable. The lock file (which names the
-    // new sha but makes nothing reachable) is written and flushed at the same time. An object that is
-    // already stored is simply replaced by the same bytes (rename is atomic).
+    const objects = new Map<string, Uint8Array>();
+    const trees = new Map<string, TreeEntry[]>();
+    const metas = new Map<string, CommitMeta>();
+    const blobs = new Map<string, Uint8Array>();
+    const commits: Array<{ meta: CommitMeta; changes: PathChange[] }> = [];
+    const codec = this.fs.codec ?? webCodec;
+    let head = base;
+    let bytes = 0;
+    let state: 'open' | 'prepared' | 'settled' = 'open';
     const refPath = `${gitdir}/${REF}`;
     const lockPath = `${refPath}.lock`;
-    progress.step('prepare commit');
-    const [objects, lock] = await Promise.allSettled([
-      progress.track(
-        'write objects',
-        this.fs.writeDurable(
-          [...stage.objects].map(([oid, data]) => ({ path: `${gitdir}/objects/${oid.slice(0, 2)}/${oid.slice(2)}`, data })),
-          `${gitdir}/objects`,
-        ),
-      ),
-      // Once the lock is held no git-protocol writer can move the branch, so the check-and-set
-      // comparison is made now, while the objects are being flushed.
-      progress.track(
-        'take main.lock',
-        this.takeLock(id, lockPath, sha).then(async () => {
-          // Whatever fails from here on (the check, or reading the ref) gives the lock back.
-          let current: string | null;
-          try {
-            current = await this.head(id);
-          } catch (e) {
-            await this.dropLock(lockPath);
-            throw e;
-          }
-          if (current !== args.parent) {
-            await this.dropLock(lockPath);
-            throw new ConcurrentUpdateError(`${REF} moved from ${args.parent ?? '(none)'} to ${current ?? '(none)'}`);
-          }
-        }),
-      ),
-    ]);
-    if (objects.status === 'rejected' || lock.status === 'rejected') {
-      // A failed lock step has already released (or never taken) the lock.
-      if (lock.status === 'fulfilled') await this.dropLock(lockPath);
-      throw objects.status === 'rejected' ? objects.reason : (lock as PromiseRejectedResult).reason;
-    }
-    for (const [oid, entries] of stage.trees) this.trees.set(`${id}:${oid}`, entries);
-
-    const meta: CommitMeta = {
-      sha,
-      parent: args.parent,
-      tree: rootTree,
-      author: args.author.name,
-      email: args.author.email,
-      time: args.time,
-      message: message.split('\n')[0] ?? '',
-    };
-    changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-    let settled = false;
-    return {
-      meta,
-      changes,
+    const readTree = async (oid: string) => trees.get(oid) ?? this.readTree(id, oid);
+    const batch: CommitBatch = {
+      id,
+      base,
+      get head() {
+        return head;
+      },
+      commits,
+      get bytes() {
+        return bytes;
+      },
+      add: async (args) => {
+        if (state !== 'open') throw new StoreError('commit batch already prepared');
+        for (const w of args.writes) this.checkPath(w.path, w.content !== null);
+        const stage = new ObjectStage(codec);
+        // Blobs first; a write whose blob equals the current one changes nothing.
+        const byPath = new Map<string, string | null>();
+        for (const w of args.writes) {
+          byPath.set(w.path, w.content === null ? null : await stage.put('blob', w.content));
+        }
+        const parentTree = head ? (metas.get(head) ?? (await this.readCommit(id, head))).tree : null;
+        const changes: PathChange[] = [];
+        const newTree = await this.rewriteTree(readTree, stage, parentTree, byPath, '', changes);
+        if (changes.length === 0) return null;
+        const rootTree = newTree ?? (await stage.put('tree', serializeTree([])));
+        const message = args.message.endsWith('\n') ? args.message : `${args.message}\n`;
+        const parent = head;
+        const sha = await stage.put(
+          'commit',
+          serializeCommit({ tree: rootTree, parents: parent ? [parent] : [], author: args.author, time: args.time, message }),
+        );
+        const meta: CommitMeta = {
+          sha,
+          parent,
+          tree: rootTree,
+          author: args.author.name,
+          email: args.author.email,
+          time: args.time,
+          message: message.split('\n')[0] ?? '',
+        };
+        for (const [oid, data] of stage.objects) {
+          if (!objects.has(oid)) bytes += data.byteLength;
+          objects.set(oid, data);
+        }
+        for (const [oid, entries] of stage.trees) trees.set(oid, entries);
+        for (const w of args.writes) {
+          const blob = byPath.get(w.path);
+          if (blob && w.content) blobs.set(blob, w.content);
+        }
+        metas.set(sha, meta);
+        head = sha;
+        changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+        const made = { meta, changes };
+        commits.push(made);
+        return made;
+      },
+      staged: (oid) => blobs.get(oid),
+      prepare: async (progress = noProgress) => {
+        if (state !== 'open') throw new StoreError('commit batch already prepared');
+        if (head === null || head === base) throw new StoreError('commit batch holds no commit');
+        state = 'prepared';
+        const sha = head;
+        // Objects reach the disk before the ref that makes them reachable. The lock file (which names the
+        // new sha but makes nothing reachable) is written and flushed at the same time. An object that is
+        // already stored is simply replaced by the same bytes (rename is atomic).
+        progress.step('prepare commit');
+        const [written, lock] = await Promise.allSettled([
+          progress.track(
+            'write objects',
+            this.fs.writeDurable(
+              [...objects].map(([oid, data]) => ({ path: `${gitdir}/objects/${oid.slice(0, 2)}/${oid.slice(2)}`, data })),
+              `${gitdir}/objects`,
+            ),
+          ),
+          // Once the lock is held no git-protocol writer can move the branch, so the check-and-set
+          // comparison is made now, while the objects are being flushed.
+          progress.track(
+            'take main.lock',
+            this.takeLock(id, lockPath, sha).then(async () => {
+              // Whatever fails from here on (the check, or reading the ref) gives the lock back.
+              let current: string | null;
+              try {
+                current = await this.head(id);
+              } catch (e) {
+                await this.dropLock(lockPath);
+                throw e;
+              }
+              if (current !== base) {
+                await this.dropLock(lockPath);
+                throw new ConcurrentUpdateError(`${REF} moved from ${base ?? '(none)'} to ${current ?? '(none)'}`);
+              }
+            }),
+          ),
+        ]);
+        if (written.status === 'rejected' || lock.status === 'rejected') {
+          state = 'settled';
+          // A failed lock step has already released (or never taken) the lock.
+          if (lock.status === 'fulfilled') await this.dropLock(lockPath);
+          throw written.status === 'rejected' ? written.reason : (lock as PromiseRejectedResult).reason;
+        }
+        for (const [oid, entries] of trees) this.trees.set(`${id}:${oid}`, entries);
+      },
       publish: async () => {
-        if (settled) throw new StoreError('commit already published or aborted');
-        settled = true;
+        if (state !== 'prepared') throw new StoreError('commit batch not prepared, or already published or aborted');
+        state = 'settled';
         try {
           await this.fs.renameDurable(lockPath, refPath);
           this.liveLocks.delete(lockPath);
@@ -553,18 +658,17 @@ export class GitStore {
           await this.dropLock(lockPath);
           throw e;
         }
-        this.commits.set(`${id}:${sha}`, meta);
-        for (const w of args.writes) {
-          const blob = byPath.get(w.path);
-          if (blob && w.content) this.blobs.set(`${id}:${blob}`, w.content);
-        }
+        for (const [sha, meta] of metas) this.commits.set(`${id}:${sha}`, meta);
+        for (const [oid, content] of blobs) this.blobs.set(`${id}:${oid}`, content);
       },
       abort: async () => {
-        if (settled) return;
-        settled = true;
-        await this.dropLock(lockPath);
+        if (state === 'settled') return;
+        const held = state === 'prepared';
+        state = 'settled';
+        if (held) await this.dropLock(lockPath);
       },
     };
+    return batch;
   }
 
   /** Takes `main.lock` (O_EXCL), clearing a stale one left by a crash first if needed. */
@@ -590,14 +694,14 @@ export class GitStore {
 
   /** Applies `byPath` (paths relative to the repository root) below `prefix` to `tree`; null = empty. */
   private async rewriteTree(
-    id: string,
+    readTree: (oid: string) => Promise<TreeEntry[]>,
     stage: ObjectStage,
     tree: string | null,
     byPath: Map<string, string | null>,
     prefix: string,
     changes: PathChange[],
   ): Promise<string | null> {
-    const entries = new Map<string, TreeEntry>((tree ? await this.readTree(id, tree) : []).map((e) => [e.path, e]));
+    const entries = new Map<string, TreeEntry>((tree ? await readTree(tree) : []).map((e) => [e.path, e]));
     const files = new Map<string, string | null>();
     const dirs = new Map<string, Map<string, string | null>>();
     for (const [path, blob] of byPath) {
@@ -637,7 +741,7 @@ export class GitStore {
         continue;
       }
       const before = cur?.oid ?? null;
-      const after = await this.rewriteTree(id, stage, before, sub, `${prefix}${name}/`, changes);
+      const after = await this.rewriteTree(readTree, stage, before, sub, `${prefix}${name}/`, changes);
       if (after === before) continue;
       dirty = true;
       if (after === null) entries.delete(name);

@@ -1,0 +1,155 @@
+/**
+ * A recording of every step the git store takes on disk (through the Node StoreFs's trace: each write,
+ * file flush, rename, directory flush, unlink), of every database batch, and of every answer, in the order
+ * they happen; and a checker that reasons about that order the way crash-consistency checkers do: at the
+ * instant a step starts, only steps that have ENDED before it are known to be on disk.
+ */
+import { dirname } from 'node:path';
+import { nodeStoreFs, type FsTraceEvent, type NodeStoreFsOptions } from '../../../lib/git/node-fs.ts';
+import type { StoreFs } from '../../../lib/git/fs.ts';
+import type { Database, Stmt } from '../../../lib/db/database.ts';
+import { git } from './git.ts';
+
+export type Recorded =
+  | (FsTraceEvent & { seq: number; kind: 'fs' })
+  | { seq: number; kind: 'db'; id: number; phase: 'start' | 'end'; stmts: Stmt[]; failed?: boolean }
+  | { seq: number; kind: 'answer'; sha: string; label: string };
+
+export interface Recording {
+  events: Recorded[];
+  fs: StoreFs;
+  /** `db` with every batch recorded (start and end). */
+  wrapDb(db: Database): Database;
+  /** Records that the caller answered a push whose commit is `sha`. */
+  answer(sha: string, label: string): void;
+}
+
+export function recording(opts: Pick<NodeStoreFsOptions, 'sync'> = {}): Recording {
+  const events: Recorded[] = [];
+  let dbIds = 0;
+  const fs = nodeStoreFs({ ...opts, trace: (e) => events.push({ ...e, kind: 'fs', seq: events.length }) });
+  return {
+    events,
+    fs,
+    wrapDb(db) {
+      return new Proxy(db, {
+        get(target, key) {
+          if (key === 'batch') {
+            return async (stmts: Stmt[]) => {
+              const id = ++dbIds;
+              events.push({ kind: 'db', id, phase: 'start', stmts, seq: events.length });
+              try {
+                const out = await target.batch(stmts);
+                events.push({ kind: 'db', id, phase: 'end', stmts, seq: events.length });
+                return out;
+              } catch (e) {
+                events.push({ kind: 'db', id, phase: 'end', stmts, failed: true, seq: events.length });
+                throw e;
+              }
+            };
+          }
+          const v = Reflect.get(target, key, target) as unknown;
+          return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+        },
+      });
+    },
+    answer(sha, label) {
+      events.push({ kind: 'answer', sha, label, seq: events.length });
+    },
+  };
+}
+
+type FsEv = FsTraceEvent & { seq: number; kind: 'fs' };
+interface Step {
+  start: FsEv;
+  end: FsEv | null;
+}
+
+/**
+ * Every violation of the durability order in `events` for the repository at `gitdir` (empty: none):
+ *  1. before the rename that moves `refs/heads/main` starts, every object the new value reaches (git
+ *     rev-list --objects) is durable: its bytes flushed (the temporary file before its rename, or the file
+ *     itself after it) and the directory entry flushed after the rename, all ended before; and the lock
+ *     file being renamed was flushed;
+ *  2. before a push is answered, a move of the branch to its commit or a descendant ended, and the
+ *     branch's directory was flushed after that move ended;
+ *  3. before a push is answered, a database batch that inserts its commit into git_commits ended (without
+ *     failing).
+ */
+export async function orderViolations(events: Recorded[], gitdir: string): Promise<string[]> {
+  const problems: string[] = [];
+  const steps = new Map<number, Step>();
+  for (const e of events) {
+    if (e.kind !== 'fs') continue;
+    if (e.phase === 'start') steps.set(e.id, { start: e, end: null });
+    else steps.get(e.id)!.end = e;
+  }
+  const all = [...steps.values()];
+  const done = (s: Step, before: number) => s.end !== null && !s.end.failed && s.end.seq < before;
+  const ref = `${gitdir}/refs/heads/main`;
+  const lockPath = `${ref}.lock`;
+
+  /** Whether `path` holds durable bytes, as far as steps ended before `t` show. */
+  const durable = (path: string, t: number): string | null => {
+    const placed = all.filter((s) => s.start.op === 'rename' && s.start.to === path && done(s, t));
+    if (placed.length === 0) return `never renamed into place`;
+    for (const r of placed) {
+      const tmp = r.start.path;
+      const dataBefore = all.some((s) => s.start.op === 'fsync' && s.start.path === tmp && done(s, r.start.seq));
+      const dataAfter = all.some((s) => s.start.op === 'fsync' && s.start.path === path && s.start.seq > r.end!.seq && done(s, t));
+      const dir = all.some((s) => s.start.op === 'fsyncDir' && s.start.path === dirname(path) && s.start.seq > r.end!.seq && done(s, t));
+      if ((dataBefore || dataAfter) && dir) return null;
+    }
+    return 'bytes or directory entry not flushed';
+  };
+
+  /** The sha each write of the lock file put in it. */
+  const lockSha = (before: number): string | null => {
+    const writes = events.filter((e): e is FsEv => e.kind === 'fs' && e.op === 'write' && e.phase === 'start' && e.path === lockPath && e.seq < before);
+    const last = writes[writes.length - 1];
+    return last?.data ? new TextDecoder().decode(last.data).trim() : null;
+  };
+
+  const moves = all.filter((s) => s.start.op === 'rename' && s.start.path === lockPath && s.start.to === ref);
+  const moved: Array<{ sha: string; step: Step; history: Set<string> }> = [];
+  for (const m of moves) {
+    const sha = lockSha(m.start.seq);
+    if (!sha) {
+      problems.push(`ref move #${m.start.seq}: no lock write before it`);
+      continue;
+    }
+    const lockWrite = events.filter((e): e is FsEv => e.kind === 'fs' && e.op === 'write' && e.path === lockPath && e.phase === 'start' && e.seq < m.start.seq).pop()!;
+    if (!all.some((s) => s.start.op === 'fsync' && s.start.path === lockPath && s.start.seq > lockWrite.seq && done(s, m.start.seq))) {
+      problems.push(`ref move to ${sha}: the lock file was not flushed before the rename`);
+    }
+    const objects = (await git(gitdir, 'rev-list', '--objects', sha)).split('\n').filter(Boolean).map((l) => l.slice(0, 40));
+    for (const oid of objects) {
+      const why = durable(`${gitdir}/objects/${oid.slice(0, 2)}/${oid.slice(2)}`, m.start.seq);
+      if (why) problems.push(`ref move to ${sha.slice(0, 8)} at #${m.start.seq}: object ${oid.slice(0, 8)} not durable (${why})`);
+    }
+    if (m.end && !m.end.failed) {
+      moved.push({ sha, step: m, history: new Set((await git(gitdir, 'rev-list', sha)).split('\n').filter(Boolean)) });
+    }
+  }
+
+  for (const a of events) {
+    if (a.kind !== 'answer') continue;
+    const ok = moved.some(
+      (m) =>
+        m.history.has(a.sha) &&
+        done(m.step, a.seq) &&
+        all.some((s) => s.start.op === 'fsyncDir' && s.start.path === dirname(ref) && s.start.seq > m.step.end!.seq && done(s, a.seq)),
+    );
+    if (!ok) problems.push(`answer ${a.label} (${a.sha.slice(0, 8)}): no flushed branch move to it before the answer`);
+    const recorded = events.some(
+      (e) =>
+        e.kind === 'db' &&
+        e.phase === 'end' &&
+        !e.failed &&
+        e.seq < a.seq &&
+        e.stmts.some((st) => st.sql.startsWith('INSERT INTO git_commits') && st.args?.includes(a.sha)),
+    );
+    if (!recorded) problems.push(`answer ${a.label} (${a.sha.slice(0, 8)}): its commit's index batch had not committed`);
+  }
+  return problems;
+}

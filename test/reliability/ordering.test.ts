@@ -1,0 +1,125 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { openDatabaseFile } from '../../lib/db/open-node.ts';
+import { Activity } from '../../lib/db/activity.ts';
+import { GitStore } from '../../lib/git/store.ts';
+import { PathIndex } from '../../lib/git/path-index.ts';
+import { RepoStore, type PushResult } from '../../lib/git/repo-store.ts';
+import { tempDir } from '../helpers/env.ts';
+import { fsckStrict } from './helpers/git.ts';
+import { orderViolations, recording, type Recording } from './helpers/recording-fs.ts';
+
+/**
+ * Durability ordering, proven deterministically (issue 18 item 5). The kill tests are probabilistic and a
+ * SIGKILL never loses the page cache, so they cannot see a missing flush. Here every step the store takes
+ * on disk (write, file flush, rename, directory flush: the Node StoreFs's trace) and every database batch
+ * is recorded in order, with the moment each push is answered, and orderViolations (helpers/recording-fs.ts)
+ * checks, for single pushes and for group commits, that:
+ *  - every object the branch's new value reaches (walked by `git rev-list --objects` from that value) had
+ *    its bytes and its directory entry flushed before the rename that moved the branch started, and the
+ *    lock file renamed over the branch had been flushed;
+ *  - the branch's directory was flushed after that rename and before the push was answered;
+ *  - the database batch recording the push's commit had committed before the answer.
+ *
+ * Shown to fail on the mutation "moved the branch before its objects were written": with
+ * GitStore.batch's prepare() changed to start the objects' durable write without awaiting it
+ * (`void this.fs.writeDurable(...)`), every case below fails with "object … not durable (never renamed
+ * into place)" or "(bytes or directory entry not flushed)"; the 20-cycle kill test passes with that
+ * mutation, since a killed process loses nothing the kernel already had.
+ */
+
+let cleanup: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+async function setup(sync: 'each' | 'after-rename') {
+  const dir = await tempDir('kr-order-');
+  const rec: Recording = recording({ sync });
+  const db = await openDatabaseFile(join(dir.path, 'kr.db'), Math.floor(Date.now() / 1000));
+  cleanup.push(async () => {
+    await db.close();
+    await dir.cleanup();
+  });
+  const recDb = rec.wrapDb(db);
+  const clock = { now: () => Date.now() };
+  const git = new GitStore({ fs: rec.fs, root: join(dir.path, 'repos') });
+  const repos = new RepoStore(git, new PathIndex(recDb), clock);
+  const activity = new Activity(recDb, clock);
+  await repos.create('r');
+  const gitdir = join(dir.path, 'repos', 'r.git');
+  const author = { name: 'A', email: 'a@example.test' };
+  const push = async (label: string, files: Array<{ path: string; content: string | null; parentSha?: string }>): Promise<PushResult> => {
+    const r = await repos.commitFiles(
+      'r',
+      files.map((f) => ({ path: f.path, content: f.content === null ? null : new TextEncoder().encode(f.content), parentSha: f.parentSha })),
+      author,
+      label,
+      { activity: (res) => activity.stmts('r', { userId: 'u', email: 'a@example.test' }, 'push', { paths: res.committedPaths }) },
+    );
+    if (r.commit) rec.answer(r.commit.sha, label);
+    return r;
+  };
+  return { rec, repos, gitdir, push, activity };
+}
+
+const moves = (rec: Recording, gitdir: string) =>
+  rec.events.filter((e) => e.kind === 'fs' && e.op === 'rename' && e.phase === 'start' && e.to === `${gitdir}/refs/heads/main`).length;
+
+describe.each(['each', 'after-rename'] as const)('durability order (sync: %s)', (sync) => {
+  it('single pushes: objects and lock flushed before the branch moves, the branch flushed and the index committed before the answer', async () => {
+    const { rec, gitdir, push } = await setup(sync);
+    const first = await push('first', [
+      { path: 'a.md', content: '# A\n' },
+      { path: 'dir/sub/b.md', content: '# B\n' },
+    ]);
+    await push('second', [{ path: 'a.md', content: '# A2\n', parentSha: first.commit!.sha }]);
+    // Back to content already stored: the object exists, and is still flushed before the branch reaches it.
+    await push('third', [{ path: 'a.md', content: '# A\n' }, { path: 'dir/sub/b.md', content: null }]);
+    expect(moves(rec, gitdir)).toBe(3);
+    expect(await orderViolations(rec.events, gitdir)).toEqual([]);
+    await fsckStrict(gitdir);
+  });
+
+  it('a group commit: one branch move for many pushes, each answered only after all of it is durable', async () => {
+    const { rec, gitdir, push, repos, activity } = await setup(sync);
+    const seed = await push('seed', Array.from({ length: 8 }, (_, i) => ({ path: `p${i}.md`, content: `# ${i}\n` })));
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        push(`g${i}`, [
+          { path: `p${i % 8}.md`, content: `# ${i} updated\n`, parentSha: i < 8 ? seed.commit!.sha : undefined },
+          { path: `new/${i}.md`, content: `new ${i}\n` },
+        ]),
+      ),
+    );
+    const shas = results.map((r) => r.commit!.sha);
+    expect(new Set(shas).size).toBe(12);
+    // Groups formed: fewer branch moves than commits.
+    const n = moves(rec, gitdir);
+    expect(n).toBeLessThan(13);
+    expect(await orderViolations(rec.events, gitdir)).toEqual([]);
+    await fsckStrict(gitdir);
+    // Each push its own commit and its own activity entry.
+    const timeline = await repos.timeline('r', 100);
+    expect(timeline.map((c) => c.sha).slice(0, 12).sort()).toEqual([...shas].sort());
+    expect((await activity.list('r', 100, 0)).total).toBe(13);
+  });
+});
+
+describe('the checker itself', () => {
+  it('reports a branch moved before its objects were flushed', async () => {
+    const { rec, gitdir, push } = await setup('each');
+    await push('one', [{ path: 'a.md', content: '# A\n' }]);
+    // Replay the recording with every flush of an object's temporary file dropped.
+    const tampered = rec.events.filter((e) => !(e.kind === 'fs' && e.op === 'fsync' && e.path.includes('/objects/tmp_obj_')));
+    const problems = await orderViolations(tampered, gitdir);
+    expect(problems.some((p) => p.includes('not durable'))).toBe(true);
+    // … and an answer given before the branch's directory was flushed.
+    const answer = rec.events.find((e) => e.kind === 'answer')!;
+    const early = rec.events.filter((e) => e !== answer);
+    const at = early.findIndex((e) => e.kind === 'fs' && e.op === 'rename' && e.phase === 'start' && e.to === `${gitdir}/refs/heads/main`);
+    early.splice(at, 0, { ...answer });
+    expect((await orderViolations(early.map((e, i) => ({ ...e, seq: i })), gitdir)).some((p) => p.includes('answer one'))).toBe(true);
+  });
+});
