@@ -7,7 +7,8 @@
  * `{"error": …, "code": …}` on stderr when the command was given `--json`: `usage` for bad usage, the
  * server's own `code` when its answer has one (quota errors), a name for each kind of refusal
  * (`token_invalid`, `timeout`, `unreachable`, `conflict`, `not_logged_in`, `no_project`, `no_repo`,
- * `too_large`, …), `refused` otherwise.
+ * `too_large`, `denied` and `interrupted` for a browser login the user cancelled or broke off, …), `refused`
+ * otherwise.
  */
 export class CliError extends Error {
   readonly code: string;

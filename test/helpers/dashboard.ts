@@ -113,7 +113,10 @@ export async function startDashboard(opts: { env?: Record<string, string>; clock
     },
     async signInWithToken(token) {
       await page.goto(`${dash.url}/#/`);
+      // Wait for the app to settle on one of its two faces (it shows "Loading…" first), then sign out if needed.
       const signOut = page.getByRole('button', { name: 'Sign out' });
+      const tokenBox = page.getByLabel('Access token');
+      await signOut.or(tokenBox).first().waitFor();
       if (await signOut.isVisible()) await signOut.click();
       await page.getByLabel('Access token').fill(token);
       await page.getByRole('button', { name: 'Sign in with a token' }).click();
