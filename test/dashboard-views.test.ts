@@ -258,6 +258,13 @@ describe.skipIf(!hasChromium)('dashboard views: activity, evolution, billing, ad
     expect(await h.page.evaluate(() => document.activeElement?.textContent)).toBe('Newer');
     await h.page.keyboard.press('Space');
     await expect.poll(() => status.textContent()).toBe('Events 1–20 of 24');
+
+    // Another repository's feed starts at its newest events, not at the position left here.
+    await h.page.getByRole('button', { name: 'Older' }).click();
+    await expect.poll(() => status.textContent()).toBe('Events 21–24 of 24');
+    await go('#/repo/beta/activity');
+    await expect.poll(() => status.textContent()).toBe(`Events 1–20 of ${BETA_COMMITS}`);
+    expect(await h.page.locator('ol.feed > li .paths a').first().textContent()).toBe('log.md');
   });
 
   it('evolution: a vertical timeline of the three commits with what each changed', async () => {

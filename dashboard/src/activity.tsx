@@ -266,7 +266,10 @@ function PagerButton({ label, off, go }: { label: string; off: boolean; go: () =
 }
 
 export function ActivityView({ api, repo }: { api: Api; repo: string }) {
-  const [offset, setOffset] = useState(0);
+  // The position belongs to this repository: another one starts at its newest events.
+  const [at, setAt] = useState({ repo, offset: 0 });
+  const offset = at.repo === repo ? at.offset : 0;
+  const setOffset = (n: number) => setAt({ repo, offset: n });
   const chartData = useLoad(() => api.activity(repo, { limit: CHART_EVENTS, offset: 0 }), [api, repo]);
   const feed = useLoad(() => api.activity(repo, { limit: FEED_PAGE, offset }), [api, repo, offset]);
   const chart = chartData.data ? countPushes(chartData.data.events, chartData.data.total, Date.now()) : null;
@@ -412,7 +415,10 @@ function EvolutionEntry({ repo, path, entry }: { repo: string; path: string; ent
 }
 
 export function EvolutionView({ api, repo, path }: { api: Api; repo: string; path: string }) {
-  const [limit, setLimit] = useState(EVOLUTION_STEP);
+  // "Show more" belongs to this page: another one starts at the first EVOLUTION_STEP commits.
+  const [asked, setAsked] = useState({ key: `${repo}\n${path}`, limit: EVOLUTION_STEP });
+  const limit = asked.key === `${repo}\n${path}` ? asked.limit : EVOLUTION_STEP;
+  const setLimit = (n: number) => setAsked({ key: `${repo}\n${path}`, limit: n });
   const evo = useLoad(() => api.evolution(repo, path, limit), [api, repo, path, limit]);
   const entries = evo.data?.entries ?? [];
   const more = evo.data !== undefined && entries.length >= limit && limit < EVOLUTION_MAX && !evo.data.truncated;
