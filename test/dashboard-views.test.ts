@@ -398,9 +398,12 @@ describe.skipIf(!hasChromium)('dashboard views: activity, evolution, billing, ad
     await h.shot('admin');
     await fits375('admin', () => h.page.locator('#repos-table').waitFor());
 
-    await h.page.getByRole('button', { name: 'Subscribe bob@example.com' }).click();
+    // From the keyboard: the button keeps the focus while it saves and after, with its new name.
+    await h.page.getByRole('button', { name: 'Subscribe bob@example.com' }).focus();
+    await h.page.keyboard.press('Enter');
     await h.page.getByRole('status').filter({ hasText: 'bob@example.com is now subscribed.' }).waitFor();
     await h.page.getByRole('button', { name: 'End subscription of bob@example.com' }).waitFor();
+    expect(await h.page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toBe('End subscription of bob@example.com');
     await expect.poll(() => stats.allTextContents()).toEqual(['3 users', '1 subscribed', '3 repositories', '9 pages']);
     expect((await cells('#users-table'))[1]).toEqual(['bob@example.com', 'Bob', 'yes', '0', created[1], 'End subscription']);
     expect(await api('/v1/billing', bob.session)).toEqual({ plan: 'pro', subscribed: true, limits: { repos: null, members: null }, usage: { repos_owned: 0 } });

@@ -29,6 +29,7 @@ export function BillingView({ api }: { api: Api }) {
   const [checkoutError, setCheckoutError] = useState<string>();
 
   const upgrade = async () => {
+    if (busy) return;
     setBusy(true);
     setCheckoutError(undefined);
     try {
@@ -103,7 +104,7 @@ export function BillingView({ api }: { api: Api }) {
             <div class="card">
               <h2>Upgrade</h2>
               <p>The Pro plan lifts both limits: any number of repositories, and any number of members in the ones you own.</p>
-              <button type="button" class="primary" onClick={upgrade} disabled={busy}>
+              <button type="button" class="primary" onClick={upgrade} aria-disabled={busy ? 'true' : undefined}>
                 {busy ? 'Opening the payment page…' : 'Upgrade'}
               </button>
               <ErrorMessage message={checkoutError} />
@@ -143,6 +144,7 @@ export function AdminView({ api }: { api: Api }) {
   const [error, setError] = useState<string>();
 
   const toggle = async (u: AdminUser) => {
+    if (pending !== undefined) return;
     setPending(u.id);
     setStatus(undefined);
     setError(undefined);
@@ -221,7 +223,7 @@ export function AdminView({ api }: { api: Api }) {
                       <td>
                         <button
                           type="button"
-                          disabled={pending !== undefined}
+                          aria-disabled={pending !== undefined ? 'true' : undefined}
                           aria-label={u.subscribed ? `End subscription of ${u.email}` : `Subscribe ${u.email}`}
                           onClick={() => toggle(u)}
                         >
