@@ -350,7 +350,7 @@ function InviteKeys({ api, repo, isOwner, roleKnown }: { api: Api; repo: string;
       <ErrorMessage message={keys.error} />
       {keys.loading && !data && <Loading what="invite keys" />}
       {data && 'forbidden' in data && (
-        <p class="hint">Only an owner of {repo} mints and revokes invite keys. To bring in a teammate, ask an owner for a key.</p>
+        <p class="hint">Only an owner of {repo} mints and revokes invite keys. To bring in a teammate, ask an owner to mint one.</p>
       )}
       {list && (
         <>
