@@ -1,11 +1,16 @@
 /**
  * `npm run bench [-- --only W1,W3 --scale small|full --profile --keep --git-fsync]`
+ * `npm run bench -- --readme`   (no run: the README's table from bench/results/latest.json, if final)
  *
  * Starts the real server (`node dist/server.mjs`, what `npm start` runs) as a child process on a temporary data root with
- * rate limits off, seeds every repository through the HTTP API, runs workloads W1–W7 of issue 7 with
- * keep-alive clients on loopback, and measures, in the same run and on the same bare repositories, the
- * `git` command doing the equivalent work (on copies where it moves refs) and, for W4, a bare Hono route.
- * Prints a table and writes it as JSON to bench/results/latest.json and a timestamped file.
+ * rate limits off, seeds every repository through the HTTP API, runs workloads W1–W8 with keep-alive
+ * clients on loopback, and measures, in the same run and on the same bare repositories, the `git` command
+ * doing the equivalent work (on copies where it moves refs) and a bare Hono route (W4's throughput, MEM's
+ * peak RSS under the same load). Then BOOT: `npm start` → first /health 200 on a fresh and on the run's
+ * data root. Memory is measured per workload: the server's peak RSS while seeding it and while measuring
+ * it (VmHWM, reset before each), its RSS and V8 heap after. Prints a table and writes it as JSON to
+ * bench/results/latest.json and a timestamped file, with the commit and whether the tree was clean: only
+ * a complete full-scale run on a clean tree is final, and only a final one goes into the README.
  *
  *   --only W1,W3     run these workloads (their prerequisites are seeded too)
  *   --scale small    a quick check (under a minute); default full, the sizes of issue 7
@@ -15,16 +20,21 @@
  *   --git-fsync      make the git reference durable too (-c core.fsync=committed -c core.fsyncMethod=fsync);
  *                    by default git runs with its defaults, which do not fsync loose objects
  *   --keep           keep the temporary data root (its path is printed)
+ *   --readme         run nothing: replace the README's generated table with bench/results/latest.json's,
+ *                    refused (exit 1, with the reasons) unless that run was final
  */
 import { parseArgs } from 'node:util';
-import { mkdtemp, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir, cpus, totalmem, release, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Api } from './http.ts';
 import { GIT_FSYNC_CONFIG, gitText, setGitConfig } from './git.ts';
-import { REPO_ROOT, startService, type Child } from './procs.ts';
-import { fmtInt, fmtMs, fmtRatio, round } from './stats.ts';
+import { makePage, Rng } from './content.ts';
+import { REPO_ROOT, buildServer, bundleHonoReference, startHonoReference, startService, timeNpmStart, type Child, type HeapFigures } from './procs.ts';
+import { median, percentile, round } from './stats.ts';
+import { memoryVerdict, notFinalBecause, renderTable, spliceReadme, type Results } from './report.ts';
+import { honoLoad } from './workloads/read.ts';
 import { formatProfile, summarizeProfile, type ProfileSummary } from './profile.ts';
 import { SCALES, type Ctx, type Row, type Side, type Workload } from './workloads/types.ts';
 import { w1, w2, w7 } from './workloads/push.ts';
@@ -32,7 +42,10 @@ import { w3, w4, w5, w6 } from './workloads/read.ts';
 import { w8 } from './workloads/search.ts';
 
 const WORKLOADS: Workload[] = [w1, w2, w3, w4, w5, w6, w7, w8];
-const MEMORY_LIMIT_BYTES = 200_000_000;
+/** MEM target: the server's peak RSS within this factor of the bare Hono reference's, same run. */
+const MEM_FACTOR = 1.3;
+/** BOOT target: `npm start` → first /health 200, seconds. */
+const BOOT_TARGET_S = 0.5;
 
 const { values } = parseArgs({
   options: {
@@ -41,9 +54,23 @@ const { values } = parseArgs({
     profile: { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
     'git-fsync': { type: 'boolean', default: false },
+    readme: { type: 'boolean', default: false },
   },
   allowPositionals: false,
 });
+
+if (values.readme) {
+  const results = JSON.parse(await readFile(join(REPO_ROOT, 'bench', 'results', 'latest.json'), 'utf8')) as Results;
+  const readmeFile = join(REPO_ROOT, 'README.md');
+  try {
+    await writeFile(readmeFile, spliceReadme(await readFile(readmeFile, 'utf8'), results));
+  } catch (e) {
+    process.stderr.write(`${(e as Error).message}\n`);
+    process.exit(1);
+  }
+  process.stderr.write(`README.md: benchmark table from bench/results/latest.json (commit ${results.code.commit.slice(0, 12)})\n`);
+  process.exit(0);
+}
 
 const scaleName = values.scale as string;
 if (scaleName !== 'small' && scaleName !== 'full') {
@@ -62,6 +89,12 @@ if (values['git-fsync']) setGitConfig(GIT_FSYNC_CONFIG);
 
 const runStarted = performance.now();
 const startedAt = new Date();
+/** `git status --porcelain` of the tree measured, bench/results/ left out (the results are not code); null if git fails. */
+const porcelain = () =>
+  gitText(join(REPO_ROOT, '.git'), ['--work-tree', REPO_ROOT, 'status', '--porcelain', '--untracked-files=normal', '--', '.', ':(exclude)bench/results'])
+    .then((t) => t.split('\n').filter((l) => l.trim() !== ''))
+    .catch(() => null);
+const porcelainAtStart = await porcelain();
 const log = (m: string) => process.stderr.write(`[bench ${((performance.now() - runStarted) / 1000).toFixed(1).padStart(6)} s] ${m}\n`);
 
 const tmp = await mkdtemp(join(tmpdir(), 'kr-bench-'));
@@ -74,10 +107,23 @@ let server: Child | null = null;
 let api: Api | null = null;
 const extraApis: Api[] = [];
 let serverStarts = 0;
-/** Peak RSS of every server process of this run (one, unless --profile restarts it). */
+/** Peak RSS of every server process of this run (per process, since its last peak reset). */
 const peaks: Array<{ phase: string; peakKb: number; rssKb: number }> = [];
-/** RSS of each server process right after it logged `listening`, in MiB. */
+/** The highest VmHWM read over the whole run (peaks are reset per phase, so this is the max of them). */
+let runPeakKb = Number.NaN;
+/** RSS and heap of each server process right after it logged `listening`, in MiB. */
 const bootRss: number[] = [];
+let bootHeap: Record<string, number> | null = null;
+const mib = (bytes: number) => round(bytes / 2 ** 20, 1);
+const heapMib = (h: HeapFigures | null) =>
+  h && { rss_mib: mib(h.rss), heap_used_mib: mib(h.heapUsed), heap_total_mib: mib(h.heapTotal), external_mib: mib(h.external), array_buffers_mib: mib(h.arrayBuffers) };
+/** Reads the server's peak since its last reset (folding it into the run's peak), then resets it. */
+function takePeak(): { peakKb: number; rssKb: number } {
+  const m = server!.memory();
+  if (!(m.peakKb <= runPeakKb)) runPeakKb = m.peakKb;
+  server!.resetPeak();
+  return m;
+}
 const loadStart = loadavg();
 
 async function start(profileDir?: string): Promise<void> {
@@ -86,12 +132,14 @@ async function start(profileDir?: string): Promise<void> {
   api = new Api(server.url, apiKey, 1);
   const m = server.memory();
   bootRss.push(round(m.rssKb / 1024, 1));
+  if (bootHeap === null) bootHeap = heapMib(await server.heap());
   log(`server pid ${server.pid} listening on ${server.url}${profileDir ? ' (cpu profile on)' : ''}; RSS after boot ${round(m.rssKb / 1024, 1)} MiB`);
 }
 
 async function stop(phase: string): Promise<void> {
   if (!server) return;
   const m = server.memory();
+  if (!(m.peakKb <= runPeakKb)) runPeakKb = m.peakKb;
   peaks.push({ phase, ...m });
   api?.close();
   for (const a of extraApis.splice(0)) a.close();
@@ -110,6 +158,10 @@ const ctx: Ctx = {
   work,
   apiKey,
   server: () => server!,
+  restart: async () => {
+    await stop('restart');
+    await start();
+  },
   api: () => api!,
   newApi: (maxSockets = 1) => {
     const a = new Api(server!.url, apiKey, maxSockets);
@@ -117,6 +169,7 @@ const ctx: Ctx = {
     return a;
   },
   log,
+  honoBundle: () => honoBundle(),
   markProfileStart: () => {
     profileFromUs = nowUs();
   },
@@ -124,7 +177,9 @@ const ctx: Ctx = {
 };
 
 const rows: Row[] = [];
-const memoryAfter: Record<string, { peak_mib: number; rss_mib: number }> = {};
+/** Per workload: the server's peak RSS while seeding it and while measuring it, and its memory after. */
+const memoryAfter: Record<string, Record<string, unknown>> = {};
+const seedPeakMib: Record<string, number> = {};
 const seedMs: Record<string, number> = {};
 const profiles: Record<string, ProfileSummary> = {};
 const seeded = new Set<string>();
@@ -136,9 +191,89 @@ async function seed(w: Workload): Promise<void> {
   if (!w.seed) return;
   const t = performance.now();
   log(`${w.id}: seeding through the API`);
+  takePeak();
   await w.seed(ctx);
+  seedPeakMib[w.id] = round(takePeak().peakKb / 1024, 1);
   seedMs[w.id] = Math.round(performance.now() - t);
   log(`${w.id}: seeded in ${seedMs[w.id]} ms`);
+}
+
+/** MEM's reference: the bare Hono route's peak RSS under W4's load, measured in this run. */
+interface HonoMem {
+  peakMib: number;
+  tsxPeakMib?: number;
+  extra: Record<string, unknown>;
+}
+let honoMem = null as HonoMem | null;
+
+async function memoryReference(): Promise<void> {
+  const bundle = await honoBundle();
+  let pageFile = ctx.shared.get('w4.pageFile') as string | undefined;
+  if (!pageFile) {
+    pageFile = join(work, 'mem-ref-page.md');
+    await writeFile(pageFile, makePage(new Rng(4), 'Reference page').render());
+  }
+  const { w4Reads, w4Connections, w4Rounds } = scale;
+  const measure = async (loader: 'bundle' | 'tsx') => {
+    const ref = await startHonoReference(pageFile!, join(tmp, `hono-mem-${loader}.log`), { bundle, loader });
+    try {
+      await honoLoad(`${ref.url}/x`, 200, w4Connections, {});
+      for (let i = 0; i < w4Rounds; i++) await honoLoad(`${ref.url}/x`, w4Reads, w4Connections, {});
+      return { peakMib: round(ref.memory().peakKb / 1024, 1), after: heapMib(await ref.heap()) };
+    } finally {
+      await ref.stop();
+    }
+  };
+  const bundled = await measure('bundle');
+  const tsx = await measure('tsx');
+  honoMem = { peakMib: bundled.peakMib, tsxPeakMib: tsx.peakMib, extra: { after_load: bundled.after, load: `200 + ${w4Rounds} × ${w4Reads} reads at concurrency ${w4Connections}`, tsx_peak_mib: tsx.peakMib } };
+  log(`MEM reference: bare Hono peak RSS ${bundled.peakMib} MiB (through tsx ${tsx.peakMib} MiB)`);
+}
+
+let honoBundlePath: string | undefined;
+async function honoBundle(): Promise<string> {
+  honoBundlePath ??= await bundleHonoReference(join(work, 'hono-ref.mjs'));
+  return honoBundlePath;
+}
+
+/** BOOT: `npm start` → first /health 200, with the bundle fresh, on an empty data root and on this run's. */
+async function bootRows(): Promise<void> {
+  buildServer();
+  const reps = scale.name === 'full' ? 7 : 3;
+  const measure = async (which: 'fresh' | 'existing') => {
+    const ms: number[] = [];
+    const breakdown: unknown[] = [];
+    for (let i = 0; i < reps; i++) {
+      const root = which === 'fresh' ? await mkdtemp(join(tmp, 'boot-')) : dataRoot;
+      const r = await timeNpmStart({ dataRoot: which === 'fresh' ? join(root, 'data') : root, apiKey, logFile: join(tmp, `boot-${which}.log`) });
+      ms.push(r.ms);
+      breakdown.push(r.bootMs);
+      if (which === 'fresh') await rm(root, { recursive: true, force: true });
+    }
+    const p50 = round(median(ms), 1);
+    const side: Side = {
+      label: which === 'fresh' ? 'npm start, empty data root' : `npm start, this run's data root`,
+      command: 'spawn `npm start` (bundle already fresh) → first GET /health 200, polled every 2 ms',
+      unit: 'ms',
+      median: p50,
+      p95: round(percentile(ms, 95), 1),
+      n: ms.length,
+      extra: { all_ms: ms.map((x) => round(x, 1)), server_boot_ms: breakdown },
+    };
+    rows.push({
+      id: which === 'fresh' ? 'BOOT·fresh' : 'BOOT',
+      title: which === 'fresh' ? '`npm start` → first /health 200, new data root (database created)' : '`npm start` → first /health 200, existing data root (every workload\'s repositories)',
+      ours: side,
+      reference: null,
+      ratio: null,
+      ratioBasis: '—',
+      target: { text: `p50 ≤ ${BOOT_TARGET_S} s`, met: p50 <= BOOT_TARGET_S * 1000 },
+      notes: [`server's own boot_ms (load, open, total) of the first start: ${JSON.stringify(breakdown[0])}`],
+    });
+    log(`BOOT ${which}: npm start → /health 200 p50 ${p50} ms over ${ms.length}`);
+  };
+  await measure('fresh');
+  await measure('existing');
 }
 
 let failed = false;
@@ -157,11 +292,16 @@ try {
     log(`${w.id}: measuring`);
     const t = performance.now();
     profileFromUs = nowUs();
+    takePeak();
     rows.push(...(await w.measure(ctx)));
     const profileToUs = nowUs();
-    const m = server!.memory();
-    memoryAfter[w.id] = { peak_mib: round(m.peakKb / 1024, 1), rss_mib: round(m.rssKb / 1024, 1) };
-    log(`${w.id}: measured in ${Math.round(performance.now() - t)} ms; server peak RSS so far ${memoryAfter[w.id]!.peak_mib} MiB`);
+    const m = takePeak();
+    memoryAfter[w.id] = {
+      seed_peak_mib: seedPeakMib[w.id] ?? null,
+      measure_peak_mib: round(m.peakKb / 1024, 1),
+      after: heapMib(await server!.heap()),
+    };
+    log(`${w.id}: measured in ${Math.round(performance.now() - t)} ms; server peak RSS while measuring ${round(m.peakKb / 1024, 1)} MiB (run so far ${round(runPeakKb / 1024, 1)} MiB)`);
     if (profileDir) {
       await stop(`measure ${w.id} (profiled)`);
       const file = (await readdir(profileDir)).find((f) => f.endsWith('.cpuprofile'));
@@ -173,37 +313,54 @@ try {
     }
   }
   await stop('end of run');
+  await memoryReference();
+  await bootRows();
 } catch (e) {
   failed = true;
   process.stderr.write(`\nbenchmark failed: ${(e as Error).stack ?? String(e)}\n`);
   await stop('failure').catch(() => undefined);
 }
 
-const peakKb = Math.max(...peaks.map((p) => p.peakKb));
-const hono = rows.find((r) => r.id === 'W4')?.reference?.extra?.peak_rss_mib as number | undefined;
-const peakBytes = peakKb * 1024;
-const memSide: Side = {
-  label: 'server peak RSS (VmHWM)',
-  command: '/proc/<server pid>/status VmHWM, whole run (seeding included)',
-  unit: 'MiB',
-  median: round(peakKb / 1024, 1),
-  p95: round(peakKb / 1024, 1),
-  n: peaks.length,
-  extra: { rss_after_boot_mib: bootRss, per_process: peaks.map((p) => ({ ...p, peak_mib: round(p.peakKb / 1024, 1) })), after_each_workload: memoryAfter },
-};
+const peakKb = runPeakKb;
 if (Number.isFinite(peakKb)) {
+  const ours = round(peakKb / 1024, 1);
+  const ref = honoMem?.peakMib;
+  const { ratio, met } = memoryVerdict(ours, ref, MEM_FACTOR);
   rows.push({
     id: 'MEM',
-    title: 'peak memory of the server',
-    ours: memSide,
-    reference:
-      hono !== undefined
-        ? { label: 'bare Hono reference (W4) peak RSS', command: '/proc/<reference pid>/status VmHWM', unit: 'MiB', median: hono, p95: hono, n: 1 }
-        : null,
-    ratio: null,
-    ratioBasis: '—',
-    target: { text: '< 200 MB', met: peakBytes < MEMORY_LIMIT_BYTES },
-    notes: [`${(peakBytes / 1e6).toFixed(1)} MB (10^6 bytes)`],
+    title: 'peak memory of the server (whole run, seeding included)',
+    ours: {
+      label: 'server peak RSS (VmHWM)',
+      command: '/proc/‹server pid›/status VmHWM, the highest over the run (reset per phase, see extra.per_workload)',
+      unit: 'MiB',
+      median: ours,
+      p95: ours,
+      n: peaks.length,
+      extra: {
+        after_boot: { rss_mib: bootRss, ...(bootHeap ?? {}) },
+        cache_budget_mib: process.env.SERVICE_CACHE_MB ?? 'default',
+        per_process: peaks.map((p) => ({ phase: p.phase, peak_since_reset_mib: round(p.peakKb / 1024, 1), rss_mib: round(p.rssKb / 1024, 1) })),
+        per_workload: memoryAfter,
+      },
+    },
+    reference: honoMem
+      ? {
+          label: 'bare Hono route, same load as W4, peak RSS',
+          command: 'node on an esbuild bundle of bench/hono-ref.ts (as the server runs); /proc/‹pid›/status VmHWM',
+          unit: 'MiB',
+          median: honoMem.peakMib,
+          p95: honoMem.peakMib,
+          n: 1,
+          extra: honoMem.extra,
+        }
+      : null,
+    ratio,
+    ratioBasis: 'peak / peak',
+    target: { text: `≤ ${MEM_FACTOR}× the Hono peak`, met },
+    notes: [
+      `${(peakKb * 1024 / 1e6).toFixed(1)} MB (10^6 bytes); after boot ${bootRss[0]} MiB`,
+      ...(honoMem?.tsxPeakMib !== undefined ? [`the same reference run through tsx (as before issue 18) peaked at ${honoMem.tsxPeakMib} MiB`] : []),
+    ],
   });
 }
 
@@ -217,18 +374,24 @@ process.stdout.write(
     `load average ${loadStart[0]!.toFixed(2)} at start, ${loadavg()[0]!.toFixed(2)} at end\n`,
 );
 
-// Which code was measured: the commit, and whether lib/, functions/ or server.ts had uncommitted changes.
+// Which code was measured: the commit, and whether the tree had uncommitted changes at the start or the end.
 const head = await gitText(join(REPO_ROOT, '.git'), ['rev-parse', 'HEAD']).catch(() => 'unknown');
-const dirty = await gitText(join(REPO_ROOT, '.git'), ['--work-tree', REPO_ROOT, 'status', '--porcelain', '--', 'lib', 'functions', 'server.ts', 'schema'])
-  .then((s) => s !== '')
-  .catch(() => null);
+const porcelainAtEnd = await porcelain();
+const porcelainLines = porcelainAtStart === null || porcelainAtEnd === null ? [] : [...new Set([...porcelainAtStart, ...porcelainAtEnd])];
+const code = { commit: head, porcelain: porcelainLines, dirty: porcelainAtStart === null || porcelainAtEnd === null ? null : porcelainLines.length > 0 };
+const allWorkloads = WORKLOADS.every((w) => ids.includes(w.id));
+const whyNotFinal = notFinalBecause({ code, completed: !failed, profiled: values.profile, scale: scale.name, all_workloads: allWorkloads });
+process.stdout.write(whyNotFinal.length ? `\nNOT FINAL: ${whyNotFinal.join('; ')}\n` : `\nfinal: a clean tree at ${head.slice(0, 12)}\n`);
 
 const report = {
   command,
-  code: { commit: head, uncommitted_changes_in_lib_functions_schema_server: dirty },
+  code,
+  final: whyNotFinal.length === 0,
+  not_final_because: whyNotFinal,
   scale: scale.name,
   sizes: scale,
   workloads: ids,
+  all_workloads: allWorkloads,
   started_at: startedAt.toISOString(),
   duration_s: durationS,
   completed: !failed,
@@ -261,28 +424,3 @@ log(`wrote bench/results/${stamp}-${suffix}.json${!values.profile && !failed ? '
 if (values.keep || values.profile || failed) log(`data root and logs kept in ${tmp}`);
 else await rm(tmp, { recursive: true, force: true });
 process.exit(failed ? 1 : 0);
-
-function renderTable(rs: Row[]): string {
-  const head = ['Workload', 'Ours p50', 'Ours p95', 'Reference', 'Ref p50', 'Ref p95', 'Ours/ref', 'Target', 'Met'];
-  const cell = (s: Side, which: 'median' | 'p95') => {
-    const v = s[which];
-    if (which === 'p95' && s.p95Unit) return `${fmtMs(v)} lat.`;
-    if (s.unit === 'req/s') return `${fmtInt(v)} req/s`;
-    if (s.unit === 'MiB') return which === 'median' ? `${v.toFixed(1)} MiB` : '—';
-    return fmtMs(v);
-  };
-  const lines = rs.map((r) => [
-    `${r.id} ${r.title}`,
-    cell(r.ours, 'median'),
-    cell(r.ours, 'p95'),
-    r.reference?.label ?? '—',
-    r.reference ? cell(r.reference, 'median') : '—',
-    r.reference ? cell(r.reference, 'p95') : '—',
-    r.ratio === null ? '—' : `${fmtRatio(r.ratio)}${r.ratioBasis === 'p50/p50' ? '' : ` (${r.ratioBasis})`}`,
-    r.target.text,
-    r.target.met === null ? '—' : r.target.met ? 'met' : '**missed**',
-  ]);
-  const all = [head, head.map(() => '---'), ...lines];
-  // Markdown would take `<path>` for an HTML tag.
-  return all.map((l) => `| ${l.join(' | ').replace(/<([A-Za-z][\w-]*)>/g, '‹$1›')} |`).join('\n');
-}

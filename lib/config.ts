@@ -63,7 +63,42 @@ export interface Config {
   dashboardUrl: string;
   /** SERVICE_ADMIN_EMAILS, lowercased: the users the /v1/admin routes accept. */
   adminEmails: string[];
+  /**
+   * SERVICE_CACHE_MB × 2^20: the one budget of the in-memory caches (git objects, parsed pages, outlines,
+   * blame indexes), split among them by {@link cacheBudget}. 0 turns caching off.
+   */
+  cacheBytes: number;
 }
+
+/**
+ * How the cache budget is split (estimated bytes each cache may hold), from what the workloads gain:
+ * the git store half (every read and push: its own split is blobs 1/2, trees 1/4, commits 1/8 and the
+ * head entries RepoStore keeps 1/8, lib/git/store.ts); parsed pages (diffs) 30 %; their outlines (blame
+ * walks of up to 200 revisions) 12.5 %; blame indexes 7.5 %.
+ */
+export function cacheBudget(totalBytes: number): { gitStore: number; parsedPages: number; outlines: number; blames: number } {
+  const parsedPages = Math.floor(totalBytes * 0.3);
+  const outlines = Math.floor(totalBytes * 0.125);
+  const blames = Math.floor(totalBytes * 0.075);
+  return { gitStore: totalBytes - parsedPages - outlines - blames, parsedPages, outlines, blames };
+}
+
+/** SERVICE_CACHE_MB: a whole number of MiB, 0 to {@link MAX_CACHE_MB}; anything else refuses to start. */
+export function cacheMb(value: string | undefined): number {
+  if (value === undefined || value.trim() === '') return DEFAULTS.cacheMb;
+  const t = value.trim();
+  const n = Number(t);
+  if (!/^[0-9]+$/.test(t) || !Number.isSafeInteger(n) || n > MAX_CACHE_MB) {
+    throw new ConfigError(
+      `SERVICE_CACHE_MB: ${JSON.stringify(value)} is not a whole number of MiB from 0 to ${MAX_CACHE_MB} ` +
+        `(the total memory of the caches; default ${DEFAULTS.cacheMb}, 0 = no caching)`,
+    );
+  }
+  return n;
+}
+
+/** Above this SERVICE_CACHE_MB is surely a mistake (a value in bytes or KiB, say). */
+export const MAX_CACHE_MB = 65_536;
 
 /** A configuration the server must refuse to start with; the message says what to fix. */
 export class ConfigError extends Error {
@@ -91,6 +126,8 @@ export const DEFAULTS = {
   planFreeRepos: 3,
   planFreeMembers: 5,
   dashboardUrl: 'http://localhost:5173',
+  /** SERVICE_CACHE_MB: sized so that the server's peak RSS stays within 1.3× a bare Hono server's (bench/). */
+  cacheMb: 16,
 } as const;
 
 /** Minimum length of SERVICE_SESSION_SECRET, in bytes of its UTF-8 encoding. */
@@ -404,6 +441,10 @@ export function loadConfig(env: Env, cwd?: string): { config: Config; warnings: 
   const billingUpgradeUrl = httpUrl(env, 'SERVICE_BILLING_UPGRADE_URL') ?? `${dashboardUrl}/billing`;
   const adminEmails = [...new Set(list(env.SERVICE_ADMIN_EMAILS ?? '').map((e) => e.toLowerCase()))];
 
+  // --- memory: unlike the limits above (SPEC.md rule 1 keeps the original service's silent default), a
+  // new setting whose mistakes would quietly cost memory or speed refuses to start instead.
+  const cacheBytes = cacheMb(env.SERVICE_CACHE_MB) * 1024 * 1024;
+
   return {
     config: {
       port,
@@ -435,6 +476,7 @@ export function loadConfig(env: Env, cwd?: string): { config: Config; warnings: 
       billingUpgradeUrl,
       dashboardUrl,
       adminEmails,
+      cacheBytes,
     },
     warnings,
   };

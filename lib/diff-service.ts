@@ -82,17 +82,19 @@ export class ParseCache {
   private readonly outlines: LruCache<ParsedPage>;
   private readonly pending = new Map<string, Promise<ParsedPage>>();
   /** Blame indexes by (repo, path, newest revision's sha): a walk's result never changes. */
-  private readonly blames = new LruCache<BlameIndex>(4 * 1024 * 1024, (b) => 256 + b.size * 256);
+  private readonly blames: LruCache<BlameIndex>;
   /** Counters, for tests and diagnostics: pages parsed, and blame walks made (one per request at most). */
   readonly stats = { parses: 0, blameWalks: 0 };
 
   /**
    * `capacity`: estimated bytes of parsed pages kept (default 32 MiB); `outlineCapacity`: estimated
-   * bytes of outlines kept (default 8 MiB).
+   * bytes of outlines kept (default 8 MiB); `blameCapacity`: estimated bytes of blame indexes kept
+   * (default 4 MiB). The Node build sizes all three from SERVICE_CACHE_MB (lib/config.ts cacheBudget).
    */
-  constructor(capacity = 32 * 1024 * 1024, outlineCapacity = 8 * 1024 * 1024) {
+  constructor(capacity = 32 * 1024 * 1024, outlineCapacity = 8 * 1024 * 1024, blameCapacity = 4 * 1024 * 1024) {
     this.pages = new LruCache<ParsedPage>(capacity, estimateSize);
     this.outlines = new LruCache<ParsedPage>(outlineCapacity, estimateSize);
+    this.blames = new LruCache<BlameIndex>(blameCapacity, (b) => 256 + b.size * 256);
   }
 
   /**
@@ -153,9 +155,9 @@ export class ParseCache {
     return index;
   }
 
-  /** Estimated bytes held (pages and outlines). */
+  /** Estimated bytes held (pages, outlines and blame indexes). */
   get bytes(): number {
-    return this.pages.bytes + this.outlines.bytes;
+    return this.pages.bytes + this.outlines.bytes + this.blames.bytes;
   }
 }
 

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import {
+  cacheBudget,
   ConfigError,
   DEFAULTS,
+  MAX_CACHE_MB,
   isLoopbackHost,
   loadConfig,
   parseListenAddr,
@@ -400,5 +402,52 @@ describe('isLoopbackHost', () => {
   });
   it('undefined (every interface) is not loopback', () => {
     expect(isLoopbackHost(undefined)).toBe(false);
+  });
+});
+
+describe('SERVICE_CACHE_MB', () => {
+  it('defaults to DEFAULTS.cacheMb MiB; unset, empty and blank are the default', () => {
+    expect(cfg().cacheBytes).toBe(DEFAULTS.cacheMb * 1024 * 1024);
+    expect(cfg({ SERVICE_CACHE_MB: '' }).cacheBytes).toBe(DEFAULTS.cacheMb * 1024 * 1024);
+    expect(cfg({ SERVICE_CACHE_MB: '  ' }).cacheBytes).toBe(DEFAULTS.cacheMb * 1024 * 1024);
+  });
+
+  it.each([
+    ['64', 64 * 1024 * 1024],
+    [' 8 ', 8 * 1024 * 1024],
+    ['0', 0],
+    [String(MAX_CACHE_MB), MAX_CACHE_MB * 1024 * 1024],
+  ])('%j → %d bytes', (v, bytes) => {
+    expect(cfg({ SERVICE_CACHE_MB: v }).cacheBytes).toBe(bytes);
+  });
+
+  it.each(['abc', '-1', '1.5', '1e3', '+5', '0x10', '64MB', String(MAX_CACHE_MB + 1), '99999999999999999999'])(
+    'refuses %j with a ConfigError naming the variable and the range',
+    (v) => {
+      let err: unknown;
+      try {
+        cfg({ SERVICE_CACHE_MB: v });
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as Error).message).toContain('SERVICE_CACHE_MB');
+      expect((err as Error).message).toContain(JSON.stringify(v));
+      expect((err as Error).message).toContain(`from 0 to ${MAX_CACHE_MB}`);
+    },
+  );
+
+  it('is split among the caches without exceeding the total', () => {
+    for (const total of [0, 1, 1023, 16 * 1024 * 1024, 123_456_789]) {
+      const b = cacheBudget(total);
+      expect(b.gitStore + b.parsedPages + b.outlines + b.blames).toBe(total);
+      for (const v of Object.values(b)) expect(v).toBeGreaterThanOrEqual(0);
+    }
+    const b = cacheBudget(16 * 1024 * 1024);
+    // Half to the git store (give or take the rounding of the other shares).
+    expect(Math.abs(b.gitStore - 8 * 1024 * 1024)).toBeLessThanOrEqual(2);
+    expect(b.parsedPages).toBe(Math.floor(16 * 1024 * 1024 * 0.3));
+    expect(b.outlines).toBe(2 * 1024 * 1024);
+    expect(b.blames).toBe(Math.floor(16 * 1024 * 1024 * 0.075));
   });
 });

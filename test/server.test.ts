@@ -157,17 +157,17 @@ describe('rate limiting over real HTTP', () => {
   });
 });
 
-describe('npm start (the bundle its prestart step builds)', () => {
+describe('npm start (scripts/start.mjs: the bundle, built when stale, run in the same process)', () => {
   let child: ChildProcess | undefined;
   afterAll(() => child?.kill('SIGKILL'));
 
   it('boots with the start command, serves /health, and exits 0 on SIGTERM after finishing', async () => {
     const dir = await tempDir();
     try {
-      // What `npm start` does: its prestart step builds the bundle, then node runs it. (npm itself is
-      // left out so that SIGTERM reaches the server, as in the container.)
-      execFileSync('npm', ['run', '--silent', 'build:server'], { stdio: 'inherit' });
-      child = spawn(process.execPath, ['dist/server.mjs'], {
+      // What `npm start` runs: scripts/start.mjs, which builds the bundle if it is stale and imports it.
+      // (npm itself is left out so that SIGTERM reaches the server, as in the container.)
+      execFileSync(process.execPath, ['scripts/bundle.mjs', '--if-stale'], { stdio: 'inherit' });
+      child = spawn(process.execPath, ['scripts/start.mjs'], {
         env: { ...process.env, SERVICE_DATA_ROOT: join(dir.path, 'data'), SERVICE_LISTEN_ADDR: '127.0.0.1:0', SERVICE_API_KEY: '' },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
@@ -187,6 +187,11 @@ describe('npm start (the bundle its prestart step builds)', () => {
       });
       const res = await fetch(`${url}/health`);
       expect(await res.json()).toEqual({ status: 'ok' });
+      // The bundle was fresh: nothing was built, and the listening line reports the boot's parts.
+      expect(err).not.toContain('"event":"build"');
+      const listening = JSON.parse(out.split('\n').find((l) => l.includes('"listening"'))!);
+      expect(listening.boot_ms).toEqual({ load: expect.any(Number), open: expect.any(Number), total: expect.any(Number) });
+      expect(listening.boot_ms.total).toBeGreaterThanOrEqual(listening.boot_ms.load + listening.boot_ms.open);
       expect(existsSync(join(dir.path, 'data', 'service.db'))).toBe(true);
       // Unset secrets are warned about on stderr, not silently defaulted.
       expect(err).toContain('SERVICE_SESSION_SECRET');

@@ -6,7 +6,7 @@ import { encodePath, pushBody, type PushResponse } from '../http.ts';
 import { timedGit } from '../git.ts';
 import { startHonoReference } from '../procs.ts';
 import { median, percentile, round, summarize } from '../stats.ts';
-import { createRepo, repeat, repoDir, type Side, type Workload } from './types.ts';
+import { createRepo, repeat, repoDir, type Ctx, type Side, type Workload } from './types.ts';
 
 /** W3 pull-full, W4 read-page, W5 history, W6 diff-blame: reads against the git command and bare Hono. */
 
@@ -61,6 +61,15 @@ export const w3: Workload = {
       },
       { warmup: 1, budgetMs: 120_000 },
     );
+    // Cold: the first pull after a server restart (the git store's caches empty; the OS page cache warm, as
+    // it is for git below).
+    const coldMs: number[] = [];
+    for (let i = 0; i < coldReps(ctx); i++) {
+      await ctx.restart();
+      const r = await ctx.api().send('GET', '/v1/repos/w3/sync/pull');
+      if (r.status !== 200) throw new Error(`W3: cold pull → ${r.status}`);
+      coldMs.push(r.ms);
+    }
     const inputFile = join(ctx.work, 'w3-cat-file.in');
     await writeFile(inputFile, st.paths.map((p) => `main:${p}\n`).join(''));
     const refRun = await timedGit(repoDir(ctx, 'w3'), ['cat-file', '--batch'], ctx.scale.w3RefReps, join(ctx.work, 'scratch-w3'), { inputFile });
@@ -76,10 +85,11 @@ export const w3: Workload = {
       { output_bytes: refBytes },
     );
     const ratio = ours.median / ref.median;
+    const cold = side(`GET /sync/pull (${n} pages), first after a restart`, 'restart the server, then GET /v1/repos/w3/sync/pull once', coldMs);
     return [
       {
         id: 'W3',
-        title: `pull-full (${n} pages)`,
+        title: `pull-full (${n} pages), warm: caches filled by an earlier pull`,
         ours,
         reference: ref,
         ratio,
@@ -87,9 +97,22 @@ export const w3: Workload = {
         target: { text: 'p50 ≤ 1.0×', met: ratio <= 1.0 },
         notes: ['one untimed warm-up pull on each side; the first pull is recorded as first_ms'],
       },
+      {
+        id: 'W3·cold',
+        title: `pull-full (${n} pages), cold: the first pull after a server restart (×${coldMs.length})`,
+        ours: cold,
+        reference: ref,
+        ratio: cold.median / ref.median,
+        ratioBasis: 'p50/p50',
+        target: { text: '(measured)', met: null },
+        notes: [],
+      },
     ];
   },
 };
+
+/** Cold requests: each after its own server restart. */
+const coldReps = (ctx: Ctx) => (ctx.scale.name === 'full' ? 5 : 2);
 
 // ---------------------------------------------------------------- W4
 
@@ -98,6 +121,11 @@ interface LoadRun {
   latencies: number[];
   errors: number;
   non2xx: number;
+}
+
+/** An autocannon run of `amount` requests at `connections` concurrency. */
+export function honoLoad(url: string, amount: number, connections: number, headers: Record<string, string>): Promise<LoadRun> {
+  return load(url, amount, connections, headers);
 }
 
 function load(url: string, amount: number, connections: number, headers: Record<string, string>): Promise<LoadRun> {
@@ -129,7 +157,8 @@ export const w4: Workload = {
     if (page.status !== 200) throw new Error(`W4: page read → ${page.status}`);
     const pageFile = join(ctx.work, 'w4-page.md');
     await writeFile(pageFile, page.body);
-    const hono = await startHonoReference(pageFile, join(ctx.work, 'hono-ref.log'));
+    ctx.shared.set('w4.pageFile', pageFile);
+    const hono = await startHonoReference(pageFile, join(ctx.work, 'hono-ref.log'), { bundle: await ctx.honoBundle() });
     const { w4Reads, w4Connections, w4Rounds } = ctx.scale;
     const oursUrl = `${ctx.server().url}/v1/repos/w3/pages/${encodePath(path)}`;
     const auth = { authorization: `Bearer ${ctx.apiKey}` };
@@ -317,6 +346,13 @@ export const w6: Workload = {
     ctx.markProfileStart();
     const ms = await repeat(ctx.scale.w6Reps, async () => (await api.json<Diff>('GET', url)).ms, { budgetMs: 120_000 });
     const ours = side('GET /diff/<path>?blame=true', `GET ${url}`, ms, { first_ms: round(first), sections, sections_with_introduced_by: blamed });
+    // Cold: the first diff of the page after a server restart (every revision read and parsed, blame walked).
+    const coldMs: number[] = [];
+    for (let i = 0; i < coldReps(ctx); i++) {
+      await ctx.restart();
+      coldMs.push((await ctx.api().json<Diff>('GET', url)).ms);
+    }
+    const coldSide = side('GET /diff/<path>?blame=true, first after a restart', `restart the server, then GET ${url} once`, coldMs);
     const ratio = ours.median / w5.median;
     const ctxArgs = ['log', '--format=%H', '-n', '200', 'main', '--', BLAME];
     const ctxMs = (await timedGit(repoDir(ctx, 'w5'), ctxArgs, 10, join(ctx.work, 'scratch-w6'))).ms;
@@ -324,15 +360,25 @@ export const w6: Workload = {
     return [
       {
         id: 'W6',
-        title: `diff-blame (page with ${st.blameTouches} commits)`,
+        title: `diff-blame (page with ${st.blameTouches} commits), warm: parses and blame cached`,
         ours,
         reference: { ...w5, label: `W5, this service's history request` },
         ratio,
         ratioBasis: 'p50 / W5 p50',
         target: { text: '< 2× W5', met: ratio < 2 },
         notes: [
-          `first (cold) request ${first.toFixed(1)} ms; ${blamed} of ${sections} sections carry introduced_by`,
+          `first request after seeding ${first.toFixed(1)} ms; ${blamed} of ${sections} sections carry introduced_by`,
         ],
+      },
+      {
+        id: 'W6·cold',
+        title: `diff-blame, cold: the page's first diff after a server restart (×${coldMs.length})`,
+        ours: coldSide,
+        reference: gitCtx,
+        ratio: coldSide.median / gitCtx.median,
+        ratioBasis: 'p50 / git log -n 200 p50',
+        target: { text: '(measured)', met: null },
+        notes: [],
       },
       {
         id: 'W6·ctx',

@@ -74,7 +74,7 @@ export interface Side {
   label: string;
   /** The exact command or request, for the record. */
   command: string;
-  unit: 'ms' | 'req/s' | 'MiB';
+  unit: 'ms' | 'req/s' | 'push/s' | 'MiB' | 's';
   median: number;
   p95: number;
   /** When p95 is not in `unit` (W4: request latency in ms while the median is req/s). */
@@ -105,11 +105,18 @@ export interface Ctx {
   apiKey: string;
   /** The running server (it may be restarted between seeding and measuring). */
   server(): Child;
+  /**
+   * Stops the server and starts it again on the same data root: its caches are empty, so the next request
+   * of a kind is a cold one. Clients from api()/newApi() before it are closed.
+   */
+  restart(): Promise<void>;
   /** A keep-alive client of the current server (one socket). */
   api(): Api;
   /** A fresh client with its own connection pool, for concurrent clients. */
   newApi(maxSockets?: number): Api;
   log(message: string): void;
+  /** The bare Hono reference bundled (bench/hono-ref.ts → node on an esbuild bundle, as the server runs). */
+  honoBundle(): Promise<string>;
   /**
    * Marks the start of the part of a measurement a CPU profile should cover (--profile): warm requests
    * after a cold first one, say. Without a mark the whole measurement is covered.

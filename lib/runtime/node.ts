@@ -5,7 +5,7 @@ import type { Server } from 'node:http';
 import { serve } from '@hono/node-server';
 import type { Clock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
-import type { Config } from '../config.ts';
+import { cacheBudget, type Config } from '../config.ts';
 import type { Deps } from '../deps.ts';
 import type { LibsqlDatabase } from '../db/database.ts';
 import type { Logger } from '../log.ts';
@@ -43,7 +43,14 @@ export async function openNodeDeps(
   await mkdir(config.dataRoot, { recursive: true });
   await mkdir(join(config.dataRoot, 'repos'), { recursive: true });
   const db = await openDatabaseFile(join(config.dataRoot, 'service.db'), Math.floor(clock.now() / 1000));
-  const git = new GitStore({ fs: nodeStoreFs(), root: join(config.dataRoot, 'repos'), lockWaitMs: opts.lockWaitMs });
+  // One memory budget for every cache (SERVICE_CACHE_MB), split by cacheBudget (lib/config.ts).
+  const budget = cacheBudget(config.cacheBytes);
+  const git = new GitStore({
+    fs: nodeStoreFs(),
+    root: join(config.dataRoot, 'repos'),
+    lockWaitMs: opts.lockWaitMs,
+    cacheBytes: budget.gitStore,
+  });
   // Nothing else writes these repositories: leftovers of a crash are safe to clear before serving.
   await git.recoverAll();
   const repos = new RepoStore(git, new PathIndex(db), clock);
@@ -55,7 +62,7 @@ export async function openNodeDeps(
     invites: new Invites(db, clock),
     // Plan caps when SERVICE_HOSTED=1, none otherwise (SPEC.md: the self-hosted build has no quotas).
     quota: opts.quota ?? quotaFor({ config, db, clock }),
-    parsedPages: new ParseCache(),
+    parsedPages: new ParseCache(budget.parsedPages, budget.outlines, budget.blames),
   };
 }
 
