@@ -38,11 +38,15 @@ describe.skipIf(!hasChromium)('the team and access token views in chromium', () 
     expect(res.status, text).toBe(status);
     return (text ? JSON.parse(text) : undefined) as T;
   };
-  /** Goes to a view by its hash and waits for its heading. */
+  /**
+   * Goes to a view by its hash and waits for its heading. The document is reloaded at the new address: a hash
+   * set just after a sign-in can land before the app listens for hashchange (its listener is an effect).
+   */
   const go = async (hash: string, heading: string) => {
     await h.page.evaluate((to) => {
       location.hash = to;
     }, hash);
+    await h.page.reload();
     await h.page.getByRole('heading', { name: heading, level: 1 }).waitFor();
   };
   const reload = async (heading: string) => {
