@@ -40,7 +40,7 @@ export function notFinalBecause(r: {
   all_workloads: boolean;
 }): string[] {
   const why: string[] = [];
-  if (r.code.dirty === null) why.push('the working tree could not be checked (git status failed)');
+  if (r.code.dirty !== true && r.code.dirty !== false) why.push('the working tree could not be checked (git status failed, or an older results file)');
   else if (r.code.dirty) {
     // `XY path` (a leading space of the first line may have been trimmed away).
     const files = (r.code.porcelain ?? []).slice(0, 5).map((l) => l.replace(/^\s*\S{1,2}\s+/, '')).join(', ');

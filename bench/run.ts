@@ -362,6 +362,28 @@ if (Number.isFinite(peakKb)) {
       ...(honoMem?.tsxPeakMib !== undefined ? [`the same reference run through tsx (as before issue 18) peaked at ${honoMem.tsxPeakMib} MiB`] : []),
     ],
   });
+  if (honoMem?.tsxPeakMib !== undefined) {
+    // The reference as the harness ran it before issue 18 (TypeScript through tsx, which adds about 30 MiB):
+    // the figure the issue's "87 MiB last time" came from.
+    const tsx = memoryVerdict(ours, honoMem.tsxPeakMib, MEM_FACTOR);
+    rows.push({
+      id: 'MEM·tsx',
+      title: 'MEM against the reference run through tsx, as before issue 18 (context)',
+      ours: { label: 'server peak RSS (VmHWM)', command: 'as MEM', unit: 'MiB', median: ours, p95: ours, n: peaks.length },
+      reference: {
+        label: 'bare Hono route through tsx, same load, peak RSS',
+        command: 'node --import tsx bench/hono-ref.ts; /proc/‹pid›/status VmHWM',
+        unit: 'MiB',
+        median: honoMem.tsxPeakMib,
+        p95: honoMem.tsxPeakMib,
+        n: 1,
+      },
+      ratio: tsx.ratio,
+      ratioBasis: 'peak / peak',
+      target: { text: '(context)', met: null },
+      notes: [],
+    });
+  }
 }
 
 const durationS = round((performance.now() - runStarted) / 1000, 1);
