@@ -23,6 +23,12 @@ export interface StoreFs {
   writeDurable(files: Array<{ path: string; data: Uint8Array }>, tmpDir: string): Promise<void>;
   /** Creates `path` holding `data` only if it does not exist (O_EXCL), flushed. False when it exists. */
   createExclusive(path: string, data: Uint8Array): Promise<boolean>;
+  /**
+   * Optional: as createExclusive, but resolves once the file is created (exclusively) and written, before
+   * its bytes are flushed: `flushed` settles when they are. Null when the file exists. For a lock whose
+   * holder has work to do before the flush matters.
+   */
+  createExclusiveEarly?(path: string, data: Uint8Array): Promise<{ flushed: Promise<void> } | null>;
   /** Atomic rename, then the target's directory is flushed. */
   renameDurable(from: string, to: string): Promise<void>;
   unlink(path: string): Promise<void>;

@@ -7,6 +7,14 @@ import type { StoreFs } from './fs.ts';
 import type { ObjectCodec } from './objects.ts';
 import { mapBounded } from '../bounded.ts';
 
+/**
+ * libuv's threadpool runs every file operation, and a flush holds one of its threads until the disk answers:
+ * with the default 4 threads, a group commit's few dozen flushes queue four at a time, while the kernel
+ * would have answered them together (one journal commit). Effective only when set before the pool's first
+ * use (true when the server's modules load, before it serves); an explicit setting is kept.
+ */
+if (process.env.UV_THREADPOOL_SIZE === undefined) process.env.UV_THREADPOOL_SIZE = '16';
+
 /** File operations one durable write keeps in flight at most. */
 const FILES_IN_FLIGHT = 64;
 
@@ -158,14 +166,18 @@ export function nodeStoreFs(opts: NodeStoreFsOptions = {}): StoreFs {
         };
         await mapBounded([...dirs].filter((d) => !knownDirs.has(d)), FILES_IN_FLIGHT, ensureDir);
         // Unflushed (after-rename), a file must never replace one already there, which may be durable and
-        // referenced: it is linked into place only where none exists (an existing one is flushed below all
-        // the same, in case an earlier failed write left it unflushed).
+        // referenced: it is linked into place only where none exists. Where one does (the same object
+        // written before, or left by a crash, possibly empty), the new file is flushed first and renamed
+        // over it, as in `each`.
         const place = syncAfterRename
           ? async (f: { tmp: string; path: string }) => {
               try {
                 await traced(trace, { op: 'rename', path: f.tmp, to: f.path }, () => link(f.tmp, f.path));
               } catch (e) {
                 if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+                await fsyncFile(f.tmp);
+                await move(f.tmp, f.path);
+                return;
               }
               await remove(f.tmp);
             }
@@ -191,6 +203,35 @@ export function nodeStoreFs(opts: NodeStoreFsOptions = {}): StoreFs {
         await mapBounded(temps, FILES_IN_FLIGHT, (f) => unlink(f.tmp).catch(() => undefined));
         throw e;
       }
+    },
+    async createExclusiveEarly(path, data) {
+      let fh;
+      try {
+        fh = await traced(trace, { op: 'write', path, data }, async () => {
+          const h = await open(path, 'wx', 0o644);
+          try {
+            await h.writeFile(data);
+          } catch (e) {
+            await h.close();
+            throw e;
+          }
+          return h;
+        });
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'EEXIST') return null;
+        await unlink(path).catch(() => undefined);
+        throw e;
+      }
+      const h = fh;
+      const flushed = (async () => {
+        try {
+          await traced(trace, { op: 'fsync', path }, () => h.datasync());
+        } finally {
+          await h.close();
+        }
+      })();
+      flushed.catch(() => undefined); // the caller awaits it; not an unhandled rejection meanwhile
+      return { flushed };
     },
     async createExclusive(path, data) {
       try {

@@ -490,31 +490,34 @@ export class RepoStore implements Repos {
     }
     if (made.length === 0) return;
 
-    progress.step('prepare commit');
-    await batch.prepare(progress);
-    // The objects are on disk; moving the branch and recording the commits in the index go in parallel.
-    // Index rows for commits whose publish then fails (the branch moved) are cut back by the re-sync in
-    // runGroup, as is any index left ahead of git by a crash.
-    progress.step('publish commit');
+    // The index batch (with the pushes' activity rows) is committed while the objects are being flushed,
+    // once the branch's lock is held and the check-and-set passed: nothing but a failed write or a crash
+    // can keep the branch from moving then, and the index's rows for commits git does not reach are cut
+    // back by the next sync (after the failure here, or at boot after a crash). The branch moves only
+    // once every object is durable; the answers wait for both.
     const extra: Stmt[] = [];
     for (const m of made) if (m.push.activity) extra.push(...m.push.activity(m.push.result!));
-    const [published, recorded] = await Promise.allSettled([
-      progress.track('move main', batch.publish()),
-      progress.track(
-        'record index',
-        this.index.recordMany(
-          id,
-          made.map((m) => ({ meta: m.meta, changes: m.changes, contents: m.contents })),
-          extra,
-        ),
-      ),
-    ]);
-    const h = this.heads.get(id);
-    if (h) this.forgetHeads(h);
-    if (published.status === 'rejected') throw published.reason;
-    if (recorded.status === 'rejected') throw recorded.reason;
+    let recorded: IndexedCommit[] = [];
+    progress.step('prepare commit');
+    try {
+      await batch.prepare(progress, async () => {
+        recorded = await progress.track(
+          'record index',
+          this.index.recordMany(
+            id,
+            made.map((m) => ({ meta: m.meta, changes: m.changes, contents: m.contents })),
+            extra,
+          ),
+        );
+      });
+    } finally {
+      const h = this.heads.get(id);
+      if (h) this.forgetHeads(h);
+    }
+    progress.step('publish commit');
+    await progress.track('move main', batch.publish());
     // The sequence numbers as recorded (equal to the ones decided unless the index moved meanwhile).
-    recorded.value.forEach((c, i) => {
+    recorded.forEach((c, i) => {
       const r = made[i]!.push.result!;
       r.commit = c;
     });

@@ -122,9 +122,12 @@ export interface CommitBatch {
   staged(oid: string): Uint8Array | undefined;
   /**
    * Every staged object durably on disk and `main.lock` taken holding the last commit, after checking
-   * the branch still points at `base` (ConcurrentUpdateError otherwise, lock given back).
+   * the branch still points at `base` (ConcurrentUpdateError otherwise, lock given back). `alongside`
+   * (e.g. the database batch recording the chain) starts as soon as the lock is held and the check passed,
+   * while the objects are still being flushed; meanwhile this store's readers are served the chain's
+   * objects from memory. Its failure fails `prepare` (lock given back).
    */
-  prepare(progress?: Progress): Promise<void>;
+  prepare(progress?: Progress, alongside?: () => Promise<void>): Promise<void>;
   /** Moves the branch to `head` (rename of the lock over the ref, its directory flushed). */
   publish(): Promise<void>;
   /** Gives the lock back without moving the branch (a no-op when not prepared or already settled). */
@@ -188,6 +191,11 @@ export class GitStore {
    * recently read repositories: its size cannot be measured, so the count is bounded.
    */
   private readonly isoCaches = new LruCache<object>(ISO_CACHES, () => 1);
+  /** The objects of a chain being made durable, per repository (GitStore.batch's prepare). */
+  private readonly inFlight = new Map<
+    string,
+    { trees: Map<string, TreeEntry[]>; metas: Map<string, CommitMeta>; blobs: Map<string, Uint8Array> }
+  >();
   /** The share of the cache budget for RepoStore's head entries (bytes). */
   readonly headCacheBytes: number;
   private readonly blobs: LruCache<Uint8Array>;
@@ -388,7 +396,7 @@ export class GitStore {
 
   async readCommit(id: string, sha: string): Promise<CommitMeta> {
     const key = `${id}:${sha}`;
-    const hit = this.commits.get(key);
+    const hit = this.commits.get(key) ?? this.inFlight.get(id)?.metas.get(sha);
     if (hit) return hit;
     let res;
     try {
@@ -413,7 +421,7 @@ export class GitStore {
 
   async readTree(id: string, oid: string): Promise<TreeEntry[]> {
     const key = `${id}:${oid}`;
-    const hit = this.trees.get(key);
+    const hit = this.trees.get(key) ?? this.inFlight.get(id)?.trees.get(oid);
     if (hit) return hit;
     const res = await git.readTree({ fs: this.iso, gitdir: this.gitdir(id), oid, cache: this.cache(id) });
     const entries = res.tree as TreeEntry[];
@@ -423,7 +431,7 @@ export class GitStore {
 
   async readBlob(id: string, oid: string): Promise<Uint8Array> {
     const key = `${id}:${oid}`;
-    const hit = this.blobs.get(key);
+    const hit = this.blobs.get(key) ?? this.inFlight.get(id)?.blobs.get(oid);
     if (hit) return hit;
     const res = await git.readBlob({ fs: this.iso, gitdir: this.gitdir(id), oid, cache: this.cache(id) });
     const blob = res.blob;
@@ -603,11 +611,15 @@ export class GitStore {
         return made;
       },
       staged: (oid) => blobs.get(oid),
-      prepare: async (progress = noProgress) => {
+      prepare: async (progress = noProgress, alongside) => {
         if (state !== 'open') throw new StoreError('commit batch already prepared');
         if (head === null || head === base) throw new StoreError('commit batch holds no commit');
         state = 'prepared';
         const sha = head;
+        // Until every object is in place, a reader that learns of the chain (from the index `alongside`
+        // records) reads its objects here.
+        const inFlight = { trees, metas, blobs };
+        this.inFlight.set(id, inFlight);
         // Objects reach the disk before the ref that makes them reachable. The lock file (which names the
         // new sha but makes nothing reachable) is written and flushed at the same time. An object that is
         // already stored is simply replaced by the same bytes (rename is atomic).
@@ -624,7 +636,7 @@ export class GitStore {
           // comparison is made now, while the objects are being flushed.
           progress.track(
             'take main.lock',
-            this.takeLock(id, lockPath, sha).then(async () => {
+            this.takeLock(id, lockPath, sha).then(async ({ flushed }) => {
               // Whatever fails from here on (the check, or reading the ref) gives the lock back.
               let current: string | null;
               try {
@@ -637,9 +649,17 @@ export class GitStore {
                 await this.dropLock(lockPath);
                 throw new ConcurrentUpdateError(`${REF} moved from ${base ?? '(none)'} to ${current ?? '(none)'}`);
               }
+              // The branch is ours until publish or abort: what goes with the chain can start now.
+              try {
+                await Promise.all([flushed, alongside?.()]);
+              } catch (e) {
+                await this.dropLock(lockPath);
+                throw e;
+              }
             }),
           ),
         ]);
+        if (this.inFlight.get(id) === inFlight) this.inFlight.delete(id);
         if (written.status === 'rejected' || lock.status === 'rejected') {
           state = 'settled';
           // A failed lock step has already released (or never taken) the lock.
@@ -647,6 +667,8 @@ export class GitStore {
           throw written.status === 'rejected' ? written.reason : (lock as PromiseRejectedResult).reason;
         }
         for (const [oid, entries] of trees) this.trees.set(`${id}:${oid}`, entries);
+        for (const [sha, meta] of metas) this.commits.set(`${id}:${sha}`, meta);
+        for (const [oid, content] of blobs) this.blobs.set(`${id}:${oid}`, content);
       },
       publish: async () => {
         if (state !== 'prepared') throw new StoreError('commit batch not prepared, or already published or aborted');
@@ -658,8 +680,6 @@ export class GitStore {
           await this.dropLock(lockPath);
           throw e;
         }
-        for (const [sha, meta] of metas) this.commits.set(`${id}:${sha}`, meta);
-        for (const [oid, content] of blobs) this.blobs.set(`${id}:${oid}`, content);
       },
       abort: async () => {
         if (state === 'settled') return;
@@ -671,16 +691,25 @@ export class GitStore {
     return batch;
   }
 
-  /** Takes `main.lock` (O_EXCL), clearing a stale one left by a crash first if needed. */
-  private async takeLock(id: string, lockPath: string, sha: string): Promise<void> {
+  /**
+   * Takes `main.lock` (O_EXCL), clearing a stale one left by a crash first if needed. Resolves once the
+   * lock is held; `flushed` once its bytes are on disk too (where the filesystem can tell the two apart,
+   * the holder goes on while the flush runs).
+   */
+  private async takeLock(id: string, lockPath: string, sha: string): Promise<{ flushed: Promise<void> }> {
     const data = encoder.encode(`${sha}\n`);
-    if (!(await this.fs.createExclusive(lockPath, data))) {
+    const create = async (): Promise<{ flushed: Promise<void> } | null> => {
+      if (this.fs.createExclusiveEarly) return this.fs.createExclusiveEarly(lockPath, data);
+      return (await this.fs.createExclusive(lockPath, data)) ? { flushed: Promise.resolve() } : null;
+    };
+    let made = await create();
+    if (!made) {
       await this.recover(id);
-      if (!(await this.fs.createExclusive(lockPath, data))) {
-        throw new ConcurrentUpdateError(`${REF} is locked by another writer`);
-      }
+      made = await create();
+      if (!made) throw new ConcurrentUpdateError(`${REF} is locked by another writer`);
     }
     this.liveLocks.add(lockPath);
+    return made;
   }
 
   /** Gives `main.lock` back without moving the branch. */
