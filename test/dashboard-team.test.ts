@@ -200,10 +200,20 @@ describe.skipIf(!hasChromium)('the team and access token views in chromium', () 
     });
   });
 
-  it('shows an empty state for a repository without invite keys', async () => {
+  it('shows an empty state for a repository without invite keys; a token minted in another is not carried over', async () => {
+    const { page } = h;
     await json(await h.srv.api('/v1/repos', { method: 'POST', token: alice.session, json: { id: 'solo' } }), 201);
-    await go('#/repo/solo/team', 'Team of solo');
-    await h.page.getByText('No invite keys. Mint one above to invite a teammate.').waitFor();
+    await page.getByLabel('Label (optional)').fill('left on screen');
+    await page.getByRole('button', { name: 'Mint invite key' }).click();
+    await page.getByLabel('New invite key', { exact: true }).waitFor();
+    // Within the app (no reload): the other repository's team starts afresh.
+    await page.evaluate(() => {
+      location.hash = '#/repo/solo/team';
+    });
+    await page.getByRole('heading', { name: 'Team of solo', level: 1 }).waitFor();
+    await page.getByText('No invite keys. Mint one above to invite a teammate.').waitFor();
+    expect(await page.getByLabel('New invite key', { exact: true }).count()).toBe(0);
+    expect(await page.getByRole('row').filter({ hasText: 'left on screen' }).count()).toBe(0);
     await row(h.page.getByRole('table', { name: 'Members of solo' }), 'alice@example.com').waitFor();
   });
 

@@ -164,6 +164,11 @@ function useHeadingFocus() {
 // ---------------------------------------------------------------- team
 
 export function TeamView({ api, repo }: { api: Api; repo: string }) {
+  // A fresh view per repository: no member list, key or just-minted token of the last one lingers.
+  return <Team key={repo} api={api} repo={repo} />;
+}
+
+function Team({ api, repo }: { api: Api; repo: string }) {
   const team = useLoad(async () => {
     const [members, me] = await Promise.all([api.members(repo), api.me().catch(() => undefined)]);
     return { members, me };
