@@ -338,3 +338,27 @@ describe('crash safety', () => {
     fsck(gitdir('crash'));
   });
 });
+
+describe('cache budget', () => {
+  it('the store and its head entries stay within cacheBytes, whatever is read', async () => {
+    const budget = 96 * 1024;
+    const small = new GitStore({ fs: nodeStoreFs(), root: join(dir.path, 'repos'), cacheBytes: budget });
+    const smallRepos = new RepoStore(small, new PathIndex(db), clock);
+    await smallRepos.create('cache');
+    const files = Array.from({ length: 300 }, (_, i) => ({ path: `d${i % 10}/p${i}.md`, content: enc(`# ${i}\n${'x'.repeat(1000)}\n`) }));
+    for (let i = 0; i < files.length; i += 100) await smallRepos.commitFiles('cache', files.slice(i, i + 100), ann, `part ${i}`);
+    let peak = 0;
+    for (const f of files) {
+      expect(dec((await smallRepos.page('cache', f.path))!.content)).toBe(dec(f.content));
+      peak = Math.max(peak, small.cachedBytes());
+    }
+    await small.listFiles('cache', (await small.head('cache'))!);
+    // Blobs 1/2, trees 1/4, commits 1/8 of the budget; head entries 1/8.
+    expect(peak).toBeGreaterThan(budget / 4);
+    expect(small.cachedBytes()).toBeLessThanOrEqual((budget * 7) / 8);
+    expect(smallRepos.cachedBytes()).toBeGreaterThan(0);
+    expect(smallRepos.cachedBytes()).toBeLessThanOrEqual(budget / 8);
+    // The default budget: 32 MiB.
+    expect(store.headCacheBytes).toBe(4 * 1024 * 1024);
+  });
+});

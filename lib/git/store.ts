@@ -8,9 +8,11 @@ import { isSafeRepoId, pagePathProblem, storedPathProblem } from '../page/path.t
 
 /**
  * The git store: one bare repository per project at `<root>/<id>.git`, branch `main`, readable by the
- * plain `git` command. Objects are written by isomorphic-git into a staging area, then flushed to disk
- * durably (temp file, fsync, rename); the branch moves by git's own lock-file protocol with a
- * check-and-set, under a per-repository lock. No working tree, no `.git/index`.
+ * plain `git` command. Objects are encoded here (lib/git/objects.ts) into a staging area — one commit, or
+ * a chain of them (`batch`, for group commit) — then flushed to disk durably together (StoreFs
+ * writeDurable: temp file, fsync, rename, directory fsync); the branch moves once, by git's own lock-file
+ * protocol with a check-and-set, under a per-repository lock. No working tree, no `.git/index`. Reads go
+ * through isomorphic-git, behind caches bounded by one byte budget (`cacheBytes`).
  */
 
 export const BRANCH = 'main';
