@@ -164,6 +164,9 @@ export function serviceEnv(o: { dataRoot: string; apiKey: string; listen?: strin
     SERVICE_SESSION_SECRET: 'bench-session-secret-0123456789abcdef0123456789',
     // SERVICE_CACHE_MB as the harness was started with (unset: the server's default).
     ...(process.env.SERVICE_CACHE_MB !== undefined ? { SERVICE_CACHE_MB: process.env.SERVICE_CACHE_MB } : {}),
+    ...(process.env.KR_BENCH_HEAPSNAPSHOT_DIR ? { KR_BENCH_HEAPSNAPSHOT_DIR: process.env.KR_BENCH_HEAPSNAPSHOT_DIR } : {}),
+    // glibc's malloc arenas, as the harness was started with (experiments).
+    ...(process.env.MALLOC_ARENA_MAX !== undefined ? { MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX } : {}),
     // KR_BENCH_NODE_OPTIONS: node flags for the server only (experiments, e.g. V8 heap settings).
     ...(process.env.KR_BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.KR_BENCH_NODE_OPTIONS } : {}),
   };
