@@ -16,6 +16,8 @@ function useRoute(): Route {
   useEffect(() => {
     const on = () => setRoute(parseRoute(location.hash));
     window.addEventListener('hashchange', on);
+    // The address may have changed between the first render and this subscription (e.g. right after sign-in).
+    on();
     return () => window.removeEventListener('hashchange', on);
   }, []);
   return route;
