@@ -9,6 +9,12 @@ import { clearSession, loadSession } from './session.ts';
 
 // ---------------------------------------------------------------- small pieces
 
+// Inline styles on top of style.css's classes (scroll, data, status, compare, card, hint).
+const NOWRAP = { whiteSpace: 'nowrap' } as const;
+const WRAP = { overflowWrap: 'anywhere', minWidth: '6rem' } as const;
+/** The scroll box is the containing block of the buttons' .sr-only text, so that text scrolls with the table. */
+const SCROLL = { position: 'relative' } as const;
+
 /** Unix seconds → "2026-11-23 02:46 UTC", inside a <time>. */
 function When({ s }: { s: number }) {
   const d = new Date(s * 1000);
@@ -17,7 +23,7 @@ function When({ s }: { s: number }) {
   // Two unbreakable halves: a narrow column wraps between the date and the time, never inside them.
   return (
     <time dateTime={iso}>
-      <span class="nw">{iso.slice(0, 10)}</span> <span class="nw">{iso.slice(11, 16)} UTC</span>
+      <span style={NOWRAP}>{iso.slice(0, 10)}</span> <span style={NOWRAP}>{iso.slice(11, 16)} UTC</span>
     </time>
   );
 }
@@ -72,18 +78,20 @@ function ConfirmButton(props: {
   }
   return (
     <div
-      class="confirm"
+      style={{ maxWidth: '22rem', whiteSpace: 'normal' }}
       role="group"
       aria-label={`${props.label} ${props.what}`}
       onKeyDown={(e) => {
         if (e.key === 'Escape') cancel();
       }}
     >
-      <p class="confirm-q">{props.question}</p>
+      <p class="hint" style={{ margin: '0 0 0.4rem' }}>
+        {props.question}
+      </p>
       <div class="row">
         <button
           type="button"
-          class="danger"
+          class="primary"
           ref={confirmRef}
           disabled={busy}
           onClick={async () => {
@@ -123,7 +131,7 @@ function OnceSecret(props: { id: string; label: string; value: string; onDone: (
     }
   };
   return (
-    <div class="card once">
+    <div class="card" style={{ borderColor: 'var(--accent)' }}>
       <p class="note" role="status">
         <strong>Copy it now: it will not be shown again.</strong>
       </p>
@@ -132,7 +140,7 @@ function OnceSecret(props: { id: string; label: string; value: string; onDone: (
         <input
           id={props.id}
           ref={field}
-          class="secret"
+          style={{ fontFamily: 'ui-monospace, SFMono-Regular, Menlo, monospace', minWidth: 0 }}
           readOnly
           value={props.value}
           spellcheck={false}
@@ -241,8 +249,8 @@ function Members(props: {
       {team.loading && !team.data && <Loading what="members" />}
       {members && members.length === 0 && <Empty>This repository has no members yet.</Empty>}
       {members && members.length > 0 && (
-        <div class="scroll grid-wrap">
-          <table class="grid" aria-label={`Members of ${repo}`}>
+        <div class="scroll" style={SCROLL}>
+          <table class="data" style={{ width: '100%' }} aria-label={`Members of ${repo}`}>
             <thead>
               <tr>
                 <th scope="col">Email</th>
@@ -256,9 +264,9 @@ function Members(props: {
                 const self = m.user_id === myId;
                 return (
                   <tr key={m.user_id}>
-                    <td class="wrap">
+                    <td style={WRAP}>
                       {m.email}
-                      {self && <span class="badge">you</span>}
+                      {self && <> <span class="badge">you</span></>}
                     </td>
                     <td>{m.role}</td>
                     <td>
@@ -360,7 +368,9 @@ function InviteKeys({ api, repo, isOwner, roleKnown }: { api: Api; repo: string;
       {list && (
         <>
           <form class="card" onSubmit={mint} aria-labelledby="mint-h">
-            <h3 id="mint-h">Mint an invite key</h3>
+            <h3 id="mint-h" style={{ margin: '0 0 0.75rem' }}>
+              Mint an invite key
+            </h3>
             <label for="invite-label">Label (optional)</label>
             <div class="row">
               <input
@@ -396,8 +406,8 @@ function InviteKeys({ api, repo, isOwner, roleKnown }: { api: Api; repo: string;
           )}
           {sorted && sorted.length === 0 && <Empty>No invite keys. Mint one above to invite a teammate.</Empty>}
           {sorted && sorted.length > 0 && (
-            <div class="scroll grid-wrap">
-              <table class="grid" aria-label={`Invite keys of ${repo}`}>
+            <div class="scroll" style={SCROLL}>
+              <table class="data" style={{ width: '100%' }} aria-label={`Invite keys of ${repo}`}>
                 <thead>
                   <tr>
                     <th scope="col">Label</th>
@@ -411,10 +421,10 @@ function InviteKeys({ api, repo, isOwner, roleKnown }: { api: Api; repo: string;
                   {sorted.map((k) => {
                     const expired = k.expires_at <= now;
                     return (
-                      <tr key={k.id} class={expired ? 'expired' : undefined}>
-                        <td class="wrap">{k.label ? k.label : <span class="hint">no label · {k.id.slice(0, 8)}</span>}</td>
+                      <tr key={k.id}>
+                        <td style={WRAP}>{k.label ? k.label : <span class="hint">no label · {k.id.slice(0, 8)}</span>}</td>
                         <td>
-                          <span class={`badge ${expired ? 'off' : 'on'}`}>{expired ? 'Expired' : 'Active'}</span>
+                          <span class={`status ${expired ? 'removed' : 'added'}`}>{expired ? 'Expired' : 'Active'}</span>
                         </td>
                         <td>
                           <When s={k.created_at} />
@@ -548,12 +558,15 @@ export function TokensView({ api }: { api: Api }) {
         </div>
       )}
       <form class="card" onSubmit={create} aria-labelledby="new-pat-h">
-        <h2 id="new-pat-h">Create a token</h2>
-        <div class="fields">
+        <h2 id="new-pat-h" style={{ marginTop: 0 }}>
+          Create a token
+        </h2>
+        <div class="compare">
           <div class="field">
             <label for="pat-label">Label (optional)</label>
             <input
               id="pat-label"
+              style={{ width: '100%' }}
               value={label}
               autoComplete="off"
               placeholder="laptop CLI"
@@ -615,8 +628,8 @@ export function TokensView({ api }: { api: Api }) {
         {pats.loading && !pats.data && <Loading what="tokens" />}
         {pats.data && pats.data.length === 0 && <Empty>You have no personal access tokens. Create one above.</Empty>}
         {pats.data && pats.data.length > 0 && (
-          <div class="scroll grid-wrap">
-            <table class="grid" aria-label="Your personal access tokens">
+          <div class="scroll" style={SCROLL}>
+            <table class="data" style={{ width: '100%' }} aria-label="Your personal access tokens">
               <thead>
                 <tr>
                   <th scope="col">Label</th>
@@ -630,14 +643,14 @@ export function TokensView({ api }: { api: Api }) {
                 {pats.data.map((p) => {
                   const expired = p.expires_at !== undefined && p.expires_at <= now;
                   return (
-                    <tr key={p.id} class={expired ? 'expired' : undefined}>
-                      <td class="wrap">{p.label ? p.label : <span class="hint">no label · {p.id.slice(0, 8)}</span>}</td>
+                    <tr key={p.id}>
+                      <td style={WRAP}>{p.label ? p.label : <span class="hint">no label · {p.id.slice(0, 8)}</span>}</td>
                       <td>
                         <When s={p.created_at} />
                       </td>
                       <td>
                         {p.expires_at === undefined ? 'never' : <When s={p.expires_at} />}
-                        {expired && <span class="badge off">Expired</span>}
+                        {expired && <span class="status removed">Expired</span>}
                       </td>
                       <td>{p.last_used_at === undefined ? 'never' : <When s={p.last_used_at} />}</td>
                       <td>
