@@ -10,10 +10,6 @@ import { clearSession, loadSession } from './session.ts';
 // ---------------------------------------------------------------- small pieces
 
 // Inline styles on top of style.css's classes (scroll, data, status, compare, card, hint).
-const NOWRAP = { whiteSpace: 'nowrap' } as const;
-const WRAP = { overflowWrap: 'anywhere', minWidth: '6rem' } as const;
-/** The scroll box is the containing block of the buttons' .sr-only text, so that text scrolls with the table. */
-const SCROLL = { position: 'relative' } as const;
 
 /** Unix seconds → "2026-11-23 02:46 UTC", inside a <time>. */
 function When({ s }: { s: number }) {
@@ -23,7 +19,7 @@ function When({ s }: { s: number }) {
   // Two unbreakable halves: a narrow column wraps between the date and the time, never inside them.
   return (
     <time dateTime={iso}>
-      <span style={NOWRAP}>{iso.slice(0, 10)}</span> <span style={NOWRAP}>{iso.slice(11, 16)} UTC</span>
+      <span class="nowrap">{iso.slice(0, 10)}</span> <span class="nowrap">{iso.slice(11, 16)} UTC</span>
     </time>
   );
 }
@@ -78,14 +74,14 @@ function ConfirmButton(props: {
   }
   return (
     <div
-      style={{ maxWidth: '22rem', whiteSpace: 'normal' }}
+      class="confirm"
       role="group"
       aria-label={`${props.label} ${props.what}`}
       onKeyDown={(e) => {
         if (e.key === 'Escape') cancel();
       }}
     >
-      <p class="hint" style={{ margin: '0 0 0.4rem' }}>
+      <p class="hint">
         {props.question}
       </p>
       <div class="row">
@@ -131,7 +127,7 @@ function OnceSecret(props: { id: string; label: string; value: string; onDone: (
     }
   };
   return (
-    <div class="card" style={{ borderColor: 'var(--accent)' }}>
+    <div class="card secret">
       <p class="note" role="status">
         <strong>Copy it now: it will not be shown again.</strong>
       </p>
@@ -140,7 +136,7 @@ function OnceSecret(props: { id: string; label: string; value: string; onDone: (
         <input
           id={props.id}
           ref={field}
-          style={{ fontFamily: 'ui-monospace, SFMono-Regular, Menlo, monospace', minWidth: 0 }}
+          class="mono"
           readOnly
           value={props.value}
           spellcheck={false}
@@ -249,8 +245,8 @@ function Members(props: {
       {team.loading && !team.data && <Loading what="members" />}
       {members && members.length === 0 && <Empty>This repository has no members yet.</Empty>}
       {members && members.length > 0 && (
-        <div class="scroll" style={SCROLL}>
-          <table class="data" style={{ width: '100%' }} aria-label={`Members of ${repo}`}>
+        <div class="scroll">
+          <table class="data wide" aria-label={`Members of ${repo}`}>
             <thead>
               <tr>
                 <th scope="col">Email</th>
@@ -264,7 +260,7 @@ function Members(props: {
                 const self = m.user_id === myId;
                 return (
                   <tr key={m.user_id}>
-                    <td style={WRAP}>
+                    <td class="wrap">
                       {m.email}
                       {self && <> <span class="badge">you</span></>}
                     </td>
@@ -368,7 +364,7 @@ function InviteKeys({ api, repo, isOwner, roleKnown }: { api: Api; repo: string;
       {list && (
         <>
           <form class="card" onSubmit={mint} aria-labelledby="mint-h">
-            <h3 id="mint-h" style={{ margin: '0 0 0.75rem' }}>
+            <h3 id="mint-h" class="flush">
               Mint an invite key
             </h3>
             <label for="invite-label">Label (optional)</label>
@@ -406,8 +402,8 @@ function InviteKeys({ api, repo, isOwner, roleKnown }: { api: Api; repo: string;
           )}
           {sorted && sorted.length === 0 && <Empty>No invite keys. Mint one above to invite a teammate.</Empty>}
           {sorted && sorted.length > 0 && (
-            <div class="scroll" style={SCROLL}>
-              <table class="data" style={{ width: '100%' }} aria-label={`Invite keys of ${repo}`}>
+            <div class="scroll">
+              <table class="data wide" aria-label={`Invite keys of ${repo}`}>
                 <thead>
                   <tr>
                     <th scope="col">Label</th>
@@ -422,7 +418,7 @@ function InviteKeys({ api, repo, isOwner, roleKnown }: { api: Api; repo: string;
                     const expired = k.expires_at <= now;
                     return (
                       <tr key={k.id}>
-                        <td style={WRAP}>{k.label ? k.label : <span class="hint">no label · {k.id.slice(0, 8)}</span>}</td>
+                        <td class="wrap">{k.label ? k.label : <span class="hint">no label · {k.id.slice(0, 8)}</span>}</td>
                         <td>
                           <span class={`status ${expired ? 'removed' : 'added'}`}>{expired ? 'Expired' : 'Active'}</span>
                         </td>
@@ -558,7 +554,7 @@ export function TokensView({ api }: { api: Api }) {
         </div>
       )}
       <form class="card" onSubmit={create} aria-labelledby="new-pat-h">
-        <h2 id="new-pat-h" style={{ marginTop: 0 }}>
+        <h2 id="new-pat-h" class="flush">
           Create a token
         </h2>
         <div class="compare">
@@ -566,7 +562,7 @@ export function TokensView({ api }: { api: Api }) {
             <label for="pat-label">Label (optional)</label>
             <input
               id="pat-label"
-              style={{ width: '100%' }}
+              class="wide"
               value={label}
               autoComplete="off"
               placeholder="laptop CLI"
@@ -628,8 +624,8 @@ export function TokensView({ api }: { api: Api }) {
         {pats.loading && !pats.data && <Loading what="tokens" />}
         {pats.data && pats.data.length === 0 && <Empty>You have no personal access tokens. Create one above.</Empty>}
         {pats.data && pats.data.length > 0 && (
-          <div class="scroll" style={SCROLL}>
-            <table class="data" style={{ width: '100%' }} aria-label="Your personal access tokens">
+          <div class="scroll">
+            <table class="data wide" aria-label="Your personal access tokens">
               <thead>
                 <tr>
                   <th scope="col">Label</th>
@@ -644,7 +640,7 @@ export function TokensView({ api }: { api: Api }) {
                   const expired = p.expires_at !== undefined && p.expires_at <= now;
                   return (
                     <tr key={p.id}>
-                      <td style={WRAP}>{p.label ? p.label : <span class="hint">no label · {p.id.slice(0, 8)}</span>}</td>
+                      <td class="wrap">{p.label ? p.label : <span class="hint">no label · {p.id.slice(0, 8)}</span>}</td>
                       <td>
                         <When s={p.created_at} />
                       </td>
