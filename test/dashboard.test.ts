@@ -328,6 +328,14 @@ describe.skipIf(!hasChromium)('the dashboard in chromium', () => {
     await page.setViewportSize({ width: 1100, height: 800 });
   });
 
+  it('says so at an address that leads nowhere, with a way back', async () => {
+    await page.goto(`${dash.url}/#/no/such/view`);
+    await page.getByRole('heading', { name: 'Not found', level: 1 }).waitFor();
+    await shot('not-found');
+    await page.getByRole('link', { name: 'Back to your repositories' }).click();
+    await page.getByRole('heading', { name: 'Repositories', level: 1 }).waitFor();
+  });
+
   it('signs out: the session is gone from the tab', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
