@@ -5,36 +5,22 @@
  * (test-artifacts/dashboard/), and is checked at 375 px. A second, self-hosted server shows no billing.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hasChromium, startDashboard, warnIfNoChromium, type DashboardHarness, type SignedUp } from './helpers/dashboard.ts';
+import {
+  DECISION_V1,
+  DECISION_V2,
+  DECISION_V3,
+  hasChromium,
+  startDashboard,
+  warnIfNoChromium,
+  type DashboardHarness,
+  type SignedUp,
+} from './helpers/dashboard.ts';
 import { startTestServer, type TestServer } from './helpers/env.ts';
 
 warnIfNoChromium('test/dashboard-views.test.ts');
 
 const CHECKOUT = 'https://pay.example.test/checkout?plan=pro';
 
-const DECISION_V1 = `---
-type: concept
-tags: [process]
----
-Why we decide the way we do.
-## Decision
-Use git.
-## Risks
-Nobody reads it.
-`;
-const DECISION_V2 = `---
-type: concept
-tags: [process, storage]
----
-Why we decide the way we do.
-## Decision
-Use git and SQLite.
-## Open questions
-Nobody reads it.
-## Consequences
-History for free.
-`;
-const DECISION_V3 = DECISION_V2.replace('History for free.', 'History for free, and blame.');
 const DECISION = 'wiki/concepts/decision.md';
 const NOTES = ['n1', 'n2', 'n3', 'n4', 'n5', 'n6'].map((n) => `notes/${n}.md`);
 /** Single-file pushes to acme after the first four, alternating Alice (even) and Bob (odd). */

@@ -10,33 +10,18 @@ import type { Page } from 'playwright-core';
 import type { DashboardServer } from '../scripts/dashboard.ts';
 import type { TestServer } from './helpers/env.ts';
 import type { OidcProvider } from './helpers/oidc.ts';
-import { hasChromium, startDashboard, warnIfNoChromium, type DashboardHarness } from './helpers/dashboard.ts';
+import {
+  DECISION_V1,
+  DECISION_V2,
+  DECISION_V3,
+  hasChromium,
+  startDashboard,
+  warnIfNoChromium,
+  type DashboardHarness,
+} from './helpers/dashboard.ts';
 
 warnIfNoChromium('test/dashboard.test.ts');
 
-const DECISION_V1 = `---
-type: concept
-tags: [process]
----
-Why we decide the way we do.
-## Decision
-Use git.
-## Risks
-Nobody reads it.
-`;
-const DECISION_V2 = `---
-type: concept
-tags: [process, storage]
----
-Why we decide the way we do.
-## Decision
-Use git and SQLite.
-## Open questions
-Nobody reads it.
-## Consequences
-History for free.
-`;
-const DECISION_V3 = DECISION_V2.replace('History for free.', 'History for free, and blame.');
 
 const EVIL = `---
 type: concept

@@ -2,7 +2,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ActivityEvent, Api, EvolutionResponse, SectionDiff } from './api.ts';
 import { Crumbs, Empty, ErrorMessage, Loading, shortSha, useLoad } from './ui.tsx';
-import { RepoTabs } from './views.tsx';
+import { PageCrumbs, RepoTabs } from './views.tsx';
 import { href } from './route.ts';
 import { pageName, showTime, showValue } from './content.ts';
 
@@ -444,14 +444,7 @@ export function EvolutionView({ api, repo, path }: { api: Api; repo: string; pat
 
   return (
     <section>
-      <Crumbs
-        items={[
-          { label: 'Repositories', to: '#/' },
-          { label: repo, to: href({ name: 'repo', repo }) },
-          { label: pageName(path), to: href({ name: 'page', repo, path }) },
-          { label: 'Evolution' },
-        ]}
-      />
+      <PageCrumbs repo={repo} path={path} here="Evolution" />
       <h1 tabIndex={-1}>Evolution of {pageName(path)}</h1>
       <p class="meta">
         <code>{path}</code>

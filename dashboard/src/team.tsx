@@ -36,6 +36,31 @@ function actionError(e: unknown): string {
 }
 
 /**
+ * The state of a view's actions: `run(act)` clears the last message, marks the view busy while `act` runs,
+ * shows a refusal readably, and tells whether it went through. `act` may set a status message on success.
+ */
+function useAction() {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  const [status, setStatus] = useState<string>();
+  const run = async (act: () => Promise<void>): Promise<boolean> => {
+    setBusy(true);
+    setError(undefined);
+    setStatus(undefined);
+    try {
+      await act();
+      return true;
+    } catch (e) {
+      setError(actionError(e));
+      return false;
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { busy, error, status, setStatus, run };
+}
+
+/**
  * A button that asks before it acts: the first press shows the question with a confirm and a cancel button
  * (focus moves to the confirm button; Escape or Cancel returns it). No window.confirm.
  */
@@ -200,29 +225,21 @@ function Members(props: {
   myRole: string | undefined;
 }) {
   const { api, repo, team, isOwner, myId } = props;
-  const [status, setStatus] = useState<string>();
-  const [error, setError] = useState<string>();
+  const { error, status, setStatus, run } = useAction();
   const heading = useHeadingFocus();
   const members = team.data?.members;
 
-  const remove = async (m: Member) => {
-    setStatus(undefined);
-    setError(undefined);
-    try {
+  const remove = (m: Member) =>
+    run(async () => {
       await api.removeMember(repo, m.user_id);
       if (m.user_id === myId) {
         location.hash = '#/';
-        return true;
+        return;
       }
       setStatus(`Removed ${m.email} from ${repo}.`);
       team.reload();
       heading.focus();
-      return true;
-    } catch (e) {
-      setError(actionError(e));
-      return false;
-    }
-  };
+    });
 
   return (
     <section aria-labelledby="members-h">
@@ -308,44 +325,28 @@ function InviteKeys({ api, repo, isOwner, roleKnown }: { api: Api; repo: string;
     }
   }, [api, repo, isOwner, roleKnown]);
   const [label, setLabel] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string>();
-  const [status, setStatus] = useState<string>();
+  const { busy, error, status, setStatus, run } = useAction();
   const [minted, setMinted] = useState<{ token: string; key: InviteKey }>();
   const heading = useHeadingFocus();
 
-  const mint = async (ev: Event) => {
+  const mint = (ev: Event) => {
     ev.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    setStatus(undefined);
-    try {
+    void run(async () => {
       const r = await api.mintInviteKey(repo, label.trim() || undefined);
       setMinted({ token: r.token, key: r.key });
       setLabel('');
       keys.reload();
-    } catch (e) {
-      setError(actionError(e));
-    } finally {
-      setBusy(false);
-    }
+    });
   };
 
-  const revoke = async (k: InviteKey) => {
-    setError(undefined);
-    setStatus(undefined);
-    try {
+  const revoke = (k: InviteKey) =>
+    run(async () => {
       await api.revokeInviteKey(repo, k.id);
       if (minted?.key.id === k.id) setMinted(undefined);
       setStatus(`Revoked the invite key ${keyName(k)}. It can no longer be redeemed.`);
       keys.reload();
       heading.focus();
-      return true;
-    } catch (e) {
-      setError(actionError(e));
-      return false;
-    }
-  };
+    });
 
   const data = keys.data;
   const now = nowSeconds();
@@ -476,21 +477,16 @@ export function TokensView({ api }: { api: Api }) {
   const pats = useLoad(() => api.pats(), [api]);
   const [label, setLabel] = useState('');
   const [expiry, setExpiry] = useState('30');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string>();
-  const [status, setStatus] = useState<string>();
+  const { busy, error, status, setStatus, run } = useAction();
   const [lostSignIn, setLostSignIn] = useState(false);
   const [created, setCreated] = useState<{ token: string; pat: PatInfo }>();
   const heading = useHeadingFocus();
   const session = loadSession();
   const tabUsesPat = session?.via === 'token' && session.token.startsWith('krp_');
 
-  const create = async (ev: Event) => {
+  const create = (ev: Event) => {
     ev.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    setStatus(undefined);
-    try {
+    void run(async () => {
       const opts: { label?: string; expires_in_days?: number } = {};
       if (label.trim()) opts.label = label.trim();
       if (expiry !== 'never') opts.expires_in_days = Number(expiry);
@@ -498,24 +494,16 @@ export function TokensView({ api }: { api: Api }) {
       setCreated({ token: r.token, pat: r.pat });
       setLabel('');
       pats.reload();
-    } catch (e) {
-      setError(actionError(e));
-    } finally {
-      setBusy(false);
-    }
+    });
   };
 
   const revoke = async (p: PatInfo) => {
-    setError(undefined);
-    setStatus(undefined);
-    try {
+    const revoked = await run(async () => {
       await api.revokePat(p.id);
       if (created?.pat.id === p.id) setCreated(undefined);
       setStatus(`Revoked the token ${patName(p)}. Anything using it has stopped working.`);
-    } catch (e) {
-      setError(actionError(e));
-      return false;
-    }
+    });
+    if (!revoked) return false;
     // The token this tab signed in with? Then the next request is refused.
     try {
       await api.me();

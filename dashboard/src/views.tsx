@@ -14,6 +14,20 @@ function Change({ c }: { c: CommitInfo }) {
 
 // ---------------------------------------------------------------- repositories
 
+/** The breadcrumb trail of a view about one page: repositories, the repository, the page, then `here`. */
+export function PageCrumbs({ repo, path, here }: { repo: string; path: string; here: string }) {
+  return (
+    <Crumbs
+      items={[
+        { label: 'Repositories', to: '#/' },
+        { label: repo, to: href({ name: 'repo', repo }) },
+        { label: pageName(path), to: href({ name: 'page', repo, path }) },
+        { label: here },
+      ]}
+    />
+  );
+}
+
 /** The sections of one repository: its pages, its team, its activity. */
 export function RepoTabs({ repo, current }: { repo: string; current: 'pages' | 'team' | 'activity' }) {
   const tabs = [
@@ -389,14 +403,7 @@ export function DiffView({ api, repo, path, from, to }: { api: Api; repo: string
 
   return (
     <section>
-      <Crumbs
-        items={[
-          { label: 'Repositories', to: '#/' },
-          { label: repo, to: href({ name: 'repo', repo }) },
-          { label: pageName(path), to: href({ name: 'page', repo, path }) },
-          { label: 'Changes' },
-        ]}
-      />
+      <PageCrumbs repo={repo} path={path} here="Changes" />
       <h1 tabIndex={-1}>Changes to {pageName(path)}</h1>
       <ErrorMessage message={history.error} />
       {history.loading && !history.data && <Loading what="history" />}

@@ -143,3 +143,28 @@ export async function startDashboard(opts: { env?: Record<string, string>; clock
   };
   return h;
 }
+
+/** A page in three versions (sections changed, renamed and added; a tag added), for the diff and evolution views. */
+export const DECISION_V1 = `---
+type: concept
+tags: [process]
+---
+Why we decide the way we do.
+## Decision
+Use git.
+## Risks
+Nobody reads it.
+`;
+export const DECISION_V2 = `---
+type: concept
+tags: [process, storage]
+---
+Why we decide the way we do.
+## Decision
+Use git and SQLite.
+## Open questions
+Nobody reads it.
+## Consequences
+History for free.
+`;
+export const DECISION_V3 = DECISION_V2.replace('History for free.', 'History for free, and blame.');
