@@ -84,7 +84,10 @@ export async function push(
     ? deps.repos.commitFiles(repoId, files, commitAuthor(identity, body), message, {
         owner: opts.requestId,
         ...(joint
-          ? { activity: (r: PushResult) => deps.activity.stmts(repoId, identity, 'push', { paths: r.committedPaths.slice(0, PUSH_DETAIL_PATHS) }) }
+          ? {
+              activity: (r: PushResult) =>
+                deps.activity.stmts(repoId, identity, 'push', { paths: r.committedPaths.slice(0, PUSH_DETAIL_PATHS) }, r.commit?.sha),
+            }
           : {}),
       })
     : deps.repos.commitFiles(repoId, files, commitAuthor(identity, body), message, { owner: opts.requestId }));

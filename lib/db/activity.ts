@@ -42,17 +42,19 @@ export class Activity {
 
   /**
    * The statements of `record`, for a caller that commits them in a batch of its own (a push records its
-   * event in the transaction that records its commit).
+   * event in the transaction that records its commit, naming that commit: if the branch never reaches it,
+   * the index sync that cuts the commit's rows removes the event too).
    */
   stmts(
     repoId: string,
     actor: { userId: string; email: string },
     action: ActivityAction,
     detail?: Record<string, unknown>,
+    commitSha?: string,
   ): Stmt[] {
     return [
       {
-        sql: 'INSERT INTO activity (repo_id, user_id, email, action, detail, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+        sql: 'INSERT INTO activity (repo_id, user_id, email, action, detail, created_at, commit_sha) VALUES (?, ?, ?, ?, ?, ?, ?)',
         args: [
           repoId,
           actor.userId,
@@ -60,6 +62,7 @@ export class Activity {
           action,
           detail ? JSON.stringify(detail) : null,
           Math.floor(this.clock.now() / 1000),
+          commitSha ?? null,
         ],
       },
       {

@@ -11,6 +11,7 @@ import m0004 from '../../schema/migrations/0004_billing.sql';
 import m0005 from '../../schema/migrations/0005_repo_registry.sql';
 import m0006 from '../../schema/migrations/0006_user_disabled.sql';
 import m0007 from '../../schema/migrations/0007_search.sql';
+import m0008 from '../../schema/migrations/0008_activity_commit.sql';
 
 export const BUNDLED_MIGRATION_FILES = [
   { name: '0001_init.sql', sql: m0001 },
@@ -20,6 +21,7 @@ export const BUNDLED_MIGRATION_FILES = [
   { name: '0005_repo_registry.sql', sql: m0005 },
   { name: '0006_user_disabled.sql', sql: m0006 },
   { name: '0007_search.sql', sql: m0007 },
+  { name: '0008_activity_commit.sql', sql: m0008 },
 ];
 
 export const BUNDLED_MIGRATIONS = migrationsFromFiles(BUNDLED_MIGRATION_FILES);

@@ -392,8 +392,14 @@ export class PathIndex {
 
     const baseSeq = base?.seq ?? 0;
     if (!indexed || indexed.seq !== baseSeq) {
-      // The index is ahead of or beside git: cut it back to the common point and rebuild head state.
+      // The index is ahead of or beside git: cut it back to the common point and rebuild head state. Push
+      // events recorded with those commits go too: git never reached them, so no push was acknowledged.
       await this.db.batch([
+        {
+          sql: `DELETE FROM activity WHERE repo_id = ? AND commit_sha IN (
+                  SELECT sha FROM git_commits WHERE repo_id = ? AND seq > ?)`,
+          args: [repo, repo, baseSeq],
+        },
         { sql: 'DELETE FROM git_commits WHERE repo_id = ? AND seq > ?', args: [repo, baseSeq] },
         { sql: 'DELETE FROM git_changes WHERE repo_id = ? AND seq > ?', args: [repo, baseSeq] },
         { sql: 'DELETE FROM git_head WHERE repo_id = ?', args: [repo] },
