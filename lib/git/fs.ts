@@ -36,4 +36,28 @@ export interface StoreFs {
   removeTree(path: string): Promise<void>;
   /** Modification time in ms, or null when missing. */
   mtimeMs(path: string): Promise<number | null>;
+  /**
+   * Optional: packfiles (lib/git/pack.ts). Where present, the store writes each group's objects as one
+   * pack; where absent (the Durable Object build), as loose objects through writeDurable.
+   */
+  readonly packs?: PackFs;
+}
+
+/** Packfiles in a repository's `objects/pack` directory (`packDir`), named `pack-<name>.{pack,idx}`. */
+export interface PackFs {
+  /**
+   * Writes `pack-<name>.pack` and `pack-<name>.idx` atomically and durably: each to a temporary file in
+   * `packDir`, both flushed, the .pack renamed into place, then the .idx (a pack is visible to readers
+   * only once its .idx exists), then `packDir` flushed (and its parent, if `packDir` was created). When
+   * this resolves, a crash loses neither. A pack of that name already there holds the same bytes (the
+   * name is the checksum of its content) and is replaced by them.
+   */
+  write(packDir: string, name: string, pack: Uint8Array, idx: Uint8Array): Promise<void>;
+  /** The packs with both files present: name and the .pack's size in bytes. */
+  list(packDir: string): Promise<Array<{ name: string; bytes: number }>>;
+  /**
+   * Deletes packs: every .idx first (readers stop finding them), then every .pack, then `packDir` is
+   * flushed. Missing files are fine.
+   */
+  remove(packDir: string, names: string[]): Promise<void>;
 }

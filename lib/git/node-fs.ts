@@ -23,6 +23,8 @@ export const nodeCodec: ObjectCodec = {
   hashAndDeflate(data) {
     return { oid: createHash('sha1').update(data).digest('hex'), deflated: deflateSync(data) };
   },
+  sha1: (data) => createHash('sha1').update(data).digest(),
+  deflate: (data) => deflateSync(data),
 };
 
 const isMissing = (e: unknown) => (e as NodeJS.ErrnoException)?.code === 'ENOENT';
@@ -55,6 +57,11 @@ export interface NodeStoreFsOptions {
    * a file not yet referenced by anything empty — only ever files a ref does not yet reach).
    */
   sync?: 'each' | 'after-rename';
+  /**
+   * Whether the store may write packfiles (`packs`, default true): one pack + idx per group instead of one
+   * loose file per object. False leaves only writeDurable (as the Durable Object build has).
+   */
+  packs?: boolean;
 }
 
 let traceIds = 0;
@@ -266,6 +273,64 @@ export function nodeStoreFs(opts: NodeStoreFsOptions = {}): StoreFs {
         if (isMissing(e)) return null;
         throw e;
       }
+    },
+    packs: opts.packs === false ? undefined : {
+      async write(packDir, name, pack, idx) {
+        if (!knownDirs.has(packDir)) {
+          // Made here (a repository whose objects/pack was removed): its parent gained an entry to flush.
+          if ((await traced(trace, { op: 'mkdir', path: packDir }, () => mkdir(packDir, { recursive: true }))) !== undefined) {
+            await fsyncDir(dirname(packDir));
+          }
+          knownDirs.add(packDir);
+        }
+        const tag = randomBytes(8).toString('hex');
+        // git's own names for a pack being written: `git gc` and our recovery clear them after a crash.
+        const files = [
+          { tmp: `${packDir}/tmp_pack_${tag}`, path: `${packDir}/pack-${name}.pack`, data: pack },
+          { tmp: `${packDir}/tmp_idx_${tag}`, path: `${packDir}/pack-${name}.idx`, data: idx },
+        ];
+        try {
+          await Promise.all(files.map((f) => writeFile(f.tmp, f.data, true)));
+          // The .pack before the .idx: a reader that finds the .idx finds its .pack.
+          for (const f of files) await move(f.tmp, f.path);
+          await fsyncDir(packDir);
+        } catch (e) {
+          await Promise.all(files.map((f) => unlink(f.tmp).catch(() => undefined)));
+          throw e;
+        }
+      },
+      async list(packDir) {
+        let names: string[];
+        try {
+          names = await readdir(packDir);
+        } catch (e) {
+          if (isMissing(e) || (e as NodeJS.ErrnoException).code === 'ENOTDIR') return [];
+          throw e;
+        }
+        const idx = new Set(names.filter((n) => n.startsWith('pack-') && n.endsWith('.idx')).map((n) => n.slice(5, -4)));
+        const out: Array<{ name: string; bytes: number }> = [];
+        for (const n of names) {
+          if (!n.startsWith('pack-') || !n.endsWith('.pack') || !idx.has(n.slice(5, -5))) continue;
+          try {
+            out.push({ name: n.slice(5, -5), bytes: (await stat(`${packDir}/${n}`)).size });
+          } catch (e) {
+            if (!isMissing(e)) throw e;
+          }
+        }
+        return out;
+      },
+      async remove(packDir, names) {
+        if (names.length === 0) return;
+        const drop = async (path: string) => {
+          try {
+            await remove(path);
+          } catch (e) {
+            if (!isMissing(e)) throw e;
+          }
+        };
+        for (const ext of ['idx', 'pack']) await Promise.all(names.map((n) => drop(`${packDir}/pack-${n}.${ext}`)));
+        await fsyncDir(packDir);
+      },
     },
   };
 }

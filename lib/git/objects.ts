@@ -9,14 +9,27 @@ export type ObjectType = 'blob' | 'tree' | 'commit';
 
 export interface EncodedObject {
   oid: string;
-  /** The zlib-deflated loose object, ready to be written to `objects/xx/yyyy…`. */
+  /**
+   * Loose form: the zlib-deflated loose object, ready to be written to `objects/xx/yyyy…`. Pack form: the
+   * object's whole record in a packfile (type-and-size header, then the deflated content).
+   */
   deflated: Uint8Array;
 }
 
 export interface ObjectCodec {
   /** SHA-1 hex of `data` and its zlib deflate. */
   hashAndDeflate(data: Uint8Array): EncodedObject | Promise<EncodedObject>;
+  /** SHA-1 of `data` (20 bytes); the web-standard one when absent. */
+  sha1?(data: Uint8Array): Uint8Array | Promise<Uint8Array>;
+  /** zlib deflate of `data`; the web-standard one when absent. */
+  deflate?(data: Uint8Array): Uint8Array | Promise<Uint8Array>;
 }
+
+/** How staged objects are encoded: loose files, or records of a packfile (lib/git/pack.ts). */
+export type ObjectForm = 'loose' | 'pack';
+
+/** A packfile's type numbers (gitformat-pack). */
+export const PACK_TYPE = { commit: 1, tree: 2, blob: 3, tag: 4 } as const;
 
 const encoder = new TextEncoder();
 
@@ -29,8 +42,52 @@ export function wrapObject(type: ObjectType, content: Uint8Array): Uint8Array {
   return out;
 }
 
-export async function encodeObject(codec: ObjectCodec, type: ObjectType, content: Uint8Array): Promise<EncodedObject> {
-  return codec.hashAndDeflate(wrapObject(type, content));
+export async function encodeObject(
+  codec: ObjectCodec,
+  type: ObjectType,
+  content: Uint8Array,
+  form: ObjectForm = 'loose',
+): Promise<EncodedObject> {
+  if (form === 'loose') return codec.hashAndDeflate(wrapObject(type, content));
+  const [digest, deflated] = await Promise.all([sha1(codec, wrapObject(type, content)), deflate(codec, content)]);
+  return { oid: toHex(digest), deflated: packRecord(PACK_TYPE[type], content.byteLength, deflated) };
+}
+
+/** A packfile record: the type and size header (size in little-endian 7-bit groups after its low 4 bits), then `deflated`. */
+export function packRecord(type: number, size: number, deflated: Uint8Array): Uint8Array {
+  const head: number[] = [];
+  let byte = (type << 4) | (size & 15);
+  // Division, not shifts: sizes may exceed 2^31.
+  let rest = Math.floor(size / 16);
+  while (rest > 0) {
+    head.push(byte | 0x80);
+    byte = rest & 0x7f;
+    rest = Math.floor(rest / 128);
+  }
+  head.push(byte);
+  const out = new Uint8Array(head.length + deflated.byteLength);
+  out.set(head, 0);
+  out.set(deflated, head.length);
+  return out;
+}
+
+export function toHex(bytes: Uint8Array): string {
+  let s = '';
+  for (const b of bytes) s += b.toString(16).padStart(2, '0');
+  return s;
+}
+
+/** SHA-1 of `data` with the codec's hash, or the web-standard one. */
+export async function sha1(codec: ObjectCodec, data: Uint8Array): Promise<Uint8Array> {
+  if (codec.sha1) return codec.sha1(data);
+  return new Uint8Array(await crypto.subtle.digest('SHA-1', data as Uint8Array<ArrayBuffer>));
+}
+
+/** zlib deflate of `data` with the codec's, or the web-standard one. */
+export async function deflate(codec: ObjectCodec, data: Uint8Array): Promise<Uint8Array> {
+  if (codec.deflate) return codec.deflate(data);
+  const stream = new Blob([data as Uint8Array<ArrayBuffer>]).stream().pipeThrough(new CompressionStream('deflate'));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
 export interface TreeItem {

@@ -1,5 +1,19 @@
 import git, { type PromiseFsClient } from 'isomorphic-git';
-import { encodeObject, inTreeOrder, serializeCommit, serializeTree, webCodec, type ObjectCodec, type ObjectType } from './objects.ts';
+import {
+  deflate,
+  encodeObject,
+  inTreeOrder,
+  PACK_TYPE,
+  packRecord,
+  serializeCommit,
+  serializeTree,
+  sha1,
+  webCodec,
+  type ObjectCodec,
+  type ObjectForm,
+  type ObjectType,
+} from './objects.ts';
+import { buildPacks, copyableRecords, type PackEntry } from './pack.ts';
 import type { StoreFs } from './fs.ts';
 import { HttpError } from '../http/errors.ts';
 import { KeyedMutex, LockTimeoutError, noProgress, type HeldLock, type Progress } from './lock.ts';
@@ -28,6 +42,13 @@ const decoder = new TextDecoder();
 export const DEFAULT_CACHE_BYTES = 32 * 1024 * 1024;
 /** Repositories whose isomorphic-git cache is kept. */
 const ISO_CACHES = 64;
+/** A pack below this size is small: more than MAX_SMALL_PACKS of them in a repository are merged into one. */
+export const SMALL_PACK_BYTES = 1024 * 1024;
+/**
+ * Small packs a repository keeps at most before they are merged: a read that misses the loose objects
+ * looks in every pack's index, so their number is bounded.
+ */
+export const MAX_SMALL_PACKS = 16;
 /** What a tree's entries hold in memory, estimated: the array, each entry object, its name and oid strings. */
 const treeBytes = (t: TreeEntry[]) => {
   let n = 64 + 8 * t.length;
@@ -151,14 +172,20 @@ interface TreeEntry {
 
 type IsoFs = PromiseFsClient;
 
-/** Objects encoded for one commit, flushed together once all are known. */
+/**
+ * Objects encoded for one commit, flushed together once all are known: as loose objects, or as records of
+ * the pack they will be written in (`form`).
+ */
 class ObjectStage {
   readonly objects = new Map<string, Uint8Array>();
   /** Trees written, with their entries, for the read cache once they are on disk. */
   readonly trees = new Map<string, TreeEntry[]>();
-  constructor(private readonly codec: ObjectCodec) {}
+  constructor(
+    private readonly codec: ObjectCodec,
+    private readonly form: ObjectForm,
+  ) {}
   async put(type: ObjectType, content: Uint8Array): Promise<string> {
-    const { oid, deflated } = await encodeObject(this.codec, type, content);
+    const { oid, deflated } = await encodeObject(this.codec, type, content, this.form);
     this.objects.set(oid, deflated);
     return oid;
   }
@@ -203,6 +230,10 @@ export class GitStore {
   private readonly blobs: LruCache<Uint8Array>;
   private readonly trees: LruCache<TreeEntry[]>;
   private readonly commits: LruCache<CommitMeta>;
+  /** Small packs per repository as last counted (absent: not counted since boot). */
+  private readonly smallPacks = new Map<string, number>();
+  /** Pack merges queued or running, per repository. */
+  private readonly merges = new Map<string, Promise<void>>();
 
   constructor(opts: GitStoreOptions) {
     this.fs = opts.fs;
@@ -357,6 +388,16 @@ export class GitStore {
       for (const n of await this.fs.readdir(`${gitdir}/objects`)) {
         if (n.startsWith('tmp_obj_')) await this.fs.unlink(`${gitdir}/objects/${n}`);
       }
+      // A pack being written (temporary files), or a merge cut short between its deletions (a .pack whose
+      // .idx is gone: no reader can see it, and its objects are in the merged pack).
+      const packDir = `${gitdir}/objects/pack`;
+      const names = await this.fs.readdir(packDir);
+      const idx = new Set(names.filter((n) => n.endsWith('.idx')).map((n) => n.slice(0, -4)));
+      for (const n of names) {
+        if (n.startsWith('tmp_pack_') || n.startsWith('tmp_idx_') || (n.startsWith('pack-') && n.endsWith('.pack') && !idx.has(n.slice(0, -5)))) {
+          await this.fs.unlink(`${packDir}/${n}`);
+        }
+      }
     }
   }
 
@@ -396,13 +437,28 @@ export class GitStore {
     return c;
   }
 
+  /**
+   * An isomorphic-git read, tried a second time if it fails: a pack merge (mergePacks) may have deleted
+   * the pack a reader had just listed — its .idx or .pack is gone, or the object is in none of the packs
+   * it listed. By then the merged pack is in place, so a second listing finds the object. (isomorphic-git
+   * forgets a pack it failed to load, and never consults one the directory no longer lists.)
+   */
+  private async isoRead<T>(id: string, read: (cache: object) => Promise<T>): Promise<T> {
+    try {
+      return await read(this.cache(id));
+    } catch {
+      return read(this.cache(id));
+    }
+  }
+
   async readCommit(id: string, sha: string): Promise<CommitMeta> {
     const key = `${id}:${sha}`;
     const hit = this.commits.get(key) ?? this.inFlight.get(id)?.metas.get(sha);
     if (hit) return hit;
     let res;
     try {
-      res = await git.readCommit({ fs: this.iso, gitdir: this.gitdir(id), oid: sha, cache: this.cache(id) });
+      const gitdir = this.gitdir(id);
+      res = await this.isoRead(id, (cache) => git.readCommit({ fs: this.iso, gitdir, oid: sha, cache }));
     } catch (e) {
       if (e instanceof StoreError) throw e;
       throw new UnknownShaError(sha);
@@ -425,7 +481,8 @@ export class GitStore {
     const key = `${id}:${oid}`;
     const hit = this.trees.get(key) ?? this.inFlight.get(id)?.trees.get(oid);
     if (hit) return hit;
-    const res = await git.readTree({ fs: this.iso, gitdir: this.gitdir(id), oid, cache: this.cache(id) });
+    const gitdir = this.gitdir(id);
+    const res = await this.isoRead(id, (cache) => git.readTree({ fs: this.iso, gitdir, oid, cache }));
     const entries = res.tree as TreeEntry[];
     this.trees.set(key, entries);
     return entries;
@@ -435,7 +492,8 @@ export class GitStore {
     const key = `${id}:${oid}`;
     const hit = this.blobs.get(key) ?? this.inFlight.get(id)?.blobs.get(oid);
     if (hit) return hit;
-    const res = await git.readBlob({ fs: this.iso, gitdir: this.gitdir(id), oid, cache: this.cache(id) });
+    const gitdir = this.gitdir(id);
+    const res = await this.isoRead(id, (cache) => git.readBlob({ fs: this.iso, gitdir, oid, cache }));
     const blob = res.blob;
     this.blobs.set(key, blob);
     return blob;
@@ -443,7 +501,8 @@ export class GitStore {
 
   /** Any object's type and raw content (what git hashes after its `<type> <size>\0` header). */
   async readObject(id: string, oid: string): Promise<{ type: ObjectType; content: Uint8Array }> {
-    const res = await git.readObject({ fs: this.iso, gitdir: this.gitdir(id), oid, format: 'content', cache: this.cache(id) });
+    const gitdir = this.gitdir(id);
+    const res = await this.isoRead(id, (cache) => git.readObject({ fs: this.iso, gitdir, oid, format: 'content', cache }));
     if (res.type !== 'blob' && res.type !== 'tree' && res.type !== 'commit') throw new StoreError(`unexpected ${res.type} object ${oid}`);
     return { type: res.type, content: res.object as Uint8Array };
   }
@@ -551,6 +610,8 @@ export class GitStore {
     const blobs = new Map<string, Uint8Array>();
     const commits: Array<{ meta: CommitMeta; changes: PathChange[] }> = [];
     const codec = this.fs.codec ?? webCodec;
+    // One pack per batch where the filesystem writes packs; loose objects otherwise.
+    const form: ObjectForm = this.fs.packs ? 'pack' : 'loose';
     let head = base;
     let bytes = 0;
     let state: 'open' | 'prepared' | 'settled' = 'open';
@@ -570,7 +631,7 @@ export class GitStore {
       add: async (args) => {
         if (state !== 'open') throw new StoreError('commit batch already prepared');
         for (const w of args.writes) this.checkPath(w.path, w.content !== null);
-        const stage = new ObjectStage(codec);
+        const stage = new ObjectStage(codec, form);
         // Blobs first; a write whose blob equals the current one changes nothing.
         const byPath = new Map<string, string | null>();
         for (const w of args.writes) {
@@ -629,10 +690,12 @@ export class GitStore {
         const [written, lock] = await Promise.allSettled([
           progress.track(
             'write objects',
-            this.fs.writeDurable(
-              [...objects].map(([oid, data]) => ({ path: `${gitdir}/objects/${oid.slice(0, 2)}/${oid.slice(2)}`, data })),
-              `${gitdir}/objects`,
-            ),
+            form === 'pack'
+              ? this.writePacks(id, [...objects].map(([oid, record]) => ({ oid, record })))
+              : this.fs.writeDurable(
+                  [...objects].map(([oid, data]) => ({ path: `${gitdir}/objects/${oid.slice(0, 2)}/${oid.slice(2)}`, data })),
+                  `${gitdir}/objects`,
+                ),
           ),
           // Once the lock is held no git-protocol writer can move the branch, so the check-and-set
           // comparison is made now, while the objects are being flushed.
@@ -682,6 +745,7 @@ export class GitStore {
           await this.dropLock(lockPath);
           throw e;
         }
+        if (form === 'pack') this.scheduleMerge(id);
       },
       abort: async () => {
         if (state === 'settled') return;
@@ -712,6 +776,109 @@ export class GitStore {
     }
     this.liveLocks.add(lockPath);
     return made;
+  }
+
+  /** Writes staged pack records as one pack (more only past MAX_PACK_BYTES), durably, and counts them. */
+  private async writePacks(id: string, entries: PackEntry[]): Promise<void> {
+    const packs = this.fs.packs!;
+    const dir = `${this.gitdir(id)}/objects/pack`;
+    const built = await buildPacks(this.fs.codec ?? webCodec, entries);
+    for (const b of built) await packs.write(dir, b.name, b.pack, b.idx);
+    const known = this.smallPacks.get(id);
+    if (known !== undefined) this.smallPacks.set(id, known + built.filter((b) => b.pack.byteLength < SMALL_PACK_BYTES).length);
+  }
+
+  /**
+   * After a group's branch move: when the repository may hold more than MAX_SMALL_PACKS small packs (or
+   * they were not counted since boot), a merge is queued behind the repository's writers (withLock), so it
+   * never runs beside one and never delays the answer of the group that triggered it. At most one queued.
+   */
+  private scheduleMerge(id: string): void {
+    const n = this.smallPacks.get(id);
+    if ((n !== undefined && n <= MAX_SMALL_PACKS) || this.merges.has(id)) return;
+    const run = this.withLock(id, () => this.mergePacks(id), { owner: 'pack-merge', step: 'merge packs' })
+      .catch(() => {
+        // Not merged this time (lock wait, disk error): counted again after the next group.
+        this.smallPacks.delete(id);
+      })
+      .finally(() => {
+        if (this.merges.get(id) === run) this.merges.delete(id);
+      });
+    this.merges.set(id, run);
+  }
+
+  /** Resolves once no pack merge is queued or running (for `id`, or any repository). */
+  async packMerges(id?: string): Promise<void> {
+    while (true) {
+      const pending = id === undefined ? [...this.merges.values()] : [this.merges.get(id)].filter((p) => p !== undefined);
+      if (pending.length === 0) return;
+      await Promise.all(pending);
+    }
+  }
+
+  /**
+   * Merges the repository's small packs into one when there are more than MAX_SMALL_PACKS of them: the
+   * merged pack is written durably first, then the old .idx files are deleted (readers stop finding them),
+   * then the old .pack files, then the directory is flushed. A reader that listed an old pack just before
+   * retries (isoRead). Whole objects are copied record by record; a delta (from a pack git wrote) is
+   * stored whole again. Callers hold withLock.
+   */
+  async mergePacks(id: string): Promise<void> {
+    const packs = this.fs.packs;
+    if (!packs) return;
+    const codec = this.fs.codec ?? webCodec;
+    const gitdir = this.gitdir(id);
+    const dir = `${gitdir}/objects/pack`;
+    const small = (await packs.list(dir)).filter((p) => p.bytes < SMALL_PACK_BYTES);
+    if (small.length <= MAX_SMALL_PACKS) {
+      this.smallPacks.set(id, small.length);
+      return;
+    }
+    const entries: PackEntry[] = [];
+    const seen = new Set<string>();
+    const merged: string[] = [];
+    for (const p of small) {
+      const [pack, idx] = await Promise.all([this.fs.readFile(`${dir}/pack-${p.name}.pack`), this.fs.readFile(`${dir}/pack-${p.name}.idx`)]);
+      if (!pack || !idx || pack.byteLength < 32) continue;
+      // Only a pack whose bytes match its checksum is copied (and then deleted); any other stays as it is.
+      const sum = await sha1(codec, pack.subarray(0, pack.byteLength - 20));
+      if (!sum.every((b, i) => b === pack[pack.byteLength - 20 + i])) continue;
+      let records;
+      try {
+        records = copyableRecords(pack, idx);
+      } catch {
+        continue;
+      }
+      for (const e of records.entries) {
+        if (seen.has(e.oid)) continue;
+        seen.add(e.oid);
+        entries.push(e);
+      }
+      for (const oid of records.deltas) {
+        if (seen.has(oid)) continue;
+        seen.add(oid);
+        const o = await this.isoRead(id, (cache) => git.readObject({ fs: this.iso, gitdir, oid, format: 'content', cache }));
+        const type = PACK_TYPE[o.type as keyof typeof PACK_TYPE];
+        if (type === undefined) throw new StoreError(`unexpected ${o.type} object ${oid}`);
+        const content = o.object as Uint8Array;
+        entries.push({ oid, record: packRecord(type, content.byteLength, await deflate(codec, content)) });
+      }
+      merged.push(p.name);
+    }
+    if (merged.length < 2) {
+      this.smallPacks.set(id, small.length);
+      return;
+    }
+    const built = await buildPacks(codec, entries);
+    for (const b of built) await packs.write(dir, b.name, b.pack, b.idx);
+    const kept = new Set(built.map((b) => b.name));
+    await packs.remove(
+      dir,
+      merged.filter((n) => !kept.has(n)),
+    );
+    // isomorphic-git keeps every pack it loaded in this cache: the deleted ones go with it.
+    this.isoCaches.set(id, {});
+    this.smallPacks.set(id, small.length - merged.length + built.filter((b) => b.pack.byteLength < SMALL_PACK_BYTES).length);
   }
 
   /** Gives `main.lock` back without moving the branch. */

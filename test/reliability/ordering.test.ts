@@ -21,11 +21,15 @@ import { orderViolations, recording, type Recording } from './helpers/recording-
  *  - the branch's directory was flushed after that rename and before the push was answered;
  *  - the database batch recording the push's commit had committed before the answer.
  *
+ * Each case runs with the Node build's packfiles (one pack + idx per group: the objects are durable once
+ * both files are flushed, renamed into objects/pack and that directory flushed) and with loose objects
+ * (packs off, as the Durable Object build writes them) in both of writeDurable's flush orders.
+ *
  * Shown to fail on the mutation "moved the branch before its objects were written": with
  * GitStore.batch's prepare() changed to start the objects' durable write without awaiting it
- * (`void this.fs.writeDurable(...)`), every case below fails with "object … not durable (never renamed
- * into place)" or "(bytes or directory entry not flushed)"; the 20-cycle kill test passes with that
- * mutation, since a killed process loses nothing the kernel already had.
+ * (`void this.fs.writeDurable(...)`, or for packs `void this.writePacks(...)`), every case below fails
+ * with "object … not durable (never renamed into place)" or "(bytes or directory entry not flushed)"; the
+ * 20-cycle kill test passes with that mutation, since a killed process loses nothing the kernel already had.
  */
 
 let cleanup: Array<() => Promise<void>> = [];
@@ -34,9 +38,11 @@ afterEach(async () => {
   cleanup = [];
 });
 
-async function setup(sync: 'each' | 'after-rename') {
+type Mode = 'packs' | 'each' | 'after-rename';
+
+async function setup(mode: Mode) {
   const dir = await tempDir('kr-order-');
-  const rec: Recording = recording({ sync });
+  const rec: Recording = recording(mode === 'packs' ? { packs: true } : { sync: mode, packs: false });
   const db = await openDatabaseFile(join(dir.path, 'kr.db'), Math.floor(Date.now() / 1000));
   cleanup.push(async () => {
     await db.close();
@@ -67,7 +73,7 @@ async function setup(sync: 'each' | 'after-rename') {
 const moves = (rec: Recording, gitdir: string) =>
   rec.events.filter((e) => e.kind === 'fs' && e.op === 'rename' && e.phase === 'start' && e.to === `${gitdir}/refs/heads/main`).length;
 
-describe.each(['each', 'after-rename'] as const)('durability order (sync: %s)', (sync) => {
+describe.each(['packs', 'each', 'after-rename'] as const)('durability order (%s)', (sync) => {
   it('single pushes: objects and lock flushed before the branch moves, the branch flushed and the index committed before the answer', async () => {
     const { rec, gitdir, push } = await setup(sync);
     const first = await push('first', [
@@ -108,6 +114,21 @@ describe.each(['each', 'after-rename'] as const)('durability order (sync: %s)', 
 });
 
 describe('the checker itself', () => {
+  it('reports a branch moved before its pack was flushed, or before it was renamed into objects/pack', async () => {
+    const { rec, gitdir, push } = await setup('packs');
+    await push('one', [{ path: 'a.md', content: '# A\n' }]);
+    expect(await orderViolations(rec.events, gitdir)).toEqual([]);
+    for (const drop of [
+      (e: (typeof rec.events)[number]) => e.kind === 'fs' && e.op === 'fsync' && e.path.includes('/objects/pack/tmp_pack_'),
+      (e: (typeof rec.events)[number]) => e.kind === 'fs' && e.op === 'fsync' && e.path.includes('/objects/pack/tmp_idx_'),
+      (e: (typeof rec.events)[number]) => e.kind === 'fs' && e.op === 'fsyncDir' && e.path.endsWith('/objects/pack'),
+      (e: (typeof rec.events)[number]) => e.kind === 'fs' && e.op === 'rename' && e.to !== undefined && e.to.endsWith('.idx'),
+    ]) {
+      const problems = await orderViolations(rec.events.filter((e) => !drop(e)), gitdir);
+      expect(problems.some((p) => p.includes('not durable'))).toBe(true);
+    }
+  });
+
   it('reports a branch moved before its objects were flushed', async () => {
     const { rec, gitdir, push } = await setup('each');
     await push('one', [{ path: 'a.md', content: '# A\n' }]);

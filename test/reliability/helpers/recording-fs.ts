@@ -8,6 +8,7 @@ import { dirname } from 'node:path';
 import { nodeStoreFs, type FsTraceEvent, type NodeStoreFsOptions } from '../../../lib/git/node-fs.ts';
 import type { StoreFs } from '../../../lib/git/fs.ts';
 import type { Database, Stmt } from '../../../lib/db/database.ts';
+import { readIdx } from '../../../lib/git/pack.ts';
 import { git } from './git.ts';
 
 export type Recorded =
@@ -24,7 +25,7 @@ export interface Recording {
   answer(sha: string, label: string): void;
 }
 
-export function recording(opts: Pick<NodeStoreFsOptions, 'sync'> = {}): Recording {
+export function recording(opts: Pick<NodeStoreFsOptions, 'sync' | 'packs'> = {}): Recording {
   const events: Recorded[] = [];
   let dbIds = 0;
   const fs = nodeStoreFs({ ...opts, trace: (e) => events.push({ ...e, kind: 'fs', seq: events.length }) });
@@ -70,7 +71,10 @@ interface Step {
  *  1. before the rename that moves `refs/heads/main` starts, every object the new value reaches (git
  *     rev-list --objects) is durable: its bytes flushed (the temporary file before its rename, or the file
  *     itself after it) and the directory entry flushed after the rename, all ended before; and the lock
- *     file being renamed was flushed;
+ *     file being renamed was flushed. An object in a pack is durable when the pack's .idx lists it (the
+ *     bytes written to its temporary file) and both the .pack and the .idx are durable in that sense in
+ *     `objects/pack` (flushed, renamed into place, the directory flushed after), and no deletion of that
+ *     .idx or .pack had started;
  *  2. before a push is answered, a move of the branch to its commit or a descendant ended, and the
  *     branch's directory was flushed after that move ended;
  *  3. before a push is answered, a database batch that inserts its commit into git_commits ended (without
@@ -103,6 +107,22 @@ export async function orderViolations(events: Recorded[], gitdir: string): Promi
     return 'bytes or directory entry not flushed';
   };
 
+  /** The ids each pack's .idx lists (from the bytes written to the temporary file renamed onto it). */
+  const packDir = `${gitdir}/objects/pack`;
+  const packs: Array<{ idx: string; pack: string; oids: Set<string> }> = [];
+  for (const r of all) {
+    if (r.start.op !== 'rename' || !r.start.to || dirname(r.start.to) !== packDir || !r.start.to.endsWith('.idx')) continue;
+    const write = all.find((s) => s.start.op === 'write' && s.start.path === r.start.path && s.start.seq < r.start.seq);
+    if (!write?.start.data) continue;
+    packs.push({ idx: r.start.to, pack: r.start.to.replace(/\.idx$/, '.pack'), oids: new Set(readIdx(write.start.data).map((e) => e.oid)) });
+  }
+  const deleted = (path: string, t: number) => all.some((s) => s.start.op === 'unlink' && s.start.path === path && s.start.seq < t);
+  /** Whether `oid` is in a pack durable (and not being deleted) before `t`. */
+  const packed = (oid: string, t: number) =>
+    packs.some(
+      (p) => p.oids.has(oid) && !deleted(p.idx, t) && !deleted(p.pack, t) && durable(p.idx, t) === null && durable(p.pack, t) === null,
+    );
+
   /** The sha each write of the lock file put in it. */
   const lockSha = (before: number): string | null => {
     const writes = events.filter((e): e is FsEv => e.kind === 'fs' && e.op === 'write' && e.phase === 'start' && e.path === lockPath && e.seq < before);
@@ -124,6 +144,7 @@ export async function orderViolations(events: Recorded[], gitdir: string): Promi
     }
     const objects = (await git(gitdir, 'rev-list', '--objects', sha)).split('\n').filter(Boolean).map((l) => l.slice(0, 40));
     for (const oid of objects) {
+      if (packed(oid, m.start.seq)) continue;
       const why = durable(`${gitdir}/objects/${oid.slice(0, 2)}/${oid.slice(2)}`, m.start.seq);
       if (why) problems.push(`ref move to ${sha.slice(0, 8)} at #${m.start.seq}: object ${oid.slice(0, 8)} not durable (${why})`);
     }
