@@ -113,6 +113,13 @@ export async function push(
   return { status: out.conflicts.length > 0 ? 409 : 200, body: out };
 }
 
+/** A pull's answer with the pages as bytes: `pullJson` turns it into the PullResponse text, a page at a time. */
+export interface PullAnswer {
+  new_head: string;
+  files: Array<{ path: string; content: Uint8Array; sha: string }>;
+  deleted: string[];
+}
+
 /** Pages for a client to catch up; records `pull` activity when pages were actually received. */
 export async function pull(
   deps: Deps,
@@ -120,16 +127,32 @@ export async function pull(
   repoId: string,
   since: string | undefined,
   client: string | undefined,
-): Promise<PullResponse> {
+): Promise<PullAnswer> {
   const res = await deps.repos.pull(repoId, since);
-  const body: PullResponse = {
+  const answer: PullAnswer = {
     new_head: res.head?.sha ?? '',
-    files: res.files.map((f) => ({ path: f.entry.path, content: utf8(f.content), sha: f.entry.commit.sha })),
+    files: res.files.map((f) => ({ path: f.entry.path, content: f.content, sha: f.entry.commit.sha })),
     deleted: res.deleted,
   };
-  if (body.files.length > 0 && identity.kind === 'user') {
+  if (answer.files.length > 0 && identity.kind === 'user') {
     const name = client?.trim();
     await deps.activity.record(repoId, identity, 'pull', name ? { client: name.slice(0, 200) } : undefined);
   }
-  return body;
+  return answer;
+}
+
+/**
+ * The PullResponse JSON of `answer` in pieces: each page is decoded and serialised only when its turn comes,
+ * so a pull of every page never holds the whole answer as one string (full pulls of a large repository, one
+ * after another, were the server's memory peak: each left several copies of the answer for the collector).
+ */
+export function* pullJson(answer: PullAnswer): Generator<string> {
+  yield `{"new_head":${JSON.stringify(answer.new_head)},"files":[`;
+  let sep = '';
+  for (const f of answer.files) {
+    const file: PullResponse['files'][number] = { path: f.path, content: utf8(f.content), sha: f.sha };
+    yield sep + JSON.stringify(file);
+    sep = ',';
+  }
+  yield `],"deleted":${JSON.stringify(answer.deleted)}}`;
 }

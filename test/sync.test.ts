@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fsck, gitIn, startTestServer, type TestServer } from './helpers/env.ts';
+import { pullJson, type PullAnswer } from '../lib/sync.ts';
+import { textStream } from '../lib/http/stream.ts';
 
 const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
 const enc = (p: string) => p.split('/').map(encodeURIComponent).join('/');
@@ -259,5 +261,54 @@ describe('bad input writes nothing', () => {
     const badRead = await srv.api('/v1/repos/strict/pages/a%2F..%2F..%2Fservice.db');
     expect(badRead.status).toBe(400);
     expect(await badRead.json()).toEqual({ error: 'invalid page path: a/../../service.db' });
+  });
+});
+
+describe('the pull answer, serialised a page at a time', () => {
+  const answer: PullAnswer = {
+    new_head: 'a'.repeat(40),
+    files: [
+      { path: 'wiki/a.md', content: new TextEncoder().encode('quote " backslash \\ newline\n tab\t é 😀 \u2028 <script>'), sha: 'b'.repeat(40) },
+      { path: 'raw/x.md', content: new TextEncoder().encode(''), sha: 'c'.repeat(40) },
+      ...Array.from({ length: 3000 }, (_, i) => ({ path: `p/${i}.md`, content: new TextEncoder().encode(`page ${i}\n`.repeat(20)), sha: 'd'.repeat(40) })),
+    ],
+    deleted: ['gone.md', 'o"dd.md'],
+  };
+  const expected = {
+    new_head: answer.new_head,
+    files: answer.files.map((f) => ({ path: f.path, content: new TextDecoder().decode(f.content), sha: f.sha })),
+    deleted: answer.deleted,
+  };
+
+  it('is the same JSON as the whole answer serialised at once', async () => {
+    expect([...pullJson(answer)].join('')).toBe(JSON.stringify(expected));
+    const streamed = await new Response(textStream(pullJson(answer))).text();
+    expect(JSON.parse(streamed)).toEqual(expected);
+    expect(streamed).toBe(JSON.stringify(expected));
+  });
+
+  it('comes in bounded chunks, made only as the reader asks', async () => {
+    let made = 0;
+    const pieces = pullJson(answer);
+    const counted: Iterator<string> = {
+      next: () => {
+        made++;
+        return pieces.next();
+      },
+    };
+    const reader = textStream(counted).getReader();
+    const first = await reader.read();
+    expect(first.done).toBe(false);
+    expect(first.value!.byteLength).toBeLessThan(80 * 1024);
+    // One chunk made (and at most one more queued), not the 3,004 pieces of the whole answer.
+    expect(made).toBeLessThan(3004 / 2);
+    let bytes = first.value!.byteLength;
+    for (let r = await reader.read(); !r.done; r = await reader.read()) bytes += r.value.byteLength;
+    expect(bytes).toBe(new TextEncoder().encode(JSON.stringify(expected)).byteLength);
+  });
+
+  it('of an empty repository is the empty answer', async () => {
+    const empty: PullAnswer = { new_head: '', files: [], deleted: [] };
+    expect(await new Response(textStream(pullJson(empty))).text()).toBe('{"new_head":"","files":[],"deleted":[]}');
   });
 });

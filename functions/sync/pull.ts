@@ -1,6 +1,7 @@
 import { defineRoute } from '../../lib/route.ts';
 import { openRepo } from '../../lib/repos.ts';
-import { pull } from '../../lib/sync.ts';
+import { pull, pullJson } from '../../lib/sync.ts';
+import { textStream } from '../../lib/http/stream.ts';
 import { PullResponse } from '../../schema/wire/sync.ts';
 import { PullQuery } from '../../schema/wire/query.ts';
 
@@ -21,13 +22,14 @@ export default defineRoute({
   handler: async (c) => {
     const { id, identity } = await openRepo(c, 'repo.read');
     const since = c.req.query('since');
-    const body = await pull(
+    const answer = await pull(
       c.get('deps'),
       identity,
       id,
       since === undefined || since === '' ? undefined : since,
       c.req.header('x-service-client'),
     );
-    return c.json(body);
+    // Sent as it is serialised, page by page (lib/sync.ts pullJson): a full pull never holds its whole answer.
+    return c.body(textStream(pullJson(answer)), 200, { 'content-type': 'application/json' });
   },
 });
