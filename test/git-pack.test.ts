@@ -216,6 +216,28 @@ describe('the store writes one pack per group', () => {
   });
 });
 
+describe('the Node filesystem\'s packs', () => {
+  it('lists complete packs without a .keep, and removes a pack with what git wrote beside it', async () => {
+    const packs = nodeStoreFs().packs!;
+    const packDir = join(dir.path, 'objects', 'pack');
+    const name = (c: string) => c.repeat(40);
+    await packs.write(packDir, name('a'), enc('PACK-a'), enc('IDX-a'));
+    await packs.write(packDir, name('b'), enc('PACK-bb'), enc('IDX-b'));
+    await packs.write(packDir, name('c'), enc('PACK-c'), enc('IDX-c'));
+    await writeFile(join(packDir, `pack-${name('b')}.keep`), '');
+    await writeFile(join(packDir, `pack-${name('d')}.pack`), 'no idx');
+    expect((await packs.list(packDir)).sort((x, y) => (x.name < y.name ? -1 : 1))).toEqual([
+      { name: name('a'), bytes: 6 },
+      { name: name('c'), bytes: 6 },
+    ]);
+    await writeFile(join(packDir, `pack-${name('a')}.rev`), 'rev');
+    await packs.remove(packDir, [name('a'), name('e')]);
+    expect(await packFiles(packDir.slice(0, -'/objects/pack'.length))).toEqual(
+      [`pack-${name('b')}.idx`, `pack-${name('b')}.keep`, `pack-${name('b')}.pack`, `pack-${name('c')}.idx`, `pack-${name('c')}.pack`, `pack-${name('d')}.pack`].sort(),
+    );
+  });
+});
+
 describe('a pack merge racing reads', () => {
   /** A StoreFs whose isomorphic-git view runs `hook` after listing objects/pack, before returning the list. */
   function hookedFs(hook: { fn: (() => Promise<void>) | null }): StoreFs {

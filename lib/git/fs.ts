@@ -53,11 +53,11 @@ export interface PackFs {
    * name is the checksum of its content) and is replaced by them.
    */
   write(packDir: string, name: string, pack: Uint8Array, idx: Uint8Array): Promise<void>;
-  /** The packs with both files present: name and the .pack's size in bytes. */
+  /** The packs with both files present and no `.keep` file: name and the .pack's size in bytes. */
   list(packDir: string): Promise<Array<{ name: string; bytes: number }>>;
   /**
-   * Deletes packs: every .idx first (readers stop finding them), then every .pack, then `packDir` is
-   * flushed. Missing files are fine.
+   * Deletes packs: every .idx first (readers stop finding them), then every .pack (and a .rev or .bitmap
+   * git wrote beside it), then `packDir` is flushed. Missing files are fine.
    */
   remove(packDir: string, names: string[]): Promise<void>;
 }

@@ -308,9 +308,11 @@ export function nodeStoreFs(opts: NodeStoreFsOptions = {}): StoreFs {
           throw e;
         }
         const idx = new Set(names.filter((n) => n.startsWith('pack-') && n.endsWith('.idx')).map((n) => n.slice(5, -4)));
+        // A pack with a .keep file (git's mark for a pack never to be repacked) is not offered.
+        const keep = new Set(names.filter((n) => n.startsWith('pack-') && n.endsWith('.keep')).map((n) => n.slice(5, -5)));
         const out: Array<{ name: string; bytes: number }> = [];
         for (const n of names) {
-          if (!n.startsWith('pack-') || !n.endsWith('.pack') || !idx.has(n.slice(5, -5))) continue;
+          if (!n.startsWith('pack-') || !n.endsWith('.pack') || !idx.has(n.slice(5, -5)) || keep.has(n.slice(5, -5))) continue;
           try {
             out.push({ name: n.slice(5, -5), bytes: (await stat(`${packDir}/${n}`)).size });
           } catch (e) {
@@ -328,7 +330,9 @@ export function nodeStoreFs(opts: NodeStoreFsOptions = {}): StoreFs {
             if (!isMissing(e)) throw e;
           }
         };
-        for (const ext of ['idx', 'pack']) await Promise.all(names.map((n) => drop(`${packDir}/pack-${n}.${ext}`)));
+        // The .idx files first (readers stop finding the packs), then the .pack files, then what git may
+        // have written beside a pack of its own (reverse index, bitmap).
+        for (const ext of ['idx', 'pack', 'rev', 'bitmap']) await Promise.all(names.map((n) => drop(`${packDir}/pack-${n}.${ext}`)));
         await fsyncDir(packDir);
       },
     },
