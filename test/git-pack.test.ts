@@ -3,10 +3,10 @@ import * as nodeFs from 'node:fs';
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32 as zlibCrc32 } from 'node:zlib';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import git from 'isomorphic-git';
-import { GitStore, MAX_SMALL_PACKS } from '../lib/git/store.ts';
+import { GitStore, MAX_SMALL_PACKS, SMALL_PACK_BYTES } from '../lib/git/store.ts';
 import { nodeCodec, nodeStoreFs } from '../lib/git/node-fs.ts';
 import { buildPack, buildPacks, copyableRecords, crc32, readIdx, splitEntries } from '../lib/git/pack.ts';
 import { encodeObject, serializeCommit, serializeTree, webCodec, type ObjectType } from '../lib/git/objects.ts';
@@ -170,6 +170,47 @@ describe('the store writes one pack per group', () => {
         await gitCmd(gitdir, 'bundle', 'verify', file);
         const [first] = await catFiles(gitdir, [`main:${[...expected.keys()][0]}`]);
         expect(first!.toString()).toBe([...expected.values()][0]);
+      } finally {
+        await cold.db.close();
+      }
+    } finally {
+      await store.packMerges();
+      await db.close();
+    }
+  });
+
+  it('keeps every pack small (isomorphic-git reads a pack whole): a large push goes loose, and small packs that would merge into a large one become loose objects', async () => {
+    const { db, store, repos } = await openRepos(dir.path);
+    const gitdir = join(dir.path, 'repos', 'r.git');
+    // Text that deflate cannot shrink much, so sizes on disk are close to sizes pushed.
+    const noise = (n: number) => randomBytes(n).toString('base64');
+    const expected = new Map<string, string>();
+    try {
+      await repos.create('r');
+      const big = `# big\n${noise(1_200_000)}\n`;
+      expected.set('big.md', big);
+      expect((await repos.commitFiles('r', [{ path: 'big.md', content: enc(big) }], ann, 'a large push')).commit).not.toBeNull();
+      expect(await packFiles(gitdir)).toEqual([]);
+      expect((await looseObjects(gitdir)).length).toBeGreaterThan(0);
+
+      // Small pushes, one pack each, until a merge is due; together they pass SMALL_PACK_BYTES.
+      for (let i = 0; i <= MAX_SMALL_PACKS; i++) {
+        const content = `# p${i}\n${noise(90_000)}\n`;
+        expected.set(`p${i}.md`, content);
+        await repos.commitFiles('r', [{ path: `p${i}.md`, content: enc(content) }], ann, `small ${i}`);
+      }
+      await store.packMerges();
+      const files = await packFiles(gitdir);
+      for (const f of files.filter((n) => n.endsWith('.pack'))) {
+        expect(nodeFs.statSync(join(gitdir, 'objects', 'pack', f)).size).toBeLessThan(SMALL_PACK_BYTES);
+      }
+      expect(files.filter((f) => f.endsWith('.idx')).length).toBeLessThanOrEqual(1);
+      await fsckStrict(gitdir);
+      expect((await revList(gitdir)).length).toBe(MAX_SMALL_PACKS + 2);
+      const cold = await openRepos(dir.path);
+      try {
+        const head = (await cold.store.head('r'))!;
+        for (const [path, content] of expected) expect(dec(await cold.store.readFileAt('r', head, path))).toBe(content);
       } finally {
         await cold.db.close();
       }

@@ -42,7 +42,10 @@ const decoder = new TextDecoder();
 export const DEFAULT_CACHE_BYTES = 32 * 1024 * 1024;
 /** Repositories whose isomorphic-git cache is kept. */
 const ISO_CACHES = 64;
-/** A pack below this size is small: more than MAX_SMALL_PACKS of them in a repository are merged into one. */
+/**
+ * Every pack the store writes stays below this size (isomorphic-git reads a pack whole into memory on its
+ * first lookup in it): a group's pack, and a merge of small packs; what would pass it is written loose.
+ */
 export const SMALL_PACK_BYTES = 1024 * 1024;
 /**
  * Small packs a repository keeps at most before they are merged: a read that misses the loose objects
@@ -604,16 +607,21 @@ export class GitStore {
    */
   batch(id: string, base: string | null): CommitBatch {
     const gitdir = this.gitdir(id);
-    const objects = new Map<string, Uint8Array>();
+    // Records of the group's pack, and loose objects (for a commit that would make the pack large, or a
+    // filesystem without packs).
+    const packed = new Map<string, Uint8Array>();
+    const loose = new Map<string, Uint8Array>();
     const trees = new Map<string, TreeEntry[]>();
     const metas = new Map<string, CommitMeta>();
     const blobs = new Map<string, Uint8Array>();
     const commits: Array<{ meta: CommitMeta; changes: PathChange[] }> = [];
     const codec = this.fs.codec ?? webCodec;
-    // One pack per batch where the filesystem writes packs; loose objects otherwise.
-    const form: ObjectForm = this.fs.packs ? 'pack' : 'loose';
+    // One small pack per batch where the filesystem writes packs. isomorphic-git reads a pack whole into
+    // memory on its first lookup in it, so packs stay below SMALL_PACK_BYTES: a commit that would take the
+    // batch's pack past that writes its objects loose instead (a large push gains little from a pack).
     let head = base;
     let bytes = 0;
+    let packedBytes = 0;
     let state: 'open' | 'prepared' | 'settled' = 'open';
     const refPath = `${gitdir}/${REF}`;
     const lockPath = `${refPath}.lock`;
@@ -631,6 +639,10 @@ export class GitStore {
       add: async (args) => {
         if (state !== 'open') throw new StoreError('commit batch already prepared');
         for (const w of args.writes) this.checkPath(w.path, w.content !== null);
+        let incoming = 0;
+        for (const w of args.writes) incoming += w.content?.byteLength ?? 0;
+        const form: ObjectForm = this.fs.packs && packedBytes + incoming < SMALL_PACK_BYTES ? 'pack' : 'loose';
+        const into = form === 'pack' ? packed : loose;
         const stage = new ObjectStage(codec, form);
         // Blobs first; a write whose blob equals the current one changes nothing.
         const byPath = new Map<string, string | null>();
@@ -658,8 +670,11 @@ export class GitStore {
           message: message.split('\n')[0] ?? '',
         };
         for (const [oid, data] of stage.objects) {
-          if (!objects.has(oid)) bytes += data.byteLength;
-          objects.set(oid, data);
+          if (!into.has(oid)) {
+            bytes += data.byteLength;
+            if (form === 'pack') packedBytes += data.byteLength;
+          }
+          into.set(oid, data);
         }
         for (const [oid, entries] of stage.trees) trees.set(oid, entries);
         for (const w of args.writes) {
@@ -690,12 +705,15 @@ export class GitStore {
         const [written, lock] = await Promise.allSettled([
           progress.track(
             'write objects',
-            form === 'pack'
-              ? this.writePacks(id, [...objects].map(([oid, record]) => ({ oid, record })))
-              : this.fs.writeDurable(
-                  [...objects].map(([oid, data]) => ({ path: `${gitdir}/objects/${oid.slice(0, 2)}/${oid.slice(2)}`, data })),
-                  `${gitdir}/objects`,
-                ),
+            Promise.all([
+              packed.size > 0 ? this.writePacks(id, [...packed].map(([oid, record]) => ({ oid, record }))) : undefined,
+              loose.size > 0
+                ? this.fs.writeDurable(
+                    [...loose].map(([oid, data]) => ({ path: `${gitdir}/objects/${oid.slice(0, 2)}/${oid.slice(2)}`, data })),
+                    `${gitdir}/objects`,
+                  )
+                : undefined,
+            ]),
           ),
           // Once the lock is held no git-protocol writer can move the branch, so the check-and-set
           // comparison is made now, while the objects are being flushed.
@@ -745,7 +763,7 @@ export class GitStore {
           await this.dropLock(lockPath);
           throw e;
         }
-        if (form === 'pack') this.scheduleMerge(id);
+        if (packed.size > 0) this.scheduleMerge(id);
       },
       abort: async () => {
         if (state === 'settled') return;
@@ -817,8 +835,9 @@ export class GitStore {
   }
 
   /**
-   * Merges the repository's small packs into one when there are more than MAX_SMALL_PACKS of them: the
-   * merged pack is written durably first, then the old .idx files are deleted (readers stop finding them),
+   * Merges the repository's small packs into one when there are more than MAX_SMALL_PACKS of them (or, when
+   * the merged pack would reach SMALL_PACK_BYTES, writes their objects loose instead): the merged pack (or
+   * the loose objects) is written durably first, then the old .idx files are deleted (readers stop finding them),
    * then the old .pack files, then the directory is flushed. A reader that listed an old pack just before
    * retries (isoRead). Whole objects are copied record by record; a delta (from a pack git wrote) is
    * stored whole again. Callers hold withLock.
@@ -869,8 +888,24 @@ export class GitStore {
       this.smallPacks.set(id, small.length);
       return;
     }
-    const built = await buildPacks(codec, entries);
-    for (const b of built) await packs.write(dir, b.name, b.pack, b.idx);
+    let total = 0;
+    for (const e of entries) total += e.record.byteLength;
+    let built: Awaited<ReturnType<typeof buildPacks>> = [];
+    if (total < SMALL_PACK_BYTES) {
+      built = await buildPacks(codec, entries);
+      for (const b of built) await packs.write(dir, b.name, b.pack, b.idx);
+    } else {
+      // Merged, they would make a pack isomorphic-git reads whole into memory: they become loose objects,
+      // durable before any pack that holds them goes.
+      const files: Array<{ path: string; data: Uint8Array }> = [];
+      for (const e of entries) {
+        const o = await this.isoRead(id, (cache) => git.readObject({ fs: this.iso, gitdir, oid: e.oid, format: 'content', cache }));
+        if (o.type !== 'blob' && o.type !== 'tree' && o.type !== 'commit') throw new StoreError(`unexpected ${o.type} object ${e.oid}`);
+        const { deflated } = await encodeObject(codec, o.type, o.object as Uint8Array, 'loose');
+        files.push({ path: `${gitdir}/objects/${e.oid.slice(0, 2)}/${e.oid.slice(2)}`, data: deflated });
+      }
+      await this.fs.writeDurable(files, `${gitdir}/objects`);
+    }
     const kept = new Set(built.map((b) => b.name));
     await packs.remove(
       dir,
