@@ -35,6 +35,9 @@ function actionError(e: unknown): string {
   return text;
 }
 
+/** How long after a confirm question opens a click with no key or pointer down on its button is ignored. */
+const STRAY_CLICK_MS = 400;
+
 /**
  * The state of a view's actions: `run(act)` clears the last message, marks the view busy while `act` runs,
  * shows a refusal readably, and tells whether it went through. `act` may set a status message on success.
@@ -78,9 +81,18 @@ function ConfirmButton(props: {
   const confirmRef = useRef<HTMLButtonElement>(null);
   const startRef = useRef<HTMLButtonElement>(null);
   const returnFocus = useRef(false);
+  // The key press that opened the question must not also answer it: focus moves to the confirm button while
+  // that key may still be producing its click (on a busy machine the browser's activation can land after
+  // the move). A click on the confirm button counts when a key or pointer went down on it first, or once
+  // the question has been shown for a moment (assistive technology may click without either).
+  const openedAt = useRef(0);
+  const armed = useRef(false);
   useEffect(() => {
-    if (asking) confirmRef.current?.focus();
-    else if (returnFocus.current) {
+    if (asking) {
+      openedAt.current = performance.now();
+      armed.current = false;
+      confirmRef.current?.focus();
+    } else if (returnFocus.current) {
       returnFocus.current = false;
       startRef.current?.focus();
     }
@@ -115,7 +127,14 @@ function ConfirmButton(props: {
           class="primary"
           ref={confirmRef}
           disabled={busy}
+          onKeyDown={(e) => {
+            if (e.key === 'Enter' || e.key === ' ') armed.current = true;
+          }}
+          onPointerDown={() => {
+            armed.current = true;
+          }}
           onClick={async () => {
+            if (!armed.current && performance.now() - openedAt.current < STRAY_CLICK_MS) return;
             setBusy(true);
             let done = false;
             try {
