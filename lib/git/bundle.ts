@@ -1,4 +1,4 @@
-import type { ObjectType } from './objects.ts';
+import { PACK_TYPE, deflate, packRecord, webCodec } from './objects.ts';
 import { BRANCH, type GitStore } from './store.ts';
 import { concatBytes } from '../wire.ts';
 
@@ -8,12 +8,10 @@ import { concatBytes } from '../wire.ts';
  * accepts it and `git clone <file>` restores every page and the whole history. Web-standard only
  * (CompressionStream, crypto.subtle), so both runtimes build it from whatever store backs the repository.
  *
- * Pack format (gitformat-pack): `PACK`, version 2, object count, then per object a header (type in bits
- * 6-4 of the first byte, the size in little-endian 7-bit groups starting with its low 4 bits) and the
- * zlib-deflated content; last, the SHA-1 of everything before it.
+ * Pack format (gitformat-pack): `PACK`, version 2, object count, then per object a record (objects.ts
+ * packRecord: the type and size header, then the zlib-deflated content); last, the SHA-1 of everything before it.
  */
 
-const PACK_TYPE: Record<ObjectType, number> = { commit: 1, tree: 2, blob: 3 };
 const encoder = new TextEncoder();
 
 /** Every object reachable from `head`: the commits of its (first-parent) line, their trees and blobs. */
@@ -41,24 +39,6 @@ async function reachable(store: GitStore, id: string, head: string): Promise<str
   return order;
 }
 
-async function deflate(data: Uint8Array): Promise<Uint8Array> {
-  const stream = new Blob([data as Uint8Array<ArrayBuffer>]).stream().pipeThrough(new CompressionStream('deflate'));
-  return new Uint8Array(await new Response(stream).arrayBuffer());
-}
-
-function entryHeader(type: ObjectType, size: number): Uint8Array {
-  const bytes: number[] = [];
-  let byte = (PACK_TYPE[type] << 4) | (size & 0x0f);
-  let rest = Math.floor(size / 16);
-  while (rest > 0) {
-    bytes.push(byte | 0x80);
-    byte = rest & 0x7f;
-    rest = Math.floor(rest / 128);
-  }
-  bytes.push(byte);
-  return Uint8Array.from(bytes);
-}
-
 /** The repository's bundle, or null when it has no commit yet (git has no bundle of nothing). */
 export async function buildBundle(store: GitStore, id: string): Promise<Uint8Array<ArrayBuffer> | null> {
   const head = await store.head(id);
@@ -69,7 +49,7 @@ export async function buildBundle(store: GitStore, id: string): Promise<Uint8Arr
   const parts: Uint8Array[] = [encoder.encode('PACK'), Uint8Array.from([0, 0, 0, 2]), count];
   for (const oid of oids) {
     const { type, content } = await store.readObject(id, oid);
-    parts.push(entryHeader(type, content.byteLength), await deflate(content));
+    parts.push(packRecord(PACK_TYPE[type], content.byteLength, await deflate(webCodec, content)));
   }
   const pack = concatBytes(parts);
   const checksum = new Uint8Array(await crypto.subtle.digest('SHA-1', pack));

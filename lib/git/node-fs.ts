@@ -106,9 +106,9 @@ export function nodeStoreFs(opts: NodeStoreFsOptions = {}): StoreFs {
         await fh.close();
       }
     });
-  /** Creates `path` with `data` (flags `wx`: never an existing file), flushed unless `sync` is false. */
-  const writeFile = async (path: string, data: Uint8Array, sync: boolean) => {
-    const fh = await traced(trace, { op: 'write', path, data }, async () => {
+  /** Creates `path` holding `data` (flags `wx`: never an existing file) and returns it open, not flushed. */
+  const create = (path: string, data: Uint8Array) =>
+    traced(trace, { op: 'write', path, data }, async () => {
       const h = await open(path, 'wx', 0o644);
       try {
         await h.writeFile(data);
@@ -118,6 +118,9 @@ export function nodeStoreFs(opts: NodeStoreFsOptions = {}): StoreFs {
       }
       return h;
     });
+  /** Creates `path` with `data` (flags `wx`: never an existing file), flushed unless `sync` is false. */
+  const writeFile = async (path: string, data: Uint8Array, sync: boolean) => {
+    const fh = await create(path, data);
     try {
       if (sync) await traced(trace, { op: 'fsync', path }, () => fh.datasync());
     } finally {
@@ -214,16 +217,7 @@ export function nodeStoreFs(opts: NodeStoreFsOptions = {}): StoreFs {
     async createExclusiveEarly(path, data) {
       let fh;
       try {
-        fh = await traced(trace, { op: 'write', path, data }, async () => {
-          const h = await open(path, 'wx', 0o644);
-          try {
-            await h.writeFile(data);
-          } catch (e) {
-            await h.close();
-            throw e;
-          }
-          return h;
-        });
+        fh = await create(path, data);
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code === 'EEXIST') return null;
         await unlink(path).catch(() => undefined);
