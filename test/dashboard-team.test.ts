@@ -135,8 +135,8 @@ describe.skipIf(!hasChromium)('the team and access token views in chromium', () 
     await row(members(), 'bob@example.com').waitFor();
     expect(await row(members(), 'bob@example.com').textContent()).toContain('member');
 
-    await page.getByRole('button', { name: 'Remove member bob@example.com' }).click();
-    const confirm = page.getByRole('button', { name: 'Yes, remove member bob@example.com' });
+    await page.getByRole('button', { name: 'Remove member bob@example.com', exact: true }).click();
+    const confirm = page.getByRole('button', { name: 'Yes, remove member bob@example.com', exact: true });
     await confirm.waitFor();
     // The first press only asks; the confirm button has the focus.
     expect(await confirm.evaluate((el) => el === document.activeElement)).toBe(true);
@@ -152,9 +152,9 @@ describe.skipIf(!hasChromium)('the team and access token views in chromium', () 
 
   it('shows the last owner why they cannot leave (409), readably', async () => {
     const { page } = h;
-    const leave = page.getByRole('button', { name: 'Leave acme (remove yourself)' });
+    const leave = page.getByRole('button', { name: 'Leave acme (remove yourself)', exact: true });
     await leave.click();
-    await page.getByRole('button', { name: 'Yes, leave acme (remove yourself)' }).click();
+    await page.getByRole('button', { name: 'Yes, leave acme (remove yourself)', exact: true }).click();
     const alert = page.getByRole('alert').filter({ hasText: "Can't remove the last owner (HTTP 409)." });
     await alert.waitFor();
     expect(await alert.textContent()).toContain('repo owner');
@@ -175,10 +175,14 @@ describe.skipIf(!hasChromium)('the team and access token views in chromium', () 
 
   it('revokes an invite key after a confirm step (Escape cancels); it can no longer be redeemed', async () => {
     const { page } = h;
-    const revoke = page.getByRole('button', { name: 'Revoke invite key for Bob' });
+    const revoke = page.getByRole('button', { name: 'Revoke invite key for Bob', exact: true });
     await revoke.click();
-    await page.getByRole('button', { name: 'Yes, revoke invite key for Bob' }).waitFor();
+    const asked = page.getByRole('button', { name: 'Yes, revoke invite key for Bob', exact: true });
+    await asked.waitFor();
+    // The question and the focus arrive together: Escape pressed at once reaches the confirm step.
+    expect(await asked.evaluate((el) => el === document.activeElement)).toBe(true);
     await page.keyboard.press('Escape');
+    await asked.waitFor({ state: 'detached' });
     await revoke.waitFor();
     expect(await revoke.evaluate((el) => el === document.activeElement)).toBe(true);
     expect(await json<{ keys: unknown[] }>(await h.srv.api('/v1/repos/acme/invite-keys', { token: alice.session }), 200)).toMatchObject({
@@ -187,7 +191,7 @@ describe.skipIf(!hasChromium)('the team and access token views in chromium', () 
 
     // Keyboard only: Enter on the focused Revoke button, then on the focused confirm button.
     await page.keyboard.press('Enter');
-    const confirm = page.getByRole('button', { name: 'Yes, revoke invite key for Bob' });
+    const confirm = page.getByRole('button', { name: 'Yes, revoke invite key for Bob', exact: true });
     await confirm.waitFor();
     expect(await confirm.evaluate((el) => el === document.activeElement)).toBe(true);
     await page.keyboard.press('Enter');
@@ -284,11 +288,11 @@ describe.skipIf(!hasChromium)('the team and access token views in chromium', () 
     expect(await page.getByLabel('New access token', { exact: true }).count()).toBe(0);
     expect(await page.content()).not.toContain(token);
 
-    await page.getByRole('button', { name: 'Revoke token ci bot' }).click();
+    await page.getByRole('button', { name: 'Revoke token ci bot', exact: true }).click();
     await page.getByText('stops working at once').waitFor();
     await expectAxeClean();
     expect((await h.srv.api('/v1/me', { token })).status).toBe(200);
-    await page.getByRole('button', { name: 'Yes, revoke token ci bot' }).click();
+    await page.getByRole('button', { name: 'Yes, revoke token ci bot', exact: true }).click();
     await page.getByRole('status').filter({ hasText: 'Revoked the token ci bot.' }).waitFor();
     await row(table, 'ci bot').waitFor({ state: 'detached' });
     expect(await json(await h.srv.api('/v1/me', { token }), 401)).toEqual({ error: 'invalid token' });
@@ -310,9 +314,9 @@ describe.skipIf(!hasChromium)('the team and access token views in chromium', () 
     );
     await h.signInWithToken(minted.token);
     await go('#/tokens', 'Personal access tokens');
-    await page.getByRole('button', { name: 'Revoke token this tab' }).click();
+    await page.getByRole('button', { name: 'Revoke token this tab', exact: true }).click();
     await page.getByText('this tab if it signed in with it').waitFor();
-    await page.getByRole('button', { name: 'Yes, revoke token this tab' }).click();
+    await page.getByRole('button', { name: 'Yes, revoke token this tab', exact: true }).click();
     await page.getByRole('alert').filter({ hasText: 'That was the token this tab signed in with' }).waitFor();
     await page.getByRole('button', { name: 'Sign in again' }).click();
     await page.getByRole('heading', { name: 'Sign in', level: 1 }).waitFor();
@@ -325,7 +329,7 @@ describe.skipIf(!hasChromium)('the team and access token views in chromium', () 
       await h.signInWithToken(alice.pat);
       await go('#/repo/acme/team', 'Team of acme');
       await row(keys(), 'old key').waitFor();
-      await page.getByRole('button', { name: 'Leave acme (remove yourself)' }).waitFor();
+      await page.getByRole('button', { name: 'Leave acme (remove yourself)', exact: true }).waitFor();
       expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
       await h.shot('team-375px');
 

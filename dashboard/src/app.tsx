@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useMemo, useState } from 'preact/hooks';
 import { Api } from './api.ts';
 import { loadConfig, type DashboardConfig } from './config.ts';
 import { beginSignIn, completeSignIn, isCallback } from './oidc.ts';
@@ -142,7 +142,8 @@ function Routed({ api, onUnauthorized }: { api: Api; onUnauthorized: (why: strin
       if ((e as { status?: number }).status === 401) onUnauthorized(`Your sign-in is no longer valid: ${errorText(e)}`);
     });
   }, [api]);
-  useEffect(() => {
+  // In the same task as the new view appears, so a key pressed at once lands on the view, not the old focus.
+  useLayoutEffect(() => {
     document.getElementById('app')?.querySelector<HTMLElement>('h1')?.focus({ preventScroll: true });
   }, [route]);
   switch (route.name) {

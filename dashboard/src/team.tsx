@@ -1,6 +1,6 @@
 /** A repository's team (members, invite keys) and the signed-in user's personal access tokens. */
 import type { ComponentChildren } from 'preact';
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, type Api, type InviteKey, type Member, type PatInfo } from './api.ts';
 import { Crumbs, Empty, ErrorMessage, Loading, errorText, useLoad, type Loaded } from './ui.tsx';
 import { RepoTabs } from './views.tsx';
@@ -87,7 +87,9 @@ function ConfirmButton(props: {
   // the question has been shown for a moment (assistive technology may click without either).
   const openedAt = useRef(0);
   const armed = useRef(false);
-  useEffect(() => {
+  // A layout effect, so the focus moves in the same task as the question appears: a key pressed at once
+  // (Escape, Enter) reaches the confirm button, never the page body the first button left behind.
+  useLayoutEffect(() => {
     if (asking) {
       openedAt.current = performance.now();
       armed.current = false;
