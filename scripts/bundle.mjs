@@ -6,7 +6,7 @@
  *   node scripts/bundle.mjs --if-stale  build only when the bundle is stale; prints why it rebuilt
  *
  * The bundle includes the dependencies (one file to load instead of hundreds of modules: about half the
- * boot time and a tenth of the boot RSS), except @libsql/client, whose native module must be loaded from
+ * boot time and a tenth of the boot RSS), except the libSQL driver, whose native module must be loaded from
  * node_modules. Beside it, dist/server.meta.json records what it was built from: every input esbuild
  * read (sources and dependency files, from its metafile), the directories holding them, and when the build
  * started. The bundle is stale when it or its record is missing, the record was written by other build

@@ -204,7 +204,7 @@ describe('the quota seam', () => {
 describe('secrets at rest', () => {
   it('the database holds no invite token', async () => {
     expect(tokens.length).toBeGreaterThan(5);
-    await srv.deps.db.client.execute('PRAGMA wal_checkpoint(FULL)');
+    srv.deps.db.exec('PRAGMA wal_checkpoint(FULL)');
     const bytes = ['service.db', 'service.db-wal'].filter((f) => existsSync(join(srv.dataRoot, f))).map((f) => readFileSync(join(srv.dataRoot, f)).toString('latin1')).join('');
     for (const t of tokens) expect(bytes.includes(t)).toBe(false);
     expect(bytes.includes('kri_')).toBe(false);

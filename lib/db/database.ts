@@ -1,13 +1,34 @@
-import type { Client, InStatement } from '@libsql/client';
-import type { SqlArgs, SqlDatabase, SqlRow, Stmt } from './sql.ts';
+import type LibsqlConnection from 'libsql';
+import { LruCache } from '../git/lru.ts';
+import type { SqlArgs, SqlDatabase, SqlRow, SqlValue, Stmt } from './sql.ts';
 
 /** The database as every module sees it, whatever backs it (lib/db/sql.ts). */
 export type { SqlDatabase as Database, Stmt } from './sql.ts';
 
+type Connection = InstanceType<typeof LibsqlConnection>;
+type Statement = ReturnType<Connection['prepare']>;
+
+/** A prepared statement kept for reuse: whether it returns rows, and its column names when it does. */
+interface Prepared {
+  stmt: Statement;
+  columns: string[] | null;
+}
+
+/** Prepared statements kept per connection (most SQL is a fixed string; IN-lists vary with their length). */
+const STATEMENT_CACHE = 512;
+
+const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER);
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
 /**
- * The Node build's database: libSQL on a local file. Reads go straight to libSQL; every write goes through
- * a single queue, so overlapping transactions never meet ("database is locked" on a local file), and
- * multi-statement writes run as one atomic batch.
+ * The Node build's database: one libSQL connection to a local file, its statements prepared once and
+ * reused. Every call runs synchronously on this thread (as libSQL's own client does underneath), so reads
+ * and writes never interleave within a call; every write still goes through a single queue, so a batch
+ * never meets another caller's, and multi-statement writes run as one atomic transaction.
+ *
+ * Values as @libsql/client gives them (the rest of the service and the contract tests rely on it):
+ * integers as numbers (RangeError past 2^53), blobs as an ArrayBuffer of exactly their bytes, booleans
+ * bound as 0/1, `undefined` refused.
  */
 export class LibsqlDatabase implements SqlDatabase {
   private queue: Promise<unknown> = Promise.resolve();
@@ -15,12 +36,13 @@ export class LibsqlDatabase implements SqlDatabase {
   /** Writes queued and not finished (the running one included), and when the running one started. */
   private queued = 0;
   private runningSince: number | null = null;
+  private readonly statements = new LruCache<Prepared>(STATEMENT_CACHE, () => 1);
 
-  constructor(readonly client: Client) {}
+  constructor(readonly connection: Connection) {}
 
   async all<T = SqlRow>(sql: string, args: SqlArgs = []): Promise<T[]> {
-    const rs = await this.client.execute({ sql, args });
-    return rs.rows as unknown as T[];
+    this.checkOpen();
+    return this.execute(sql, args).rows as T[];
   }
 
   async get<T = SqlRow>(sql: string, args: SqlArgs = []): Promise<T | undefined> {
@@ -31,18 +53,36 @@ export class LibsqlDatabase implements SqlDatabase {
   /** One write statement, queued. Returns rows affected and the last insert rowid. */
   run(sql: string, args: SqlArgs = []): Promise<{ changes: number; lastId: bigint | undefined }> {
     return this.enqueue(async () => {
-      const rs = await this.client.execute({ sql, args });
-      return { changes: rs.rowsAffected, lastId: rs.lastInsertRowid };
+      const r = this.execute(sql, args);
+      return { changes: r.changes, lastId: r.lastId };
     });
   }
 
-  /** Several write statements as one transaction, queued. */
+  /** Several write statements as one transaction (BEGIN IMMEDIATE … COMMIT), queued. */
   batch(stmts: Stmt[]): Promise<Array<{ changes: number; rows: SqlRow[] }>> {
     if (stmts.length === 0) return Promise.resolve([]);
     return this.enqueue(async () => {
-      const rs = await this.client.batch(stmts as InStatement[], 'write');
-      return rs.map((r) => ({ changes: r.rowsAffected, rows: r.rows as unknown as SqlRow[] }));
+      const c = this.connection;
+      c.exec('BEGIN IMMEDIATE');
+      try {
+        const out = stmts.map((s) => {
+          const r = this.execute(s.sql, s.args ?? []);
+          return { changes: r.changes, rows: r.rows };
+        });
+        c.exec('COMMIT');
+        return out;
+      } catch (e) {
+        // A statement that failed may have ended the transaction already (e.g. SQLITE_FULL).
+        if (c.inTransaction) c.exec('ROLLBACK');
+        throw e;
+      }
     });
+  }
+
+  /** Runs SQL without arguments or results, outside the write queue (PRAGMAs at open, checkpoints in tests). */
+  exec(sql: string): void {
+    this.checkOpen();
+    this.connection.exec(sql);
   }
 
   /** Waits for queued writes, then closes the connection. */
@@ -50,7 +90,7 @@ export class LibsqlDatabase implements SqlDatabase {
     if (this.closed) return;
     this.closed = true;
     await this.queue.catch(() => undefined);
-    this.client.close();
+    this.connection.close();
   }
 
   /** The write queue now, for diagnostics: writes waiting or running, and how long the running one has run. */
@@ -61,11 +101,52 @@ export class LibsqlDatabase implements SqlDatabase {
     };
   }
 
+  private checkOpen(): void {
+    if (this.closed) throw new Error('the database is closed');
+  }
+
+  private prepared(sql: string): Prepared {
+    let p = this.statements.get(sql);
+    if (!p) {
+      const stmt = this.connection.prepare(sql);
+      stmt.safeIntegers(true);
+      let columns: string[] | null = null;
+      if (stmt.reader) {
+        stmt.raw(true);
+        columns = stmt.columns().map((c) => c.name);
+      }
+      p = { stmt, columns };
+      this.statements.set(sql, p);
+    }
+    return p;
+  }
+
+  private execute(sql: string, args: SqlArgs): { rows: SqlRow[]; changes: number; lastId: bigint | undefined } {
+    const { stmt, columns } = this.prepared(sql);
+    const bound = args.map(toSql);
+    if (columns) {
+      const raw = stmt.all(bound) as unknown[][];
+      const rows = raw.map((r) => {
+        const row: SqlRow = {};
+        for (let i = 0; i < columns.length; i++) {
+          const name = columns[i]!;
+          // A repeated column name keeps its first value, as @libsql/client's rows do.
+          if (!Object.hasOwn(row, name)) row[name] = fromSql(r[i]);
+        }
+        return row;
+      });
+      return { rows, changes: 0, lastId: undefined };
+    }
+    const info = stmt.run(bound);
+    return { rows: [], changes: Number(info.changes), lastId: BigInt(info.lastInsertRowid) };
+  }
+
   private enqueue<T>(fn: () => Promise<T>): Promise<T> {
     this.queued++;
     const run = async () => {
       this.runningSince = performance.now();
       try {
+        this.checkOpen();
         return await fn();
       } finally {
         this.runningSince = null;
@@ -76,4 +157,27 @@ export class LibsqlDatabase implements SqlDatabase {
     this.queue = next.catch(() => undefined);
     return next;
   }
+}
+
+function toSql(v: SqlValue): unknown {
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw new RangeError('Only finite numbers (not Infinity or NaN) can be passed as arguments');
+    return v;
+  }
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  if (v instanceof ArrayBuffer) return Buffer.from(v);
+  if (v instanceof Uint8Array && !Buffer.isBuffer(v)) return Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+  if (v === undefined) throw new TypeError('undefined cannot be passed as argument to the database');
+  return v;
+}
+
+function fromSql(v: unknown): unknown {
+  if (typeof v === 'bigint') {
+    if (v < MIN_SAFE || v > MAX_SAFE) throw new RangeError('Received integer which cannot be safely represented as a JavaScript number');
+    return Number(v);
+  }
+  if (v instanceof Uint8Array) {
+    return v.byteOffset === 0 && v.byteLength === v.buffer.byteLength ? v.buffer : v.buffer.slice(v.byteOffset, v.byteOffset + v.byteLength);
+  }
+  return v;
 }
