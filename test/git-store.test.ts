@@ -33,6 +33,8 @@ beforeEach(async () => {
   await open();
 });
 afterEach(async () => {
+  // A pack merge the last push queued writes into the repository: let it finish before the files go.
+  await store.packMerges();
   await db.close();
   await dir.cleanup();
 });

@@ -2,6 +2,7 @@ import * as nodeFs from 'node:fs';
 import { link, mkdir, open, readdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
 import { deflateSync } from 'node:zlib';
 import type { StoreFs } from './fs.ts';
 import type { ObjectCodec } from './objects.ts';
@@ -17,6 +18,34 @@ if (process.env.UV_THREADPOOL_SIZE === undefined) process.env.UV_THREADPOOL_SIZE
 
 /** File operations one durable write keeps in flight at most. */
 const FILES_IN_FLIGHT = 64;
+
+/**
+ * Files up to this size are opened, written or read, and closed synchronously: in the page cache that takes
+ * microseconds, while each step through the threadpool is a round trip of its own (a ref read was four).
+ * Only the flush, which waits for the disk, always goes through the threadpool. Larger files (big packs,
+ * big objects) keep every step off this thread.
+ */
+const SMALL_FILE = 64 * 1024;
+
+const fdatasyncFd = promisify(nodeFs.fdatasync);
+const fsyncFd = promisify(nodeFs.fsync);
+const readFd = promisify(nodeFs.readFile);
+
+/** A file created for writing: its data flushed on request, then closed. */
+interface Created {
+  datasync(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** `fd` opened synchronously, given to `fn`, and closed (synchronously) whatever happens. */
+async function withFd<T>(path: string, flags: string, fn: (fd: number) => Promise<T>): Promise<T> {
+  const fd = nodeFs.openSync(path, flags);
+  try {
+    return await fn(fd);
+  } finally {
+    nodeFs.closeSync(fd);
+  }
+}
 
 /** Synchronous SHA-1 and deflate: a fraction of a millisecond per object. */
 export const nodeCodec: ObjectCodec = {
@@ -87,28 +116,22 @@ export function nodeStoreFs(opts: NodeStoreFsOptions = {}): StoreFs {
   const knownDirs = new Set<string>();
   const { trace } = opts;
   const syncAfterRename = opts.sync === 'after-rename';
-  const fsyncDir = (path: string) =>
-    traced(trace, { op: 'fsyncDir', path }, async () => {
-      const fh = await open(path, 'r');
-      try {
-        await fh.sync();
-      } finally {
-        await fh.close();
-      }
-    });
-  const fsyncFile = (path: string) =>
-    traced(trace, { op: 'fsync', path }, async () => {
-      const fh = await open(path, 'r');
-      try {
-        // fdatasync: the data and the size needed to read it back; the timestamps need not be durable.
-        await fh.datasync();
-      } finally {
-        await fh.close();
-      }
-    });
+  const fsyncDir = (path: string) => traced(trace, { op: 'fsyncDir', path }, () => withFd(path, 'r', fsyncFd));
+  // fdatasync: the data and the size needed to read it back; the timestamps need not be durable.
+  const fsyncFile = (path: string) => traced(trace, { op: 'fsync', path }, () => withFd(path, 'r', fdatasyncFd));
   /** Creates `path` holding `data` (flags `wx`: never an existing file) and returns it open, not flushed. */
   const create = (path: string, data: Uint8Array) =>
-    traced(trace, { op: 'write', path, data }, async () => {
+    traced(trace, { op: 'write', path, data }, async (): Promise<Created> => {
+      if (data.byteLength <= SMALL_FILE) {
+        const fd = nodeFs.openSync(path, 'wx', 0o644);
+        try {
+          for (let at = 0; at < data.byteLength; ) at += nodeFs.writeSync(fd, data, at, data.byteLength - at);
+        } catch (e) {
+          nodeFs.closeSync(fd);
+          throw e;
+        }
+        return { datasync: () => fdatasyncFd(fd), close: async () => nodeFs.closeSync(fd) };
+      }
       const h = await open(path, 'wx', 0o644);
       try {
         await h.writeFile(data);
@@ -128,16 +151,31 @@ export function nodeStoreFs(opts: NodeStoreFsOptions = {}): StoreFs {
     }
   };
   const move = (from: string, to: string) => traced(trace, { op: 'rename', path: from, to }, () => rename(from, to));
+  /**
+   * A rename made synchronously: a few of them on a commit's path (a pack and its index, the ref), where a
+   * threadpool round trip each would hold up the flush that follows. Many renames (writeDurable) stay off
+   * this thread.
+   */
+  const moveNow = (from: string, to: string) =>
+    traced(trace, { op: 'rename', path: from, to }, async () => {
+      nodeFs.renameSync(from, to);
+    });
   const remove = (path: string) => traced(trace, { op: 'unlink', path }, () => unlink(path));
   return {
     iso: nodeFs,
     codec: nodeCodec,
     async readFile(path) {
+      let fd: number;
       try {
-        return await readFile(path);
+        fd = nodeFs.openSync(path, 'r');
       } catch (e) {
         if (isMissing(e) || (e as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
         throw e;
+      }
+      try {
+        return nodeFs.fstatSync(fd).size <= SMALL_FILE ? nodeFs.readFileSync(fd) : await readFd(fd);
+      } finally {
+        nodeFs.closeSync(fd);
       }
     },
     async readdir(path) {
@@ -247,7 +285,7 @@ export function nodeStoreFs(opts: NodeStoreFsOptions = {}): StoreFs {
       }
     },
     async renameDurable(from, to) {
-      await move(from, to);
+      await moveNow(from, to);
       await fsyncDir(dirname(to));
     },
     async unlink(path) {
@@ -286,7 +324,7 @@ export function nodeStoreFs(opts: NodeStoreFsOptions = {}): StoreFs {
         try {
           await Promise.all(files.map((f) => writeFile(f.tmp, f.data, true)));
           // The .pack before the .idx: a reader that finds the .idx finds its .pack.
-          for (const f of files) await move(f.tmp, f.path);
+          for (const f of files) await moveNow(f.tmp, f.path);
           await fsyncDir(packDir);
         } catch (e) {
           await Promise.all(files.map((f) => unlink(f.tmp).catch(() => undefined)));

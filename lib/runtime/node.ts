@@ -193,6 +193,8 @@ export async function startServer(deps: NodeDeps, routes: RouteDef[], opts: Watc
           });
           server.closeIdleConnections();
         });
+        // A pack merge queued by the last pushes finishes (a merge cut short is safe, but leaves work and files behind).
+        await deps.repos.git.packMerges();
         await deps.db.close();
       })();
       return closing;

@@ -12,7 +12,8 @@ import type { RouteDef } from '../../lib/route.ts';
 
 export async function tempDir(prefix = 'kr-test-'): Promise<{ path: string; cleanup: () => Promise<void> }> {
   const path = await mkdtemp(join(tmpdir(), prefix));
-  return { path, cleanup: () => rm(path, { recursive: true, force: true }) };
+  // Retries (ENOTEMPTY): a background pack merge a test's last push queued may still be writing files.
+  return { path, cleanup: () => rm(path, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 }) };
 }
 
 /** A config for tests: temp data root, port 0 on loopback, fixed secrets, limits off unless asked. */
