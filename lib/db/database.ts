@@ -38,7 +38,15 @@ export class LibsqlDatabase implements SqlDatabase {
   private runningSince: number | null = null;
   private readonly statements = new LruCache<Prepared>(STATEMENT_CACHE, () => 1);
 
-  constructor(readonly connection: Connection) {}
+  /**
+   * `flush`, when given, makes every commit durable before its write resolves (see openDatabaseFile: the
+   * write-ahead log flushed off this thread); without it a commit is as durable as the connection's
+   * `synchronous` setting makes it.
+   */
+  constructor(
+    readonly connection: Connection,
+    private readonly flush?: () => Promise<void>,
+  ) {}
 
   async all<T = SqlRow>(sql: string, args: SqlArgs = []): Promise<T[]> {
     this.checkOpen();
@@ -52,16 +60,18 @@ export class LibsqlDatabase implements SqlDatabase {
 
   /** One write statement, queued. Returns rows affected and the last insert rowid. */
   run(sql: string, args: SqlArgs = []): Promise<{ changes: number; lastId: bigint | undefined }> {
-    return this.enqueue(async () => {
-      const r = this.execute(sql, args);
-      return { changes: r.changes, lastId: r.lastId };
-    });
+    return this.durable(
+      this.enqueue(async () => {
+        const r = this.execute(sql, args);
+        return { changes: r.changes, lastId: r.lastId };
+      }),
+    );
   }
 
   /** Several write statements as one transaction (BEGIN IMMEDIATE … COMMIT), queued. */
   batch(stmts: Stmt[]): Promise<Array<{ changes: number; rows: SqlRow[] }>> {
     if (stmts.length === 0) return Promise.resolve([]);
-    return this.enqueue(async () => {
+    return this.durable(this.enqueue(async () => {
       const c = this.connection;
       c.exec('BEGIN IMMEDIATE');
       try {
@@ -76,7 +86,7 @@ export class LibsqlDatabase implements SqlDatabase {
         if (c.inTransaction) c.exec('ROLLBACK');
         throw e;
       }
-    });
+    }));
   }
 
   /** Runs SQL without arguments or results, outside the write queue (PRAGMAs at open, checkpoints in tests). */
@@ -139,6 +149,16 @@ export class LibsqlDatabase implements SqlDatabase {
     }
     const info = stmt.run(bound);
     return { rows: [], changes: Number(info.changes), lastId: BigInt(info.lastInsertRowid) };
+  }
+
+  /**
+   * `write`'s result once its commit is durable. The flush runs after the write left the queue: the next
+   * write need not wait for this one's disk, and a flush covers every commit made before it started.
+   */
+  private async durable<T>(write: Promise<T>): Promise<T> {
+    const out = await write;
+    if (this.flush) await this.flush();
+    return out;
   }
 
   private enqueue<T>(fn: () => Promise<T>): Promise<T> {
