@@ -100,6 +100,15 @@ export class LibsqlDatabase implements SqlDatabase {
     if (this.closed) return;
     this.closed = true;
     await this.queue.catch(() => undefined);
+    // The log's commits moved into the database file and the log emptied: the next open has nothing to
+    // replay. (The connection's close would do it only once every prepared statement is finalized, which
+    // the statement cache leaves to the garbage collector.) Busy (another process reading) is fine: the
+    // log stays for later.
+    try {
+      this.connection.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    } catch {
+      // left for the next checkpoint
+    }
     this.connection.close();
   }
 

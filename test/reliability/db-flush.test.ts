@@ -95,7 +95,7 @@ describe('a write resolves only once its commit is flushed', () => {
 });
 
 describe('openDatabaseFile', () => {
-  it('leaves the flush to the service (synchronous NORMAL, WAL); writes go to the log and resolve', async () => {
+  it('leaves the flush to the service (synchronous NORMAL, WAL); writes go to the log and resolve; close empties the log', async () => {
     const dir = await scratch();
     const file = join(dir, 'service.db');
     const db = await openDatabaseFile(file, 0);
@@ -106,6 +106,11 @@ describe('openDatabaseFile', () => {
     await db.run('CREATE TABLE flush_probe (x INTEGER)');
     await db.run('INSERT INTO flush_probe (x) VALUES (?)', [1]);
     expect(statSync(`${file}-wal`).size).toBeGreaterThan(before);
+    // Closed: the log's commits are in the database file and the log is empty (nothing to replay at the next open).
     await db.close();
+    expect(statSync(`${file}-wal`, { throwIfNoEntry: false })?.size ?? 0).toBe(0);
+    const again = await openDatabaseFile(file, 0);
+    expect(await again.all('SELECT x FROM flush_probe')).toEqual([{ x: 1 }]);
+    await again.close();
   });
 });
