@@ -68,6 +68,7 @@ export async function openDatabaseFile(file: string, nowSeconds: number): Promis
   // One connection: every statement runs synchronously on this thread anyway, and one connection keeps its
   // prepared statements and its settings. `timeout` is its busy timeout (ms): without it a statement fails at
   // once with SQLITE_BUSY when another process (the admin command) holds the write lock for an instant.
+  const walIsNew = !fsCb.existsSync(`${file}-wal`);
   const connection = new Database(file, { timeout: BUSY_TIMEOUT_MS });
   // WAL (kept in the file): readers do not block the writer. synchronous NORMAL writes a commit's frames to
   // the log without flushing it, and the flush is ours: `flushWal` fdatasyncs the log through the threadpool
@@ -80,9 +81,10 @@ export async function openDatabaseFile(file: string, nowSeconds: number): Promis
     db.exec('PRAGMA synchronous = NORMAL');
     db.exec('PRAGMA foreign_keys = ON');
     await migrate(db, await loadMigrations(), nowSeconds);
-    // The log's directory entry, once (SQLite flushes it on the log's first sync, which NORMAL defers to the
-    // first checkpoint): a crash must not lose the file that holds the commits.
-    await flushDir(dirname(file));
+    // The log's directory entry, when this open created the log (SQLite flushes it on the log's first sync,
+    // which NORMAL defers to the first checkpoint): a crash must not lose the file that holds the commits. A
+    // close leaves the emptied log in place, so a restart finds it and has nothing to flush here.
+    if (walIsNew) await flushDir(dirname(file));
   } catch (e) {
     await db.close();
     throw e;
