@@ -1,9 +1,9 @@
 import { readdir, readFile } from 'node:fs/promises';
-import * as fsCb from 'node:fs';
-import { promisify } from 'node:util';
+import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'libsql';
+import { flushData, flushDir } from '../flush.ts';
 import { LibsqlDatabase } from './database.ts';
 import { migrate, migrationsFromFiles, type Migration } from './migrate.ts';
 
@@ -15,7 +15,7 @@ function findMigrationsDir(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (;;) {
     const candidate = join(dir, 'schema', 'migrations');
-    if (fsCb.existsSync(candidate)) return candidate;
+    if (existsSync(candidate)) return candidate;
     const parent = dirname(dir);
     if (parent === dir) throw new Error('schema/migrations not found above ' + fileURLToPath(import.meta.url));
     dir = parent;
@@ -29,31 +29,12 @@ export async function loadMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]>
   return migrationsFromFiles(files);
 }
 
-const fdatasync = promisify(fsCb.fdatasync);
-const fsync = promisify(fsCb.fsync);
-
 /** The write-ahead log's data on disk. No log (checkpointed away by the last connection) holds nothing to flush. */
 async function flushWal(wal: string): Promise<void> {
-  let fd: number;
   try {
-    fd = fsCb.openSync(wal, 'r');
+    await flushData(wal);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw e;
-  }
-  try {
-    await fdatasync(fd);
-  } finally {
-    fsCb.closeSync(fd);
-  }
-}
-
-async function flushDir(dir: string): Promise<void> {
-  const fd = fsCb.openSync(dir, 'r');
-  try {
-    await fsync(fd);
-  } finally {
-    fsCb.closeSync(fd);
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
   }
 }
 
@@ -68,7 +49,7 @@ export async function openDatabaseFile(file: string, nowSeconds: number): Promis
   // One connection: every statement runs synchronously on this thread anyway, and one connection keeps its
   // prepared statements and its settings. `timeout` is its busy timeout (ms): without it a statement fails at
   // once with SQLITE_BUSY when another process (the admin command) holds the write lock for an instant.
-  const walIsNew = !fsCb.existsSync(`${file}-wal`);
+  const walIsNew = !existsSync(`${file}-wal`);
   const connection = new Database(file, { timeout: BUSY_TIMEOUT_MS });
   // WAL (kept in the file): readers do not block the writer. synchronous NORMAL writes a commit's frames to
   // the log without flushing it, and the flush is ours: `flushWal` fdatasyncs the log through the threadpool

@@ -1,8 +1,9 @@
 import * as nodeFs from 'node:fs';
-import { link, mkdir, open, readdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
+import { link, mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
+import { fdatasyncFd, flushData, flushDir } from '../flush.ts';
 import { deflateSync } from 'node:zlib';
 import type { StoreFs } from './fs.ts';
 import type { ObjectCodec } from './objects.ts';
@@ -27,24 +28,12 @@ const FILES_IN_FLIGHT = 64;
  */
 const SMALL_FILE = 64 * 1024;
 
-const fdatasyncFd = promisify(nodeFs.fdatasync);
-const fsyncFd = promisify(nodeFs.fsync);
 const readFd = promisify(nodeFs.readFile);
 
 /** A file created for writing: its data flushed on request, then closed. */
 interface Created {
   datasync(): Promise<void>;
   close(): Promise<void>;
-}
-
-/** `fd` opened synchronously, given to `fn`, and closed (synchronously) whatever happens. */
-async function withFd<T>(path: string, flags: string, fn: (fd: number) => Promise<T>): Promise<T> {
-  const fd = nodeFs.openSync(path, flags);
-  try {
-    return await fn(fd);
-  } finally {
-    nodeFs.closeSync(fd);
-  }
 }
 
 /** Synchronous SHA-1 and deflate: a fraction of a millisecond per object. */
@@ -116,9 +105,8 @@ export function nodeStoreFs(opts: NodeStoreFsOptions = {}): StoreFs {
   const knownDirs = new Set<string>();
   const { trace } = opts;
   const syncAfterRename = opts.sync === 'after-rename';
-  const fsyncDir = (path: string) => traced(trace, { op: 'fsyncDir', path }, () => withFd(path, 'r', fsyncFd));
-  // fdatasync: the data and the size needed to read it back; the timestamps need not be durable.
-  const fsyncFile = (path: string) => traced(trace, { op: 'fsync', path }, () => withFd(path, 'r', fdatasyncFd));
+  const fsyncDir = (path: string) => traced(trace, { op: 'fsyncDir', path }, () => flushDir(path));
+  const fsyncFile = (path: string) => traced(trace, { op: 'fsync', path }, () => flushData(path));
   /** Creates `path` holding `data` (flags `wx`: never an existing file) and returns it open, not flushed. */
   const create = (path: string, data: Uint8Array) =>
     traced(trace, { op: 'write', path, data }, async (): Promise<Created> => {

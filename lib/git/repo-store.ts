@@ -5,6 +5,7 @@ import { PathIndex, type HeadEntry, type IndexedCommit, type PageContents } from
 import type { Stmt } from '../db/sql.ts';
 import { KeyedMutex, LockTimeoutError, type HeldLock, type Progress } from './lock.ts';
 import { LruCache } from './lru.ts';
+import { mapBounded } from '../bounded.ts';
 import { foldPathCase } from '../page/path.ts';
 import { parseQuery } from '../search/query.ts';
 import type { SearchOptions, SearchPage } from '../search/results.ts';
@@ -73,20 +74,6 @@ export interface PushResult {
 
 /** Blob reads a pull keeps in flight. */
 const PULL_READS_IN_FLIGHT = 32;
-
-/** `Promise.all(items.map(fn))` with at most `limit` calls running at once; results in input order. */
-async function mapBounded<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
-}
 
 /** What a cached head entry holds in memory, estimated (strings at 2 bytes a character). */
 const headEntryBytes = (e: HeadEntry | null) =>
