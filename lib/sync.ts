@@ -78,19 +78,16 @@ export async function push(
   const message = (body.message ?? '').replace(/\u0000/g, '').trim() || 'push';
   // Where the feed shares the index's database (the Node build), the push's event is recorded in the
   // transaction that records its commit: one flush, and no acknowledged push without its event.
-  const joint =
-    identity.kind === 'user' && deps.repos instanceof RepoStore && deps.repos.index.database === deps.activity.database;
-  const result = await (deps.repos instanceof RepoStore
-    ? deps.repos.commitFiles(repoId, files, commitAuthor(identity, body), message, {
+  const store = deps.repos instanceof RepoStore && deps.repos.index.database === deps.activity.database ? deps.repos : null;
+  const joint = identity.kind === 'user' && store !== null;
+  const author = commitAuthor(identity, body);
+  const result = await (joint && store
+    ? store.commitFiles(repoId, files, author, message, {
         owner: opts.requestId,
-        ...(joint
-          ? {
-              activity: (r: PushResult) =>
-                deps.activity.stmts(repoId, identity, 'push', { paths: r.committedPaths.slice(0, PUSH_DETAIL_PATHS) }, r.commit?.sha),
-            }
-          : {}),
+        activity: (r: PushResult) =>
+          deps.activity.stmts(repoId, identity, 'push', { paths: r.committedPaths.slice(0, PUSH_DETAIL_PATHS) }, r.commit?.sha),
       })
-    : deps.repos.commitFiles(repoId, files, commitAuthor(identity, body), message, { owner: opts.requestId }));
+    : deps.repos.commitFiles(repoId, files, author, message, { owner: opts.requestId }));
   const out: PushResponse = { new_head: result.head, pushed: [], conflicts: [] };
   for (const o of result.outcomes) {
     if (o.kind === 'committed') out.pushed.push({ path: o.path, sha: result.commit!.sha });
