@@ -73,9 +73,11 @@ export async function staleReason(bundle = SERVER_BUNDLE, options = SERVER_OPTIO
 /** Builds `bundle` with `options` and writes its record beside it. */
 export async function build(bundle = SERVER_BUNDLE, options = SERVER_OPTIONS, root = ROOT) {
   const esbuild = await import('esbuild');
+  // Made before the build starts: creating dist/ changes its parent directory, which may be an input
+  // directory itself (the project root), and would make the fresh bundle look stale.
+  await mkdir(dirname(bundle), { recursive: true });
   // Truncated to the millisecond below what any mtime written during the build can be.
   const startedMs = Math.floor(Date.now()) - 1;
-  await mkdir(dirname(bundle), { recursive: true });
   const result = await esbuild.build({ ...options, absWorkingDir: root, outfile: bundle, metafile: true, write: false });
   // Every character ASCII: a single one beyond Latin-1 (esbuild leaves some in regular expressions) makes V8
   // keep the whole source as two bytes a character (4 MiB instead of 1.5). Only code is left (no comments),
