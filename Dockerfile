@@ -16,11 +16,12 @@ COPY lib ./lib
 COPY functions ./functions
 COPY schema ./schema
 COPY admin ./admin
-COPY scripts/bundle.mjs ./scripts/bundle.mjs
-# What `npm start` does when the bundle is stale (scripts/bundle.mjs): bundle the TypeScript entry and its
-# dependencies but the native database driver with esbuild (a runtime dependency).
+COPY scripts/bundle.mjs scripts/server-loader.mjs ./scripts/
+# What `npm start` does when the bundle is stale (scripts/bundle.mjs): bundle the TypeScript sources and their
+# dependencies but the native database driver with esbuild (a runtime dependency) into dist/server.cjs, run by
+# dist/server.mjs through V8's code cache, which is written here (dist/ is read-only to the server).
 # The admin command is bundled too: `docker exec <container> node dist/admin.mjs user list`.
-RUN npm run --silent build:server && npm run --silent build:admin
+RUN npm run --silent build:server && node dist/server.mjs --write-code-cache && npm run --silent build:admin
 
 RUN mkdir -p /data && chown node:node /data
 VOLUME ["/data"]

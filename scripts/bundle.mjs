@@ -16,7 +16,7 @@
  */
 import { statSync } from 'node:fs';
 import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -24,20 +24,30 @@ export const SERVER_BUNDLE = join(ROOT, 'dist', 'server.mjs');
 
 /** The esbuild options; part of the record, so that changing them here rebuilds. */
 export const SERVER_OPTIONS = {
-  entryPoints: ['server.ts'],
+  entryPoints: ['lib/runtime/node-main.ts'],
   bundle: true,
   platform: 'node',
-  format: 'esm',
+  // CommonJS: a script, which node:vm can compile from V8's code cache (scripts/server-loader.mjs); Node 20
+  // has no code cache for ES modules.
+  format: 'cjs',
   target: 'node20',
   // The native driver (and its platform packages) stays in node_modules.
   external: ['@libsql/client', 'libsql', '@libsql/*'],
-  // Bundled CommonJS dependencies call require() for Node's built-ins.
-  banner: { js: "import { createRequire as __krCreateRequire } from 'node:module'; const require = __krCreateRequire(import.meta.url);" },
+  // The sources are ES modules: import.meta.url is this bundle's own URL.
+  define: { 'import.meta.url': '__krImportMetaUrl' },
+  banner: { js: "var __krImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
   // No comments or indentation: V8 keeps the whole source text in memory (for lazy compilation).
   minifyWhitespace: true,
   charset: 'ascii',
   logLevel: 'warning',
 };
+
+/**
+ * A CommonJS build's code goes to `‹bundle›.cjs` and `bundle` itself is this loader, which runs it through
+ * V8's code cache (`‹bundle›.cjs.cache`, written by the loader).
+ */
+export const LOADER = join(ROOT, 'scripts', 'server-loader.mjs');
+export const codeFile = (bundle) => bundle.replace(/\.mjs$/, '') + '.cjs';
 
 const RECORD_VERSION = 1;
 export const metaFile = (bundle) => bundle.replace(/\.m?js$/, '') + '.meta.json';
@@ -57,6 +67,7 @@ export async function staleReason(bundle = SERVER_BUNDLE, options = SERVER_OPTIO
   if (typeof record.startedMs !== 'number' || !Array.isArray(record.inputs) || !Array.isArray(record.dirs)) return 'build record unreadable';
   try {
     await stat(bundle);
+    if (options.format === 'cjs') await stat(codeFile(bundle));
   } catch {
     return 'no bundle';
   }
@@ -78,22 +89,31 @@ export async function build(bundle = SERVER_BUNDLE, options = SERVER_OPTIONS, ro
   await mkdir(dirname(bundle), { recursive: true });
   // Truncated to the millisecond below what any mtime written during the build can be.
   const startedMs = Math.floor(Date.now()) - 1;
-  const result = await esbuild.build({ ...options, absWorkingDir: root, outfile: bundle, metafile: true, write: false });
+  const cjs = options.format === 'cjs';
+  const out = cjs ? codeFile(bundle) : bundle;
+  const result = await esbuild.build({ ...options, absWorkingDir: root, outfile: out, metafile: true, write: false });
   // Every character ASCII: a single one beyond Latin-1 (esbuild leaves some in regular expressions) makes V8
   // keep the whole source as two bytes a character (4 MiB instead of 1.5). Only code is left (no comments),
   // where \uXXXX means the same character in strings, templates, regular expressions and identifiers.
   const text = result.outputFiles[0].text.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-  // Written beside and renamed over the bundle: a server starting meanwhile reads the old one or the new one.
-  const tmpBundle = `${bundle}.${process.pid}.tmp`;
-  await writeFile(tmpBundle, text);
-  await rename(tmpBundle, bundle);
+  // Written beside and renamed over the bundle: a server starting meanwhile reads the old one or the new one
+  // The code first, then the loader: a cache made from other code is never used (scripts/server-loader.mjs).
+  await replaceFile(out, text);
+  if (cjs) await replaceFile(bundle, await readFile(LOADER));
   const inputs = Object.keys(result.metafile.inputs).filter((p) => !p.includes(':'));
+  if (cjs) inputs.push(relative(root, LOADER));
   const dirs = [...new Set(inputs.map((p) => dirname(p)))];
   const record = { version: RECORD_VERSION, options, startedMs, inputs, dirs };
   const tmp = `${metaFile(bundle)}.tmp`;
   await writeFile(tmp, `${JSON.stringify(record)}\n`);
   await rename(tmp, metaFile(bundle));
   return record;
+}
+
+async function replaceFile(path, data) {
+  const tmp = `${path}.${process.pid}.tmp`;
+  await writeFile(tmp, data);
+  await rename(tmp, path);
 }
 
 /** Builds when stale; returns the reason it built, or null when the bundle was fresh. */

@@ -1,5 +1,5 @@
 /**
- * `npm start`: builds dist/server.mjs when it is stale (scripts/bundle.mjs), then runs it in this same
+ * `npm start`: builds the bundle when it is stale (scripts/bundle.mjs), then runs dist/server.mjs in this same
  * process — one node start instead of two. A fresh bundle costs a few hundred stat calls here.
  */
 import { pathToFileURL } from 'node:url';

@@ -1,9 +1,12 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mkdtemp, readFile, rm, unlink, utimes, writeFile } from 'node:fs/promises';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { mkdir, mkdtemp, readFile, rm, stat, unlink, utimes, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 // @ts-expect-error plain JavaScript module (scripts/bundle.mjs), run by node without a loader
-import { build, buildIfStale, metaFile, SERVER_BUNDLE, SERVER_OPTIONS, staleReason } from '../scripts/bundle.mjs';
+import { build, buildIfStale, codeFile, metaFile, ROOT, SERVER_BUNDLE, SERVER_OPTIONS, staleReason } from '../scripts/bundle.mjs';
 import { cacheBudget, loadConfig } from '../lib/config.ts';
 import { openNodeDeps } from '../lib/runtime/node.ts';
 import { jsonLogger } from '../lib/log.ts';
@@ -86,8 +89,123 @@ describe('build only when stale', () => {
   it("the server's build keeps the native database driver out of the bundle", () => {
     expect(SERVER_BUNDLE).toMatch(/dist\/server\.mjs$/);
     expect(SERVER_OPTIONS.external).toContain('libsql');
-    expect(SERVER_OPTIONS.entryPoints).toEqual(['server.ts']);
+    expect(SERVER_OPTIONS.entryPoints).toEqual(['lib/runtime/node-main.ts']);
+    expect(SERVER_OPTIONS.format).toBe('cjs');
   });
+});
+
+/**
+ * dist/server.mjs runs dist/server.cjs through V8's code cache (scripts/server-loader.mjs): the real server
+ * build, in a directory inside the project (so that the driver and the migrations resolve as from dist/),
+ * started as node runs it, its cache missing, made, used, damaged, made for other code, and refused by V8.
+ */
+describe('the code cache of the server bundle', () => {
+  let dir: string;
+  let bundle: string;
+  let data: string;
+  const cache = () => `${codeFile(bundle)}.cache`;
+
+  beforeAll(async () => {
+    await mkdir(join(ROOT, 'test-artifacts'), { recursive: true });
+    dir = await mkdtemp(join(ROOT, 'test-artifacts', 'bundle-'));
+    data = await mkdtemp(join(tmpdir(), 'kr-cc-data-'));
+    bundle = join(dir, 'server.mjs');
+    await build(bundle, SERVER_OPTIONS, ROOT);
+  }, 60_000);
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+    await rm(data, { recursive: true, force: true });
+  });
+
+  /** Starts the bundle, waits for its listening line and (unless it was a hit) for a new cache, stops it. */
+  async function boot(nodeArgs: string[] = []): Promise<{ codeCache: string; health: number }> {
+    const before = await stat(cache()).then((s) => s.mtimeMs, () => null);
+    const child = spawn(process.execPath, [...nodeArgs, bundle], {
+      env: { ...process.env, NODE_ENV: 'production', SERVICE_DATA_ROOT: data, SERVICE_LISTEN_ADDR: '127.0.0.1:0', SERVICE_API_KEY: 'k'.repeat(24), SERVICE_SESSION_SECRET: 's'.repeat(40) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      let out = '';
+      let err = '';
+      child.stdout!.on('data', (d) => (out += d));
+      child.stderr!.on('data', (d) => (err += d));
+      const listening = await new Promise<{ url: string; code_cache: string }>((resolve, reject) => {
+        const t = setInterval(() => {
+          const line = out.split('\n').find((l) => l.includes('"event":"listening"'));
+          if (line) {
+            clearInterval(t);
+            resolve(JSON.parse(line));
+          }
+        }, 10);
+        child.once('exit', (code) => {
+          clearInterval(t);
+          reject(new Error(`server exited ${code}: ${err}`));
+        });
+      });
+      const health = (await fetch(`${listening.url}/health`)).status;
+      if (listening.code_cache !== 'hit') {
+        // Written about a second after the listening line.
+        for (let i = 0; i < 100; i++) {
+          const now = await stat(cache()).then((s) => s.mtimeMs, () => null);
+          if (now !== null && now !== before) break;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      }
+      return { codeCache: listening.code_cache, health };
+    } finally {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    }
+  }
+
+  it('the first start compiles and writes the cache; the next one uses it', async () => {
+    expect(existsSync(cache())).toBe(false);
+    expect(await boot()).toEqual({ codeCache: 'miss', health: 200 });
+    const made = await readFile(cache());
+    expect(made.length).toBeGreaterThan(100_000);
+    // Its header names the bundle it was made from.
+    expect(made.subarray(0, 20)).toEqual(createHash('sha1').update(await readFile(codeFile(bundle))).digest());
+    expect(await boot()).toEqual({ codeCache: 'hit', health: 200 });
+    // A hit leaves the file alone.
+    expect((await readFile(cache())).equals(made)).toBe(true);
+  }, 30_000);
+
+  it('a damaged cache, or one made from other code, is not used, and is replaced', async () => {
+    if (!existsSync(cache())) await boot();
+    const good = await readFile(cache());
+    const damaged = Buffer.from(good);
+    damaged[damaged.length - 100]! ^= 0xff;
+    await writeFile(cache(), damaged);
+    expect(await boot()).toEqual({ codeCache: 'miss', health: 200 });
+    expect(createHash('sha1').update(await readFile(cache())).digest()).not.toEqual(createHash('sha1').update(damaged).digest());
+
+    const other = Buffer.from(await readFile(cache()));
+    other[0]! ^= 0xff;
+    await writeFile(cache(), other);
+    expect(await boot()).toEqual({ codeCache: 'miss', health: 200 });
+    expect((await readFile(cache()))[0]).toBe(other[0]! ^ 0xff);
+
+    await writeFile(cache(), Buffer.alloc(10));
+    expect(await boot()).toEqual({ codeCache: 'miss', health: 200 });
+    expect(await boot()).toEqual({ codeCache: 'hit', health: 200 });
+  }, 60_000);
+
+  it('a cache V8 refuses (made under other flags) is replaced by one for these flags', async () => {
+    if (!existsSync(cache())) await boot();
+    // --no-lazy changes V8's flag hash, which code caches are checked against.
+    expect(await boot(['--no-lazy'])).toEqual({ codeCache: 'rejected', health: 200 });
+    expect(await boot(['--no-lazy'])).toEqual({ codeCache: 'hit', health: 200 });
+    expect(await boot()).toEqual({ codeCache: 'rejected', health: 200 });
+  }, 60_000);
+
+  it('--write-code-cache writes the cache and exits without starting the server', async () => {
+    await rm(cache(), { force: true });
+    const out = execFileSync(process.execPath, [bundle, '--write-code-cache'], { env: { ...process.env, SERVICE_DATA_ROOT: data }, encoding: 'utf8' });
+    expect(out).toBe('');
+    expect(existsSync(cache())).toBe(true);
+    expect((await boot()).codeCache).toBe('hit');
+  }, 30_000);
 });
 
 describe('the cache budget reaches the caches', () => {
