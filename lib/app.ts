@@ -3,7 +3,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import type { Deps } from './deps.ts';
 import type { AppEnv, RouteDef } from './route.ts';
 import { HttpError } from './http/errors.ts';
-import { BodyBudget, SMALL_BODY_BYTES, bodyGuard, declaredCap, type BodyKind } from './http/body-limit.ts';
+import { BodyBudget, SMALL_BODY_BYTES, bodyGuard, declaredCap, type BodyKind, type BodySourceOf } from './http/body-limit.ts';
 import { corsMiddleware } from './http/cors.ts';
 import { rateLimit, type LimiterFactory } from './http/rate-limit.ts';
 import { ipBucketKey, type ClientIpOf } from './http/client-ip.ts';
@@ -33,6 +33,11 @@ export interface AppOptions {
    * Workers: durableObjectLimiters (lib/http/rate-limit-do.ts), which hold across isolates.
    */
   limiters: LimiterFactory;
+  /**
+   * Where request bodies are read from. Node: lib/http/node-body.ts (the IncomingMessage itself); default
+   * (Workers, in-process requests): the Request's web stream.
+   */
+  bodySource?: BodySourceOf;
 }
 
 export interface InflightRequest {
@@ -114,7 +119,8 @@ export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
   // Bodies (lib/http/body-limit.ts): one budget for this app; each route's guard runs after authentication,
   // so an unauthenticated request is answered with its body unread.
   const budget = new BodyBudget(config.maxInflightBodyBytes);
-  const guardOf = (maxBytes: number) => bodyGuard({ maxBytes, budget, idleMs: config.bodyIdleTimeoutMs });
+  const guardOf = (maxBytes: number) =>
+    bodyGuard({ maxBytes, budget, idleMs: config.bodyIdleTimeoutMs, sourceOf: opts.bodySource });
   const guards: Record<BodyKind, MiddlewareHandler> = {
     none: declaredCap(config.maxBodyBytes),
     small: guardOf(Math.min(SMALL_BODY_BYTES, config.maxBodyBytes)),

@@ -7,10 +7,13 @@
  *   (SERVICE_MAX_BODY_BYTES). Over the cap → 413 `request body too large`, on the declared Content-Length
  *   before anything is read, and on the bytes actually read (chunked bodies declare nothing).
  * - **Lazy.** lib/app.ts mounts `bodyGuard` after `authenticate`; it only checks the declared length and
- *   swaps `c.req.raw` for a request whose body pulls from the real one through a guard. Nothing is read
- *   until the handler asks (`parseBody`, `c.req.json()`, `c.req.arrayBuffer()`…), so push's membership
- *   precheck still comes before its body, and a refused request leaves its body unread (the Node adapter
- *   drains or closes the rest after the response).
+ *   puts a guard in front of the body. Nothing is read until the handler asks (`readBody`, which
+ *   `parseBody` uses), so push's membership precheck still comes before its body, and a refused request
+ *   leaves its body unread (the Node adapter drains or closes the rest after the response).
+ * - **Where the bytes come from** is the runtime's (`BodySourceOf`): the request's web stream by default
+ *   (Workers, in-process `app.request()`); on Node, lib/http/node-body.ts reads the socket's IncomingMessage
+ *   directly, which spares every request with a body a web stream, a second Request and their promises
+ *   (a fifth of a one-page push's time on the event loop).
  * - **Idle timeout.** While the handler waits for the next chunk, a timer runs; when no byte arrives for
  *   `idleMs` → 408 `request body timeout` with `Connection: close`.
  * - **Ceiling.** One BodyBudget per app counts the bytes of every body being read. A body reserves its
@@ -24,7 +27,7 @@
  *
  * Web-standard only (streams, setTimeout): the same code runs on Workers.
  */
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { HttpError } from './errors.ts';
 
 /** Cap of routes whose body is small JSON: sign-in, PATs, repository creation, invite keys, join. */
@@ -70,12 +73,56 @@ export class BodyBudget {
   }
 }
 
+/** A request body as the runtime delivers it: chunk by chunk, null at its end. */
+export interface BodySource {
+  /** The next chunk, or null at the end; rejects when the body breaks off (client gone, bad framing). */
+  next(): Promise<Uint8Array | null>;
+  /** Nothing more will be read: stop taking chunks (the runtime drains or closes the rest). */
+  cancel(): void;
+}
+
+/** The runtime's body of a request; undefined: read the Request's web stream. */
+export type BodySourceOf = (c: Context) => BodySource | undefined;
+
+/** A Request's web stream as a BodySource (undefined when it has no body). */
+export function webBodySource(req: Request): BodySource | undefined {
+  const body = req.body;
+  if (!body) return undefined;
+  const reader = body.getReader();
+  return {
+    next: async () => {
+      const { done, value } = await reader.read();
+      return done ? null : value;
+    },
+    cancel: () => {
+      reader.cancel().catch(() => undefined);
+    },
+  };
+}
+
 export interface BodyGuardOptions {
   /** The route's cap in bytes. */
   maxBytes: number;
   budget: BodyBudget;
   /** A body with no new byte for this long is cut off (408). */
   idleMs: number;
+  /** Where the bytes come from (default: the Request's web stream). */
+  sourceOf?: BodySourceOf;
+}
+
+/** The guarded body of each request that has one (set by bodyGuard, read by readBody). */
+const guarded = new WeakMap<Request, GuardedBody>();
+const EMPTY = new Uint8Array(0);
+
+/**
+ * The whole request body, through the route's guard (cap, idle timeout, budget): the one way handlers read a
+ * body. A route without a guard (no body declared, or Content-Length 0) reads what the request holds.
+ */
+export async function readBody(c: Context): Promise<Uint8Array> {
+  const body = guarded.get(c.req.raw);
+  if (body) return body.readAll();
+  if (c.req.raw.headers.get('content-length') === '0') return EMPTY;
+  return new Uint8Array(await c.req.raw.arrayBuffer());
 }
 
 /** Content-Length when it governs the framing (RFC 9112 §6.3: Transfer-Encoding wins), else undefined. */
@@ -96,13 +143,9 @@ export function bodyGuard(opts: BodyGuardOptions): MiddlewareHandler {
     const declared = declaredLength(raw.headers);
     if (declared !== undefined && declared > opts.maxBytes) return c.json({ error: 'request body too large' }, 413);
     if (declared === 0) return next();
-    const body = new GuardedBody(raw, declared, opts);
-    c.req.raw = new Request(raw.url, {
-      method: raw.method,
-      headers: raw.headers,
-      body: body.stream,
-      duplex: 'half',
-    } as RequestInit);
+    const body = new GuardedBody(() => opts.sourceOf?.(c) ?? webBodySource(raw), declared, opts);
+    c.req.raw = guardedRequest(raw, body);
+    guarded.set(c.req.raw, body);
     try {
       await next();
     } finally {
@@ -111,40 +154,99 @@ export function bodyGuard(opts: BodyGuardOptions): MiddlewareHandler {
   };
 }
 
-/** The guarded body of one request: pulls from the real body only when read. */
+/**
+ * The request as handlers see it: the same request, but whatever reads its body (`c.req.json()`,
+ * `c.req.arrayBuffer()`, `.body`…) reads it through the guard. A proxy rather than a new Request: making
+ * one (with a stream of the body) cost more than the rest of a small request's handling.
+ */
+function guardedRequest(raw: Request, body: GuardedBody): Request {
+  const bytes = () => body.readAll();
+  const arrayBuffer = async (): Promise<ArrayBuffer> => {
+    const b = await bytes();
+    return b.buffer instanceof ArrayBuffer && b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? b.buffer : new Uint8Array(b).buffer;
+  };
+  const type = () => raw.headers.get('content-type') ?? '';
+  const overrides: Record<string | symbol, unknown> = {
+    arrayBuffer,
+    bytes,
+    text: async () => decoder.decode(await bytes()),
+    json: async () => JSON.parse(decoder.decode(await bytes())),
+    blob: async () => new Blob([await arrayBuffer()], { type: type() }),
+    formData: async () => new Response(await arrayBuffer(), { headers: { 'content-type': type() } }).formData(),
+  };
+  return new Proxy(raw, {
+    get(target, prop) {
+      if (prop === 'body') {
+        // Handed out whole once read (highWaterMark 0: nothing is read before someone pulls).
+        return new ReadableStream<Uint8Array>(
+          {
+            async pull(controller) {
+              controller.enqueue(await bytes());
+              controller.close();
+            },
+          },
+          { highWaterMark: 0 },
+        );
+      }
+      if (Object.hasOwn(overrides, prop)) return overrides[prop];
+      const value = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+const decoder = new TextDecoder();
+
+/** The guarded body of one request: reads from its source only when asked, once. */
 class GuardedBody {
-  readonly stream: ReadableStream<Uint8Array>;
-  readonly #source: Request;
+  readonly #sourceOf: () => BodySource | undefined;
   readonly #declared: number | undefined;
   readonly #opts: BodyGuardOptions;
-  #reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  #source: BodySource | undefined;
+  #whole: Promise<Uint8Array> | undefined;
   #read = 0;
   #reserved = 0;
   #ended = false;
 
-  constructor(source: Request, declared: number | undefined, opts: BodyGuardOptions) {
-    this.#source = source;
+  constructor(sourceOf: () => BodySource | undefined, declared: number | undefined, opts: BodyGuardOptions) {
+    this.#sourceOf = sourceOf;
     this.#declared = declared;
     this.#opts = opts;
-    // highWaterMark 0: nothing is pulled before someone reads.
-    this.stream = new ReadableStream<Uint8Array>({ pull: (controller) => this.#pull(controller) }, { highWaterMark: 0 });
   }
 
-  async #pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
-    // Read after the request ended (a handler keeping the stream): refuse rather than reserve again.
-    if (this.#ended) throw incomplete();
-    if (!this.#reader) {
-      const body = this.#source.body;
-      if (!body) return controller.close();
-      if (this.#declared !== undefined) this.#reserve(this.#declared);
-      this.#reader = body.getReader();
+  /** The whole body (the same promise however often it is asked for). */
+  readAll(): Promise<Uint8Array> {
+    // Read after the request ended (a handler keeping the body): refuse rather than reserve again.
+    if (this.#ended) return Promise.reject(incomplete());
+    this.#whole ??= this.#collect().catch((e) => {
+      this.#source?.cancel();
+      throw e;
+    });
+    return this.#whole;
+  }
+
+  async #collect(): Promise<Uint8Array> {
+    const source = (this.#source = this.#sourceOf());
+    if (!source) return EMPTY;
+    if (this.#declared !== undefined) this.#reserve(this.#declared);
+    const chunks: Uint8Array[] = [];
+    for (;;) {
+      const value = await this.#next(source);
+      if (value === null) break;
+      if (this.#ended) throw incomplete();
+      this.#read += value.byteLength;
+      if (this.#read > this.#opts.maxBytes) throw tooLarge();
+      if (this.#read > this.#reserved) this.#reserve(this.#read - this.#reserved);
+      chunks.push(value);
     }
-    const { done, value } = await this.#next(this.#reader);
-    if (done) return controller.close();
-    this.#read += value.byteLength;
-    if (this.#read > this.#opts.maxBytes) throw tooLarge();
-    if (this.#read > this.#reserved) this.#reserve(this.#read - this.#reserved);
-    controller.enqueue(value);
+    if (chunks.length === 1) return chunks[0]!;
+    const whole = new Uint8Array(this.#read);
+    let at = 0;
+    for (const chunk of chunks) {
+      whole.set(chunk, at);
+      at += chunk.byteLength;
+    }
+    return whole;
   }
 
   #reserve(n: number): void {
@@ -153,12 +255,12 @@ class GuardedBody {
   }
 
   /** The next chunk, or 408 when none comes within idleMs, or 400 when the body breaks off. */
-  async #next(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<ReadableStreamReadResult<Uint8Array>> {
+  async #next(source: BodySource): Promise<Uint8Array | null> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(idle()), this.#opts.idleMs);
     });
-    const read = reader.read().catch(() => {
+    const read = source.next().catch(() => {
       throw incomplete();
     });
     try {
@@ -171,6 +273,7 @@ class GuardedBody {
   /** The request is over: give its bytes back to the budget. The unread rest is the runtime's to drain. */
   end(): void {
     this.#ended = true;
+    this.#source?.cancel();
     this.#opts.budget.release(this.#reserved);
     this.#reserved = 0;
   }

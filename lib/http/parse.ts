@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import type { z } from 'zod';
 import { HttpError } from './errors.ts';
+import { readBody } from './body-limit.ts';
 
 /** Describes the first problem zod found, naming the field: `files[2].path: expected string`. */
 export function describeIssue(error: z.ZodError): string {
@@ -13,6 +14,8 @@ export function describeIssue(error: z.ZodError): string {
   return path ? `${path}: ${msg}` : msg;
 }
 
+const decoder = new TextDecoder();
+
 /**
  * Reads the body as JSON and validates it: malformed JSON or a wrong type → 400 naming the problem.
  * An empty body is treated as `{}` when `emptyAsObject` (routes whose fields are all optional).
@@ -22,7 +25,7 @@ export async function parseBody<S extends z.ZodType>(
   schema: S,
   opts: { emptyAsObject?: boolean } = {},
 ): Promise<z.infer<S>> {
-  const text = await c.req.text();
+  const text = decoder.decode(await readBody(c));
   let value: unknown;
   if (text.trim() === '' && opts.emptyAsObject) value = {};
   else {

@@ -25,6 +25,7 @@ import { quotaFor } from '../hosted/quota.ts';
 import { ParseCache } from '../diff-service.ts';
 import { buildApp, type InflightRequest } from '../app.ts';
 import { nodeClientIp } from '../http/node-peer.ts';
+import { nodeBodySource } from '../http/node-body.ts';
 import { memoryLimiters } from '../http/rate-limit.ts';
 import type { RouteDef } from '../route.ts';
 
@@ -146,6 +147,7 @@ export async function startServer(deps: NodeDeps, routes: RouteDef[], opts: Watc
     inflight,
     clientIp: nodeClientIp(deps.config.trustedProxies),
     limiters: memoryLimiters(deps.clock),
+    bodySource: nodeBodySource,
   });
   const reported = new Set<string>();
   const locks = lockWatch(deps, opts.lockHeldMs ?? LOCK_HELD_MS, opts.lockStuckMs ?? LOCK_WAIT_MS);

@@ -1,6 +1,7 @@
 import { defineRoute } from '../../../lib/route.ts';
 import { handleWebhook } from '../../../lib/hosted/billing.ts';
 import { WebhookEvent } from '../../../schema/wire/hosted.ts';
+import { readBody } from '../../../lib/http/body-limit.ts';
 
 /**
  * POST /billing/webhook — the payment provider's subscription events, signed with
@@ -29,7 +30,7 @@ export default defineRoute({
     },
   },
   handler: async (c) => {
-    const raw = new Uint8Array(await c.req.arrayBuffer());
+    const raw = await readBody(c);
     await handleWebhook(c.get('deps'), c.req.header('x-billing-signature'), raw);
     return c.body(null, 204);
   },
