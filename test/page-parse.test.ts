@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   MAX_FRONTMATTER_BYTES,
+  MAX_FRONTMATTER_NODES,
   PAGE_TYPES,
   isPageType,
   isValidSlug,
@@ -8,9 +9,11 @@ import {
   pagePathFor,
   pageRefOfPath,
   parsePage,
+  parseWithYaml,
   typeOfPath,
   type ParsedPage,
 } from '../lib/page/parse.ts';
+import { parseSimpleFrontmatter } from '../lib/page/simple-yaml.ts';
 
 const L = (...lines: string[]) => lines.join('\n');
 
@@ -326,5 +329,84 @@ describe('page types and layout', () => {
       expect(() => pagePathFor('concept', s)).toThrow(RangeError);
     }
     expect(() => pagePathFor('nope' as 'concept', 'x')).toThrow(RangeError);
+  });
+});
+
+/**
+ * The frontmatter fast path (lib/page/simple-yaml.ts) against the YAML library on the same text: where the
+ * fast path answers, the answer must be the YAML path's, key order included; where it is unsure it must say
+ * so (null). Documents are generated from a grammar rich in the cases where YAML reads differently.
+ */
+describe('frontmatter without the YAML parser: the same answers', () => {
+  const MAX = MAX_FRONTMATTER_NODES;
+  const same = (raw: string): 'fast' | 'yaml' => {
+    const fast = parseSimpleFrontmatter(raw, MAX);
+    if (fast === null) return 'yaml';
+    const slow = parseWithYaml(raw);
+    expect(slow, raw).toEqual({ ok: true, value: fast });
+    if (slow.ok) expect(Object.keys(slow.value), raw).toEqual(Object.keys(fast));
+    return 'fast';
+  };
+
+  it('answers the common shapes, as YAML does', () => {
+    const common = [
+      L('title: Release process', 'type: decision', 'tags: [release, ops]'),
+      L('title: "Quoted: with colon # and hash"', "owner: 'single \"x\"'", 'tags: []'),
+      L('title: It\'s fine', 'created: 2024-01-05', 'tags:', '  - one', '  - two words'),
+      L('title: Ünïcödé Ζ 日本語', 'status: draft', '', 'aliases:', '- a', '- b'),
+      L('title: a/b (c) + d - e & f? g! h=i; j@k 50% *x ~y', 'empty:'),
+    ];
+    for (const raw of common) expect(same(raw), raw).toBe('fast');
+    expect(parseSimpleFrontmatter(common[2]!, MAX)).toEqual({ title: "It's fine", created: '2024-01-05', tags: ['one', 'two words'] });
+    expect(parseSimpleFrontmatter(common[4]!, MAX)).toEqual({ title: 'a/b (c) + d - e & f? g! h=i; j@k 50% *x ~y', empty: null });
+  });
+
+  it('leaves every other shape to YAML', () => {
+    const others = [
+      'n: 12', 'f: 1.5', 'b: true', 'b: False', 'x: null', 'x: ~', 'x: .inf', 'x: 0x1f', 'y: -3',
+      'k: v # comment', '# only a comment', 'k: &a x', 'k: *a', 'k: !tag x', 'k: |', 'k: >', 'k: "esc \\n"',
+      "k: 'it''s'", 'k: a: b', 'k: {a: 1}', 'k: [a, [b]]', 'k: [a, "b, c"]', 'k:\n  nested: 1', 'k:\n  - a\n    - b',
+      'k:\n  - a\n - b', 'k: a\nk: b', 'null: x', '__proto__: x', 'k : v', ' k: v', 'k:\tv', 'k: "  padded"',
+      'k: two  spaces', '"k": v', 'k:v', 'k: [a,\n  b]', '- a', 'k: [1, 2]', 'k: [a, true]', 'k: a\r', 'k: v\t', 'k: \u2028x',
+      'k:\n- a\n\n- b', 'k: -x', 'k: :x', 'k: ?x', 'k: @x', 'k: %x', 'k: `x`', 'k: ,x', 'k: 2024-1-5',
+    ];
+    for (const raw of others) expect(same(raw), JSON.stringify(raw)).toBe('yaml');
+  });
+
+  it('agrees with YAML on 20,000 generated documents', () => {
+    let seed = 20261123;
+    const rnd = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return Math.floor((seed / 2147483648) * n);
+    };
+    const pick = <T,>(xs: readonly T[]): T => xs[rnd(xs.length)]!;
+    const atoms = [
+      'a', 'word', 'Two words', "it's", 'x-y', 'a.b', 'v1.0', 'Infinity', 'NaN', 'yes', 'No', 'on', 'y', 'null', 'Null', 'true',
+      'TRUE', 'false', '~', '12', '-3', '+4', '1.5', '.5', '1e3', '0o17', '0x1F', '.inf', '-.Inf', '.NaN', '2024-01-05',
+      '2024-01-05T10:00:00Z', '1_000', 'a: b', 'a #b', 'a#b', '#a', '&a', '*a', '!a', '|', '>', '-', '- a', '?', '? a', ':a',
+      '@a', '`a`', '%a', 'a,b', '[a]', '{a}', 'a]', '"q"', "'q'", '"a\\"b"', "'a''b'", '"a: b"', "'#'", '""', "''", 'ü',
+      'Ωμέγα', '日本', 'a  b', ' a', 'a ', 'a\r', 'a\t', '\ta', 'a\u0085', '\ufeffa', 'é́', '_x', 'a/b', '(a)', 'a+b', 'a&b', 'a=b', 'a;b', 'a@b', '50%', 'a*b', 'a~b',
+    ];
+    const keys = ['title', 'type', 'tags', 'k', 'x-y', 'a_b', '_z', 'null', 'True', 'y', '1', 'k k', '__proto__', 'title'];
+    const value = (): string => {
+      switch (rnd(6)) {
+        case 0:
+          return ` [${Array.from({ length: rnd(4) }, () => pick(atoms)).join(pick([', ', ',', ' , ']))}]`;
+        case 1:
+          return `\n${Array.from({ length: 1 + rnd(3) }, () => `${pick(['', '  ', ' '])}- ${pick(atoms)}`).join('\n')}`;
+        case 2:
+          return '';
+        default:
+          return ` ${pick(atoms)}${pick(['', '', ' ', ' # c'])}`;
+      }
+    };
+    let fast = 0;
+    for (let i = 0; i < 20_000; i++) {
+      const lines = Array.from({ length: 1 + rnd(5) }, () => `${pick(keys)}:${value()}`);
+      if (rnd(8) === 0) lines.splice(rnd(lines.length), 0, '');
+      if (same(lines.join('\n')) === 'fast') fast++;
+    }
+    // Enough of them take the fast path for the comparison to mean something.
+    expect(fast).toBeGreaterThan(1_000);
   });
 });

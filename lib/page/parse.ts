@@ -35,6 +35,7 @@
  */
 import { isMap, isPair, isScalar, isSeq, parseDocument } from 'yaml';
 import { pagePathProblem } from './path.ts';
+import { parseSimpleFrontmatter } from './simple-yaml.ts';
 
 // ---------------------------------------------------------------------------------------------------------
 // Page types and layout
@@ -336,9 +337,17 @@ export function parseFrontmatterYaml(raw: string): YamlResult {
     return { ok: false, problem: 'too-large', error: `frontmatter larger than ${MAX_FRONTMATTER_BYTES} characters` };
   }
   if (BLANK_DOC.test(raw)) return { ok: true, value: {} };
+  // The common simple shape, without the YAML parser (same answer; lib/page/simple-yaml.ts).
+  const simple = parseSimpleFrontmatter(raw, MAX_FRONTMATTER_NODES);
+  if (simple !== null) return { ok: true, value: simple };
   if (prescanDepth(raw) > MAX_FRONTMATTER_DEPTH) {
     return { ok: false, problem: 'too-deep', error: `frontmatter nested deeper than ${MAX_FRONTMATTER_DEPTH}` };
   }
+  return parseWithYaml(raw);
+}
+
+/** parseFrontmatterYaml through the YAML library: every YAML document (exported for the fast path's tests). */
+export function parseWithYaml(raw: string): YamlResult {
   let js: unknown;
   try {
     const doc = parseDocument(raw, {
