@@ -14,8 +14,8 @@
 
 /** A key the core schema reads as this same string, and that is an ordinary property name. */
 const KEY = /^[A-Za-z_][A-Za-z0-9_-]*$/;
-/** Keys the core schema reads as null or booleans (their property names would differ), or that are special. */
-const SPECIAL_KEYS = new Set(['null', 'Null', 'NULL', 'true', 'True', 'TRUE', 'false', 'False', 'FALSE', '__proto__']);
+/** Plain words the core schema reads as null or booleans, not strings (as keys, their property names differ). */
+const NOT_STRINGS = new Set(['null', 'Null', 'NULL', 'true', 'True', 'TRUE', 'false', 'False', 'FALSE']);
 /**
  * A plain scalar that is surely a string: starts with a letter or `_` (so never a number, `.inf`, or an
  * indicator) and holds only letters, digits, spaces and punctuation without meaning in a block or flow
@@ -24,7 +24,7 @@ const SPECIAL_KEYS = new Set(['null', 'Null', 'NULL', 'true', 'True', 'TRUE', 'f
 const PLAIN = /^[\p{L}_][\p{L}\p{N}_ .\/()'+\-&?!=;@%*~]*$/u;
 /** An ISO date: a string in the core schema (it has no timestamps). */
 const DATE = /^[0-9]{4}-[0-9]{2}-[0-9]{2}$/;
-/** Inside simple quotes: no quote, backslash or control character, nothing outside the Basic Multilingual Plane's letters' reach. */
+/** Simply quoted: no quote or backslash inside, and no control, line-separator or byte-order-mark character. */
 const DOUBLE_QUOTED = /^"([^"\\\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff]*)"$/;
 const SINGLE_QUOTED = /^'([^'\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff]*)'$/;
 
@@ -44,7 +44,7 @@ function scalar(text: string): string | undefined {
   const q = DOUBLE_QUOTED.exec(v) ?? SINGLE_QUOTED.exec(v);
   if (q) return q[1]!.includes('  ') || q[1]!.trim() !== q[1] ? undefined : q[1]!;
   if (DATE.test(v)) return v;
-  if (!PLAIN.test(v) || SPECIAL_KEYS.has(v) || v.includes('  ')) return undefined;
+  if (!PLAIN.test(v) || NOT_STRINGS.has(v) || v.includes('  ')) return undefined;
   return v;
 }
 
@@ -74,7 +74,7 @@ export function parseSimpleFrontmatter(raw: string, maxNodes: number): Record<st
     const colon = line.indexOf(':');
     if (colon <= 0) return null;
     const key = line.slice(0, colon);
-    if (!KEY.test(key) || SPECIAL_KEYS.has(key) || Object.hasOwn(out, key)) return null;
+    if (!KEY.test(key) || NOT_STRINGS.has(key) || key === '__proto__' || Object.hasOwn(out, key)) return null;
     const rest = line.slice(colon + 1);
     if (trimSpaces(rest) === '') {
       if (rest !== '') return null;
