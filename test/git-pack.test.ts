@@ -179,7 +179,7 @@ describe('the store writes one pack per group', () => {
     }
   });
 
-  it('keeps every pack small (isomorphic-git reads a pack whole): a large push goes loose, and small packs that would merge into a large one become loose objects', async () => {
+  it('keeps every pack small: a large push goes loose, and small packs that would merge into a large one become loose objects', async () => {
     const { db, store, repos } = await openRepos(dir.path);
     const gitdir = join(dir.path, 'repos', 'r.git');
     // Text that deflate cannot shrink much, so sizes on disk are close to sizes pushed.
@@ -280,31 +280,25 @@ describe('the Node filesystem\'s packs', () => {
 });
 
 describe('a pack merge racing reads', () => {
-  /** A StoreFs whose isomorphic-git view runs `hook` after listing objects/pack, before returning the list. */
+  /** A StoreFs that runs `hook` after listing objects/pack, before returning the list. */
   function hookedFs(hook: { fn: (() => Promise<void>) | null }): StoreFs {
     const base = nodeStoreFs();
-    const p = nodeFs.promises;
-    const promises = {
-      readFile: p.readFile.bind(p),
-      writeFile: p.writeFile.bind(p),
-      mkdir: p.mkdir.bind(p),
-      rmdir: p.rmdir.bind(p),
-      unlink: p.unlink.bind(p),
-      stat: p.stat.bind(p),
-      lstat: p.lstat.bind(p),
-      readlink: p.readlink.bind(p),
-      symlink: p.symlink.bind(p),
-      readdir: async (path: string) => {
-        const out = await p.readdir(path);
-        if (path.endsWith('/objects/pack') && hook.fn) {
-          const fn = hook.fn;
-          hook.fn = null;
-          await fn();
-        }
-        return out;
+    const packs = base.packs!;
+    return {
+      ...base,
+      packs: {
+        ...packs,
+        list: async (dir: string) => {
+          const out = await packs.list(dir);
+          if (hook.fn) {
+            const fn = hook.fn;
+            hook.fn = null;
+            await fn();
+          }
+          return out;
+        },
       },
     };
-    return { ...base, iso: { promises } };
   }
 
   async function manyPacks() {

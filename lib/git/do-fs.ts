@@ -5,7 +5,7 @@ import { concatBytes } from '../wire.ts';
 /**
  * The git store's filesystem inside a Durable Object: files and directories as rows of the object's own
  * SQLite storage, so that one object holds one bare repository — the same `objects/xx/…` loose objects,
- * `refs/heads/main` and `config` as on disk, read by isomorphic-git and written by lib/git/store.ts.
+ * `refs/heads/main` and `config` as on disk, read and written by lib/git/store.ts.
  *
  * Why not @isomorphic-git/lightning-fs: it keeps its files in IndexedDB, which workerd does not have, and
  * its superblock (every path of the filesystem) in memory, which grows with the repository inside an
@@ -178,10 +178,9 @@ export class DoFs {
     });
   }
 
-  /** The StoreFs view (lib/git/fs.ts) with the isomorphic-git filesystem beside it. */
+  /** The StoreFs view (lib/git/fs.ts). */
   storeFs(): StoreFs {
     return {
-      iso: this.isoFs(),
       readFile: async (path) => this.read(path),
       readdir: async (path) => this.readdir(path),
       exists: async (path) => this.file(path) !== null || this.isDir(path),
@@ -203,67 +202,6 @@ export class DoFs {
       },
       removeTree: async (path) => this.removeTree(path),
       mtimeMs: async (path) => this.file(path)?.mtime ?? null,
-    };
-  }
-
-  /** What isomorphic-git needs of `fs.promises` (FileSystem in its sources): reads, and errors with codes. */
-  private isoFs(): Record<string, unknown> {
-    const statOf = (path: string) => {
-      const f = this.file(path);
-      const dir = !f && this.isDir(path);
-      if (!f && !dir) throw new FsError('ENOENT', path);
-      const mtimeMs = f?.mtime ?? 0;
-      return {
-        type: dir ? 'dir' : 'file',
-        mode: dir ? 0o40755 : 0o100644,
-        size: f?.size ?? 0,
-        ino: 0,
-        dev: 0,
-        uid: 0,
-        gid: 0,
-        mtimeMs,
-        ctimeMs: mtimeMs,
-        isFile: () => !dir,
-        isDirectory: () => dir,
-        isSymbolicLink: () => false,
-      };
-    };
-    const decoder = new TextDecoder();
-    return {
-      readFile: async (path?: string, opts?: string | { encoding?: string }) => {
-        if (typeof path !== 'string') throw new FsError('ENOENT', String(path));
-        const data = this.read(path);
-        if (data === null) throw new FsError(this.isDir(path) ? 'EISDIR' : 'ENOENT', path);
-        const enc = typeof opts === 'string' ? opts : opts?.encoding;
-        return enc === 'utf8' || enc === 'utf-8' ? decoder.decode(data) : data;
-      },
-      writeFile: async (path: string, data: Uint8Array | string) => {
-        this.write(path, typeof data === 'string' ? new TextEncoder().encode(data) : data);
-      },
-      mkdir: async (path: string) => {
-        if (this.isDir(path) || this.file(path)) throw new FsError('EEXIST', path);
-        if (!this.isDir(parentOf(norm(path)))) throw new FsError('ENOENT', parentOf(norm(path)));
-        this.mkdirp(path);
-      },
-      rmdir: async (path: string) => {
-        if (this.readdir(path).length > 0) throw new FsError('ENOTEMPTY', path);
-        this.sql.exec('DELETE FROM fs_dirs WHERE path = ?', norm(path));
-      },
-      unlink: async (path: string) => {
-        if (!this.unlink(path)) throw new FsError('ENOENT', path);
-      },
-      stat: async (path: string) => statOf(path),
-      lstat: async (path: string) => statOf(path),
-      readdir: async (path: string) => {
-        if (!this.isDir(path)) throw new FsError(this.file(path) ? 'ENOTDIR' : 'ENOENT', path);
-        return this.readdir(path);
-      },
-      readlink: async (path: string) => {
-        throw new FsError('ENOENT', path);
-      },
-      symlink: async (_target: string, path: string) => {
-        throw new FsError('EPERM', path);
-      },
     };
   }
 }

@@ -5,12 +5,15 @@
 import type { ObjectCodec } from './objects.ts';
 
 export interface StoreFs {
-  /** A filesystem object in the shape isomorphic-git accepts (`{ promises: … }` or node:fs). */
-  readonly iso: unknown;
   /** Hashing and deflating of new objects; the web-standard codec when absent. */
   readonly codec?: ObjectCodec;
   /** File bytes, or null when the file does not exist. */
   readFile(path: string): Promise<Uint8Array | null>;
+  /**
+   * Optional: `length` bytes of the file from `position` (fewer at its end), or null when the file does
+   * not exist. Where absent, readers take the range from readFile.
+   */
+  readRange?(path: string, position: number, length: number): Promise<Uint8Array | null>;
   /** Directory entries, or [] when the directory does not exist. */
   readdir(path: string): Promise<string[]>;
   exists(path: string): Promise<boolean>;

@@ -33,6 +33,13 @@ export class LruCache<V> {
     }
   }
 
+  delete(key: string): void {
+    const old = this.map.get(key);
+    if (!old) return;
+    this.used -= old.size;
+    this.map.delete(key);
+  }
+
   get bytes(): number {
     return this.used;
   }

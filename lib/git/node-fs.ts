@@ -4,7 +4,7 @@ import { dirname } from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { fdatasyncFd, flushData, flushDir } from '../flush.ts';
-import { deflateSync } from 'node:zlib';
+import { deflateSync, inflateSync } from 'node:zlib';
 import type { StoreFs } from './fs.ts';
 import type { ObjectCodec } from './objects.ts';
 import { mapBounded } from '../bounded.ts';
@@ -29,6 +29,7 @@ const FILES_IN_FLIGHT = 64;
 const SMALL_FILE = 64 * 1024;
 
 const readFd = promisify(nodeFs.readFile);
+const readAt = promisify(nodeFs.read);
 
 /** A file created for writing: its data flushed on request, then closed. */
 interface Created {
@@ -50,6 +51,7 @@ export const nodeCodec: ObjectCodec = {
   },
   sha1: (data) => createHash('sha1').update(data).digest(),
   deflate: (data) => deflateSync(data, DEFLATE),
+  inflate: (data, maxBytes) => inflateSync(data, { maxOutputLength: Math.max(1, maxBytes) }),
 };
 
 const isMissing = (e: unknown) => (e as NodeJS.ErrnoException)?.code === 'ENOENT';
@@ -157,7 +159,6 @@ export function nodeStoreFs(opts: NodeStoreFsOptions = {}): StoreFs {
     });
   const remove = (path: string) => traced(trace, { op: 'unlink', path }, () => unlink(path));
   return {
-    iso: nodeFs,
     codec: nodeCodec,
     async readFile(path) {
       let fd: number;
@@ -169,6 +170,35 @@ export function nodeStoreFs(opts: NodeStoreFsOptions = {}): StoreFs {
       }
       try {
         return nodeFs.fstatSync(fd).size <= SMALL_FILE ? nodeFs.readFileSync(fd) : await readFd(fd);
+      } finally {
+        nodeFs.closeSync(fd);
+      }
+    },
+    async readRange(path, position, length) {
+      let fd: number;
+      try {
+        fd = nodeFs.openSync(path, 'r');
+      } catch (e) {
+        if (isMissing(e) || (e as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
+        throw e;
+      }
+      try {
+        const out = new Uint8Array(length);
+        let got = 0;
+        if (length <= SMALL_FILE) {
+          while (got < length) {
+            const n = nodeFs.readSync(fd, out, got, length - got, position + got);
+            if (n === 0) break;
+            got += n;
+          }
+        } else {
+          while (got < length) {
+            const { bytesRead } = await readAt(fd, out, got, length - got, position + got);
+            if (bytesRead === 0) break;
+            got += bytesRead;
+          }
+        }
+        return got === length ? out : out.subarray(0, got);
       } finally {
         nodeFs.closeSync(fd);
       }

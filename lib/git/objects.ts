@@ -23,6 +23,11 @@ export interface ObjectCodec {
   sha1?(data: Uint8Array): Uint8Array | Promise<Uint8Array>;
   /** zlib deflate of `data`; the web-standard one when absent. */
   deflate?(data: Uint8Array): Uint8Array | Promise<Uint8Array>;
+  /**
+   * zlib inflate of `data` (one zlib stream, nothing after it); throws when the output would exceed
+   * `maxBytes`. The web-standard one when absent.
+   */
+  inflate?(data: Uint8Array, maxBytes: number): Uint8Array | Promise<Uint8Array>;
 }
 
 /** How staged objects are encoded: loose files, or records of a packfile (lib/git/pack.ts). */
@@ -88,6 +93,32 @@ export async function deflate(codec: ObjectCodec, data: Uint8Array): Promise<Uin
   if (codec.deflate) return codec.deflate(data);
   const stream = new Blob([data as Uint8Array<ArrayBuffer>]).stream().pipeThrough(new CompressionStream('deflate'));
   return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+
+/** zlib inflate of `data` with the codec's, or the web-standard one; throws past `maxBytes` of output. */
+export async function inflate(codec: ObjectCodec, data: Uint8Array, maxBytes: number): Promise<Uint8Array> {
+  if (codec.inflate) return codec.inflate(data, maxBytes);
+  const reader = new Blob([data as Uint8Array<ArrayBuffer>]).stream().pipeThrough(new DecompressionStream('deflate')).getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > maxBytes) {
+      await reader.cancel();
+      throw new RangeError(`inflates to more than ${maxBytes} bytes`);
+    }
+    chunks.push(value);
+  }
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
 }
 
 export interface TreeItem {

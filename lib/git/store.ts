@@ -1,4 +1,3 @@
-import git, { type PromiseFsClient } from 'isomorphic-git';
 import {
   deflate,
   encodeObject,
@@ -14,6 +13,7 @@ import {
   type ObjectType,
 } from './objects.ts';
 import { buildPacks, copyableRecords, type PackEntry } from './pack.ts';
+import { ObjectReader, parseCommit, parseTree, type RawObject } from './object-reader.ts';
 import type { StoreFs } from './fs.ts';
 import { HttpError } from '../http/errors.ts';
 import { KeyedMutex, LockTimeoutError, noProgress, type HeldLock, type Progress } from './lock.ts';
@@ -26,7 +26,7 @@ import { isSafeRepoId, pagePathProblem, storedPathProblem } from '../page/path.t
  * a chain of them (`batch`, for group commit) — then flushed to disk durably together (StoreFs
  * writeDurable: temp file, fsync, rename, directory fsync); the branch moves once, by git's own lock-file
  * protocol with a check-and-set, under a per-repository lock. No working tree, no `.git/index`. Reads go
- * through isomorphic-git, behind caches bounded by one byte budget (`cacheBytes`).
+ * through lib/git/object-reader.ts, behind caches bounded by one byte budget (`cacheBytes`).
  */
 
 export const BRANCH = 'main';
@@ -40,11 +40,11 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 /** The store's cache budget when none is given (bytes). */
 export const DEFAULT_CACHE_BYTES = 32 * 1024 * 1024;
-/** Repositories whose isomorphic-git cache is kept. */
-const ISO_CACHES = 64;
 /**
- * Every pack the store writes stays below this size (isomorphic-git reads a pack whole into memory on its
- * first lookup in it): a group's pack, and a merge of small packs; what would pass it is written loose.
+ * Every pack the store writes stays below this size: a group's pack, and a merge of small packs (which
+ * reads them whole); what would pass it is written loose. (The limit dates from reading through
+ * isomorphic-git, which loaded a pack whole on its first lookup; lib/git/object-reader.ts reads records
+ * by their byte range, so a larger pack would now cost no memory.)
  */
 export const SMALL_PACK_BYTES = 1024 * 1024;
 /**
@@ -173,8 +173,6 @@ interface TreeEntry {
   type: 'blob' | 'tree' | 'commit';
 }
 
-type IsoFs = PromiseFsClient;
-
 /**
  * Objects encoded for one commit, flushed together once all are known: as loose objects, or as records of
  * the pack they will be written in (`form`).
@@ -211,18 +209,14 @@ export interface GitStoreOptions {
 export class GitStore {
   readonly fs: StoreFs;
   readonly root: string;
-  private readonly iso: IsoFs;
   /** How long a caller of withLock waits at most (ms). */
   readonly lockWaitMs: number;
   private readonly mutex: KeyedMutex;
   /** `main.lock` files this store has created and not yet renamed or removed: never stale. */
   private readonly liveLocks = new Set<string>();
   private readonly known = new Set<string>();
-  /**
-   * isomorphic-git's cache per repository (what it keeps of packfile indexes), for the ISO_CACHES most
-   * recently read repositories: its size cannot be measured, so the count is bounded.
-   */
-  private readonly isoCaches = new LruCache<object>(ISO_CACHES, () => 1);
+  /** Loose and packed objects; keeps the pack indexes of recently read repositories (its share of the budget). */
+  private readonly reader: ObjectReader;
   /** The objects of a chain being made durable, per repository (GitStore.batch's prepare). */
   private readonly inFlight = new Map<
     string,
@@ -241,21 +235,21 @@ export class GitStore {
   constructor(opts: GitStoreOptions) {
     this.fs = opts.fs;
     this.root = opts.root.replace(/\/+$/, '');
-    this.iso = opts.fs.iso as IsoFs;
     this.lockWaitMs = opts.lockWaitMs ?? LOCK_WAIT_MS;
     this.mutex = new KeyedMutex({ waitMs: this.lockWaitMs });
     const bytes = Math.max(0, opts.cacheBytes ?? DEFAULT_CACHE_BYTES);
-    // Shares of the budget: blobs 1/2, trees 1/4, commits 1/8, head entries (RepoStore) 1/8. Sizes are
-    // estimates of the JS heap each value holds (strings at 2 bytes a character, object headers).
-    this.blobs = new LruCache(Math.floor(bytes / 2), (b) => b.byteLength + 96);
+    // Shares of the budget: blobs 3/8, trees 1/4, commits 1/8, pack indexes 1/8, head entries (RepoStore)
+    // 1/8. Sizes are estimates of the JS heap each value holds (strings at 2 bytes a character, object headers).
+    this.blobs = new LruCache(Math.floor((bytes * 3) / 8), (b) => b.byteLength + 96);
     this.trees = new LruCache(Math.floor(bytes / 4), treeBytes);
     this.commits = new LruCache(Math.floor(bytes / 8), (c) => 320 + 2 * (c.author.length + c.email.length + c.message.length));
     this.headCacheBytes = Math.floor(bytes / 8);
+    this.reader = new ObjectReader({ fs: this.fs, cacheBytes: Math.floor(bytes / 8) });
   }
 
-  /** Bytes held by the store's own caches now (blobs, trees, commits). */
+  /** Bytes held by the store's own caches now (blobs, trees, commits, pack indexes). */
   cachedBytes(): number {
-    return this.blobs.bytes + this.trees.bytes + this.commits.bytes;
+    return this.blobs.bytes + this.trees.bytes + this.commits.bytes + this.reader.cachedBytes;
   }
 
   gitdir(id: string): string {
@@ -431,45 +425,27 @@ export class GitStore {
     return null;
   }
 
-  private cache(id: string): object {
-    let c = this.isoCaches.get(id);
-    if (!c) {
-      c = {};
-      this.isoCaches.set(id, c);
-    }
-    return c;
-  }
-
-  /**
-   * An isomorphic-git read, tried a second time if it fails: a pack merge (mergePacks) may have deleted
-   * the pack a reader had just listed — its .idx or .pack is gone, or the object is in none of the packs
-   * it listed. By then the merged pack is in place, so a second listing finds the object. (isomorphic-git
-   * forgets a pack it failed to load, and never consults one the directory no longer lists.)
-   */
-  private async isoRead<T>(id: string, read: (cache: object) => Promise<T>): Promise<T> {
-    try {
-      return await read(this.cache(id));
-    } catch {
-      return read(this.cache(id));
-    }
+  /** The object `oid` of the repository, of type `want` (any of blob, tree, commit when absent). */
+  private async raw(id: string, oid: string, want?: RawObject['type']): Promise<RawObject> {
+    const o = await this.reader.read(this.gitdir(id), oid);
+    if (want ? o.type !== want : o.type === 'tag') throw new StoreError(`object ${oid} is a ${o.type}, not a ${want ?? 'blob, tree or commit'}`);
+    return o;
   }
 
   async readCommit(id: string, sha: string): Promise<CommitMeta> {
     const key = `${id}:${sha}`;
     const hit = this.commits.get(key) ?? this.inFlight.get(id)?.metas.get(sha);
     if (hit) return hit;
-    let res;
+    let c;
     try {
-      const gitdir = this.gitdir(id);
-      res = await this.isoRead(id, (cache) => git.readCommit({ fs: this.iso, gitdir, oid: sha, cache }));
+      c = parseCommit((await this.raw(id, sha, 'commit')).content);
     } catch (e) {
-      if (e instanceof StoreError) throw e;
+      if (e instanceof UnsafeNameError) throw e;
       throw new UnknownShaError(sha);
     }
-    const c = res.commit;
     const meta: CommitMeta = {
-      sha: res.oid,
-      parent: c.parent[0] ?? null,
+      sha,
+      parent: c.parents[0] ?? null,
       tree: c.tree,
       author: c.author.name,
       email: c.author.email,
@@ -484,9 +460,7 @@ export class GitStore {
     const key = `${id}:${oid}`;
     const hit = this.trees.get(key) ?? this.inFlight.get(id)?.trees.get(oid);
     if (hit) return hit;
-    const gitdir = this.gitdir(id);
-    const res = await this.isoRead(id, (cache) => git.readTree({ fs: this.iso, gitdir, oid, cache }));
-    const entries = res.tree as TreeEntry[];
+    const entries: TreeEntry[] = parseTree((await this.raw(id, oid, 'tree')).content);
     this.trees.set(key, entries);
     return entries;
   }
@@ -495,19 +469,15 @@ export class GitStore {
     const key = `${id}:${oid}`;
     const hit = this.blobs.get(key) ?? this.inFlight.get(id)?.blobs.get(oid);
     if (hit) return hit;
-    const gitdir = this.gitdir(id);
-    const res = await this.isoRead(id, (cache) => git.readBlob({ fs: this.iso, gitdir, oid, cache }));
-    const blob = res.blob;
+    const blob = (await this.raw(id, oid, 'blob')).content;
     this.blobs.set(key, blob);
     return blob;
   }
 
   /** Any object's type and raw content (what git hashes after its `<type> <size>\0` header). */
   async readObject(id: string, oid: string): Promise<{ type: ObjectType; content: Uint8Array }> {
-    const gitdir = this.gitdir(id);
-    const res = await this.isoRead(id, (cache) => git.readObject({ fs: this.iso, gitdir, oid, format: 'content', cache }));
-    if (res.type !== 'blob' && res.type !== 'tree' && res.type !== 'commit') throw new StoreError(`unexpected ${res.type} object ${oid}`);
-    return { type: res.type, content: res.object as Uint8Array };
+    const o = await this.raw(id, oid);
+    return { type: o.type as ObjectType, content: o.content };
   }
 
   /** The blob id of `path` in the tree of `commit`, or null when the commit lacks it. */
@@ -616,9 +586,8 @@ export class GitStore {
     const blobs = new Map<string, Uint8Array>();
     const commits: Array<{ meta: CommitMeta; changes: PathChange[] }> = [];
     const codec = this.fs.codec ?? webCodec;
-    // One small pack per batch where the filesystem writes packs. isomorphic-git reads a pack whole into
-    // memory on its first lookup in it, so packs stay below SMALL_PACK_BYTES: a commit that would take the
-    // batch's pack past that writes its objects loose instead (a large push gains little from a pack).
+    // One small pack per batch where the filesystem writes packs, below SMALL_PACK_BYTES: a commit that would
+    // take the batch's pack past that writes its objects loose instead.
     let head = base;
     let bytes = 0;
     let packedBytes = 0;
@@ -801,7 +770,10 @@ export class GitStore {
     const packs = this.fs.packs!;
     const dir = `${this.gitdir(id)}/objects/pack`;
     const built = await buildPacks(this.fs.codec ?? webCodec, entries);
-    for (const b of built) await packs.write(dir, b.name, b.pack, b.idx);
+    for (const b of built) {
+      await packs.write(dir, b.name, b.pack, b.idx);
+      this.reader.added(this.gitdir(id), b.name, b.idx, b.pack.byteLength);
+    }
     const known = this.smallPacks.get(id);
     if (known !== undefined) this.smallPacks.set(id, known + built.filter((b) => b.pack.byteLength < SMALL_PACK_BYTES).length);
   }
@@ -876,10 +848,9 @@ export class GitStore {
       for (const oid of records.deltas) {
         if (seen.has(oid)) continue;
         seen.add(oid);
-        const o = await this.isoRead(id, (cache) => git.readObject({ fs: this.iso, gitdir, oid, format: 'content', cache }));
-        const type = PACK_TYPE[o.type as keyof typeof PACK_TYPE];
-        if (type === undefined) throw new StoreError(`unexpected ${o.type} object ${oid}`);
-        const content = o.object as Uint8Array;
+        const o = await this.readObject(id, oid);
+        const type = PACK_TYPE[o.type];
+        const content = o.content;
         entries.push({ oid, record: packRecord(type, content.byteLength, await deflate(codec, content)) });
       }
       merged.push(p.name);
@@ -894,14 +865,14 @@ export class GitStore {
     if (total < SMALL_PACK_BYTES) {
       built = await buildPacks(codec, entries);
       for (const b of built) await packs.write(dir, b.name, b.pack, b.idx);
+      // (the reader forgets this repository's packs below, once the merged ones are gone)
     } else {
-      // Merged, they would make a pack isomorphic-git reads whole into memory: they become loose objects,
-      // durable before any pack that holds them goes.
+      // Merged, they would make a pack past SMALL_PACK_BYTES: they become loose objects, durable before any
+      // pack that holds them goes.
       const files: Array<{ path: string; data: Uint8Array }> = [];
       for (const e of entries) {
-        const o = await this.isoRead(id, (cache) => git.readObject({ fs: this.iso, gitdir, oid: e.oid, format: 'content', cache }));
-        if (o.type !== 'blob' && o.type !== 'tree' && o.type !== 'commit') throw new StoreError(`unexpected ${o.type} object ${e.oid}`);
-        const { deflated } = await encodeObject(codec, o.type, o.object as Uint8Array, 'loose');
+        const o = await this.readObject(id, e.oid);
+        const { deflated } = await encodeObject(codec, o.type, o.content, 'loose');
         files.push({ path: `${gitdir}/objects/${e.oid.slice(0, 2)}/${e.oid.slice(2)}`, data: deflated });
       }
       await this.fs.writeDurable(files, `${gitdir}/objects`);
@@ -911,8 +882,7 @@ export class GitStore {
       dir,
       merged.filter((n) => !kept.has(n)),
     );
-    // isomorphic-git keeps every pack it loaded in this cache: the deleted ones go with it.
-    this.isoCaches.set(id, {});
+    this.reader.forget(gitdir);
     this.smallPacks.set(id, small.length - merged.length + built.filter((b) => b.pack.byteLength < SMALL_PACK_BYTES).length);
   }
 
