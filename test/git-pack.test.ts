@@ -147,7 +147,7 @@ describe('the store writes one pack per group', () => {
       const log = (await gitCmd(gitdir, 'log', '--format=%s', 'main')).split('\n').filter(Boolean);
       expect(log.length).toBe(pushes);
 
-      // A second store (cold caches) reads everything through isomorphic-git from the packs.
+      // A second store (cold caches) reads everything from the packs (lib/git/object-reader.ts).
       const cold = await openRepos(dir.path);
       try {
         const head = (await cold.store.head('r'))!;
