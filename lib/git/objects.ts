@@ -2,7 +2,7 @@
  * Git object encoding for writes: the loose-object form (`<type> <size>\0<content>`, SHA-1, zlib
  * deflate) and the tree and commit formats. Hashing and deflating are a platform seam (`ObjectCodec`):
  * on Node the synchronous `node:crypto`/`node:zlib` pair is about ten times faster per object than the
- * async web APIs isomorphic-git uses, and a push writes several objects. Reading stays on isomorphic-git.
+ * async web APIs, and a push writes several objects. Reading is lib/git/object-reader.ts.
  */
 
 export type ObjectType = 'blob' | 'tree' | 'commit';

@@ -41,10 +41,9 @@ const decoder = new TextDecoder();
 /** The store's cache budget when none is given (bytes). */
 export const DEFAULT_CACHE_BYTES = 32 * 1024 * 1024;
 /**
- * Every pack the store writes stays below this size: a group's pack, and a merge of small packs (which
- * reads them whole); what would pass it is written loose. (The limit dates from reading through
- * isomorphic-git, which loaded a pack whole on its first lookup; lib/git/object-reader.ts reads records
- * by their byte range, so a larger pack would now cost no memory.)
+ * Packs below this size are merged (MAX_SMALL_PACKS); larger ones (a large push, or a merge's result) stay
+ * as they are. Reading a pack costs no memory for its size (lib/git/object-reader.ts reads a record by its
+ * byte range); a merge reads the small packs whole, so together they stay below MAX_SMALL_PACKS × this.
  */
 export const SMALL_PACK_BYTES = 1024 * 1024;
 /**
@@ -586,11 +585,9 @@ export class GitStore {
     const blobs = new Map<string, Uint8Array>();
     const commits: Array<{ meta: CommitMeta; changes: PathChange[] }> = [];
     const codec = this.fs.codec ?? webCodec;
-    // One small pack per batch where the filesystem writes packs, below SMALL_PACK_BYTES: a commit that would
-    // take the batch's pack past that writes its objects loose instead.
+    // One pack per batch where the filesystem writes packs (split at MAX_PACK_BYTES), else loose objects.
     let head = base;
     let bytes = 0;
-    let packedBytes = 0;
     let state: 'open' | 'prepared' | 'settled' = 'open';
     const refPath = `${gitdir}/${REF}`;
     const lockPath = `${refPath}.lock`;
@@ -608,9 +605,7 @@ export class GitStore {
       add: async (args) => {
         if (state !== 'open') throw new StoreError('commit batch already prepared');
         for (const w of args.writes) this.checkPath(w.path, w.content !== null);
-        let incoming = 0;
-        for (const w of args.writes) incoming += w.content?.byteLength ?? 0;
-        const form: ObjectForm = this.fs.packs && packedBytes + incoming < SMALL_PACK_BYTES ? 'pack' : 'loose';
+        const form: ObjectForm = this.fs.packs ? 'pack' : 'loose';
         const into = form === 'pack' ? packed : loose;
         const stage = new ObjectStage(codec, form);
         // Blobs first; a write whose blob equals the current one changes nothing.
@@ -641,7 +636,6 @@ export class GitStore {
         for (const [oid, data] of stage.objects) {
           if (!into.has(oid)) {
             bytes += data.byteLength;
-            if (form === 'pack') packedBytes += data.byteLength;
           }
           into.set(oid, data);
         }
@@ -807,12 +801,11 @@ export class GitStore {
   }
 
   /**
-   * Merges the repository's small packs into one when there are more than MAX_SMALL_PACKS of them (or, when
-   * the merged pack would reach SMALL_PACK_BYTES, writes their objects loose instead): the merged pack (or
-   * the loose objects) is written durably first, then the old .idx files are deleted (readers stop finding them),
+   * Merges the repository's small packs into one when there are more than MAX_SMALL_PACKS of them: the
+   * merged pack is written durably first, then the old .idx files are deleted (readers stop finding them),
    * then the old .pack files, then the directory is flushed. A reader that listed an old pack just before
-   * retries (isoRead). Whole objects are copied record by record; a delta (from a pack git wrote) is
-   * stored whole again. Callers hold withLock.
+   * lists again (lib/git/object-reader.ts). Whole objects are copied record by record; a delta (from a pack
+   * git wrote) is stored whole again. Callers hold withLock.
    */
   async mergePacks(id: string): Promise<void> {
     const packs = this.fs.packs;
@@ -859,24 +852,8 @@ export class GitStore {
       this.smallPacks.set(id, small.length);
       return;
     }
-    let total = 0;
-    for (const e of entries) total += e.record.byteLength;
-    let built: Awaited<ReturnType<typeof buildPacks>> = [];
-    if (total < SMALL_PACK_BYTES) {
-      built = await buildPacks(codec, entries);
-      for (const b of built) await packs.write(dir, b.name, b.pack, b.idx);
-      // (the reader forgets this repository's packs below, once the merged ones are gone)
-    } else {
-      // Merged, they would make a pack past SMALL_PACK_BYTES: they become loose objects, durable before any
-      // pack that holds them goes.
-      const files: Array<{ path: string; data: Uint8Array }> = [];
-      for (const e of entries) {
-        const o = await this.readObject(id, e.oid);
-        const { deflated } = await encodeObject(codec, o.type, o.content, 'loose');
-        files.push({ path: `${gitdir}/objects/${e.oid.slice(0, 2)}/${e.oid.slice(2)}`, data: deflated });
-      }
-      await this.fs.writeDurable(files, `${gitdir}/objects`);
-    }
+    const built = await buildPacks(codec, entries);
+    for (const b of built) await packs.write(dir, b.name, b.pack, b.idx);
     const kept = new Set(built.map((b) => b.name));
     await packs.remove(
       dir,
