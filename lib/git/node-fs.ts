@@ -56,6 +56,16 @@ export const nodeCodec: ObjectCodec = {
 
 const isMissing = (e: unknown) => (e as NodeJS.ErrnoException)?.code === 'ENOENT';
 
+/** A descriptor of `path` opened for reading, or null when it (or a directory on its way) does not exist. */
+function openToRead(path: string): number | null {
+  try {
+    return nodeFs.openSync(path, 'r');
+  } catch (e) {
+    if (isMissing(e) || (e as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
+    throw e;
+  }
+}
+
 /**
  * One step the store's filesystem takes, as a trace sees it: `start` before the call is made, `end` once it
  * returned (or threw: `failed`). `write` creates and fills a file (not flushed); `fsync` flushes a file's
@@ -161,13 +171,8 @@ export function nodeStoreFs(opts: NodeStoreFsOptions = {}): StoreFs {
   return {
     codec: nodeCodec,
     async readFile(path) {
-      let fd: number;
-      try {
-        fd = nodeFs.openSync(path, 'r');
-      } catch (e) {
-        if (isMissing(e) || (e as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
-        throw e;
-      }
+      const fd = openToRead(path);
+      if (fd === null) return null;
       try {
         return nodeFs.fstatSync(fd).size <= SMALL_FILE ? nodeFs.readFileSync(fd) : await readFd(fd);
       } finally {
@@ -175,13 +180,8 @@ export function nodeStoreFs(opts: NodeStoreFsOptions = {}): StoreFs {
       }
     },
     async readRange(path, position, length) {
-      let fd: number;
-      try {
-        fd = nodeFs.openSync(path, 'r');
-      } catch (e) {
-        if (isMissing(e) || (e as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
-        throw e;
-      }
+      const fd = openToRead(path);
+      if (fd === null) return null;
       try {
         const out = new Uint8Array(length);
         let got = 0;

@@ -4,6 +4,7 @@
  * on Node the synchronous `node:crypto`/`node:zlib` pair is about ten times faster per object than the
  * async web APIs, and a push writes several objects. Reading is lib/git/object-reader.ts.
  */
+import { concatBytes } from '../wire.ts';
 
 export type ObjectType = 'blob' | 'tree' | 'commit';
 
@@ -111,14 +112,7 @@ export async function inflate(codec: ObjectCodec, data: Uint8Array, maxBytes: nu
     }
     chunks.push(value);
   }
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
+  return chunks.length === 1 ? chunks[0]! : concatBytes(chunks);
 }
 
 export interface TreeItem {
