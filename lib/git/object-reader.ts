@@ -11,6 +11,7 @@
 import type { StoreFs } from './fs.ts';
 import { inflate, toHex, webCodec, type ObjectCodec } from './objects.ts';
 import { LruCache } from './lru.ts';
+import { IDX_HEAD, idxOffset, viewIdx, type IdxView } from './pack.ts';
 
 export type RawType = 'blob' | 'tree' | 'commit' | 'tag';
 
@@ -49,32 +50,24 @@ const TYPES: Record<number, RawType> = { 1: 'commit', 2: 'tree', 3: 'blob', 4: '
 const LIST_ATTEMPTS = 8;
 const OFS_DELTA = 6;
 const REF_DELTA = 7;
-const IDX_HEAD = 8 + 256 * 4;
 const decoder = new TextDecoder();
 
 /** One pack as its idx describes it. */
-interface Pack {
+interface Pack extends IdxView {
   name: string;
   /** Path of the .pack file. */
   path: string;
-  idx: Uint8Array;
-  view: DataView;
-  /** Objects in the pack. */
-  n: number;
   /** Bytes of the .pack file (its records end 20 bytes before). */
   packBytes: number;
   /** Every record's offset, ascending (a record ends where the next begins); made on the first read. */
   ends: Float64Array | null;
 }
 
-interface RepoPacks {
-  packs: Pack[];
-}
-
 /** The pack a record was to be read from is gone (a merge deleted it): list the packs again. */
 class PackGone extends Error {}
 
-const packBytesOf = (r: RepoPacks) => 64 + r.packs.reduce((n, p) => n + 96 + p.idx.byteLength + (p.ends ? p.ends.byteLength : 0), 0);
+/** What a repository's packs hold in memory: each idx, and the offsets in order made on its first read. */
+const packBytesOf = (packs: Pack[]) => 64 + packs.reduce((n, p) => n + 96 + p.idx.byteLength + p.n * 8, 0);
 
 function oidBytes(oid: string): Uint8Array {
   if (!/^[0-9a-f]{40}$/.test(oid)) throw new ObjectMissingError(oid);
@@ -83,23 +76,10 @@ function oidBytes(oid: string): Uint8Array {
   return out;
 }
 
-/** An idx v2 file checked for shape: its magic, version and a length that holds its `n` entries. */
-function openIdx(name: string, path: string, idx: Uint8Array, packBytes: number): Pack | null {
-  if (idx.byteLength < IDX_HEAD + 40) return null;
-  const view = new DataView(idx.buffer, idx.byteOffset, idx.byteLength);
-  if (view.getUint32(0) !== 0xff744f63 || view.getUint32(4) !== 2) return null;
-  const n = view.getUint32(8 + 255 * 4);
-  if (idx.byteLength < IDX_HEAD + n * 28 + 40) return null;
-  return { name, path, idx, view, n, packBytes, ends: null };
-}
-
-/** The offset of the idx's `i`-th object in its pack (64-bit table for packs over 2 GiB). */
-function offsetAt(p: Pack, i: number): number {
-  const at = IDX_HEAD + p.n * 24 + i * 4;
-  const off = p.view.getUint32(at);
-  if (!(off & 0x80000000)) return off;
-  const large = IDX_HEAD + p.n * 28 + (off & 0x7fffffff) * 8;
-  return p.view.getUint32(large) * 2 ** 32 + p.view.getUint32(large + 4);
+/** The pack named `name`, at `path`, as its idx describes it; null when the idx is not one. */
+function openPack(name: string, path: string, idx: Uint8Array, packBytes: number): Pack | null {
+  const x = viewIdx(idx);
+  return x && { ...x, name, path, packBytes, ends: null };
 }
 
 /** Where `oid` is in the pack (a byte offset), or -1. */
@@ -113,7 +93,7 @@ function findIn(p: Pack, oid: Uint8Array): number {
     const at = IDX_HEAD + mid * 20;
     let cmp = 0;
     for (let k = 0; k < 20 && cmp === 0; k++) cmp = idx[at + k]! - oid[k]!;
-    if (cmp === 0) return offsetAt(p, mid);
+    if (cmp === 0) return idxOffset(p, mid);
     if (cmp < 0) lo = mid + 1;
     else hi = mid;
   }
@@ -124,7 +104,7 @@ function findIn(p: Pack, oid: Uint8Array): number {
 function recordEnd(p: Pack, offset: number): number {
   if (!p.ends) {
     const ends = new Float64Array(p.n);
-    for (let i = 0; i < p.n; i++) ends[i] = offsetAt(p, i);
+    for (let i = 0; i < p.n; i++) ends[i] = idxOffset(p, i);
     ends.sort();
     p.ends = ends;
   }
@@ -205,7 +185,8 @@ interface Step {
 export class ObjectReader {
   private readonly fs: StoreFs;
   private readonly codec: ObjectCodec;
-  private readonly repos: LruCache<RepoPacks>;
+  /** Each repository's packs as last listed (newest written first). */
+  private readonly repos: LruCache<Pack[]>;
 
   constructor(opts: ObjectReaderOptions) {
     this.fs = opts.fs;
@@ -222,7 +203,12 @@ export class ObjectReader {
    * The object `oid` of the repository at `gitdir`. Throws ObjectMissingError when no pack or loose file
    * holds it, CorruptObjectError when the one that does cannot be decoded.
    */
-  async read(gitdir: string, oid: string, depth = 0): Promise<RawObject> {
+  read(gitdir: string, oid: string): Promise<RawObject> {
+    return this.find(gitdir, oid, 0);
+  }
+
+  /** read, as the base of a delta `depth` steps down a chain. */
+  private async find(gitdir: string, oid: string, depth: number): Promise<RawObject> {
     const bin = oidBytes(oid);
     const cached = this.repos.get(gitdir);
     if (cached) {
@@ -247,11 +233,11 @@ export class ObjectReader {
   /** Makes a pack the store has just written known without listing the directory again. */
   added(gitdir: string, name: string, idx: Uint8Array, packBytes: number): void {
     const repo = this.repos.get(gitdir);
-    if (!repo || repo.packs.some((p) => p.name === name)) return;
-    const pack = openIdx(name, `${gitdir}/objects/pack/pack-${name}.pack`, idx, packBytes);
+    if (!repo || repo.some((p) => p.name === name)) return;
+    const pack = openPack(name, `${gitdir}/objects/pack/pack-${name}.pack`, idx, packBytes);
     if (!pack) return;
     // Newest first: recent objects are read most.
-    this.repos.set(gitdir, { packs: [pack, ...repo.packs] });
+    this.repos.set(gitdir, [pack, ...repo]);
   }
 
   /** Forgets what is known of the repository's packs (after packs were deleted). */
@@ -260,7 +246,7 @@ export class ObjectReader {
   }
 
   /** The repository's packs as listed now; listed again while a listed idx vanishes before it is read. */
-  private async list(gitdir: string): Promise<RepoPacks> {
+  private async list(gitdir: string): Promise<Pack[]> {
     const dir = `${gitdir}/objects/pack`;
     let packs: Pack[] = [];
     for (let attempt = 0; attempt < LIST_ATTEMPTS; attempt++) {
@@ -270,28 +256,27 @@ export class ObjectReader {
       for (const { name, bytes } of listed) {
         const idx = await this.fs.readFile(`${dir}/pack-${name}.idx`);
         if (!idx) vanished = true;
-        const pack = idx && openIdx(name, `${dir}/pack-${name}.pack`, idx, bytes);
+        const pack = idx && openPack(name, `${dir}/pack-${name}.pack`, idx, bytes);
         if (pack) packs.push(pack);
       }
       if (!vanished) break;
     }
-    const repo = { packs };
-    this.repos.set(gitdir, repo);
-    return repo;
+    this.repos.set(gitdir, packs);
+    return packs;
   }
 
-  /** The object from the packs of `repo`, null when none holds it; lists again once if a pack went away. */
-  private async fromPacks(gitdir: string, repo: RepoPacks, oid: Uint8Array, hex: string, depth: number): Promise<RawObject | null> {
+  /** The object from `packs`, null when none holds it; lists them again while a pack it was in went away. */
+  private async fromPacks(gitdir: string, packs: Pack[], oid: Uint8Array, hex: string, depth: number): Promise<RawObject | null> {
     for (let attempt = 0; ; attempt++) {
       try {
-        for (const p of repo.packs) {
+        for (const p of packs) {
           const offset = findIn(p, oid);
           if (offset >= 0) return await this.fromPack(gitdir, p, offset, hex, depth);
         }
         return null;
       } catch (e) {
         if (!(e instanceof PackGone) || attempt + 1 >= LIST_ATTEMPTS) throw e;
-        repo = await this.list(gitdir);
+        packs = await this.list(gitdir);
       }
     }
   }
@@ -311,7 +296,7 @@ export class ObjectReader {
     let type: RawType;
     let content: Uint8Array;
     if (last.type === REF_DELTA) {
-      const base = await this.read(gitdir, last.base as string, depth + chain.length + 1);
+      const base = await this.find(gitdir, last.base as string, depth + chain.length + 1);
       type = base.type;
       content = this.patch(oid, base.content, last.data);
     } else {

@@ -135,28 +135,45 @@ export async function buildPacks(codec: ObjectCodec, entries: PackEntry[]): Prom
   return out;
 }
 
+/** Bytes of an idx v2 before its sorted ids: magic, version, the 256-entry fan-out table. */
+export const IDX_HEAD = 8 + 256 * 4;
+
+/** An idx v2 file checked for shape: its bytes, a view of them, and how many objects it lists. */
+export interface IdxView {
+  idx: Uint8Array;
+  view: DataView;
+  n: number;
+}
+
+/** `idx` as an idx v2 (its magic, version and a length that holds its `n` entries), or null. */
+export function viewIdx(idx: Uint8Array): IdxView | null {
+  if (idx.byteLength < IDX_HEAD + 40) return null;
+  const view = new DataView(idx.buffer, idx.byteOffset, idx.byteLength);
+  if (view.getUint32(0) !== 0xff744f63 || view.getUint32(4) !== 2) return null;
+  const n = view.getUint32(8 + 255 * 4);
+  if (idx.byteLength < IDX_HEAD + n * 28 + 40) return null;
+  return { idx, view, n };
+}
+
+/**
+ * The offset in its pack of the idx's `i`-th object. The high bit of its 32-bit entry names an entry of
+ * the 64-bit table (packs over 2 GiB), read as a JS number (exact below 2^53).
+ */
+export function idxOffset(x: IdxView, i: number): number {
+  const off = x.view.getUint32(IDX_HEAD + x.n * 24 + i * 4);
+  if (!(off & 0x80000000)) return off;
+  const large = IDX_HEAD + x.n * 28 + (off & 0x7fffffff) * 8;
+  return x.view.getUint32(large) * 2 ** 32 + x.view.getUint32(large + 4);
+}
+
 /** What an idx v2 lists: each object's id, CRC-32 and offset in its pack (ids in sorted order). */
 export function readIdx(idx: Uint8Array): Array<{ oid: string; crc: number; offset: number }> {
-  const view = new DataView(idx.buffer, idx.byteOffset, idx.byteLength);
-  if (idx.byteLength < 8 + 256 * 4 + 40 || view.getUint32(0) !== 0xff744f63 || view.getUint32(4) !== 2) {
-    throw new RangeError('not an idx v2 file');
-  }
-  const n = view.getUint32(8 + 255 * 4);
-  const oids = 8 + 256 * 4;
-  const crcs = oids + n * 20;
-  const offs = crcs + n * 4;
-  const large = offs + n * 4;
-  if (idx.byteLength < large + 40) throw new RangeError('idx file truncated');
+  const x = viewIdx(idx);
+  if (!x) throw new RangeError('not an idx v2 file, or truncated');
   const out: Array<{ oid: string; crc: number; offset: number }> = [];
-  for (let i = 0; i < n; i++) {
-    const off = view.getUint32(offs + i * 4);
-    // The high bit names an entry of the 64-bit offset table (packs over 2 GiB): read its low 32 bits'
-    // worth only when it fits a JS number exactly, which it does below 2^53.
-    const offset =
-      off & 0x80000000
-        ? view.getUint32(large + (off & 0x7fffffff) * 8) * 2 ** 32 + view.getUint32(large + (off & 0x7fffffff) * 8 + 4)
-        : off;
-    out.push({ oid: toHex(idx.subarray(oids + i * 20, oids + i * 20 + 20)), crc: view.getUint32(crcs + i * 4), offset });
+  for (let i = 0; i < x.n; i++) {
+    const at = IDX_HEAD + i * 20;
+    out.push({ oid: toHex(idx.subarray(at, at + 20)), crc: x.view.getUint32(IDX_HEAD + x.n * 20 + i * 4), offset: idxOffset(x, i) });
   }
   return out;
 }

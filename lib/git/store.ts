@@ -634,9 +634,7 @@ export class GitStore {
           message: message.split('\n')[0] ?? '',
         };
         for (const [oid, data] of stage.objects) {
-          if (!into.has(oid)) {
-            bytes += data.byteLength;
-          }
+          if (!into.has(oid)) bytes += data.byteLength;
           into.set(oid, data);
         }
         for (const [oid, entries] of stage.trees) trees.set(oid, entries);
