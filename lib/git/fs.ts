@@ -53,9 +53,11 @@ export interface PackFs {
    * `packDir`, both flushed, the .pack renamed into place, then the .idx (a pack is visible to readers
    * only once its .idx exists), then `packDir` flushed (and its parent, if `packDir` was created). When
    * this resolves, a crash loses neither. A pack of that name already there holds the same bytes (the
-   * name is the checksum of its content) and is replaced by them.
+   * name is the checksum of its content) and is replaced by them. `issued`, when given, is called once
+   * both files are written and their flushes requested (before they complete): the caller's work from
+   * then on overlaps the disk's.
    */
-  write(packDir: string, name: string, pack: Uint8Array, idx: Uint8Array): Promise<void>;
+  write(packDir: string, name: string, pack: Uint8Array, idx: Uint8Array, issued?: () => void): Promise<void>;
   /** The packs with both files present and no `.keep` file: name and the .pack's size in bytes. */
   list(packDir: string): Promise<Array<{ name: string; bytes: number }>>;
   /**

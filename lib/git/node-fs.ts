@@ -336,7 +336,7 @@ export function nodeStoreFs(opts: NodeStoreFsOptions = {}): StoreFs {
       }
     },
     packs: opts.packs === false ? undefined : {
-      async write(packDir, name, pack, idx) {
+      async write(packDir, name, pack, idx, issued) {
         if (!knownDirs.has(packDir)) {
           // Made here (a repository whose objects/pack was removed): its parent gained an entry to flush.
           if ((await traced(trace, { op: 'mkdir', path: packDir }, () => mkdir(packDir, { recursive: true }))) !== undefined) {
@@ -351,7 +351,21 @@ export function nodeStoreFs(opts: NodeStoreFsOptions = {}): StoreFs {
           { tmp: `${packDir}/tmp_idx_${tag}`, path: `${packDir}/pack-${name}.idx`, data: idx },
         ];
         try {
-          await Promise.all(files.map((f) => writeFile(f.tmp, f.data, true)));
+          // Both files created and written, then both flushes requested at once: `issued` lets the caller
+          // go on (a push records its index rows) while the disk works.
+          const created = await Promise.allSettled(files.map((f) => create(f.tmp, f.data)));
+          const open = created.flatMap((c, i) => (c.status === 'fulfilled' ? [{ h: c.value, path: files[i]!.tmp }] : []));
+          try {
+            const failed = created.find((c): c is PromiseRejectedResult => c.status === 'rejected');
+            if (failed) throw failed.reason;
+            // Settled, all of them, before any descriptor closes.
+            const flushed = Promise.allSettled(open.map((f) => traced(trace, { op: 'fsync', path: f.path }, () => f.h.datasync())));
+            issued?.();
+            const failure = (await flushed).find((r): r is PromiseRejectedResult => r.status === 'rejected');
+            if (failure) throw failure.reason;
+          } finally {
+            await Promise.all(open.map((f) => f.h.close().catch(() => undefined)));
+          }
           // The .pack before the .idx: a reader that finds the .idx finds its .pack.
           for (const f of files) await moveNow(f.tmp, f.path);
           await fsyncDir(packDir);

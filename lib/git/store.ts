@@ -663,19 +663,26 @@ export class GitStore {
         // new sha but makes nothing reachable) is written and flushed at the same time. An object that is
         // already stored is simply replaced by the same bytes (rename is atomic).
         progress.step('prepare commit');
+        // `alongside` starts once the objects' flushes are requested (or the objects failed): its work on
+        // this thread then overlaps the disk's instead of delaying the writes. False: the objects failed.
+        let issue!: (ok: boolean) => void;
+        const issued = new Promise<boolean>((resolve) => (issue = resolve));
+        if (packed.size === 0) issue(true);
+        const writing = Promise.all([
+          packed.size > 0 ? this.writePacks(id, [...packed].map(([oid, record]) => ({ oid, record })), () => issue(true)) : undefined,
+          loose.size > 0
+            ? this.fs.writeDurable(
+                [...loose].map(([oid, data]) => ({ path: `${gitdir}/objects/${oid.slice(0, 2)}/${oid.slice(2)}`, data })),
+                `${gitdir}/objects`,
+              )
+            : undefined,
+        ]);
+        writing.then(
+          () => issue(true),
+          () => issue(false),
+        );
         const [written, lock] = await Promise.allSettled([
-          progress.track(
-            'write objects',
-            Promise.all([
-              packed.size > 0 ? this.writePacks(id, [...packed].map(([oid, record]) => ({ oid, record }))) : undefined,
-              loose.size > 0
-                ? this.fs.writeDurable(
-                    [...loose].map(([oid, data]) => ({ path: `${gitdir}/objects/${oid.slice(0, 2)}/${oid.slice(2)}`, data })),
-                    `${gitdir}/objects`,
-                  )
-                : undefined,
-            ]),
-          ),
+          progress.track('write objects', writing),
           // Once the lock is held no git-protocol writer can move the branch, so the check-and-set
           // comparison is made now, while the objects are being flushed.
           progress.track(
@@ -695,7 +702,7 @@ export class GitStore {
               }
               // The branch is ours until publish or abort: what goes with the chain can start now.
               try {
-                await Promise.all([flushed, alongside?.()]);
+                await Promise.all([flushed, issued.then((ok) => (ok ? alongside?.() : undefined))]);
               } catch (e) {
                 await this.dropLock(lockPath);
                 throw e;
@@ -757,13 +764,16 @@ export class GitStore {
     return made;
   }
 
-  /** Writes staged pack records as one pack (more only past MAX_PACK_BYTES), durably, and counts them. */
-  private async writePacks(id: string, entries: PackEntry[]): Promise<void> {
+  /**
+   * Writes staged pack records as one pack (more only past MAX_PACK_BYTES), durably, and counts them.
+   * `issued` is called once the first pack's flushes are requested.
+   */
+  private async writePacks(id: string, entries: PackEntry[], issued?: () => void): Promise<void> {
     const packs = this.fs.packs!;
     const dir = `${this.gitdir(id)}/objects/pack`;
     const built = await buildPacks(this.fs.codec ?? webCodec, entries);
     for (const b of built) {
-      await packs.write(dir, b.name, b.pack, b.idx);
+      await packs.write(dir, b.name, b.pack, b.idx, issued);
       this.reader.added(this.gitdir(id), b.name, b.idx, b.pack.byteLength);
     }
     const known = this.smallPacks.get(id);

@@ -8,6 +8,7 @@ import { RepoStore, type PushResult } from '../../lib/git/repo-store.ts';
 import { tempDir } from '../helpers/env.ts';
 import { fsckStrict } from './helpers/git.ts';
 import { orderViolations, recording, type Recording } from './helpers/recording-fs.ts';
+import type { FsTraceEvent } from '../../lib/git/node-fs.ts';
 
 /**
  * Durability ordering, proven deterministically (issue 18 item 5). The kill tests are probabilistic and a
@@ -110,6 +111,30 @@ describe.each(['packs', 'each', 'after-rename'] as const)('durability order (%s)
     const timeline = await repos.timeline('r', 100);
     expect(timeline.map((c) => c.sha).slice(0, 12).sort()).toEqual([...shas].sort());
     expect((await activity.list('r', 100, 0)).total).toBe(13);
+  });
+});
+
+describe('overlap with the disk (packs)', () => {
+  it("the index batch starts only once the pack's flushes are requested, and before they end", async () => {
+    const { rec, gitdir, push } = await setup('packs');
+    const first = await push('first', [{ path: 'a.md', content: '# A\n' }]);
+    const from = rec.events.length;
+    await push('second', [{ path: 'a.md', content: '# A2\n', parentSha: first.commit!.sha }]);
+    const events = rec.events.slice(from);
+    const packDir = `${gitdir}/objects/pack/`;
+    const flushes = events.filter(
+      (e): e is FsTraceEvent & { seq: number; kind: 'fs' } => e.kind === 'fs' && e.op === 'fsync' && e.path.startsWith(`${packDir}tmp_`),
+    );
+    // Both files of the one pack, each flush recorded as it starts and as it ends.
+    expect(flushes.filter((e) => e.phase === 'start').length).toBe(2);
+    const batch = events.find((e) => e.kind === 'db' && e.phase === 'start');
+    expect(batch).toBeDefined();
+    const lastStart = Math.max(...flushes.filter((e) => e.phase === 'start').map((e) => e.seq));
+    const lastEnd = Math.max(...flushes.filter((e) => e.phase !== 'start').map((e) => e.seq));
+    expect(batch!.seq).toBeGreaterThan(lastStart);
+    // The batch runs on this thread while the disk works: it begins before the flushes have both ended.
+    expect(batch!.seq).toBeLessThan(lastEnd);
+    expect(await orderViolations(rec.events, gitdir)).toEqual([]);
   });
 });
 
