@@ -31,6 +31,7 @@ EXPOSE 8080
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 
-# What `npm start` runs once the bundle is fresh (scripts/start.mjs imports it), run directly so that SIGTERM reaches the
+# What `npm start` runs once the bundle is fresh (scripts/start.mjs imports it), with the same node flags (package.json's
+# start script: a 1 MiB young generation, see README "Where the memory goes"), run directly so that SIGTERM reaches the
 # server (npm does not forward it), which then finishes in-flight requests and closes the database.
-CMD ["node", "dist/server.mjs"]
+CMD ["node", "--max-semi-space-size=1", "dist/server.mjs"]

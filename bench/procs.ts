@@ -14,6 +14,18 @@ import { dirname, join } from 'node:path';
 
 export const REPO_ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 
+/**
+ * The node flags `npm start` gives the server (package.json's start script, `exec node <flags>
+ * scripts/start.mjs`; the Dockerfile's command carries the same). The harness starts the server, and the bare
+ * Hono reference, with them.
+ */
+export function serverNodeFlags(): string[] {
+  const start = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const m = /^exec node ((?:--[\w-]+(?:=\S+)? )*)scripts\/start\.mjs$/.exec(start);
+  if (!m) throw new Error(`package.json's start script is not \`exec node [--flags] scripts/start.mjs\`: ${start}`);
+  return m[1]!.split(' ').filter(Boolean);
+}
+
 export interface Child {
   pid: number;
   url: string;
@@ -176,7 +188,7 @@ export function startService(o: ServiceOptions): Promise<Child> {
   buildServer();
   // What `npm start` runs once the bundle is fresh: node dist/server.mjs (scripts/start.mjs imports it in
   // its own process), here with the memory probe preloaded (it does nothing until asked).
-  const args = [...(o.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`] : []), '--import', `./${MEM_PROBE}`, 'dist/server.mjs'];
+  const args = [...serverNodeFlags(), ...(o.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`] : []), '--import', `./${MEM_PROBE}`, 'dist/server.mjs'];
   return startChild(args, serviceEnv(o), o.logFile, 'server');
 }
 
@@ -250,8 +262,8 @@ export async function timeNpmStart(o: { dataRoot: string; apiKey: string; logFil
 
 /**
  * The W4 and MEM reference: a bare Hono route serving `pageFile`'s bytes through @hono/node-server. Run
- * the way the server runs: node on an esbuild bundle (`bundle`, made by bundleHonoReference), with the same
- * memory probe. `loader: 'tsx'` runs the TypeScript through tsx instead, as the harness did before issue 18
+ * the way the server runs: node with the server's flags (serverNodeFlags) on an esbuild bundle (`bundle`, made
+ * by bundleHonoReference), with the same memory probe. `loader: 'tsx'` runs the TypeScript through tsx instead, as the harness did before issue 18
  * (tsx itself adds about 30 MiB of RSS), kept for comparison with older figures.
  */
 export function startHonoReference(
@@ -261,7 +273,7 @@ export function startHonoReference(
 ): Promise<Child> {
   const prof = opts.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`] : [];
   const entry = opts.loader === 'tsx' || !opts.bundle ? ['--import', 'tsx', join('bench', 'hono-ref.ts')] : [opts.bundle];
-  const args = [...prof, '--import', `./${MEM_PROBE}`, ...entry, pageFile];
+  const args = [...serverNodeFlags(), ...prof, '--import', `./${MEM_PROBE}`, ...entry, pageFile];
   return startChild(args, { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'production' }, logFile, 'hono reference');
 }
 

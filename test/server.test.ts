@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'node:http';
 import { routes } from '../functions/index.ts';
@@ -157,9 +157,23 @@ describe('rate limiting over real HTTP', () => {
   });
 });
 
+/** The node flags of package.json's start script (`exec node <flags> scripts/start.mjs`). */
+function startFlags(): string[] {
+  const start = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const m = /^exec node ((?:--[\w-]+(?:=\S+)? )*)scripts\/start\.mjs$/.exec(start);
+  if (!m) throw new Error(`unexpected start script: ${start}`);
+  return m[1]!.split(' ').filter(Boolean);
+}
+
 describe('npm start (scripts/start.mjs: the bundle, built when stale, run in the same process)', () => {
   let child: ChildProcess | undefined;
   afterAll(() => child?.kill('SIGKILL'));
+
+  it("the Dockerfile's command runs the bundle with npm start's node flags (a 1 MiB young generation)", () => {
+    expect(startFlags()).toEqual(['--max-semi-space-size=1']);
+    const cmd = /^CMD (\[.*\])$/m.exec(readFileSync('Dockerfile', 'utf8'));
+    expect(JSON.parse(cmd![1]!)).toEqual(['node', ...startFlags(), 'dist/server.mjs']);
+  });
 
   it('boots with the start command, serves /health, and exits 0 on SIGTERM after finishing', async () => {
     const dir = await tempDir();
@@ -167,7 +181,7 @@ describe('npm start (scripts/start.mjs: the bundle, built when stale, run in the
       // What `npm start` runs: scripts/start.mjs, which builds the bundle if it is stale and imports it.
       // (npm itself is left out so that SIGTERM reaches the server, as in the container.)
       execFileSync(process.execPath, ['scripts/bundle.mjs', '--if-stale'], { stdio: 'inherit' });
-      child = spawn(process.execPath, ['scripts/start.mjs'], {
+      child = spawn(process.execPath, [...startFlags(), 'scripts/start.mjs'], {
         env: { ...process.env, SERVICE_DATA_ROOT: join(dir.path, 'data'), SERVICE_LISTEN_ADDR: '127.0.0.1:0', SERVICE_API_KEY: '' },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
