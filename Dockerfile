@@ -19,9 +19,10 @@ COPY admin ./admin
 COPY scripts/bundle.mjs scripts/server-loader.mjs ./scripts/
 # What `npm start` does when the bundle is stale (scripts/bundle.mjs): bundle the TypeScript sources and their
 # dependencies but the native database driver with esbuild (a runtime dependency) into dist/server.cjs, run by
-# dist/server.mjs through V8's code cache, which is written here (dist/ is read-only to the server).
+# dist/server.mjs through V8's code cache, which is written here (dist/ is read-only to the server), with the node
+# flags of the CMD below (V8 rejects a cache made under other flags).
 # The admin command is bundled too: `docker exec <container> node dist/admin.mjs user list`.
-RUN npm run --silent build:server && node dist/server.mjs --write-code-cache && npm run --silent build:admin
+RUN npm run --silent build:server && node --max-semi-space-size=1 dist/server.mjs --write-code-cache && npm run --silent build:admin
 
 RUN mkdir -p /data && chown node:node /data
 VOLUME ["/data"]

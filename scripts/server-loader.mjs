@@ -10,7 +10,7 @@
  * compiles as usual and, once the server is listening, writes a new cache (beside, then renamed over the
  * old one: concurrent starts each write a whole file). Where dist/ is read-only, nothing is written and
  * every start compiles. `node dist/server.mjs --write-code-cache` loads the bundle, writes the cache and
- * exits without starting the server (the Dockerfile's build step).
+ * exits without starting the server (the Dockerfile's build step, run with the server's node flags).
  */
 import { createHash } from 'node:crypto';
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
