@@ -22,7 +22,7 @@ COPY scripts/bundle.mjs scripts/server-loader.mjs ./scripts/
 # dist/server.mjs through V8's code cache, which is written here (dist/ is read-only to the server), with the node
 # flags of the CMD below (V8 rejects a cache made under other flags).
 # The admin command is bundled too: `docker exec <container> node dist/admin.mjs user list`.
-RUN npm run --silent build:server && node --max-semi-space-size=1 dist/server.mjs --write-code-cache && npm run --silent build:admin
+RUN npm run --silent build:server && node dist/server.mjs --write-code-cache && npm run --silent build:admin
 
 RUN mkdir -p /data && chown node:node /data
 VOLUME ["/data"]
@@ -33,6 +33,6 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 
 # What `npm start` runs once the bundle is fresh (scripts/start.mjs imports it), with the same node flags (package.json's
-# start script: a 1 MiB young generation, see README "Where the memory goes"), run directly so that SIGTERM reaches the
-# server (npm does not forward it), which then finishes in-flight requests and closes the database.
-CMD ["node", "--max-semi-space-size=1", "dist/server.mjs"]
+# start script, none today), run directly so that SIGTERM reaches the server (npm does not forward it), which then
+# finishes in-flight requests and closes the database.
+CMD ["node", "dist/server.mjs"]
