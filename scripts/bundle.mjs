@@ -86,11 +86,14 @@ export async function build(bundle = SERVER_BUNDLE, options = SERVER_OPTIONS, ro
   const esbuild = await import('esbuild');
   // Made before the build starts: creating dist/ changes its parent directory, which may be an input
   // directory itself (the project root), and would make the fresh bundle look stale.
-  await mkdir(dirname(bundle), { recursive: true });
+  const made = await mkdir(dirname(bundle), { recursive: true });
   // And strictly before it: a file's mtime comes from the kernel's coarse clock, which may read the same
   // millisecond as the start time taken right after (the fresh bundle then looked stale, "'.' changed").
-  const parent = (await stat(dirname(dirname(bundle)))).mtimeMs;
-  while (Math.floor(Date.now()) - 1 <= parent) await new Promise((r) => setTimeout(r, 1));
+  // Only when this call made a directory, and at most 50 ms (a parent dated in the future waits no longer).
+  if (made !== undefined) {
+    const until = Math.min((await stat(dirname(made))).mtimeMs, Date.now() + 50);
+    while (Math.floor(Date.now()) - 1 <= until) await new Promise((r) => setTimeout(r, 1));
+  }
   // Truncated to the millisecond below what any mtime written during the build can be.
   const startedMs = Math.floor(Date.now()) - 1;
   const cjs = options.format === 'cjs';

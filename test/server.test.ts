@@ -7,6 +7,7 @@ import { routes } from '../functions/index.ts';
 import { defineRoute } from '../lib/route.ts';
 import { HttpError } from '../lib/http/errors.ts';
 import { startTestServer, tempDir, type TestServer } from './helpers/env.ts';
+import { serverNodeFlags } from '../bench/procs.ts';
 
 /** User, key, PAT and request ids are UUID v4 (API.md). */
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -157,14 +158,6 @@ describe('rate limiting over real HTTP', () => {
   });
 });
 
-/** The node flags of package.json's start script (`exec node <flags> scripts/start.mjs`). */
-function startFlags(): string[] {
-  const start = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts.start;
-  const m = /^exec node ((?:--[\w-]+(?:=\S+)? )*)scripts\/start\.mjs$/.exec(start);
-  if (!m) throw new Error(`unexpected start script: ${start}`);
-  return m[1]!.split(' ').filter(Boolean);
-}
-
 describe('npm start (scripts/start.mjs: the bundle, built when stale, run in the same process)', () => {
   let child: ChildProcess | undefined;
   afterAll(() => child?.kill('SIGKILL'));
@@ -172,9 +165,9 @@ describe('npm start (scripts/start.mjs: the bundle, built when stale, run in the
   it("the Dockerfile's command runs the bundle with npm start's node flags, and its code cache is written with them", () => {
     const dockerfile = readFileSync('Dockerfile', 'utf8');
     const cmd = /^CMD (\[.*\])$/m.exec(dockerfile);
-    expect(JSON.parse(cmd![1]!)).toEqual(['node', ...startFlags(), 'dist/server.mjs']);
+    expect(JSON.parse(cmd![1]!)).toEqual(['node', ...serverNodeFlags(), 'dist/server.mjs']);
     // The code cache is written under the same flags: V8 rejects one made under others.
-    expect(dockerfile).toContain(`&& ${['node', ...startFlags(), 'dist/server.mjs', '--write-code-cache'].join(' ')} &&`);
+    expect(dockerfile).toContain(`&& ${['node', ...serverNodeFlags(), 'dist/server.mjs', '--write-code-cache'].join(' ')} &&`);
   });
 
   it('boots with the start command, serves /health, and exits 0 on SIGTERM after finishing', async () => {
@@ -183,7 +176,7 @@ describe('npm start (scripts/start.mjs: the bundle, built when stale, run in the
       // What `npm start` runs: scripts/start.mjs, which builds the bundle if it is stale and imports it.
       // (npm itself is left out so that SIGTERM reaches the server, as in the container.)
       execFileSync(process.execPath, ['scripts/bundle.mjs', '--if-stale'], { stdio: 'inherit' });
-      child = spawn(process.execPath, [...startFlags(), 'scripts/start.mjs'], {
+      child = spawn(process.execPath, [...serverNodeFlags(), 'scripts/start.mjs'], {
         env: { ...process.env, SERVICE_DATA_ROOT: join(dir.path, 'data'), SERVICE_LISTEN_ADDR: '127.0.0.1:0', SERVICE_API_KEY: '' },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
