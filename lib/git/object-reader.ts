@@ -9,7 +9,7 @@
  * pack; inflated objects are not kept here (the store caches what it decodes).
  */
 import type { StoreFs } from './fs.ts';
-import { inflate, toHex, webCodec, type ObjectCodec } from './objects.ts';
+import { hexToBytes, inflate, toHex, webCodec, type ObjectCodec } from './objects.ts';
 import { LruCache } from './lru.ts';
 import { IDX_HEAD, idxOffset, viewIdx, type IdxView } from './pack.ts';
 
@@ -71,9 +71,7 @@ const packBytesOf = (packs: Pack[]) => 64 + packs.reduce((n, p) => n + 96 + p.id
 
 function oidBytes(oid: string): Uint8Array {
   if (!/^[0-9a-f]{40}$/.test(oid)) throw new ObjectMissingError(oid);
-  const out = new Uint8Array(20);
-  for (let i = 0; i < 20; i++) out[i] = parseInt(oid.slice(i * 2, i * 2 + 2), 16);
-  return out;
+  return hexToBytes(oid);
 }
 
 /** The pack named `name`, at `path`, as its idx describes it; null when the idx is not one. */

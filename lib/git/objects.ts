@@ -77,10 +77,38 @@ export function packRecord(type: number, size: number, deflated: Uint8Array): Ui
   return out;
 }
 
+/** Each byte's two lower-case hex digits. */
+const HEX_PAIRS = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0'));
+/** Each ASCII code's value as a hex digit, -1 where it is none. */
+const HEX_VALUES = (() => {
+  const t = new Int8Array(128).fill(-1);
+  for (let d = 0; d < 16; d++) {
+    t['0123456789abcdef'.charCodeAt(d)] = d;
+    t['0123456789ABCDEF'.charCodeAt(d)] = d;
+  }
+  return t;
+})();
+
+/** Bytes as lower-case hex (a table lookup per byte: object ids are made and compared by the thousand). */
 export function toHex(bytes: Uint8Array): string {
   let s = '';
-  for (const b of bytes) s += b.toString(16).padStart(2, '0');
+  for (let i = 0; i < bytes.length; i++) s += HEX_PAIRS[bytes[i]!];
   return s;
+}
+
+/**
+ * Writes the bytes `hex` spells into `out` from `at` (a new array of hex.length / 2 bytes without `out`).
+ * RangeError for an odd length or a character that is not a hex digit.
+ */
+export function hexToBytes(hex: string, out: Uint8Array = new Uint8Array(hex.length >> 1), at = 0): Uint8Array {
+  if (hex.length % 2 !== 0) throw new RangeError(`odd-length hex: ${JSON.stringify(hex)}`);
+  for (let i = 0, j = 0; j < hex.length; i++, j += 2) {
+    const hi = HEX_VALUES[hex.charCodeAt(j)] ?? -1;
+    const lo = HEX_VALUES[hex.charCodeAt(j + 1)] ?? -1;
+    if (hi < 0 || lo < 0) throw new RangeError(`not hex: ${JSON.stringify(hex)}`);
+    out[at + i] = (hi << 4) | lo;
+  }
+  return out;
 }
 
 /** SHA-1 of `data` with the codec's hash, or the web-standard one. */
@@ -132,43 +160,64 @@ function compareEntries(a: { key: Uint8Array }, b: { key: Uint8Array }): number 
   return x.length - y.length;
 }
 
-function hexToBytes(hex: string, out: Uint8Array, at: number): void {
-  for (let i = 0; i < 20; i++) out[at + i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16);
-}
-
-/** `items` in git's tree order (as they are stored, and as git and isomorphic-git read them back). */
-export function inTreeOrder<T extends { type: string }>(items: T[], nameOf: (item: T) => string): T[] {
+/**
+ * Each item with its name's bytes and its sort key, in git's tree order (as trees are stored, and as git and
+ * isomorphic-git read them back).
+ */
+function sortedRows<T extends { type: string }>(items: T[], nameOf: (item: T) => string): Array<{ it: T; name: Uint8Array; key: Uint8Array }> {
   return items
     .map((it) => {
       const name = encoder.encode(nameOf(it));
-      return { it, key: it.type === 'tree' ? new Uint8Array([...name, 0x2f]) : name };
+      let key = name;
+      if (it.type === 'tree') {
+        key = new Uint8Array(name.length + 1);
+        key.set(name);
+        key[name.length] = 0x2f;
+      }
+      return { it, name, key };
     })
-    .sort(compareEntries)
-    .map((x) => x.it);
+    .sort(compareEntries);
+}
+
+/** A tree entry's mode with the space after it, as bytes (`40000 ` for a directory: git drops the 0). */
+const modeBytes = new Map<string, Uint8Array>();
+function modeHead(it: TreeItem): Uint8Array {
+  const mode = it.type === 'tree' ? '40000' : it.mode.replace(/^0+/, '');
+  let head = modeBytes.get(mode);
+  if (!head) {
+    head = encoder.encode(`${mode} `);
+    // The few modes there are (100644, 100755, 120000, 160000, 40000); any other is not kept.
+    if (modeBytes.size < 16) modeBytes.set(mode, head);
+  }
+  return head;
 }
 
 /** The binary content of a tree object (without the object header). */
 export function serializeTree(items: TreeItem[]): Uint8Array {
-  const rows = inTreeOrder(items, (it) => it.name).map((it) => {
-    const isTree = it.type === 'tree';
-    const name = encoder.encode(it.name);
-    const mode = isTree ? '40000' : it.mode.replace(/^0+/, '');
-    const head = encoder.encode(`${mode} `);
-    const row = new Uint8Array(head.length + name.length + 1 + 20);
-    row.set(head, 0);
-    row.set(name, head.length);
-    row[head.length + name.length] = 0;
-    hexToBytes(it.oid, row, head.length + name.length + 1);
-    return row;
+  return serializeTreeSorted(items).content;
+}
+
+/** A tree object's content (without the object header), and `items` in the order it stores them. */
+export function serializeTreeSorted<T extends TreeItem>(items: T[]): { content: Uint8Array; sorted: T[] } {
+  const rows = sortedRows(items, (it) => it.name);
+  const heads = rows.map((r) => modeHead(r.it));
+  let size = 0;
+  rows.forEach((r, i) => {
+    if (r.it.oid.length !== 40) throw new RangeError(`tree entry ${JSON.stringify(r.it.name)}: object id ${JSON.stringify(r.it.oid)}`);
+    size += heads[i]!.length + r.name.length + 1 + 20;
   });
-  const size = rows.reduce((n, r) => n + r.length, 0);
   const out = new Uint8Array(size);
   let at = 0;
-  for (const r of rows) {
-    out.set(r, at);
-    at += r.length;
-  }
-  return out;
+  rows.forEach((r, i) => {
+    out.set(heads[i]!, at);
+    at += heads[i]!.length;
+    out.set(r.name, at);
+    at += r.name.length;
+    out[at++] = 0;
+    hexToBytes(r.it.oid, out, at);
+    at += 20;
+  });
+  return { content: out, sorted: rows.map((r) => r.it) };
 }
 
 export interface CommitFields {

@@ -9,7 +9,7 @@
  * ≤ i), the sorted 20-byte ids, one CRC-32 per record, one 32-bit offset per record, the pack's checksum,
  * the SHA-1 of everything before it. The pack is named after its checksum (`pack-<sha>.pack`), as git does.
  */
-import { sha1, toHex, type ObjectCodec } from './objects.ts';
+import { hexToBytes, sha1, toHex, type ObjectCodec } from './objects.ts';
 
 /** One object's record in a pack (header and deflated content), with its id; `crc` computed when absent. */
 export interface PackEntry {
@@ -47,12 +47,6 @@ export function crc32(data: Uint8Array): number {
   for (let i = 0; i < data.length; i++) c = CRC_TABLE[(c ^ data[i]!) & 0xff]! ^ (c >>> 8);
   return (c ^ 0xffffffff) >>> 0;
 }
-
-const hexToBytes = (hex: string): Uint8Array => {
-  const out = new Uint8Array(hex.length / 2);
-  for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16);
-  return out;
-};
 
 const u32 = (view: DataView, at: number, v: number) => view.setUint32(at, v >>> 0, false);
 

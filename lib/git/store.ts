@@ -1,7 +1,7 @@
 import {
   deflate,
   encodeObject,
-  inTreeOrder,
+  serializeTreeSorted,
   PACK_TYPE,
   packRecord,
   serializeCommit,
@@ -938,12 +938,14 @@ export class GitStore {
     if (!dirty) return tree;
     if (entries.size === 0) return null;
     // Cached in the order the tree is stored, so a cached read equals one from disk.
-    const list = inTreeOrder([...entries.values()], (e) => e.path);
-    const oid = await stage.put(
-      'tree',
-      serializeTree(list.map((e) => ({ mode: e.mode, name: e.path, oid: e.oid, type: e.type }))),
+    const { content, sorted } = serializeTreeSorted(
+      [...entries.values()].map((e) => ({ mode: e.mode, name: e.path, oid: e.oid, type: e.type, entry: e })),
     );
-    stage.trees.set(oid, list);
+    const oid = await stage.put('tree', content);
+    stage.trees.set(
+      oid,
+      sorted.map((s) => s.entry),
+    );
     return oid;
   }
 
