@@ -122,6 +122,8 @@ describe('the code cache of the server bundle', () => {
   let bundle: string;
   let data: string;
   const cache = () => `${codeFile(bundle)}.cache`;
+  /** The V8 flags the last boot() logged setting once its cache was settled (null: none within 3 s). */
+  let lastFlags: string[] | null = null;
 
   beforeAll(async () => {
     await mkdir(join(ROOT, 'test-artifacts'), { recursive: true });
@@ -169,6 +171,12 @@ describe('the code cache of the server bundle', () => {
           await new Promise((r) => setTimeout(r, 50));
         }
       }
+      lastFlags = null;
+      for (let i = 0; i < 300 && lastFlags === null; i++) {
+        const line = out.split('\n').find((l) => l.includes('"event":"v8_flags"'));
+        if (line) lastFlags = (JSON.parse(line) as { flags: string[] }).flags;
+        else await new Promise((r) => setTimeout(r, 10));
+      }
       return { codeCache: listening.code_cache, health };
     } finally {
       const exited = new Promise((r) => child.once('exit', r));
@@ -187,6 +195,16 @@ describe('the code cache of the server bundle', () => {
     expect(await boot()).toEqual({ codeCache: 'hit', health: 200 });
     // A hit leaves the file alone.
     expect((await readFile(cache())).equals(made)).toBe(true);
+  }, 30_000);
+
+  it('once the cache is settled, V8 is told to favour memory: at once after a hit, after writing it otherwise', async () => {
+    await rm(cache(), { force: true });
+    expect(await boot()).toEqual({ codeCache: 'miss', health: 200 });
+    expect(lastFlags).toEqual(['--optimize-for-size']);
+    // The cache was made before the flag was set: the next start, which reads it without the flag, uses it.
+    expect(await boot()).toEqual({ codeCache: 'hit', health: 200 });
+    expect(lastFlags).toEqual(['--optimize-for-size']);
+    expect(await boot()).toEqual({ codeCache: 'hit', health: 200 });
   }, 30_000);
 
   it('a damaged cache, or one made from other code, is not used, and is replaced', async () => {
