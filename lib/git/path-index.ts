@@ -305,14 +305,18 @@ export class PathIndex {
 
   /**
    * Records a chain of commits (each the parent of the next, the first on top of the indexed head) in one
-   * batch, with `extra` statements (e.g. activity rows) in the same transaction.
+   * batch, with `extra` statements (e.g. activity rows) in the same transaction. `fullText: false` leaves
+   * the changed pages' full-text rows behind head, for `catchUpSearch` (RepoStore does it later, for many
+   * pushes at once).
    */
   async recordMany(
     repo: string,
     commits: ReadonlyArray<{ meta: CommitMeta; changes: PathChange[]; contents: PageContents }>,
     extra: Stmt[] = [],
+    opts: { fullText?: boolean } = {},
   ): Promise<IndexedCommit[]> {
-    if (this.searchOn) await this.fts.ensureTable();
+    const fullText = this.searchOn && opts.fullText !== false;
+    if (fullText) await this.fts.ensureTable();
     const head = await this.headCommit(repo);
     let seq = head?.seq ?? 0;
     const stmts: Stmt[] = [];
@@ -320,7 +324,7 @@ export class PathIndex {
     for (const { meta, changes, contents } of commits) {
       seq += 1;
       let docs: Map<string, SearchDocument | null> | undefined;
-      if (this.searchOn) {
+      if (fullText) {
         docs = new Map();
         for (const ch of changes) {
           const bytes = ch.blob === null ? null : contents.get(ch.path);
@@ -345,6 +349,19 @@ export class PathIndex {
     await this.fillFolds(repo);
     if (this.searchOn) await this.fts.catchUp(repo, (blob) => store.readBlob(repo, blob));
     return replayed;
+  }
+
+  /** Whether this index keeps full-text rows at all (false only for measuring their cost). */
+  get fullText(): boolean {
+    return this.searchOn;
+  }
+
+  /**
+   * Brings the full-text rows of `paths` (all pages without it) level with head: the part of `sync` that
+   * `recordMany(…, { fullText: false })` leaves for later. Callers hold the repository's lock.
+   */
+  async catchUpSearch(repo: string, store: GitStore, paths?: readonly string[]): Promise<void> {
+    if (this.searchOn) await this.fts.catchUp(repo, (blob) => store.readBlob(repo, blob), paths);
   }
 
   /**

@@ -79,6 +79,23 @@ const PULL_READS_IN_FLIGHT = 32;
 const headEntryBytes = (e: HeadEntry | null) =>
   e === null ? 64 : 400 + 2 * (e.path.length + e.commit.author.length + e.commit.email.length + e.commit.message.length);
 
+/**
+ * A push's pages become searchable through rows that are made this long after it at the latest (sooner
+ * when a search of the repository comes first: it waits for them). Pushes in between share the work: a
+ * page updated twenty times meanwhile is indexed once, in one transaction with the others.
+ */
+export const SEARCH_DELAY_MS = 250;
+/** Pages remembered per repository for that work; beyond this the whole repository is looked at. */
+const SEARCH_PATHS = 2_000;
+
+/** Full-text work left behind by the pushes of one repository (see searchLater). */
+interface SearchDue {
+  /** The pages to look at, or null: every page. */
+  paths: Set<string> | null;
+  timer: ReturnType<typeof setTimeout> | null;
+  run: Promise<void> | null;
+}
+
 /** A group commit takes at most this many queued pushes, */
 export const GROUP_PUSHES = 64;
 /** … this much pushed content (bytes; one push larger than this still goes, alone), */
@@ -124,6 +141,8 @@ export class RepoStore implements Repos {
       }),
   };
   private readonly synced = new Map<string, Promise<void>>();
+  /** Full-text rows behind head, per repository (searchLater). */
+  private readonly searchDue = new Map<string, SearchDue>();
   /** Pushes waiting for their repository's writer, per repository, oldest first (see commitFiles). */
   private readonly queues = new Map<string, QueuedPush[]>();
   /**
@@ -270,11 +289,81 @@ export class RepoStore implements Repos {
     return this.index.timeline(id, limit);
   }
 
-  /** Full-text search over the pages at head (PathIndex.search); SearchQueryError (400) for a bad `q`. */
+  /**
+   * Full-text search over the pages at head (PathIndex.search); SearchQueryError (400) for a bad `q`.
+   * Pages pushed before the search are in it: their rows left for later are made first.
+   */
   async search(id: string, q: string, opts: SearchOptions): Promise<SearchPage> {
     parseQuery(q); // refused before waiting for the index
     await this.ready(id);
+    await this.searchNow(id);
+    // Again: after work that failed, the repository is synced (which makes every row) before it is searched.
+    await this.ready(id);
     return this.index.search(id, q, opts);
+  }
+
+  /**
+   * Remembers that the full-text rows of `paths` are behind head (their push recorded none) and makes
+   * them within SEARCH_DELAY_MS, under the repository's lock, for every push of that time at once. A
+   * failure leaves them to the next sync (the repository is re-checked on its next access).
+   */
+  private searchLater(id: string, paths: Iterable<string>): void {
+    let due = this.searchDue.get(id);
+    if (!due) this.searchDue.set(id, (due = { paths: new Set(), timer: null, run: null }));
+    if (due.paths) {
+      for (const p of paths) due.paths.add(p);
+      if (due.paths.size > SEARCH_PATHS) due.paths = null;
+    }
+    if (due.timer === null && due.run === null) {
+      due.timer = setTimeout(() => this.searchRun(id), SEARCH_DELAY_MS);
+      // Never what keeps a process alive: rows still behind at exit are made by the next start's sync.
+      (due.timer as { unref?: () => void }).unref?.();
+    }
+  }
+
+  /** Starts the full-text work due for `id` (none running). */
+  private searchRun(id: string): void {
+    const due = this.searchDue.get(id);
+    if (!due || due.run) return;
+    if (due.timer !== null) clearTimeout(due.timer);
+    due.timer = null;
+    const paths = due.paths ? [...due.paths] : undefined;
+    due.paths = new Set();
+    due.run = this.git
+      .withLock(id, () => this.index.catchUpSearch(id, this.git, paths), { owner: 'search index', step: 'index pages' })
+      .catch(() => {
+        // Not made now (lock wait, database closed at shutdown, disk error): the next access syncs.
+        this.synced.delete(id);
+      })
+      .finally(() => {
+        due.run = null;
+        if (due.paths === null || due.paths.size > 0) this.searchLater(id, []);
+        else if (due.timer === null && this.searchDue.get(id) === due) this.searchDue.delete(id);
+      });
+  }
+
+  /**
+   * Makes the full-text rows every repository still has due (a graceful stop, before the database closes:
+   * the next start then has nothing to catch up).
+   */
+  async searchSettled(): Promise<void> {
+    await Promise.all([...this.searchDue.keys()].map((id) => this.searchNow(id)));
+  }
+
+  /**
+   * Waits until the full-text rows of every page pushed to `id` before the call are made, making them now
+   * rather than at their time. Two runs at most: the one already running (which may have started before the
+   * last pages came), then one for everything remembered since.
+   */
+  async searchNow(id: string): Promise<void> {
+    for (let round = 0; round < 2; round++) {
+      const due = this.searchDue.get(id);
+      if (!due) return;
+      const started = due.run === null;
+      if (started) this.searchRun(id);
+      await due.run;
+      if (started) return;
+    }
   }
 
   async summary(id: string): Promise<{ pageCount: number; lastCommit: IndexedCommit | null }> {
@@ -494,6 +583,7 @@ export class RepoStore implements Repos {
             id,
             made.map((m) => ({ meta: m.meta, changes: m.changes, contents: m.contents })),
             extra,
+            { fullText: false },
           ),
         );
       });
@@ -503,6 +593,7 @@ export class RepoStore implements Repos {
     }
     progress.step('publish commit');
     await progress.track('move main', batch.publish());
+    if (this.index.fullText) this.searchLater(id, made.flatMap((m) => m.changes.map((c) => c.path)));
     // The sequence numbers as recorded (equal to the ones decided unless the index moved meanwhile).
     recorded.forEach((c, i) => {
       const r = made[i]!.push.result!;

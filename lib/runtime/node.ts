@@ -195,7 +195,9 @@ export async function startServer(deps: NodeDeps, routes: RouteDef[], opts: Watc
           });
           server.closeIdleConnections();
         });
-        // A pack merge queued by the last pushes finishes (a merge cut short is safe, but leaves work and files behind).
+        // The last pushes' full-text rows are made, and a pack merge they queued finishes (work cut short is
+        // safe: the next start's sync makes the rows, a merge cut short leaves files behind).
+        await deps.repos.searchSettled();
         await deps.repos.git.packMerges();
         await deps.db.close();
       })();

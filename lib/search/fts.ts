@@ -68,21 +68,34 @@ export class FullTextIndex {
 
   /**
    * Levels the full-text rows with git_head: a page whose indexed blob is not its blob at head (or that has
-   * no row: a rebuilt database, a database from before migration 0007, commits replayed from git) is
-   * indexed from its blob; a row whose page is gone is deleted. Two indexed queries when nothing is behind.
+   * no row: a rebuilt database, a database from before migration 0007, commits replayed from git, pushes
+   * whose rows were left for later) is indexed from its blob; a row whose page is gone is deleted. Two
+   * indexed queries when nothing is behind. With `paths`, only those pages are looked at (a query per
+   * IDS_PER_QUERY of them), whatever the size of the repository.
    */
-  async catchUp(repo: string, readBlob: (blob: string) => Promise<Uint8Array>): Promise<void> {
+  async catchUp(repo: string, readBlob: (blob: string) => Promise<Uint8Array>, paths?: readonly string[]): Promise<void> {
     await this.ensureTable();
-    const stale = await this.db.all<Row>(
-      `SELECT h.path, h.blob FROM git_head h LEFT JOIN search_docs d ON d.repo_id = h.repo_id AND d.path = h.path
-       WHERE h.repo_id = ? AND (d.blob IS NULL OR d.blob <> h.blob) ORDER BY h.path`,
-      [repo],
-    );
-    const gone = await this.db.all<Row>(
-      `SELECT d.path FROM search_docs d WHERE d.repo_id = ?
-       AND NOT EXISTS (SELECT 1 FROM git_head h WHERE h.repo_id = d.repo_id AND h.path = d.path)`,
-      [repo],
-    );
+    const stale: Row[] = [];
+    const gone: Row[] = [];
+    const sorted = paths ? [...paths].sort() : undefined;
+    for (let i = 0; i < (sorted?.length ?? 1); i += IDS_PER_QUERY) {
+      const some = sorted?.slice(i, i + IDS_PER_QUERY);
+      const only = (column: string) => (some ? `AND ${column} IN (${some.map(() => '?').join(', ')})` : '');
+      stale.push(
+        ...(await this.db.all<Row>(
+          `SELECT h.path, h.blob FROM git_head h LEFT JOIN search_docs d ON d.repo_id = h.repo_id AND d.path = h.path
+           WHERE h.repo_id = ? ${only('h.path')} AND (d.blob IS NULL OR d.blob <> h.blob) ORDER BY h.path`,
+          [repo, ...(some ?? [])],
+        )),
+      );
+      gone.push(
+        ...(await this.db.all<Row>(
+          `SELECT d.path FROM search_docs d WHERE d.repo_id = ? ${only('d.path')}
+           AND NOT EXISTS (SELECT 1 FROM git_head h WHERE h.repo_id = d.repo_id AND h.path = d.path)`,
+          [repo, ...(some ?? [])],
+        )),
+      );
+    }
     if (gone.length > 0) {
       for (let i = 0; i < gone.length; i += CHUNK) {
         await this.db.batch(gone.slice(i, i + CHUNK).flatMap((r) => searchStmts(repo, String(r.path), null)));
