@@ -68,27 +68,29 @@ export class LibsqlDatabase implements SqlDatabase {
     );
   }
 
-  /** Several write statements as one transaction (BEGIN IMMEDIATE … COMMIT), queued. */
-  batch(stmts: Stmt[]): Promise<Array<{ changes: number; rows: SqlRow[] }>> {
+  /**
+   * Several write statements as one transaction (BEGIN IMMEDIATE … COMMIT), queued. `durable: false`: not
+   * waiting for the log's flush (SqlDatabase.batch).
+   */
+  batch(stmts: Stmt[], opts: { durable?: boolean } = {}): Promise<Array<{ changes: number; rows: SqlRow[] }>> {
     if (stmts.length === 0) return Promise.resolve([]);
-    return this.durable(
-      this.enqueue(async () => {
-        const c = this.connection;
-        c.exec('BEGIN IMMEDIATE');
-        try {
-          const out = stmts.map((s) => {
-            const r = this.execute(s.sql, s.args ?? []);
-            return { changes: r.changes, rows: r.rows };
-          });
-          c.exec('COMMIT');
-          return out;
-        } catch (e) {
-          // A statement that failed may have ended the transaction already (e.g. SQLITE_FULL).
-          if (c.inTransaction) c.exec('ROLLBACK');
-          throw e;
-        }
-      }),
-    );
+    const write = this.enqueue(async () => {
+      const c = this.connection;
+      c.exec('BEGIN IMMEDIATE');
+      try {
+        const out = stmts.map((s) => {
+          const r = this.execute(s.sql, s.args ?? []);
+          return { changes: r.changes, rows: r.rows };
+        });
+        c.exec('COMMIT');
+        return out;
+      } catch (e) {
+        // A statement that failed may have ended the transaction already (e.g. SQLITE_FULL).
+        if (c.inTransaction) c.exec('ROLLBACK');
+        throw e;
+      }
+    });
+    return opts.durable === false ? write : this.durable(write);
   }
 
   /** Runs SQL without arguments or results, outside the write queue (PRAGMAs at open, checkpoints in tests). */

@@ -16,8 +16,13 @@ export interface SqlDatabase {
   get<T = SqlRow>(sql: string, args?: SqlArgs): Promise<T | undefined>;
   /** One write statement. */
   run(sql: string, args?: SqlArgs): Promise<{ changes: number; lastId: bigint | undefined }>;
-  /** Several statements as one atomic transaction; each result's rows (for SELECTs) and change count. */
-  batch(stmts: Stmt[]): Promise<Array<{ changes: number; rows: SqlRow[] }>>;
+  /**
+   * Several statements as one atomic transaction; each result's rows (for SELECTs) and change count.
+   * `durable: false` is for rows that can be made again from what is durable (the full-text rows): the
+   * batch resolves once committed, without waiting for the disk (where the backend waits at all); a crash
+   * may lose it, never part of it, and the next flush covers it.
+   */
+  batch(stmts: Stmt[], opts?: { durable?: boolean }): Promise<Array<{ changes: number; rows: SqlRow[] }>>;
   close(): Promise<void>;
 }
 

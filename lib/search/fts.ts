@@ -71,7 +71,8 @@ export class FullTextIndex {
    * no row: a rebuilt database, a database from before migration 0007, commits replayed from git, pushes
    * whose rows were left for later) is indexed from its blob; a row whose page is gone is deleted. Two
    * indexed queries when nothing is behind. With `paths`, only those pages are looked at (a query per
-   * IDS_PER_QUERY of them), whatever the size of the repository.
+   * IDS_PER_QUERY of them), whatever the size of the repository. Its batches do not wait for the disk
+   * (`durable: false`): rows a crash loses are behind head again, and the next sync makes them.
    */
   async catchUp(repo: string, readBlob: (blob: string) => Promise<Uint8Array>, paths?: readonly string[]): Promise<void> {
     await this.ensureTable();
@@ -98,7 +99,7 @@ export class FullTextIndex {
     }
     if (gone.length > 0) {
       for (let i = 0; i < gone.length; i += CHUNK) {
-        await this.db.batch(gone.slice(i, i + CHUNK).flatMap((r) => searchStmts(repo, String(r.path), null)));
+        await this.db.batch(gone.slice(i, i + CHUNK).flatMap((r) => searchStmts(repo, String(r.path), null)), { durable: false });
       }
     }
     for (let i = 0; i < stale.length; i += CHUNK) {
@@ -113,7 +114,7 @@ export class FullTextIndex {
         }
       };
       await Promise.all(Array.from({ length: Math.min(READS_IN_FLIGHT, chunk.length) }, worker));
-      await this.db.batch(docs.flatMap((d) => searchStmts(repo, d.path, { blob: d.blob, doc: d.doc })));
+      await this.db.batch(docs.flatMap((d) => searchStmts(repo, d.path, { blob: d.blob, doc: d.doc })), { durable: false });
     }
   }
 

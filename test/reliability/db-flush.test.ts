@@ -94,6 +94,28 @@ describe('a write resolves only once its commit is flushed', () => {
   });
 });
 
+describe('a batch of rows that can be made again (durable: false)', () => {
+  it('resolves at its commit without a flush of its own; the next durable write flushes it with its own', async () => {
+    const dir = await scratch();
+    const held = heldFlush();
+    const db = new LibsqlDatabase(new Database(join(dir, 'c.db')), () => held.flush());
+    db.exec('PRAGMA journal_mode = WAL');
+    db.exec('CREATE TABLE t (x INTEGER UNIQUE)');
+    expect((await db.batch([{ sql: 'INSERT INTO t (x) VALUES (1)' }], { durable: false })).map((r) => r.changes)).toEqual([1]);
+    expect(held.calls).toBe(0);
+    const next = db.run('INSERT INTO t (x) VALUES (2)');
+    expect(await settled(next)).toBe(false);
+    expect(held.calls).toBe(1);
+    held.waiting.shift()!.resolve();
+    await next;
+    // All or nothing all the same.
+    await expect(db.batch([{ sql: 'INSERT INTO t (x) VALUES (3)' }, { sql: 'INSERT INTO t (x) VALUES (1)' }], { durable: false })).rejects.toThrow(/UNIQUE/);
+    expect(await db.all('SELECT x FROM t ORDER BY x')).toEqual([{ x: 1 }, { x: 2 }]);
+    expect(held.calls).toBe(1);
+    await db.close();
+  });
+});
+
 describe('openDatabaseFile', () => {
   it('leaves the flush to the service (synchronous NORMAL, WAL); writes go to the log and resolve; close empties the log', async () => {
     const dir = await scratch();
