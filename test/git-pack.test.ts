@@ -6,7 +6,7 @@ import { crc32 as zlibCrc32 } from 'node:zlib';
 import { createHash, randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import git from 'isomorphic-git';
-import { GitStore, MAX_SMALL_PACKS, SMALL_PACK_BYTES } from '../lib/git/store.ts';
+import { GitStore, MAX_SMALL_PACKS, SMALL_PACK_BYTES, mergeable } from '../lib/git/store.ts';
 import { nodeCodec, nodeStoreFs } from '../lib/git/node-fs.ts';
 import { buildPack, buildPacks, copyableRecords, crc32, readIdx, splitEntries } from '../lib/git/pack.ts';
 import { encodeObject, serializeCommit, serializeTree, webCodec, type ObjectType } from '../lib/git/objects.ts';
@@ -223,6 +223,23 @@ describe('the store writes one pack per group', () => {
       await store.packMerges();
       await db.close();
     }
+  });
+
+  it('a merge takes the smallest packs up to the first twice their size together (at least two), the same whatever the order listed', () => {
+    const packs = (sizes: number[]) => sizes.map((bytes, i) => ({ name: `p${String(i).padStart(2, '0')}`, bytes }));
+    const taken = (sizes: number[]) => mergeable(packs(sizes)).map((p) => p.bytes);
+    // Sixteen new packs under an old merged one: only the new ones.
+    expect(taken([1000, ...Array(16).fill(10)])).toEqual(Array(16).fill(10));
+    // A rung that is not yet twice what is below it goes along, the next one that is stays.
+    expect(taken([200, 60, 15, 10, 10])).toEqual([10, 10, 15, 60]);
+    // Packs of one size: all of them.
+    expect(taken(Array(17).fill(90))).toHaveLength(17);
+    // Never fewer than two.
+    expect(taken([1, 100])).toEqual([1, 100]);
+    expect(taken([5])).toEqual([5]);
+    // Equal sizes are taken by name, whatever order the directory listed them in.
+    const listed = packs([7, 7, 7, 100]);
+    expect(mergeable([...listed].reverse()).map((p) => p.name)).toEqual(mergeable(listed).map((p) => p.name));
   });
 
   it('without packs (the Durable Object build has none) the objects stay loose', async () => {

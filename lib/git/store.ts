@@ -51,6 +51,25 @@ export const SMALL_PACK_BYTES = 1024 * 1024;
  * looks in every pack's index, so their number is bounded.
  */
 export const MAX_SMALL_PACKS = 16;
+
+/**
+ * The packs a merge takes of `small` (at least two): the smallest, up to the first that is at least twice
+ * their size together, which stays with every larger one (git's `repack --geometric=2`, by size). Sizes
+ * then double from one kept pack to the next, so a merge rewrites about what was pushed since the last
+ * merge of its size: about log2(SMALL_PACK_BYTES / the smallest pack) rewrites of each object before it
+ * lands in a pack of SMALL_PACK_BYTES or more, where it was one per merge with the whole set merged.
+ */
+export function mergeable<P extends { name: string; bytes: number }>(small: readonly P[]): P[] {
+  const bySize = [...small].sort((a, b) => a.bytes - b.bytes || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  let sum = 0;
+  let take = 0;
+  for (const p of bySize) {
+    if (take >= 2 && p.bytes >= 2 * sum) break;
+    sum += p.bytes;
+    take++;
+  }
+  return bySize.slice(0, take);
+}
 /** What a tree's entries hold in memory, estimated: the array, each entry object, its name and oid strings. */
 const treeBytes = (t: TreeEntry[]) => {
   let n = 64 + 8 * t.length;
@@ -809,11 +828,12 @@ export class GitStore {
   }
 
   /**
-   * Merges the repository's small packs into one when there are more than MAX_SMALL_PACKS of them: the
-   * merged pack is written durably first, then the old .idx files are deleted (readers stop finding them),
-   * then the old .pack files, then the directory is flushed. A reader that listed an old pack just before
-   * lists again (lib/git/object-reader.ts). Whole objects are copied record by record; a delta (from a pack
-   * git wrote) is stored whole again. Callers hold withLock.
+   * Merges small packs into one when the repository has more than MAX_SMALL_PACKS of them: the smallest,
+   * up to the first that is at least twice their size together (mergeable). The merged pack is written
+   * durably first, then the old .idx files are deleted (readers stop finding them), then the old .pack
+   * files, then the directory is flushed. A reader that listed an old pack just before lists again
+   * (lib/git/object-reader.ts). Whole objects are copied record by record; a delta (from a pack git wrote)
+   * is stored whole again. Callers hold withLock.
    */
   async mergePacks(id: string): Promise<void> {
     const packs = this.fs.packs;
@@ -829,7 +849,7 @@ export class GitStore {
     const entries: PackEntry[] = [];
     const seen = new Set<string>();
     const merged: string[] = [];
-    for (const p of small) {
+    for (const p of mergeable(small)) {
       const [pack, idx] = await Promise.all([this.fs.readFile(`${dir}/pack-${p.name}.pack`), this.fs.readFile(`${dir}/pack-${p.name}.idx`)]);
       if (!pack || !idx || pack.byteLength < 32) continue;
       // Only a pack whose bytes match its checksum is copied (and then deleted); any other stays as it is.
