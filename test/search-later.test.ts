@@ -110,6 +110,29 @@ describe('full-text rows made after the push', () => {
     expect(paths(await repos.search('r', 'skua', opts))).toEqual(['a.md', 'b.md']);
   });
 
+  it('more pages than are remembered one by one (2,000) are caught up by looking at the whole repository', async () => {
+    const { db, repos, push } = await setup();
+    await push(Array.from({ length: 2_100 }, (_, i) => ({ path: `p/${String(i).padStart(4, '0')}.md`, content: `puffin ${i}` })));
+    expect((await rows(db)).stale).toBe(2_100);
+    expect((await repos.search('r', 'puffin', { limit: 5, offset: 0 })).total).toBe(2_100);
+    expect(await rows(db)).toEqual({ head: 2_100, docs: 2_100, fts: 2_100, stale: 0 });
+  });
+
+  it('a run that fails leaves the repository to be synced on its next access, which makes the rows', async () => {
+    const { db, repos, push } = await setup();
+    await push([{ path: 'a.md', content: 'guillemot' }]);
+    const real = repos.index.catchUpSearch.bind(repos.index);
+    let failures = 0;
+    repos.index.catchUpSearch = async (...args: Parameters<typeof real>) => {
+      if (failures++ === 0) throw new Error('EIO: i/o error, write');
+      return real(...args);
+    };
+    // The run fails; the search then syncs the repository (its full catch-up) before it reads.
+    expect(paths(await repos.search('r', 'guillemot', opts))).toEqual(['a.md']);
+    expect(failures).toBe(1);
+    expect(await rows(db)).toEqual({ head: 1, docs: 1, fts: 1, stale: 0 });
+  });
+
   it('a page written and deleted before its rows are made leaves no row behind', async () => {
     const { db, repos, push } = await setup();
     await push([{ path: 'a.md', content: 'shag' }, { path: 'b.md', content: 'cormorant' }]);
