@@ -164,10 +164,10 @@ function compareEntries(a: { key: Uint8Array }, b: { key: Uint8Array }): number 
  * Each item with its name's bytes and its sort key, in git's tree order (as trees are stored, and as git and
  * isomorphic-git read them back).
  */
-function sortedRows<T extends { type: string }>(items: T[], nameOf: (item: T) => string): Array<{ it: T; name: Uint8Array; key: Uint8Array }> {
+function sortedRows<T extends TreeItem>(items: T[]): Array<{ it: T; name: Uint8Array; key: Uint8Array }> {
   return items
     .map((it) => {
-      const name = encoder.encode(nameOf(it));
+      const name = encoder.encode(it.name);
       let key = name;
       if (it.type === 'tree') {
         key = new Uint8Array(name.length + 1);
@@ -180,17 +180,7 @@ function sortedRows<T extends { type: string }>(items: T[], nameOf: (item: T) =>
 }
 
 /** A tree entry's mode with the space after it, as bytes (`40000 ` for a directory: git drops the 0). */
-const modeBytes = new Map<string, Uint8Array>();
-function modeHead(it: TreeItem): Uint8Array {
-  const mode = it.type === 'tree' ? '40000' : it.mode.replace(/^0+/, '');
-  let head = modeBytes.get(mode);
-  if (!head) {
-    head = encoder.encode(`${mode} `);
-    // The few modes there are (100644, 100755, 120000, 160000, 40000); any other is not kept.
-    if (modeBytes.size < 16) modeBytes.set(mode, head);
-  }
-  return head;
-}
+const modeHead = (it: TreeItem): Uint8Array => encoder.encode(`${it.type === 'tree' ? '40000' : it.mode.replace(/^0+/, '')} `);
 
 /** The binary content of a tree object (without the object header). */
 export function serializeTree(items: TreeItem[]): Uint8Array {
@@ -199,7 +189,7 @@ export function serializeTree(items: TreeItem[]): Uint8Array {
 
 /** A tree object's content (without the object header), and `items` in the order it stores them. */
 export function serializeTreeSorted<T extends TreeItem>(items: T[]): { content: Uint8Array; sorted: T[] } {
-  const rows = sortedRows(items, (it) => it.name);
+  const rows = sortedRows(items);
   const heads = rows.map((r) => modeHead(r.it));
   let size = 0;
   rows.forEach((r, i) => {

@@ -70,6 +70,7 @@ export function mergeable<P extends { name: string; bytes: number }>(small: read
   }
   return bySize.slice(0, take);
 }
+
 /** What a tree's entries hold in memory, estimated: the array, each entry object, its name and oid strings. */
 const treeBytes = (t: TreeEntry[]) => {
   let n = 64 + 8 * t.length;
@@ -962,10 +963,7 @@ export class GitStore {
       [...entries.values()].map((e) => ({ mode: e.mode, name: e.path, oid: e.oid, type: e.type, entry: e })),
     );
     const oid = await stage.put('tree', content);
-    stage.trees.set(
-      oid,
-      sorted.map((s) => s.entry),
-    );
+    stage.trees.set(oid, sorted.map((s) => s.entry));
     return oid;
   }
 
