@@ -32,8 +32,13 @@ export interface StoreFs {
    * holder has work to do before the flush matters.
    */
   createExclusiveEarly?(path: string, data: Uint8Array): Promise<{ flushed: Promise<void> } | null>;
-  /** Atomic rename, then the target's directory is flushed. */
+  /**
+   * Atomic rename, then the target's directory is flushed. The Node build frees a file it replaces in the
+   * background, after that flush (see `idle`).
+   */
   renameDurable(from: string, to: string): Promise<void>;
+  /** Optional: resolves once what the filesystem does in the background after a call has answered is done. */
+  idle?(): Promise<void>;
   unlink(path: string): Promise<void>;
   /** Removes a directory tree; missing is fine. */
   removeTree(path: string): Promise<void>;

@@ -1,6 +1,6 @@
 import * as nodeFs from 'node:fs';
 import { link, mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { basename, dirname } from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { fdatasyncFd, flushData, flushDir } from '../flush.ts';
@@ -73,12 +73,13 @@ function openToRead(path: string): number | null {
 /**
  * One step the store's filesystem takes, as a trace sees it: `start` before the call is made, `end` once it
  * returned (or threw: `failed`). `write` creates and fills a file (not flushed); `fsync` flushes a file's
- * data; `fsyncDir` flushes a directory's entries; `rename`, `unlink` and `mkdir` as named.
+ * data; `fsyncDir` flushes a directory's entries; `rename`, `link` (`to` becomes a second name of `path`),
+ * `unlink` and `mkdir` as named.
  */
 export interface FsTraceEvent {
   /** Pairs a step's start with its end. */
   id: number;
-  op: 'write' | 'fsync' | 'fsyncDir' | 'rename' | 'unlink' | 'mkdir';
+  op: 'write' | 'fsync' | 'fsyncDir' | 'rename' | 'link' | 'unlink' | 'mkdir';
   phase: 'start' | 'end';
   path: string;
   /** The rename's target. */
@@ -172,6 +173,36 @@ export function nodeStoreFs(opts: NodeStoreFsOptions = {}): StoreFs {
       nodeFs.renameSync(from, to);
     });
   const remove = (path: string) => traced(trace, { op: 'unlink', path }, () => unlink(path));
+  /** Second names (see keepReplaced) being unlinked through the threadpool. */
+  const freeing = new Map<string, Promise<void>>();
+  /**
+   * Gives the file at `to`, about to be replaced by a rename, a second name beside it
+   * (`.<name>.replaced`), so that the rename does not free it. Freeing a file is most of what a rename over
+   * one costs on this machine's ext4: 165 µs of 180 on the event loop, on every push's ref update, against
+   * 15 µs with the replaced file still linked. `freeLater` then unlinks the second name through the
+   * threadpool. git skips names starting with a dot under refs/, and one a crash left is replaced here.
+   * Null where there is nothing to keep: no file at `to`, a directory, or that name still being unlinked.
+   */
+  const keepReplaced = (to: string): Promise<string | null> => {
+    const kept = `${dirname(to)}/.${basename(to)}.replaced`;
+    if (freeing.has(kept)) return Promise.resolve(null);
+    return traced(trace, { op: 'link', path: to, to: kept }, async () => {
+      try {
+        nodeFs.linkSync(to, kept);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+        nodeFs.unlinkSync(kept);
+        nodeFs.linkSync(to, kept);
+      }
+      return kept;
+    }).catch(() => null);
+  };
+  const freeLater = (kept: string) => {
+    const done = remove(kept)
+      .catch(() => undefined)
+      .finally(() => freeing.delete(kept));
+    freeing.set(kept, done);
+  };
   return {
     codec: nodeCodec,
     async readFile(path) {
@@ -314,8 +345,16 @@ export function nodeStoreFs(opts: NodeStoreFsOptions = {}): StoreFs {
       }
     },
     async renameDurable(from, to) {
-      await moveNow(from, to);
-      await fsyncDir(dirname(to));
+      const kept = from === to ? null : await keepReplaced(to);
+      try {
+        await moveNow(from, to);
+        await fsyncDir(dirname(to));
+      } finally {
+        if (kept) freeLater(kept);
+      }
+    },
+    async idle() {
+      while (freeing.size > 0) await Promise.all(freeing.values());
     },
     async unlink(path) {
       try {

@@ -819,13 +819,17 @@ export class GitStore {
     this.merges.set(id, run);
   }
 
-  /** Resolves once no pack merge is queued or running (for `id`, or any repository). */
+  /**
+   * Resolves once no pack merge is queued or running (for `id`, or any repository), and the filesystem's
+   * own background work is done (StoreFs.idle: a replaced ref file being freed).
+   */
   async packMerges(id?: string): Promise<void> {
     while (true) {
       const pending = id === undefined ? [...this.merges.values()] : [this.merges.get(id)].filter((p) => p !== undefined);
-      if (pending.length === 0) return;
+      if (pending.length === 0) break;
       await Promise.all(pending);
     }
+    await this.fs.idle?.();
   }
 
   /**
