@@ -307,17 +307,18 @@ export class PathIndex {
    * Records a chain of commits (each the parent of the next, the first on top of the indexed head) in one
    * batch, with `extra` statements (e.g. activity rows) in the same transaction. `fullText: false` leaves
    * the changed pages' full-text rows behind head, for `catchUpSearch` (RepoStore does it later, for many
-   * pushes at once).
+   * pushes at once). `head`: the indexed head the chain builds on, when the caller read it under the
+   * repository's lock (one query less a push); read here otherwise.
    */
   async recordMany(
     repo: string,
     commits: ReadonlyArray<{ meta: CommitMeta; changes: PathChange[]; contents: PageContents }>,
     extra: Stmt[] = [],
-    opts: { fullText?: boolean } = {},
+    opts: { fullText?: boolean; head?: IndexedCommit | null } = {},
   ): Promise<IndexedCommit[]> {
     const fullText = this.searchOn && opts.fullText !== false;
     if (fullText) await this.fts.ensureTable();
-    const head = await this.headCommit(repo);
+    const head = opts.head !== undefined ? opts.head : await this.headCommit(repo);
     let seq = head?.seq ?? 0;
     const stmts: Stmt[] = [];
     const out: IndexedCommit[] = [];

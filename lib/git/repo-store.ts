@@ -583,7 +583,7 @@ export class RepoStore implements Repos {
             id,
             made.map((m) => ({ meta: m.meta, changes: m.changes, contents: m.contents })),
             extra,
-            { fullText: false },
+            { fullText: false, head },
           ),
         );
       });
@@ -594,7 +594,7 @@ export class RepoStore implements Repos {
     progress.step('publish commit');
     await progress.track('move main', batch.publish());
     if (this.index.fullText) this.searchLater(id, made.flatMap((m) => m.changes.map((c) => c.path)));
-    // The sequence numbers as recorded (equal to the ones decided unless the index moved meanwhile).
+    // The commits as recorded: their sequence numbers follow `head`, read under this lock.
     recorded.forEach((c, i) => {
       const r = made[i]!.push.result!;
       r.commit = c;
