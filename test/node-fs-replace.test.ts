@@ -128,4 +128,17 @@ describe('through the git store', () => {
     expect(readdirSync(join(gitdir, 'refs', 'heads'))).toEqual(['main']);
     fsck(gitdir);
   });
+
+  it('recovery at boot removes a second name a crash left, and leaves the branch alone', async () => {
+    const store = new GitStore({ fs: nodeStoreFs(), root: join(dir.path, 'repos') });
+    await store.init('r');
+    const gitdir = join(dir.path, 'repos', 'r.git');
+    const made = await store.commit('r', { parent: null, writes: [{ path: 'a.md', content: enc('a') }], author: { name: 'Ann', email: 'ann@example.test' }, message: 'a', time: 1 });
+    await store.packMerges();
+    linkSync(join(gitdir, 'refs', 'heads', 'main'), join(gitdir, 'refs', 'heads', '.main.replaced'));
+    await new GitStore({ fs: nodeStoreFs(), root: join(dir.path, 'repos') }).recoverAll();
+    expect(readdirSync(join(gitdir, 'refs', 'heads'))).toEqual(['main']);
+    expect(await store.head('r')).toBe(made!.meta.sha);
+    fsck(gitdir);
+  });
 });

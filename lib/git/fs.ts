@@ -4,6 +4,13 @@
  */
 import type { ObjectCodec } from './objects.ts';
 
+/**
+ * The second name a file replaced by `renameDurable` keeps beside it until it is freed (the Node build):
+ * `.main.replaced` for `main`. git skips names starting with a dot under refs/; recovery removes one a crash
+ * left.
+ */
+export const replacedName = (name: string): string => `.${name}.replaced`;
+
 export interface StoreFs {
   /** Hashing and deflating of new objects; the web-standard codec when absent. */
   readonly codec?: ObjectCodec;

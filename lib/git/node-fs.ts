@@ -5,7 +5,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { fdatasyncFd, flushData, flushDir } from '../flush.ts';
 import { deflateSync, inflateSync } from 'node:zlib';
-import type { StoreFs } from './fs.ts';
+import { replacedName, type StoreFs } from './fs.ts';
 import type { ObjectCodec } from './objects.ts';
 import { mapBounded } from '../bounded.ts';
 
@@ -180,11 +180,12 @@ export function nodeStoreFs(opts: NodeStoreFsOptions = {}): StoreFs {
    * (`.<name>.replaced`), so that the rename does not free it. Freeing a file is most of what a rename over
    * one costs on this machine's ext4: 165 µs of 180 on the event loop, on every push's ref update, against
    * 15 µs with the replaced file still linked. `freeLater` then unlinks the second name through the
-   * threadpool. git skips names starting with a dot under refs/, and one a crash left is replaced here.
+   * threadpool. git skips names starting with a dot under refs/; one a crash left is replaced here (and
+   * removed by GitStore's recovery at boot).
    * Null where there is nothing to keep: no file at `to`, a directory, or that name still being unlinked.
    */
   const keepReplaced = (to: string): Promise<string | null> => {
-    const kept = `${dirname(to)}/.${basename(to)}.replaced`;
+    const kept = `${dirname(to)}/${replacedName(basename(to))}`;
     if (freeing.has(kept)) return Promise.resolve(null);
     return traced(trace, { op: 'link', path: to, to: kept }, async () => {
       try {

@@ -14,7 +14,7 @@ import {
 } from './objects.ts';
 import { buildPacks, copyableRecords, type PackEntry } from './pack.ts';
 import { ObjectReader, parseCommit, parseTree, type RawObject } from './object-reader.ts';
-import type { StoreFs } from './fs.ts';
+import { replacedName, type StoreFs } from './fs.ts';
 import { HttpError } from '../http/errors.ts';
 import { KeyedMutex, LockTimeoutError, noProgress, type HeldLock, type Progress } from './lock.ts';
 import { LruCache } from './lru.ts';
@@ -392,7 +392,8 @@ export class GitStore {
 
   /**
    * Removes lock and temporary files left by a process that died mid-write: a `main.lock` older than
-   * STALE_LOCK_MS (any age with `force`, at boot). A lock this store took itself and still holds is live
+   * STALE_LOCK_MS (any age with `force`, at boot); with `force`, temporary object and pack files and the
+   * ref's previous file if it still has its second name. A lock this store took itself and still holds is live
    * however old it is (its writer is slow, not dead) and is left alone.
    */
   async recover(id: string, force = false): Promise<void> {
@@ -401,6 +402,8 @@ export class GitStore {
     const mtime = this.liveLocks.has(lock) ? null : await this.fs.mtimeMs(lock);
     if (mtime !== null && (force || Date.now() - mtime > STALE_LOCK_MS)) await this.fs.unlink(lock);
     if (force) {
+      // The ref's previous file, still linked when a crash came before it was freed (StoreFs.renameDurable).
+      await this.fs.unlink(`${gitdir}/refs/heads/${replacedName(BRANCH)}`);
       for (const n of await this.fs.readdir(`${gitdir}/objects`)) {
         if (n.startsWith('tmp_obj_')) await this.fs.unlink(`${gitdir}/objects/${n}`);
       }

@@ -208,7 +208,7 @@ describe('SIGKILL under push load', () => {
       for (const d of await repoDirs(dataRoot())) {
         const leftovers = [
           ...(await readdir(join(dataRoot(), 'repos', d, 'objects'))).filter((n) => n.startsWith('tmp_obj_')),
-          ...(await readdir(join(dataRoot(), 'repos', d, 'refs', 'heads'))).filter((n) => n.endsWith('.lock')),
+          ...(await readdir(join(dataRoot(), 'repos', d, 'refs', 'heads'))).filter((n) => n.endsWith('.lock') || n.endsWith('.replaced')),
         ];
         expect(leftovers, `cycle ${cycle}: leftovers in ${d}`).toEqual([]);
       }
