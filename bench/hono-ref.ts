@@ -1,6 +1,7 @@
 /**
  * The W4 reference server: one bare Hono route returning the same page bytes, served by the same Node
- * adapter (@hono/node-server) as the service. Started as its own child process by bench/run.ts:
+ * adapter (@hono/node-server) as the service. W1·floor's HTTP part posts W1's push bodies to `/echo`, which
+ * parses them and answers as a push does (a path and a sha per file), with no other work. Started as its own child process by bench/run.ts:
  * `node --import tsx bench/hono-ref.ts <page file>`; logs `{"event":"listening","url":...}`.
  */
 import { readFileSync } from 'node:fs';
@@ -15,7 +16,13 @@ if (!file) {
   process.exit(2);
 }
 const page = readFileSync(file, 'utf8');
-const app = new Hono().get('/x', (c) => c.text(page));
+const ZERO_SHA = '0'.repeat(40);
+const app = new Hono()
+  .get('/x', (c) => c.text(page))
+  .post('/echo', async (c) => {
+    const body = (await c.req.json()) as { files: Array<{ path: string }> };
+    return c.json({ pushed: body.files.map((f) => ({ path: f.path, sha: ZERO_SHA })), conflicts: [] });
+  });
 const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info: AddressInfo) => {
   process.stdout.write(`${JSON.stringify({ event: 'listening', url: `http://127.0.0.1:${info.port}` })}\n`);
 });

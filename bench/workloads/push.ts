@@ -1,9 +1,14 @@
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { deflateSync } from 'node:zlib';
 import { makePage, Rng, type PageModel } from '../content.ts';
-import { encodePath, pushBody, type PushResponse } from '../http.ts';
+import { Api, encodePath, pushBody, type PushBody, type PushResponse } from '../http.ts';
+import { measureFlushChain } from '../floor.ts';
+import { startHonoReference } from '../procs.ts';
 import { copyRepo, GIT_FSYNC_CONFIG, PlumbingCommitter } from '../git.ts';
 import { summarize, round } from '../stats.ts';
-import { createRepo, repoDir, type Side, type Workload } from './types.ts';
+import { createRepo, repoDir, type Row, type Side, type Workload } from './types.ts';
 
 /** W1 push-one, W2 push-batch, W7 concurrent push: the service's pushes against plumbing commits. */
 
@@ -48,21 +53,23 @@ export const w1: Workload = {
     const rng = new Rng(102);
     const ms: number[] = [];
     const commits: Array<{ path: string; content: string }> = [];
+    const contents = Array.from({ length: ctx.scale.w1Pushes }, (_, i) => st.pages[i % st.pages.length]!.touch(rng, i));
+    const bodyOf = (i: number, parentSha: string) =>
+      pushBody(`W1 update ${i}`, [{ path: st.paths[i % st.pages.length]!, content: contents[i]!, parent_sha: parentSha }]);
+    // The floor's parts: W1's bodies (a sha of the same length as the real parents) through a bare Hono
+    // route, and half the disk chains, before the pushes; the other half after them, before git's runs.
+    const floor = await w1Floor(ctx, contents.map((_, i) => bodyOf(i, '0'.repeat(40))), st.pages.length);
     const api = ctx.api();
     for (let i = 0; i < ctx.scale.w1Pushes; i++) {
       const k = i % st.pages.length;
-      const content = st.pages[k]!.touch(rng, i);
-      const r = await api.json<PushResponse>(
-        'POST',
-        '/v1/repos/w1/sync/push',
-        pushBody(`W1 update ${i}`, [{ path: st.paths[k]!, content, parent_sha: st.shas[k] }]),
-      );
+      const r = await api.json<PushResponse>('POST', '/v1/repos/w1/sync/push', bodyOf(i, st.shas[k]!));
       if (r.data.conflicts.length) throw new Error(`W1: unexpected conflict on ${st.paths[k]}`);
       st.shas[k] = r.data.pushed[0]!.sha;
       ms.push(r.ms);
-      commits.push({ path: st.paths[k]!, content });
+      commits.push({ path: st.paths[k]!, content: contents[i]! });
     }
-    ctx.log(`W1: ${ms.length} pushes done; reference on a copy`);
+    await floor.finish();
+    ctx.log(`W1: ${ms.length} pushes done, floor measured; reference on a copy`);
     const ref = await PlumbingCommitter.open(st.refCopy, join(ctx.work, 'scratch-w1'));
     for (const [i, c] of commits.entries()) await ref.plan([c], `W1 update ${i}`);
     const refMs = await ref.run();
@@ -102,9 +109,107 @@ export const w1: Workload = {
         target: { text: '(context)', met: null },
         notes: [],
       },
+      floorRow(floor, refSide, ours.median),
     ];
   },
 };
+
+interface W1Floor {
+  /** Per push: the HTTP round trip plus the disk chain, ms. */
+  sums: number[];
+  http: number[];
+  disk: Awaited<ReturnType<typeof measureFlushChain>>;
+  sizes: { packBytes: number; idxBytes: number; walBytes: number };
+}
+
+/**
+ * A W1 push's pack, estimated from its page: the page as a blob, the directory's tree of `pages` entries and
+ * the root tree (their object ids random, so they do not compress), a commit, each deflated. Its index: the
+ * fan-out table, and an id, a CRC and an offset for each of the four objects.
+ */
+function w1PackSizes(content: string, pages: number): { packBytes: number; idxBytes: number; walBytes: number } {
+  const obj = (type: string, body: Buffer) => deflateSync(Buffer.concat([Buffer.from(`${type} ${body.length}\0`), body])).length + 3;
+  const entry = (name: string) => Buffer.concat([Buffer.from(`100644 ${name}\0`), randomBytes(20)]);
+  const dirTree = Buffer.concat(Array.from({ length: pages }, (_, i) => entry(`page-${String(i + 1).padStart(2, '0')}.md`)));
+  const commit = Buffer.from(`tree ${'a'.repeat(40)}\nparent ${'b'.repeat(40)}\nauthor Bench <bench@example.invalid> 1700000000 +0000\ncommitter Bench <bench@example.invalid> 1700000000 +0000\n\nW1 update 1\n`);
+  const packBytes = 12 + obj('blob', Buffer.from(content)) + obj('tree', dirTree) + obj('tree', entry('pages')) + obj('commit', commit) + 20;
+  const objects = 4;
+  // The index batch: about eight 4 KiB pages of git_commits, git_head, git_changes and activity, each a
+  // 4,120-byte frame of the log (measured: 35 KB a push over 50 W1-shaped pushes).
+  return { packBytes, idxBytes: 8 + 256 * 4 + objects * (20 + 4 + 4) + 40, walBytes: 8 * 4120 };
+}
+
+/**
+ * W1·floor's two parts over W1's own push bodies: the bare Hono round trips and the first half of the disk
+ * chains now, the second half of the chains in `finish` (after the pushes).
+ */
+async function w1Floor(ctx: Parameters<Workload['measure']>[0], bodies: PushBody[], pages: number): Promise<W1Floor & { finish(): Promise<void> }> {
+  const pageFile = join(ctx.work, 'w1-floor-page.md');
+  await writeFile(pageFile, '# floor\n');
+  const hono = await startHonoReference(pageFile, join(ctx.work, 'hono-floor.log'), { bundle: await ctx.honoBundle() });
+  const http: number[] = [];
+  try {
+    const client = new Api(hono.url, 'floor');
+    try {
+      for (const b of bodies.slice(0, 20)) await client.json('POST', '/echo', b);
+      for (const b of bodies) http.push((await client.json('POST', '/echo', b)).ms);
+    } finally {
+      client.close();
+    }
+  } finally {
+    await hono.stop();
+  }
+  const sizes = w1PackSizes(bodies[0]!.files[0]!.content, pages);
+  const half = Math.ceil(bodies.length / 2);
+  const disk = await measureFlushChain(ctx.dataRoot, half, sizes);
+  const floor: W1Floor & { finish(): Promise<void> } = {
+    sums: [],
+    http,
+    disk,
+    sizes,
+    async finish() {
+      const after = await measureFlushChain(ctx.dataRoot, bodies.length - half, sizes);
+      for (const k of ['total', 'files', 'packDir', 'ref'] as const) disk[k].push(...after[k]);
+      floor.sums = http.map((h, i) => h + disk.total[i]!);
+    },
+  };
+  return floor;
+}
+
+function floorRow(f: W1Floor, plumbing: Side, oursMedian: number): Row {
+  const s = summarize(f.sums);
+  const p50 = (xs: number[]) => round(summarize(xs).median);
+  return {
+    id: 'W1·floor',
+    title: 'the floor of a durable one-page push here: a bare Hono round trip of W1\'s bodies + a push\'s disk steps, no other work (context)',
+    ours: {
+      label: 'floor: HTTP round trip + disk chain',
+      command: 'POST /echo on bench/hono-ref.ts with each W1 body; then bench/floor.ts: create, write and fdatasync pack, idx and ref lock, and write and fdatasync the database log frames, at once; rename pack and idx, fsync objects/pack; rename the lock over the ref, fsync refs/heads',
+      unit: 'ms',
+      median: s.median,
+      p95: s.p95,
+      n: s.n,
+      extra: {
+        http_p50_ms: p50(f.http),
+        disk_p50_ms: p50(f.disk.total),
+        disk_p50_before_after_ms: [p50(f.disk.total.slice(0, Math.ceil(f.disk.total.length / 2))), p50(f.disk.total.slice(Math.ceil(f.disk.total.length / 2)))],
+        disk_steps_p50_ms: { files: p50(f.disk.files), pack_dir: p50(f.disk.packDir), ref: p50(f.disk.ref) },
+        pack_bytes: f.sizes.packBytes,
+        idx_bytes: f.sizes.idxBytes,
+        wal_bytes: f.sizes.walBytes,
+        w1_above_floor_ms: round(oursMedian - s.median),
+        w1_target_ms: round(0.15 * plumbing.median),
+      },
+    },
+    reference: plumbing,
+    ratio: s.median / plumbing.median,
+    ratioBasis: 'p50/p50',
+    target: { text: '(context: W1 cannot go below it)', met: null },
+    notes: [
+      `HTTP ${p50(f.http)} ms + disk ${p50(f.disk.total)} ms (files ${p50(f.disk.files)}, pack directory ${p50(f.disk.packDir)}, ref ${p50(f.disk.ref)}); W1's target is ${round(0.15 * plumbing.median)} ms, W1 is ${round(oursMedian - s.median)} ms above the floor`,
+    ],
+  };
+}
 
 interface W2State {
   refCopy: string;
