@@ -1,5 +1,6 @@
 import { mkdir, open, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { flushDir } from '../lib/flush.ts';
 
 /**
  * W1·floor: what a durable one-page push must wait for on this machine, with no work of its own. The disk
@@ -39,15 +40,6 @@ async function createFlushed(path: string, data: Uint8Array): Promise<void> {
   try {
     await h.write(data);
     await h.datasync();
-  } finally {
-    await h.close();
-  }
-}
-
-async function flushDir(path: string): Promise<void> {
-  const h = await open(path, 'r');
-  try {
-    await h.sync();
   } finally {
     await h.close();
   }
