@@ -1,0 +1,244 @@
+/**
+ * Section merge (lib/differ/merge.ts, lib/differ/merge-lines.ts): every rule of API.md "Section merge" with an
+ * exact expected page, and properties over seeded random pages.
+ */
+import { describe, expect, it } from 'vitest';
+import { mergePages, type PageMerge } from '../lib/differ/merge.ts';
+import { mergeLines } from '../lib/differ/merge-lines.ts';
+import { parsePage } from '../lib/page/parse.ts';
+
+const page = (front: string, ...parts: string[]) => `---\n${front}\n---\n${parts.join('\n')}`;
+const BASE = page('title: ADR 1\ntags: [a, b]\nstatus: draft', 'Intro.\n', '## Context\nWe need X.\n', '## Decision\nUse Y.\n', '## Consequences\nSome.\n');
+
+function clean(r: PageMerge): string {
+  if (!r.clean) throw new Error(`expected a clean merge, got conflicts ${r.conflicting.join(', ')}`);
+  return r.text;
+}
+
+describe('mergeLines', () => {
+  it('applies hunks that neither overlap nor touch', () => {
+    expect(mergeLines(['a', 'b', 'c', 'd', 'e'], ['A', 'b', 'c', 'd', 'e'], ['a', 'b', 'c', 'd', 'E'])).toEqual({ clean: true, lines: ['A', 'b', 'c', 'd', 'E'] });
+  });
+  it('refuses touching hunks, and overlapping ones that differ', () => {
+    expect(mergeLines(['a', 'b', 'c'], ['A', 'b', 'c'], ['a', 'B', 'c'])).toEqual({ clean: false });
+    expect(mergeLines(['a', 'b', 'c'], ['a', 'X', 'c'], ['a', 'Y', 'c'])).toEqual({ clean: false });
+    // Two insertions at one point touch.
+    expect(mergeLines(['a', 'b'], ['a', 'x', 'b'], ['a', 'y', 'b'])).toEqual({ clean: false });
+  });
+  it('takes the same change made on both sides once', () => {
+    expect(mergeLines(['a', 'b', 'c', 'd'], ['a', 'B', 'c', 'D'], ['a', 'B', 'c', 'd'])).toEqual({ clean: true, lines: ['a', 'B', 'c', 'D'] });
+  });
+  it('handles insertions at the ends and deletions', () => {
+    expect(mergeLines(['a', 'b', 'c'], ['x', 'a', 'b', 'c'], ['a', 'b', 'c', 'y'])).toEqual({ clean: true, lines: ['x', 'a', 'b', 'c', 'y'] });
+    expect(mergeLines(['a', 'b', 'c', 'd', 'e'], ['b', 'c', 'd', 'e'], ['a', 'b', 'c', 'd'])).toEqual({ clean: true, lines: ['b', 'c', 'd'] });
+  });
+});
+
+describe('mergePages: frontmatter', () => {
+  it('takes a key changed on one side, and an added and a removed key', () => {
+    const theirs = BASE.replace('status: draft', 'status: accepted');
+    const ours = BASE.replace('title: ADR 1\n', '').replace('status: draft', 'status: draft\nowner: kim');
+    expect(clean(mergePages(BASE, theirs, ours))).toBe(page('tags: [a, b]\nstatus: accepted\nowner: kim', 'Intro.\n', '## Context\nWe need X.\n', '## Decision\nUse Y.\n', '## Consequences\nSome.\n'));
+  });
+  it('merges lists of strings as sets: theirs order, then ours additions in ours order', () => {
+    const theirs = BASE.replace('tags: [a, b]', 'tags: [b, a, t]');
+    const ours = BASE.replace('tags: [a, b]', 'tags: [z, b, y]');
+    expect(clean(mergePages(BASE, theirs, ours))).toBe(BASE.replace('tags: [a, b]', 'tags: [b, t, z, y]'));
+  });
+  it('a key changed differently on both sides is a conflict; the same change is taken once', () => {
+    const r = mergePages(BASE, BASE.replace('status: draft', 'status: done'), BASE.replace('status: draft', 'status: wip'));
+    expect(r).toEqual({ clean: false, conflicting: ['frontmatter.status'] });
+    const same = BASE.replace('status: draft', 'status: done');
+    expect(clean(mergePages(BASE, same.replace('Use Y.', 'Use Z.'), same.replace('Some.', 'More.')))).toBe(
+      same.replace('Use Y.', 'Use Z.').replace('Some.', 'More.'),
+    );
+  });
+  it('a key removed on one side and changed on the other is a conflict', () => {
+    const r = mergePages(BASE, BASE.replace('status: draft\n', ''), BASE.replace('status: draft', 'status: done'));
+    expect(r).toEqual({ clean: false, conflicting: ['frontmatter.status'] });
+  });
+});
+
+describe('mergePages: sections', () => {
+  it('different sections changed on each side: both kept, in place', () => {
+    const theirs = BASE.replace('Use Y.', 'Use Y, because Z.');
+    const ours = BASE.replace('Some.', 'Some more.');
+    const r = mergePages(BASE, theirs, ours);
+    expect(clean(r)).toBe(BASE.replace('Use Y.', 'Use Y, because Z.').replace('Some.', 'Some more.'));
+    expect(r.clean && r.parts).toEqual([
+      { name: '## Decision', change: 'modified', side: 'theirs' },
+      { name: '## Consequences', change: 'modified', side: 'ours' },
+    ]);
+  });
+  it('a section added on one side goes after the section that precedes it there', () => {
+    const theirs = BASE.replace('## Decision', '## Options\nA or B.\n\n## Decision');
+    const ours = BASE.replace('## Consequences', '## Risks\nSome risk.\n\n## Consequences') + '\n## Notes\nLast.\n';
+    expect(clean(mergePages(BASE, theirs, ours))).toBe(
+      page('title: ADR 1\ntags: [a, b]\nstatus: draft', 'Intro.\n', '## Context\nWe need X.\n', '## Options\nA or B.\n', '## Decision\nUse Y.\n', '## Risks\nSome risk.\n', '## Consequences\nSome.\n', '## Notes\nLast.\n'),
+    );
+  });
+  it('both sides adding after the same section: theirs first when theirs is theirs', () => {
+    const theirs = BASE.replace('## Decision', '## T\nt\n\n## Decision');
+    const ours = BASE.replace('## Decision', '## O\no\n\n## Decision');
+    expect(clean(mergePages(BASE, theirs, ours))).toContain('## Context\nWe need X.\n\n## O\no\n\n## T\nt\n\n## Decision');
+    expect(clean(mergePages(BASE, ours, theirs))).toContain('## Context\nWe need X.\n\n## T\nt\n\n## O\no\n\n## Decision');
+  });
+  it('deleted on one side and unchanged on the other → deleted; changed on the other → conflict', () => {
+    const without = BASE.replace('## Context\nWe need X.\n\n', '');
+    expect(clean(mergePages(BASE, without, BASE.replace('Some.', 'More.')))).toBe(without.replace('Some.', 'More.'));
+    expect(clean(mergePages(BASE, BASE.replace('Some.', 'More.'), without))).toBe(without.replace('Some.', 'More.'));
+    expect(mergePages(BASE, without, BASE.replace('We need X.', 'We need W.'))).toEqual({ clean: false, conflicting: ['## Context'] });
+    expect(mergePages(BASE, BASE.replace('We need X.', 'We need W.'), without)).toEqual({ clean: false, conflicting: ['## Context'] });
+  });
+  it('the last section deleted by ours: the page ends where the one before it ends', () => {
+    const without = BASE.replace('\n## Consequences\nSome.\n', '');
+    expect(clean(mergePages(BASE, BASE.replace('Use Y.', 'Use Z.'), without))).toBe(without.replace('Use Y.', 'Use Z.'));
+  });
+  it('changed on both sides: a line-level merge of its body, a conflict when hunks touch', () => {
+    const b = page('title: t', '## S\nl1\nl2\nl3\nl4\nl5\n');
+    expect(clean(mergePages(b, b.replace('l1', 'L1'), b.replace('l5', 'L5')))).toBe(page('title: t', '## S\nL1\nl2\nl3\nl4\nL5\n'));
+    expect(mergePages(b, b.replace('l2', 'L2'), b.replace('l3', 'L3'))).toEqual({ clean: false, conflicting: ['## S'] });
+  });
+  it('the preamble merges like a section and conflicts as _preamble', () => {
+    expect(clean(mergePages(BASE, BASE.replace('Intro.', 'Intro!'), BASE.replace('Some.', 'More.')))).toBe(BASE.replace('Intro.', 'Intro!').replace('Some.', 'More.'));
+    expect(mergePages(BASE, BASE.replace('Intro.', 'Intro!'), BASE.replace('Intro.', 'Intro?'))).toEqual({ clean: false, conflicting: ['_preamble'] });
+  });
+  it('repeated headings pair by occurrence', () => {
+    const b = page('title: t', '## Note\none\n', '## Note\ntwo\n');
+    expect(clean(mergePages(b, b.replace('one', 'ONE'), b.replace('two', 'TWO')))).toBe(page('title: t', '## Note\nONE\n', '## Note\nTWO\n'));
+  });
+  it('reports every conflict at once, in an order independent of the sides', () => {
+    const theirs = BASE.replace('status: draft', 'status: a').replace('Use Y.', 'Use A.').replace('We need X.', 'X!');
+    const ours = BASE.replace('status: draft', 'status: b').replace('Use Y.', 'Use B.').replace('## Context\nWe need X.\n\n', '');
+    const r = mergePages(BASE, theirs, ours);
+    expect(r).toEqual({ clean: false, conflicting: ['frontmatter.status', '## Context', '## Decision'] });
+    expect(mergePages(BASE, ours, theirs)).toEqual(r);
+  });
+});
+
+describe('mergePages: files that are not pages', () => {
+  it('merge line by line over the whole text', () => {
+    const b = 'one\ntwo\nthree\nfour\nfive\n';
+    expect(clean(mergePages(b, b.replace('one', 'ONE'), b.replace('five', 'FIVE')))).toBe('ONE\ntwo\nthree\nfour\nFIVE\n');
+    expect(mergePages(b, b.replace('two', '2'), b.replace('two', 'II'))).toEqual({ clean: false, conflicting: ['_preamble'] });
+  });
+  it('one side that stops being a page: whole-text merge', () => {
+    const theirs = BASE.replace('Use Y.', 'Use Z.');
+    const ours = BASE.replace('---\ntitle', 'title').replace('Some.', 'More.');
+    const r = mergePages(BASE, theirs, ours);
+    expect(parsePage(ours).frontmatter).toBeNull();
+    expect(clean(r)).toBe(ours.replace('Use Y.', 'Use Z.'));
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------
+// Properties over seeded random pages
+// ---------------------------------------------------------------------------------------------------------
+
+function rng(seed: number) {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface Model {
+  front: Array<[string, string | string[]]>;
+  sections: Array<[string, string[]]>;
+}
+
+function render(m: Model): string {
+  const fm = m.front.map(([k, v]) => (Array.isArray(v) ? `${k}: [${v.join(', ')}]` : `${k}: ${v}`)).join('\n');
+  return `---\n${fm}\n---\n` + m.sections.map(([h, lines]) => `## ${h}\n${lines.join('\n')}\n`).join('\n');
+}
+
+function randomModel(r: () => number): Model {
+  const n = 2 + Math.floor(r() * 6);
+  return {
+    front: [
+      ['title', `t${Math.floor(r() * 100)}`],
+      ['tags', ['x', 'y', 'z'].filter(() => r() < 0.6)],
+    ],
+    sections: Array.from({ length: n }, (_, i) => [`S${i}`, Array.from({ length: 2 + Math.floor(r() * 4) }, (_, j) => `line ${i}.${j} ${Math.floor(r() * 1000)}`)]),
+  };
+}
+
+const copy = (m: Model): Model => JSON.parse(JSON.stringify(m)) as Model;
+
+/** One side's edit: a change to the sections at `mine` (and a frontmatter edit of its own key). */
+function edit(m: Model, r: () => number, mine: number[], tag: string): Model {
+  const out = copy(m);
+  for (const i of mine) {
+    const lines = out.sections[i]![1];
+    const kind = Math.floor(r() * 3);
+    if (kind === 0) lines[Math.floor(r() * lines.length)] = `${tag} changed ${Math.floor(r() * 1000)}`;
+    else if (kind === 1) lines.push(`${tag} added ${Math.floor(r() * 1000)}`);
+    else lines.splice(Math.floor(r() * lines.length), 1);
+  }
+  out.front.push([`by_${tag}`, `v${Math.floor(r() * 100)}`]);
+  return out;
+}
+
+describe('mergePages: properties', () => {
+  const SEEDS = Array.from({ length: 300 }, (_, i) => 1000 + i);
+
+  it('disjoint edits always merge and keep both sides', () => {
+    for (const seed of SEEDS) {
+      const r = rng(seed);
+      const base = randomModel(r);
+      const idx = base.sections.map((_, i) => i).sort(() => r() - 0.5);
+      const half = Math.floor(idx.length / 2);
+      const theirs = edit(base, r, idx.slice(0, half), 'T');
+      const ours = edit(base, r, idx.slice(half), 'O');
+      const m = mergePages(render(base), render(theirs), render(ours));
+      const text = clean(m);
+      const parsed = parsePage(text);
+      for (const i of idx.slice(0, half)) expect(parsed.sections[i]!.body).toBe(theirs.sections[i]![1].join('\n'));
+      for (const i of idx.slice(half)) expect(parsed.sections[i]!.body).toBe(ours.sections[i]![1].join('\n'));
+      expect(parsed.frontmatter).toMatchObject({ by_T: theirs.front[2]![1], by_O: ours.front[2]![1] });
+    }
+  });
+
+  it('merge(b, x, x) = x and merge(b, b, x) = x and merge(b, x, b) = x, byte for byte', () => {
+    for (const seed of SEEDS) {
+      const r = rng(seed);
+      const base = render(randomModel(r));
+      const x = render(edit(randomModel(r), r, [0, 1], 'X'));
+      expect(mergePages(base, x, x)).toMatchObject({ clean: true, text: x });
+      expect(mergePages(base, base, x)).toMatchObject({ clean: true, text: x });
+      expect(mergePages(base, x, base)).toMatchObject({ clean: true, text: x });
+    }
+  });
+
+  it('swapping the sides changes nothing but the order of additions; conflicts are symmetric', () => {
+    for (const seed of SEEDS) {
+      const r = rng(seed);
+      const base = randomModel(r);
+      const all = base.sections.map((_, i) => i);
+      // Overlapping random edits: sometimes clean, sometimes not.
+      const theirs = edit(base, r, all.filter(() => r() < 0.5), 'T');
+      const ours = edit(base, r, all.filter(() => r() < 0.5), 'O');
+      if (r() < 0.5) theirs.sections.push(['New T', ['t']]);
+      if (r() < 0.5) ours.sections.push(['New O', ['o']]);
+      const a = mergePages(render(base), render(theirs), render(ours));
+      const b = mergePages(render(base), render(ours), render(theirs));
+      expect(a.clean).toBe(b.clean);
+      if (!a.clean || !b.clean) {
+        expect(a).toEqual(b);
+        continue;
+      }
+      const pa = parsePage(a.text);
+      const pb = parsePage(b.text);
+      const bodies = (p: ReturnType<typeof parsePage>) => new Map(p.sections.map((s) => [s.heading, s.body]));
+      expect(bodies(pa)).toEqual(bodies(pb));
+      expect(pa.frontmatter).toEqual(pb.frontmatter);
+      // Order: the same once the additions are taken out.
+      const common = (p: ReturnType<typeof parsePage>) => p.sections.map((s) => s.heading).filter((h) => !h.startsWith('## New'));
+      expect(common(pa)).toEqual(common(pb));
+    }
+  });
+});
