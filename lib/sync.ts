@@ -3,7 +3,7 @@ import type { Deps } from './deps.ts';
 import { PUSH_DETAIL_PATHS } from './db/activity.ts';
 import { HttpError } from './http/errors.ts';
 import { pagePathProblem, storedPathProblem } from './page/path.ts';
-import { RepoStore, type PushFile as StoreFile, type PushResult } from './git/repo-store.ts';
+import { RepoStore, type MergedWrite, type PushFile as StoreFile, type PushResult } from './git/repo-store.ts';
 import type { PullResponse, PushRequest, PushResponse } from '../schema/wire/sync.ts';
 import { toBase64, utf8 } from './wire.ts';
 
@@ -13,6 +13,8 @@ import { toBase64, utf8 } from './wire.ts';
  */
 
 const HEX_SHA = /^[0-9a-fA-F]{1,40}$/;
+/** The one merge mode a push may ask for (API.md "Section merge"). */
+export const MERGE_SECTIONS = 'sections';
 /** Files one push may hold (API.md): every one is an object write and an index row. */
 export const MAX_FILES_PER_PUSH = 10_000;
 const encoder = new TextEncoder();
@@ -22,6 +24,7 @@ const encoder = new TextEncoder();
  * file either carries content or deletes. Returns the store's form of the files.
  */
 export function validatePush(body: PushRequest): StoreFile[] {
+  if (body.merge !== undefined && body.merge !== MERGE_SECTIONS) throw new HttpError(400, 'invalid merge mode');
   if (body.files.length > MAX_FILES_PER_PUSH) {
     throw new HttpError(413, `too many files in one push (max ${MAX_FILES_PER_PUSH})`);
   }
@@ -39,6 +42,7 @@ export function validatePush(body: PushRequest): StoreFile[] {
     }
     const file: StoreFile = { path: f.path, content: f.delete === true ? null : encoder.encode(f.content!) };
     if (f.parent_sha !== undefined) file.parentSha = f.parent_sha;
+    if (body.merge === MERGE_SECTIONS) file.merge = true;
     return file;
   });
 }
@@ -84,14 +88,14 @@ export async function push(
   const result = await (joint && store
     ? store.commitFiles(repoId, files, author, message, {
         owner: opts.requestId,
-        activity: (r: PushResult) =>
-          deps.activity.stmts(repoId, identity, 'push', { paths: r.committedPaths.slice(0, PUSH_DETAIL_PATHS) }, r.commit?.sha),
+        activity: (r: PushResult) => deps.activity.stmts(repoId, identity, 'push', pushDetail(r), r.commit?.sha),
       })
     : deps.repos.commitFiles(repoId, files, author, message, { owner: opts.requestId }));
   const out: PushResponse = { new_head: result.head, pushed: [], conflicts: [] };
+  const merged = (m: MergedWrite | undefined) => (m ? { merged: true as const, merged_with: m.with, content: toBase64(m.content) } : {});
   for (const o of result.outcomes) {
-    if (o.kind === 'committed') out.pushed.push({ path: o.path, sha: result.commit!.sha });
-    else if (o.kind === 'unchanged') out.pushed.push({ path: o.path, sha: o.sha, unchanged: true });
+    if (o.kind === 'committed') out.pushed.push({ path: o.path, sha: result.commit!.sha, ...merged(o.merged) });
+    else if (o.kind === 'unchanged') out.pushed.push({ path: o.path, sha: o.sha, unchanged: true, ...merged(o.merged) });
     else if (o.kind === 'conflict') {
       out.conflicts.push({
         path: o.path,
@@ -99,13 +103,12 @@ export async function push(
         current_content: toBase64(o.currentContent),
         expected_parent_sha: o.expectedParentSha,
         ...(o.ancestorContent ? { ancestor_content: toBase64(o.ancestorContent) } : {}),
+        ...(o.conflicting ? { conflicting: o.conflicting } : {}),
       });
     }
   }
   if (result.commit && identity.kind === 'user' && !joint) {
-    await deps.activity.record(repoId, identity, 'push', {
-      paths: result.committedPaths.slice(0, PUSH_DETAIL_PATHS),
-    });
+    await deps.activity.record(repoId, identity, 'push', pushDetail(result));
   }
   return { status: out.conflicts.length > 0 ? 409 : 200, body: out };
 }
@@ -115,6 +118,13 @@ export interface PullAnswer {
   new_head: string;
   files: Array<{ path: string; content: Uint8Array; sha: string }>;
   deleted: string[];
+}
+
+/** A push's activity detail: the first committed paths, and (section merge) the paths merged on the way. */
+function pushDetail(r: PushResult): Record<string, unknown> {
+  const merged = r.outcomes.filter((o) => o.kind === 'committed' && o.merged).map((o) => o.path);
+  const paths = r.committedPaths.slice(0, PUSH_DETAIL_PATHS);
+  return merged.length > 0 ? { paths, merged: [...new Set(merged)].slice(0, PUSH_DETAIL_PATHS) } : { paths };
 }
 
 /** Pages for a client to catch up; records `pull` activity when pages were actually received. */

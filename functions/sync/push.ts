@@ -18,7 +18,7 @@ export default defineRoute({
     operationId: 'push',
     summary: 'Push pages: every accepted file in one commit',
     description:
-      'Every path is checked first; one bad path refuses the whole push. A file whose `parent_sha` is not the last commit of its page (or a unique abbreviation of it) is a conflict; the others are committed together. A missing repository is created, its pusher (a real user) becoming owner. A user is the commit author; under the legacy key `author_name`/`author_email` are used (default `unknown`/`unknown@service.local`).',
+      'Every path is checked first; one bad path refuses the whole push. A file whose `parent_sha` is not the last commit of its page (or a unique abbreviation of it) is a conflict; the others are committed together. With `"merge": "sections"` such a stale write (not a delete, its parent resolving) is merged three ways with the page at head instead — frontmatter key by key, the preamble and sections by heading, bodies changed on both sides line by line — and committed when it merges cleanly: its `pushed` entry then carries `merged`, `merged_with` (the head it was merged with) and `content` (the merged text, base64); otherwise it stays a conflict whose entry names what could not be merged in `conflicting`. A missing repository is created, its pusher (a real user) becoming owner. A user is the commit author; under the legacy key `author_name`/`author_email` are used (default `unknown`/`unknown@service.local`).',
     tag: 'Pages',
     access: 'members; anyone with a credential into a repository that does not exist yet (it is created); the legacy key everywhere.',
     body: { schema: PushRequest, description: 'At most SERVICE_MAX_BODY_BYTES (8 MiB by default) and 10,000 files.' },
@@ -32,6 +32,7 @@ export default defineRoute({
         'invalid page path: <path>',
         'path "<new>" differs only in letter case from "<existing>"',
         'invalid parent_sha: <value>',
+        'invalid merge mode',
         'invalid request: files[<i>].content: required unless delete is true',
         'invalid request: <field>: <problem>',
       ],

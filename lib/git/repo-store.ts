@@ -8,6 +8,7 @@ import { LruCache } from './lru.ts';
 import { mapBounded } from '../bounded.ts';
 import { foldPathCase } from '../page/path.ts';
 import { parseQuery } from '../search/query.ts';
+import { mergePages } from '../differ/merge.ts';
 import type { SearchOptions, SearchPage } from '../search/results.ts';
 import {
   ConcurrentUpdateError,
@@ -47,11 +48,22 @@ export interface PushFile {
   content: Uint8Array | null;
   /** The commit the client last saw for this page; omitted = overwrite. */
   parentSha?: string;
+  /**
+   * Section merge (API.md "Section merge"): a write whose `parentSha` is stale is merged three ways with the
+   * page at head instead of being a conflict, when it merges cleanly (lib/differ/merge.ts).
+   */
+  merge?: boolean;
+}
+
+/** A stale write merged with the page at head: the head it was merged with, and the merged text. */
+export interface MergedWrite {
+  with: string;
+  content: Uint8Array;
 }
 
 export type PushOutcome =
-  | { path: string; kind: 'committed' }
-  | { path: string; kind: 'unchanged'; sha: string }
+  | { path: string; kind: 'committed'; merged?: MergedWrite }
+  | { path: string; kind: 'unchanged'; sha: string; merged?: MergedWrite }
   | { path: string; kind: 'absent' }
   | {
       path: string;
@@ -60,6 +72,8 @@ export type PushOutcome =
       currentContent: Uint8Array;
       expectedParentSha: string;
       ancestorContent?: Uint8Array;
+      /** With `merge`: what could not be merged (`frontmatter.<key>`, `_preamble`, a heading). */
+      conflicting?: string[];
     };
 
 export interface PushResult {
@@ -531,7 +545,7 @@ export class RepoStore implements Repos {
       p.result = null;
       p.error = null;
       try {
-        const decided = await this.decide(id, p.files, overlay);
+        const decided = await this.decide(id, p.files, overlay, current?.sha ?? '');
         let commit: IndexedCommit | null = null;
         let changed = new Set<string>();
         if (decided.writes.length > 0) {
@@ -606,9 +620,11 @@ export class RepoStore implements Repos {
     id: string,
     files: PushFile[],
     overlay: Overlay,
-  ): Promise<{ outcomes: Array<PushOutcome | null>; writes: FileWrite[]; before: Map<string, HeadEntry> }> {
+    head: string,
+  ): Promise<{ outcomes: Array<PushOutcome | null>; writes: FileWrite[]; before: Map<string, HeadEntry>; merged: Map<string, MergedWrite> }> {
     const outcomes: Array<PushOutcome | null> = [];
     const writes: FileWrite[] = [];
+    const merged = new Map<string, MergedWrite>();
     // The last write of a path wins when a batch names it twice.
     const seen = new Map<string, number>();
     // One query for every page named; an unchanged page's entry is still this one after the commit.
@@ -622,27 +638,36 @@ export class RepoStore implements Repos {
     }
     for (const f of files) {
       const current = before.get(f.path) ?? null;
+      let content = f.content;
       if (f.parentSha !== undefined && current && !(await this.sameCommit(id, f.parentSha, current.commit.sha))) {
-        outcomes.push(await this.conflict(id, f, current, overlay));
-        continue;
-      }
+        const conflict = await this.conflict(id, f, current, overlay);
+        const merge = f.merge && f.content !== null ? mergeWrite(conflict, f.content) : null;
+        if (!merge?.clean) {
+          if (merge) conflict.conflicting = merge.conflicting;
+          delete conflict.parentResolved;
+          outcomes.push(conflict);
+          continue;
+        }
+        content = encoder.encode(merge.text);
+        merged.set(f.path, { with: head, content });
+      } else merged.delete(f.path);
       const at = seen.get(f.path);
-      if (at !== undefined) writes[at] = { path: f.path, content: f.content };
+      if (at !== undefined) writes[at] = { path: f.path, content };
       else {
         seen.set(f.path, writes.length);
-        writes.push({ path: f.path, content: f.content });
+        writes.push({ path: f.path, content });
       }
       outcomes.push(null);
     }
     // Under the lock, against the head this commit builds on: two pushes of `A.md` and `a.md` cannot both land.
     await this.refuseCaseTwins(id, writes, before, overlay);
-    return { outcomes, writes, before };
+    return { outcomes, writes, before, merged };
   }
 
   /** A push's result once its commit (or none) is known. */
   private outcome(
     files: PushFile[],
-    decided: { outcomes: Array<PushOutcome | null>; before: Map<string, HeadEntry> },
+    decided: { outcomes: Array<PushOutcome | null>; before: Map<string, HeadEntry>; merged: Map<string, MergedWrite> },
     commit: IndexedCommit | null,
     changed: Set<string>,
     head: string,
@@ -656,7 +681,8 @@ export class RepoStore implements Repos {
       if (o) {
         result.push(o);
       } else if (changed.has(f.path)) {
-        result.push({ path: f.path, kind: 'committed' });
+        const merged = decided.merged.get(f.path);
+        result.push(merged ? { path: f.path, kind: 'committed', merged } : { path: f.path, kind: 'committed' });
         if (!listed.has(f.path)) {
           listed.add(f.path);
           committedPaths.push(f.path);
@@ -665,7 +691,9 @@ export class RepoStore implements Repos {
         result.push({ path: f.path, kind: 'absent' });
       } else {
         const entry = decided.before.get(f.path);
-        result.push(entry ? { path: f.path, kind: 'unchanged', sha: entry.commit.sha } : { path: f.path, kind: 'absent' });
+        const merged = decided.merged.get(f.path);
+        if (!entry) result.push({ path: f.path, kind: 'absent' });
+        else result.push(merged ? { path: f.path, kind: 'unchanged', sha: entry.commit.sha, merged } : { path: f.path, kind: 'unchanged', sha: entry.commit.sha });
       }
     }
     return { head, commit, outcomes: result, committedPaths };
@@ -717,8 +745,8 @@ export class RepoStore implements Repos {
     }
   }
 
-  private async conflict(id: string, f: PushFile, current: HeadEntry, overlay: Overlay): Promise<PushOutcome> {
-    const out: PushOutcome = {
+  private async conflict(id: string, f: PushFile, current: HeadEntry, overlay: Overlay): Promise<ConflictOutcome> {
+    const out: ConflictOutcome = {
       path: f.path,
       kind: 'conflict',
       currentSha: current.commit.sha,
@@ -730,10 +758,32 @@ export class RepoStore implements Repos {
       const ancestor = await this.index.resolve(id, f.parentSha!);
       const content = await this.git.readFileAt(id, ancestor.sha, f.path);
       if (content) out.ancestorContent = content;
+      out.parentResolved = true;
     } catch (e) {
       if (!(e instanceof UnknownShaError)) throw e;
     }
     return out;
+  }
+}
+
+/** A conflict, and whether its parent resolved (a merge needs it: the page's base is its text there, or empty). */
+type ConflictOutcome = Extract<PushOutcome, { kind: 'conflict' }> & { parentResolved?: boolean };
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+const encoder = new TextEncoder();
+
+/**
+ * The section merge of a stale write (API.md "Section merge"): base = the file at the parent (empty when it
+ * did not exist there), theirs = the page at head, ours = the pushed content. Null when there is nothing to
+ * merge against (the parent does not resolve) or a side is not UTF-8 text: the write stays a plain conflict.
+ */
+function mergeWrite(conflict: ConflictOutcome, ours: Uint8Array): ReturnType<typeof mergePages> | null {
+  if (!conflict.parentResolved) return null;
+  try {
+    const base = conflict.ancestorContent ? strictUtf8.decode(conflict.ancestorContent) : '';
+    return mergePages(base, strictUtf8.decode(conflict.currentContent), strictUtf8.decode(ours));
+  } catch {
+    return null;
   }
 }
 

@@ -13,11 +13,23 @@ export const PushRequest = z.object({
   author_name: z.string().optional(),
   author_email: z.string().optional(),
   message: z.string().optional(),
+  /** (ours) `"sections"`: stale writes are merged with the page at head; any other value is refused (400). */
+  merge: z.unknown().optional().meta({ description: '`"sections"`: a stale write is merged with the page at head instead of conflicting. Any other value: 400 `invalid merge mode`.', enum: ['sections'] }),
   files: z.array(PushFile),
 });
 export type PushRequest = z.infer<typeof PushRequest>;
 
-export const PushedFile = z.object({ path: z.string(), sha: z.string(), unchanged: z.literal(true).optional() });
+export const PushedFile = z.object({
+  path: z.string(),
+  sha: z.string(),
+  unchanged: z.literal(true).optional(),
+  /** (ours) The write was stale and was merged with the page at head. */
+  merged: z.literal(true).optional(),
+  /** (ours) The head it was merged with. */
+  merged_with: z.string().optional(),
+  /** (ours) The merged text that was committed, base64. */
+  content: z.string().optional(),
+});
 export const Conflict = z.object({
   path: z.string(),
   current_sha: z.string(),
@@ -26,6 +38,8 @@ export const Conflict = z.object({
   expected_parent_sha: z.string(),
   /** base64 */
   ancestor_content: z.string().optional(),
+  /** (ours) With `merge`: what could not be merged (`frontmatter.<key>`, `_preamble`, a heading). */
+  conflicting: z.array(z.string()).optional(),
 });
 export type Conflict = z.infer<typeof Conflict>;
 

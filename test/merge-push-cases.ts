@@ -1,0 +1,195 @@
+/**
+ * Section merge on push (API.md "Section merge (ours)"), over HTTP, once for both builds: merge-push.test.ts
+ * runs these cases against the Node server and the hosted build under workerd.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startIdp, type IdpStandIn } from './helpers/idp.ts';
+import { startTarget, type Target, type TargetKind } from './helpers/targets.ts';
+
+const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
+const unb64 = (s: string) => Buffer.from(s, 'base64').toString('utf8');
+
+const PAGE = `---
+title: ADR 7
+tags: [db]
+---
+Why we pick a database.
+
+## Context
+Many writers.
+
+## Decision
+Postgres.
+
+## Consequences
+Backups.
+`;
+
+type Init = RequestInit & { token?: string | null; json?: unknown };
+
+export function mergePushCases(kind: TargetKind): void {
+  describe(`${kind}: section merge on push`, () => {
+    let t: Target;
+    let idp: IdpStandIn;
+    let alice: string;
+    let bob: string;
+
+    const call = async (path: string, init: Init = {}) => {
+      const r = await t.api(path, init);
+      const text = await r.text();
+      return { status: r.status, body: (text === '' ? null : JSON.parse(text)) as any };
+    };
+    const push = (repo: string, body: Record<string, unknown>, token?: string) =>
+      call(`/v1/repos/${repo}/sync/push`, { method: 'POST', json: { message: 'edit', ...body }, ...(token ? { token } : {}) });
+    const read = async (repo: string, path: string) => (await t.api(`/v1/repos/${repo}/pages/${path}`)).text();
+    const signIn = async (sub: string, email: string) => {
+      const idToken = await idp.signIdToken({ sub, email, name: email.split('@')[0] });
+      const r = await call('/v1/auth/idp', { method: 'POST', token: null, json: { id_token: idToken } });
+      expect(r.status).toBe(200);
+      return r.body.access_token as string;
+    };
+    /** A repository holding PAGE at wiki/analyses/adr.md; its commit sha. */
+    const seed = async (repo: string, token?: string) => {
+      const r = await push(repo, { files: [{ path: 'wiki/analyses/adr.md', content: PAGE }] }, token);
+      expect(r.status).toBe(200);
+      return r.body.new_head as string;
+    };
+
+    beforeAll(async () => {
+      idp = await startIdp();
+      t = await startTarget(kind, { IDP_OAUTH_CLIENT_ID: idp.clientId, IDP_JWKS_URL: idp.jwksUrl, IDP_ISSUERS: idp.issuer });
+      alice = await signIn('alice', 'alice@example.com');
+      bob = await signIn('bob', 'bob@example.com');
+    });
+    afterAll(async () => {
+      await t?.stop();
+      await idp?.close();
+    });
+
+    it('two writers of different sections from one parent: both succeed, one commit each, the merge reported', async () => {
+      const created = await call('/v1/repos', { method: 'POST', json: { id: 'adr' }, token: alice });
+      expect(created.status).toBe(201);
+      const key = await call('/v1/repos/adr/invite-keys', { method: 'POST', json: {}, token: alice });
+      expect((await call('/v1/repos/join', { method: 'POST', json: { key: key.body.token }, token: bob })).status).toBe(200);
+      const parent = await seed('adr', alice);
+      const mine = PAGE.replace('Postgres.', 'Postgres 16.');
+      const first = await push('adr', { merge: 'sections', files: [{ path: 'wiki/analyses/adr.md', content: mine, parent_sha: parent }] }, alice);
+      expect(first.status).toBe(200);
+      // A fresh write is not a merge: no merged keys.
+      expect(first.body.pushed).toEqual([{ path: 'wiki/analyses/adr.md', sha: first.body.new_head }]);
+
+      const theirs = PAGE.replace('Backups.', 'Nightly backups.');
+      const second = await push('adr', { merge: 'sections', files: [{ path: 'wiki/analyses/adr.md', content: theirs, parent_sha: parent }] }, bob);
+      const merged = PAGE.replace('Postgres.', 'Postgres 16.').replace('Backups.', 'Nightly backups.');
+      expect(second.status).toBe(200);
+      expect(second.body).toEqual({
+        new_head: expect.stringMatching(/^[0-9a-f]{40}$/),
+        pushed: [{ path: 'wiki/analyses/adr.md', sha: second.body.new_head, merged: true, merged_with: first.body.new_head, content: b64(merged) }],
+        conflicts: [],
+      });
+      expect(await read('adr', 'wiki/analyses/adr.md')).toBe(merged);
+
+      // One commit per push; the merge commit is bob's, its parent alice's.
+      const history = await call('/v1/repos/adr/history/wiki/analyses/adr.md', { token: alice });
+      expect(history.body.commits.map((c: { sha: string; email: string }) => [c.sha, c.email])).toEqual([
+        [second.body.new_head, 'bob@example.com'],
+        [first.body.new_head, 'alice@example.com'],
+        [parent, 'alice@example.com'],
+      ]);
+      // Each section is attributed to the commit that last changed it: the merge commit changed only bob's section.
+      const diff = await call(`/v1/repos/adr/diff/wiki/analyses/adr.md?from=${first.body.new_head}&to=${second.body.new_head}`, { token: alice });
+      expect(diff.body.sections.map((s: { heading: string; status: string }) => [s.heading, s.status])).toEqual([
+        ['## Context', 'unchanged'],
+        ['## Decision', 'unchanged'],
+        ['## Consequences', 'modified'],
+      ]);
+      const activity = await call('/v1/repos/adr/activity?limit=1', { token: alice });
+      expect(activity.body.events[0]).toMatchObject({ email: 'bob@example.com', action: 'push', detail: { paths: ['wiki/analyses/adr.md'], merged: ['wiki/analyses/adr.md'] } });
+    });
+
+    it('without merge the stale write is the original 409, byte for byte; with merge a real conflict names its sections', async () => {
+      const parent = await seed('plain');
+      const head = (await push('plain', { files: [{ path: 'wiki/analyses/adr.md', content: PAGE.replace('Postgres.', 'MySQL.'), parent_sha: parent }] })).body.new_head;
+      const stale = { path: 'wiki/analyses/adr.md', content: PAGE.replace('Postgres.', 'SQLite.').replace('Many writers.', 'Few.'), parent_sha: parent };
+      const expected = {
+        new_head: head,
+        pushed: [],
+        conflicts: [
+          {
+            path: 'wiki/analyses/adr.md',
+            current_sha: head,
+            current_content: b64(PAGE.replace('Postgres.', 'MySQL.')),
+            expected_parent_sha: parent,
+            ancestor_content: b64(PAGE),
+          },
+        ],
+      };
+      const plain = await push('plain', { files: [stale] });
+      expect([plain.status, plain.body]).toEqual([409, expected]);
+      const withMerge = await push('plain', { merge: 'sections', files: [stale] });
+      expect([withMerge.status, withMerge.body]).toEqual([409, { ...expected, conflicts: [{ ...expected.conflicts[0], conflicting: ['## Decision'] }] }]);
+      // Nothing was committed by either.
+      expect(await read('plain', 'wiki/analyses/adr.md')).toBe(PAGE.replace('Postgres.', 'MySQL.'));
+      expect((await call('/v1/repos/plain/timeline')).body.commits).toHaveLength(2);
+    });
+
+    it('merge applies only to stale writes that can merge: deletes and unknown parents stay conflicts; other files commit', async () => {
+      const parent = await seed('mixed');
+      const head = (await push('mixed', { files: [{ path: 'wiki/analyses/adr.md', content: PAGE.replace('Backups.', 'None.'), parent_sha: parent }] })).body.new_head;
+      const del = await push('mixed', { merge: 'sections', files: [{ path: 'wiki/analyses/adr.md', delete: true, parent_sha: parent }] });
+      expect(del.status).toBe(409);
+      expect(del.body.conflicts[0]).not.toHaveProperty('conflicting');
+      const unknown = await push('mixed', { merge: 'sections', files: [{ path: 'wiki/analyses/adr.md', content: PAGE, parent_sha: 'abcdef0' }] });
+      expect(unknown.status).toBe(409);
+      expect(unknown.body.conflicts[0]).not.toHaveProperty('ancestor_content');
+      expect(unknown.body.conflicts[0]).not.toHaveProperty('conflicting');
+      // One file merges, another is new: one commit with both.
+      const both = await push('mixed', {
+        merge: 'sections',
+        files: [
+          { path: 'wiki/analyses/adr.md', content: PAGE.replace('Many writers.', 'Two writers.'), parent_sha: parent },
+          { path: 'wiki/concepts/new.md', content: '---\ntitle: New\n---\nBody.\n' },
+        ],
+      });
+      expect(both.status).toBe(200);
+      expect(both.body.pushed.map((p: { merged?: boolean; merged_with?: string }) => [p.merged ?? false, p.merged_with ?? null])).toEqual([
+        [true, head],
+        [false, null],
+      ]);
+      expect(await read('mixed', 'wiki/analyses/adr.md')).toBe(PAGE.replace('Many writers.', 'Two writers.').replace('Backups.', 'None.'));
+    });
+
+    it('a page created on both sides since the parent merges against the empty document', async () => {
+      const parent = await seed('created');
+      const a = '---\ntitle: Notes\n---\n## A\na\n';
+      await push('created', { files: [{ path: 'wiki/concepts/notes.md', content: a }] });
+      const r = await push('created', { merge: 'sections', files: [{ path: 'wiki/concepts/notes.md', content: '---\ntitle: Notes\n---\n## B\nb\n', parent_sha: parent }] });
+      expect(r.status).toBe(200);
+      // Ours' section has nothing before it on ours' side: it opens the page.
+      expect(unb64(r.body.pushed[0].content)).toBe('---\ntitle: Notes\n---\n## B\nb\n\n## A\na\n');
+    });
+
+    it('refuses any other merge mode', async () => {
+      for (const merge of ['lines', '', true, 1, null]) {
+        const r = await push('modes', { merge, files: [{ path: 'wiki/concepts/x.md', content: 'x' }] });
+        expect([r.status, r.body]).toEqual([400, { error: 'invalid merge mode' }]);
+      }
+      expect((await call('/v1/repos')).body.repos.map((r: { id: string }) => r.id)).not.toContain('modes');
+    });
+
+    it('16 writers of one page from one parent, each its own section, at once: all succeed and every change is kept', async () => {
+      const sections = Array.from({ length: 16 }, (_, i) => `## Part ${i}\nline ${i}\n`);
+      const base = `---\ntitle: Shared\n---\n${sections.join('\n')}`;
+      const parent = (await push('many', { files: [{ path: 'wiki/concepts/shared.md', content: base }] })).body.new_head;
+      const results = await Promise.all(
+        sections.map((_, i) =>
+          push('many', { merge: 'sections', files: [{ path: 'wiki/concepts/shared.md', content: base.replace(`line ${i}\n`, `line ${i} by writer ${i}\n`), parent_sha: parent }] }),
+        ),
+      );
+      expect(results.map((r) => r.status)).toEqual(Array(16).fill(200));
+      const final = await read('many', 'wiki/concepts/shared.md');
+      expect(final).toBe(`---\ntitle: Shared\n---\n${sections.map((s, i) => s.replace(`line ${i}\n`, `line ${i} by writer ${i}\n`)).join('\n')}`);
+      expect((await call('/v1/repos/many/timeline?limit=100')).body.commits).toHaveLength(17);
+    });
+  });
+}
