@@ -7,7 +7,7 @@ import { PathIndex } from '../../lib/git/path-index.ts';
 import { RepoStore, type PushResult } from '../../lib/git/repo-store.ts';
 import { tempDir } from '../helpers/env.ts';
 import { fsckStrict } from './helpers/git.ts';
-import { orderViolations, recording, type Recording } from './helpers/recording-fs.ts';
+import { orderViolations, recording, type Recorded, type Recording } from './helpers/recording-fs.ts';
 import type { FsTraceEvent } from '../../lib/git/node-fs.ts';
 
 /**
@@ -21,6 +21,8 @@ import type { FsTraceEvent } from '../../lib/git/node-fs.ts';
  *    lock file renamed over the branch had been flushed;
  *  - the branch's directory was flushed after that rename and before the push was answered;
  *  - the database batch recording the push's commit had committed before the answer.
+ * The lock file's flush runs beside the objects' writes and always ends first on a quiet disk, so the
+ * recording also holds it back (holdFlush) to show that the branch waits for it.
  *
  * Each case runs with the Node build's packfiles (one pack + idx per group: the objects are durable once
  * both files are flushed, renamed into objects/pack and that directory flushed) and with loose objects
@@ -31,6 +33,8 @@ import type { FsTraceEvent } from '../../lib/git/node-fs.ts';
  * (`void this.fs.writeDurable(...)`, or for packs `void this.writePacks(...)`), every case below fails
  * with "object … not durable (never renamed into place)" or "(bytes or directory entry not flushed)"; the
  * 20-cycle kill test passes with that mutation, since a killed process loses nothing the kernel already had.
+ * Likewise shown to fail with GitStore.batch's prepare() no longer awaiting the lock file's `flushed`
+ * ("the branch waits for the flush of its lock file").
  */
 
 let cleanup: Array<() => Promise<void>> = [];
@@ -74,6 +78,26 @@ async function setup(mode: Mode) {
 const moves = (rec: Recording, gitdir: string) =>
   rec.events.filter((e) => e.kind === 'fs' && e.op === 'rename' && e.phase === 'start' && e.to === `${gitdir}/refs/heads/main`).length;
 
+/** Steps started at or after `from` that have not ended (fs steps by id, database batches by id). */
+function unended(events: Recorded[], from: number): Recorded[] {
+  const ended = new Set(events.slice(from).flatMap((e) => (e.kind === 'answer' || e.phase !== 'end' ? [] : [`${e.kind}:${e.id}`])));
+  return events.slice(from).filter((e) => e.kind !== 'answer' && e.phase === 'start' && !ended.has(`${e.kind}:${e.id}`));
+}
+
+/**
+ * Lets a push run until it can go no further: a database batch ended since `from`, every step started
+ * since then has ended but those `waiting` accepts, and a whole turn of the event loop (every callback
+ * and promise ready run) adds no event.
+ */
+async function settle(rec: Recording, from: number, waiting: (e: Recorded) => boolean): Promise<void> {
+  while (true) {
+    const seen = rec.events.length;
+    await new Promise((r) => setImmediate(r));
+    const dbEnded = rec.events.slice(from).some((e) => e.kind === 'db' && e.phase === 'end');
+    if (dbEnded && rec.events.length === seen && unended(rec.events, from).every(waiting)) return;
+  }
+}
+
 describe.each(['packs', 'each', 'after-rename'] as const)('durability order (%s)', (sync) => {
   it('single pushes: objects and lock flushed before the branch moves, the branch flushed and the index committed before the answer', async () => {
     const { rec, gitdir, push } = await setup(sync);
@@ -111,6 +135,35 @@ describe.each(['packs', 'each', 'after-rename'] as const)('durability order (%s)
     const timeline = await repos.timeline('r', 100);
     expect(timeline.map((c) => c.sha).slice(0, 12).sort()).toEqual([...shas].sort());
     expect((await activity.list('r', 100, 0)).total).toBe(13);
+  });
+
+  it('the branch waits for the flush of its lock file, however late that flush ends', async () => {
+    const { rec, gitdir, push } = await setup(sync);
+    const ref = `${gitdir}/refs/heads/main`;
+    const first = await push('first', [{ path: 'a.md', content: '# A\n' }]);
+    const hold = rec.holdFlush(`${ref}.lock`);
+    const from = rec.events.length;
+    let answered = false;
+    const second = push('second', [{ path: 'a.md', content: '# A2\n', parentSha: first.commit!.sha }]).finally(() => (answered = true));
+    await hold.reached;
+    // Everything else the push does is done: its objects written and flushed, its index batch committed.
+    const lockFlush = (e: Recorded): e is Extract<Recorded, { kind: 'fs' }> => e.kind === 'fs' && e.op === 'fsync' && e.path === `${ref}.lock`;
+    await settle(rec, from, lockFlush);
+    const after = rec.events.slice(from);
+    expect(unended(rec.events, from).map((e) => e.kind === 'fs' && `${e.op} ${e.path}`)).toEqual([`fsync ${ref}.lock`]);
+    expect(after.some((e) => e.kind === 'db' && e.phase === 'end' && !e.failed)).toBe(true);
+    // … and the branch has not moved (nor been touched), and the push is not answered.
+    expect(after.filter((e) => e.kind === 'fs' && (e.path === ref || e.to === ref))).toEqual([]);
+    expect(answered).toBe(false);
+    hold.release();
+    await second;
+    const flushEnd = rec.events.findIndex((e, i) => i >= from && lockFlush(e) && e.phase === 'end');
+    const move = rec.events.findIndex((e, i) => i >= from && e.kind === 'fs' && e.op === 'rename' && e.phase === 'start' && e.to === ref);
+    expect(flushEnd).toBeGreaterThan(from);
+    expect(move).toBeGreaterThan(flushEnd);
+    expect(moves(rec, gitdir)).toBe(2);
+    expect(await orderViolations(rec.events, gitdir)).toEqual([]);
+    await fsckStrict(gitdir);
   });
 });
 

@@ -2,7 +2,8 @@
  * A recording of every step the git store takes on disk (through the Node StoreFs's trace: each write,
  * file flush, rename, directory flush, unlink), of every database batch, and of every answer, in the order
  * they happen; and a checker that reasons about that order the way crash-consistency checkers do: at the
- * instant a step starts, only steps that have ENDED before it are known to be on disk.
+ * instant a step starts, only steps that have ENDED before it are known to be on disk. The recording can
+ * also hold back the flush of the branch's lock file (holdFlush), to show that the branch waits for it.
  */
 import { dirname } from 'node:path';
 import { nodeStoreFs, type FsTraceEvent, type NodeStoreFsOptions } from '../../../lib/git/node-fs.ts';
@@ -23,15 +24,86 @@ export interface Recording {
   wrapDb(db: Database): Database;
   /** Records that the caller answered a push whose commit is `sha`. */
   answer(sha: string, label: string): void;
+  /**
+   * Holds back the next data flush of `path` made through createExclusiveEarly (the branch's lock file,
+   * `refs/heads/main.lock`): the `flushed` promise the store gets settles only once `release` is called,
+   * and the flush's end is recorded then (the moment the store can learn of it), whenever the disk answered.
+   */
+  holdFlush(path: string): Hold;
 }
+
+export interface Hold {
+  /** Resolves once the held flush has started (the file was created and written). */
+  reached: Promise<void>;
+  release(): void;
+}
+
+interface HoldState {
+  path: string;
+  /** The trace id of the held flush, once it started. */
+  id: number | null;
+  /** Its end, recorded only when released. */
+  end: FsTraceEvent | null;
+  reached: () => void;
+  released: Promise<void>;
+}
+
 
 export function recording(opts: Pick<NodeStoreFsOptions, 'sync' | 'packs'> = {}): Recording {
   const events: Recorded[] = [];
   let dbIds = 0;
-  const fs = nodeStoreFs({ ...opts, trace: (e) => events.push({ ...e, kind: 'fs', seq: events.length }) });
+  const holds: HoldState[] = [];
+  const inner = nodeStoreFs({
+    ...opts,
+    trace: (e) => {
+      const held = holds.find((h) => e.op === 'fsync' && (e.phase === 'start' ? h.id === null && h.path === e.path : h.id === e.id));
+      if (held && e.phase === 'start') {
+        held.id = e.id;
+        held.reached();
+      } else if (held) {
+        held.end = e;
+        return;
+      }
+      events.push({ ...e, kind: 'fs', seq: events.length });
+    },
+  });
+  const early = inner.createExclusiveEarly!;
+  const fs: StoreFs = {
+    ...inner,
+    async createExclusiveEarly(path, data) {
+      const made = await early(path, data);
+      const held = holds.find((h) => h.path === path && h.id !== null && h.end === null);
+      if (!made || !held) return made;
+      const flushed = (async () => {
+        try {
+          await made.flushed;
+        } finally {
+          await held.released;
+          holds.splice(holds.indexOf(held), 1);
+          // The end the trace gave (possibly failed; it came before `made.flushed` settled), recorded now.
+          if (held.end) events.push({ ...held.end, kind: 'fs', seq: events.length });
+        }
+      })();
+      flushed.catch(() => undefined); // the store awaits it
+      return { flushed };
+    },
+  };
   return {
     events,
     fs,
+    holdFlush(path) {
+      let reached!: () => void;
+      let release!: () => void;
+      const state: HoldState = {
+        path,
+        id: null,
+        end: null,
+        reached: () => reached(),
+        released: new Promise<void>((r) => (release = r)),
+      };
+      holds.push(state);
+      return { reached: new Promise<void>((r) => (reached = r)), release: () => release() };
+    },
     wrapDb(db) {
       return new Proxy(db, {
         get(target, key) {
