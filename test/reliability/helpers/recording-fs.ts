@@ -1,10 +1,11 @@
 /**
  * A recording of every step the git store takes on disk (through the Node StoreFs's trace: each write,
- * file flush, rename, directory flush, unlink), of every database batch, and of every answer, in the order
- * they happen; and a checker that reasons about that order the way crash-consistency checkers do: at the
- * instant a step starts, only steps that have ENDED before it are known to be on disk. The recording can
- * also hold back the flush of the branch's lock file (holdFlush), to show that the branch waits for it.
+ * file flush, rename, directory flush, unlink, mkdir), of every database batch, and of every answer, in the
+ * order they happen; and a checker that reasons about that order the way crash-consistency checkers do: at
+ * the instant a step starts, only steps that have ENDED before it are known to be on disk. The recording
+ * can also hold back the flush of the branch's lock file (holdFlush), to show that the branch waits for it.
  */
+import { existsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { nodeStoreFs, type FsTraceEvent, type NodeStoreFsOptions } from '../../../lib/git/node-fs.ts';
 import type { StoreFs } from '../../../lib/git/fs.ts';
@@ -13,7 +14,8 @@ import { readIdx } from '../../../lib/git/pack.ts';
 import { git } from './git.ts';
 
 export type Recorded =
-  | (FsTraceEvent & { seq: number; kind: 'fs' })
+  /** `creates` (mkdir, start): the directories missing when it started, which it makes (the path and its missing ancestors). */
+  | (FsTraceEvent & { seq: number; kind: 'fs'; creates?: string[] })
   | { seq: number; kind: 'db'; id: number; phase: 'start' | 'end'; stmts: Stmt[]; failed?: boolean }
   | { seq: number; kind: 'answer'; sha: string; label: string };
 
@@ -48,6 +50,12 @@ interface HoldState {
   released: Promise<void>;
 }
 
+/** The directories `path` and its ancestors that do not exist now, deepest first. */
+function missingDirs(path: string): string[] {
+  const out: string[] = [];
+  for (let d = path; !existsSync(d) && dirname(d) !== d; d = dirname(d)) out.push(d);
+  return out;
+}
 
 export function recording(opts: Pick<NodeStoreFsOptions, 'sync' | 'packs'> = {}): Recording {
   const events: Recorded[] = [];
@@ -64,7 +72,9 @@ export function recording(opts: Pick<NodeStoreFsOptions, 'sync' | 'packs'> = {})
         held.end = e;
         return;
       }
-      events.push({ ...e, kind: 'fs', seq: events.length });
+      // Called just before the step runs: what is missing now is what a mkdir makes.
+      const creates = e.op === 'mkdir' && e.phase === 'start' ? missingDirs(e.path) : undefined;
+      events.push({ ...e, kind: 'fs', seq: events.length, ...(creates ? { creates } : {}) });
     },
   });
   const early = inner.createExclusiveEarly!;
@@ -132,7 +142,7 @@ export function recording(opts: Pick<NodeStoreFsOptions, 'sync' | 'packs'> = {})
   };
 }
 
-type FsEv = FsTraceEvent & { seq: number; kind: 'fs' };
+type FsEv = Extract<Recorded, { kind: 'fs' }>;
 interface Step {
   start: FsEv;
   end: FsEv | null;
@@ -150,7 +160,11 @@ interface Step {
  *  2. before a push is answered, a move of the branch to its commit or a descendant ended, and the
  *     branch's directory was flushed after that move ended;
  *  3. before a push is answered, a database batch that inserts its commit into git_commits ended (without
- *     failing).
+ *     failing);
+ *  4. before the rename that moves `refs/heads/main` starts, every directory of the repository a mkdir made
+ *     (missing when the mkdir started: a loose object's fan-out directory `objects/xx`, a re-created
+ *     `objects/pack`) has had its parent directory flushed after that mkdir ended: else a crash may lose
+ *     the directory, and every object in it, while the branch names them.
  */
 export async function orderViolations(events: Recorded[], gitdir: string): Promise<string[]> {
   const problems: string[] = [];
@@ -213,6 +227,18 @@ export async function orderViolations(events: Recorded[], gitdir: string): Promi
     const lockWrite = events.filter((e): e is FsEv => e.kind === 'fs' && e.op === 'write' && e.path === lockPath && e.phase === 'start' && e.seq < m.start.seq).pop()!;
     if (!all.some((s) => s.start.op === 'fsync' && s.start.path === lockPath && s.start.seq > lockWrite.seq && done(s, m.start.seq))) {
       problems.push(`ref move to ${sha}: the lock file was not flushed before the rename`);
+    }
+    for (const s of all) {
+      if (s.start.op !== 'mkdir' || !s.start.creates || s.start.seq > m.start.seq || s.end?.failed) continue;
+      for (const d of s.start.creates) {
+        if (!d.startsWith(`${gitdir}/`)) continue;
+        const parentFlushed =
+          done(s, m.start.seq) &&
+          all.some((f) => f.start.op === 'fsyncDir' && f.start.path === dirname(d) && f.start.seq > s.end!.seq && done(f, m.start.seq));
+        if (!parentFlushed) {
+          problems.push(`ref move to ${sha.slice(0, 8)} at #${m.start.seq}: directory ${d.slice(gitdir.length + 1)} made, its parent not flushed after`);
+        }
+      }
     }
     const objects = (await git(gitdir, 'rev-list', '--objects', sha)).split('\n').filter(Boolean).map((l) => l.slice(0, 40));
     for (const oid of objects) {
