@@ -93,10 +93,10 @@ function unended(events: Recorded[], from: number): Recorded[] {
 /**
  * Lets a push run until it can go no further: a database batch ended since `from`, every step started
  * since then has ended but those `waiting` accepts, and a whole turn of the event loop (every callback
- * and promise ready run) adds no event.
+ * and promise ready run) adds no event. Or until the push has settled (`settled`).
  */
-async function settle(rec: Recording, from: number, waiting: (e: Recorded) => boolean): Promise<void> {
-  while (true) {
+async function settle(rec: Recording, from: number, waiting: (e: Recorded) => boolean, settled: () => boolean): Promise<void> {
+  while (!settled()) {
     const seen = rec.events.length;
     await new Promise((r) => setImmediate(r));
     const dbEnded = rec.events.slice(from).some((e) => e.kind === 'db' && e.phase === 'end');
@@ -164,16 +164,17 @@ describe.each(['packs', 'each', 'after-rename'] as const)('durability order (%s)
     const from = rec.events.length;
     let answered = false;
     const second = push('second', [{ path: 'a.md', content: '# A2\n', parentSha: first.commit!.sha }]).finally(() => (answered = true));
-    await hold.reached;
-    // Everything else the push does is done: its objects written and flushed, its index batch committed.
+    await Promise.race([hold.reached, second.catch(() => undefined)]);
+    // The push does all it can without that flush: its objects written and flushed, its index batch committed.
     const lockFlush = (e: Recorded): e is Extract<Recorded, { kind: 'fs' }> => e.kind === 'fs' && e.op === 'fsync' && e.path === `${ref}.lock`;
-    await settle(rec, from, lockFlush);
+    await settle(rec, from, lockFlush, () => answered);
     const after = rec.events.slice(from);
-    expect(unended(rec.events, from).map((e) => e.kind === 'fs' && `${e.op} ${e.path}`)).toEqual([`fsync ${ref}.lock`]);
-    expect(after.some((e) => e.kind === 'db' && e.phase === 'end' && !e.failed)).toBe(true);
-    // … and the branch has not moved (nor been touched), and the push is not answered.
+    // The branch has not moved (nor been touched), and the push is not answered …
     expect(after.filter((e) => e.kind === 'fs' && (e.path === ref || e.to === ref))).toEqual([]);
     expect(answered).toBe(false);
+    // … while the lock file's flush is all that is left.
+    expect(unended(rec.events, from).map((e) => e.kind === 'fs' && `${e.op} ${e.path}`)).toEqual([`fsync ${ref}.lock`]);
+    expect(after.some((e) => e.kind === 'db' && e.phase === 'end' && !e.failed)).toBe(true);
     hold.release();
     await second;
     const flushEnd = rec.events.findIndex((e, i) => i >= from && lockFlush(e) && e.phase === 'end');
