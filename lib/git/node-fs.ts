@@ -377,13 +377,14 @@ export function nodeStoreFs(opts: NodeStoreFsOptions = {}): StoreFs {
     },
     packs: opts.packs === false ? undefined : {
       async write(packDir, name, pack, idx, issued) {
-        if (!knownDirs.has(packDir)) {
+        const ensureDir = async () => {
           // Made here (a repository whose objects/pack was removed): its parent gained an entry to flush.
           if ((await traced(trace, { op: 'mkdir', path: packDir }, () => mkdir(packDir, { recursive: true }))) !== undefined) {
             await fsyncDir(dirname(packDir));
           }
           knownDirs.add(packDir);
-        }
+        };
+        if (!knownDirs.has(packDir)) await ensureDir();
         const tag = randomBytes(8).toString('hex');
         // git's own names for a pack being written: `git gc` and our recovery clear them after a crash.
         const files = [
@@ -393,7 +394,13 @@ export function nodeStoreFs(opts: NodeStoreFsOptions = {}): StoreFs {
         try {
           // Both files created and written, then both flushes requested at once: `issued` lets the caller
           // go on (a push records its index rows) while the disk works.
-          const created = await Promise.allSettled(files.map((f) => create(f.tmp, f.data)));
+          const createAll = () => Promise.allSettled(files.map((f) => create(f.tmp, f.data)));
+          let created = await createAll();
+          if (created.every((c) => c.status === 'rejected' && isMissing(c.reason))) {
+            // The directory we knew was removed meanwhile: make it again.
+            await ensureDir();
+            created = await createAll();
+          }
           const open = created.flatMap((c, i) => (c.status === 'fulfilled' ? [{ h: c.value, path: files[i]!.tmp }] : []));
           try {
             const failed = created.find((c): c is PromiseRejectedResult => c.status === 'rejected');

@@ -1,4 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { createHash } from 'node:crypto';
+import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { openDatabaseFile } from '../../lib/db/open-node.ts';
 import { Activity } from '../../lib/db/activity.ts';
@@ -6,8 +8,8 @@ import { GitStore } from '../../lib/git/store.ts';
 import { PathIndex } from '../../lib/git/path-index.ts';
 import { RepoStore, type PushResult } from '../../lib/git/repo-store.ts';
 import { tempDir } from '../helpers/env.ts';
-import { fsckStrict } from './helpers/git.ts';
-import { orderViolations, recording, type Recording } from './helpers/recording-fs.ts';
+import { fsckStrict, git, gitWithInput } from './helpers/git.ts';
+import { orderViolations, recording, type Recorded, type Recording } from './helpers/recording-fs.ts';
 import type { FsTraceEvent } from '../../lib/git/node-fs.ts';
 
 /**
@@ -19,8 +21,12 @@ import type { FsTraceEvent } from '../../lib/git/node-fs.ts';
  *  - every object the branch's new value reaches (walked by `git rev-list --objects` from that value) had
  *    its bytes and its directory entry flushed before the rename that moved the branch started, and the
  *    lock file renamed over the branch had been flushed;
+ *  - every directory the push made (a loose object's fan-out directory `objects/xx`, a re-created
+ *    `objects/pack`) had its parent directory flushed after it was made and before that rename started;
  *  - the branch's directory was flushed after that rename and before the push was answered;
  *  - the database batch recording the push's commit had committed before the answer.
+ * The lock file's flush runs beside the objects' writes and always ends first on a quiet disk, so the
+ * recording also holds it back (holdFlush) to show that the branch waits for it.
  *
  * Each case runs with the Node build's packfiles (one pack + idx per group: the objects are durable once
  * both files are flushed, renamed into objects/pack and that directory flushed) and with loose objects
@@ -31,6 +37,10 @@ import type { FsTraceEvent } from '../../lib/git/node-fs.ts';
  * (`void this.fs.writeDurable(...)`, or for packs `void this.writePacks(...)`), every case below fails
  * with "object … not durable (never renamed into place)" or "(bytes or directory entry not flushed)"; the
  * 20-cycle kill test passes with that mutation, since a killed process loses nothing the kernel already had.
+ * Likewise shown to fail with GitStore.batch's prepare() no longer awaiting the lock file's `flushed`
+ * ("the branch waits for the flush of its lock file"), and with node-fs.ts no longer flushing the parent of
+ * a directory it made (writeDurable's `flush.add(dirname(d))` for a fan-out directory, packs.write's
+ * `fsyncDir(dirname(packDir))` for objects/pack: "directories a push makes").
  */
 
 let cleanup: Array<() => Promise<void>> = [];
@@ -74,6 +84,39 @@ async function setup(mode: Mode) {
 const moves = (rec: Recording, gitdir: string) =>
   rec.events.filter((e) => e.kind === 'fs' && e.op === 'rename' && e.phase === 'start' && e.to === `${gitdir}/refs/heads/main`).length;
 
+/** Steps started at or after `from` that have not ended (fs steps by id, database batches by id). */
+function unended(events: Recorded[], from: number): Recorded[] {
+  const ended = new Set(events.slice(from).flatMap((e) => (e.kind === 'answer' || e.phase !== 'end' ? [] : [`${e.kind}:${e.id}`])));
+  return events.slice(from).filter((e) => e.kind !== 'answer' && e.phase === 'start' && !ended.has(`${e.kind}:${e.id}`));
+}
+
+/**
+ * Lets a push run until it can go no further: a database batch ended since `from`, every step started
+ * since then has ended but those `waiting` accepts, and a whole turn of the event loop (every callback
+ * and promise ready run) adds no event. Or until the push has settled (`settled`).
+ */
+async function settle(rec: Recording, from: number, waiting: (e: Recorded) => boolean, settled: () => boolean): Promise<void> {
+  while (!settled()) {
+    const seen = rec.events.length;
+    await new Promise((r) => setImmediate(r));
+    const dbEnded = rec.events.slice(from).some((e) => e.kind === 'db' && e.phase === 'end');
+    if (dbEnded && rec.events.length === seen && unended(rec.events, from).every(waiting)) return;
+  }
+}
+
+/** The subdirectories of `objects` that hold loose objects (the fan-out directories). */
+const fanOut = async (gitdir: string) => (await readdir(join(gitdir, 'objects'))).filter((n) => /^[0-9a-f]{2}$/.test(n)).sort();
+
+/** The id git gives a blob of `content`. */
+const blobId = (content: string) => {
+  const bytes = Buffer.from(content);
+  return createHash('sha1').update(Buffer.concat([Buffer.from(`blob ${bytes.byteLength}\0`), bytes])).digest('hex');
+};
+
+/** The directories the recorded mkdirs made (missing when each started), relative to `gitdir`. */
+const made = (events: Recorded[], gitdir: string) =>
+  events.flatMap((e) => (e.kind === 'fs' && e.op === 'mkdir' && e.phase === 'start' ? (e.creates ?? []) : [])).map((d) => d.slice(gitdir.length + 1));
+
 describe.each(['packs', 'each', 'after-rename'] as const)('durability order (%s)', (sync) => {
   it('single pushes: objects and lock flushed before the branch moves, the branch flushed and the index committed before the answer', async () => {
     const { rec, gitdir, push } = await setup(sync);
@@ -111,6 +154,89 @@ describe.each(['packs', 'each', 'after-rename'] as const)('durability order (%s)
     const timeline = await repos.timeline('r', 100);
     expect(timeline.map((c) => c.sha).slice(0, 12).sort()).toEqual([...shas].sort());
     expect((await activity.list('r', 100, 0)).total).toBe(13);
+  });
+
+  it('the branch waits for the flush of its lock file, however late that flush ends', async () => {
+    const { rec, gitdir, push } = await setup(sync);
+    const ref = `${gitdir}/refs/heads/main`;
+    const first = await push('first', [{ path: 'a.md', content: '# A\n' }]);
+    const hold = rec.holdFlush(`${ref}.lock`);
+    const from = rec.events.length;
+    let answered = false;
+    const second = push('second', [{ path: 'a.md', content: '# A2\n', parentSha: first.commit!.sha }]).finally(() => (answered = true));
+    await Promise.race([hold.reached, second.catch(() => undefined)]);
+    // The push does all it can without that flush: its objects written and flushed, its index batch committed.
+    const lockFlush = (e: Recorded): e is Extract<Recorded, { kind: 'fs' }> => e.kind === 'fs' && e.op === 'fsync' && e.path === `${ref}.lock`;
+    await settle(rec, from, lockFlush, () => answered);
+    const after = rec.events.slice(from);
+    // The branch has not moved (nor been touched), and the push is not answered …
+    expect(after.filter((e) => e.kind === 'fs' && (e.path === ref || e.to === ref))).toEqual([]);
+    expect(answered).toBe(false);
+    // … while the lock file's flush is all that is left.
+    expect(unended(rec.events, from).map((e) => e.kind === 'fs' && `${e.op} ${e.path}`)).toEqual([`fsync ${ref}.lock`]);
+    expect(after.some((e) => e.kind === 'db' && e.phase === 'end' && !e.failed)).toBe(true);
+    hold.release();
+    await second;
+    const flushEnd = rec.events.findIndex((e, i) => i >= from && lockFlush(e) && e.phase === 'end');
+    const move = rec.events.findIndex((e, i) => i >= from && e.kind === 'fs' && e.op === 'rename' && e.phase === 'start' && e.to === ref);
+    expect(flushEnd).toBeGreaterThan(from);
+    expect(move).toBeGreaterThan(flushEnd);
+    expect(moves(rec, gitdir)).toBe(2);
+    expect(await orderViolations(rec.events, gitdir)).toEqual([]);
+    await fsckStrict(gitdir);
+  });
+});
+
+describe.each(['each', 'after-rename'] as const)('directories a push makes: loose objects (%s)', (sync) => {
+  it('each new fan-out directory objects/xx has its parent flushed before the branch moves', async () => {
+    const { rec, gitdir, push } = await setup(sync);
+    // A new repository has no fan-out directory: the first push makes one for each of its objects' prefixes.
+    expect(await fanOut(gitdir)).toEqual([]);
+    await push('first', [{ path: 'a.md', content: '# A\n' }]);
+    const dirs = await fanOut(gitdir);
+    expect(made(rec.events, gitdir).sort()).toEqual(dirs.map((d) => `objects/${d}`));
+    // A later push whose blob goes to a prefix no object has yet, beside the directories already made.
+    let content = '';
+    for (let i = 0; content === ''; i++) if (!dirs.includes(blobId(`new ${i}\n`).slice(0, 2))) content = `new ${i}\n`;
+    const from = rec.events.length;
+    await push('second', [{ path: 'b.md', content }]);
+    expect(made(rec.events.slice(from), gitdir)).toContain(`objects/${blobId(content).slice(0, 2)}`);
+    expect(moves(rec, gitdir)).toBe(2);
+    expect(await orderViolations(rec.events, gitdir)).toEqual([]);
+    await fsckStrict(gitdir);
+  });
+});
+
+describe('directories a push makes: objects/pack (packs)', () => {
+  it('objects/pack missing from a repository is made again, its parent flushed before the branch moves', async () => {
+    const { rec, gitdir, push } = await setup('packs');
+    await rm(join(gitdir, 'objects', 'pack'), { recursive: true });
+    await push('first', [{ path: 'a.md', content: '# A\n' }]);
+    expect(made(rec.events, gitdir)).toEqual(['objects/pack']);
+    expect((await readdir(join(gitdir, 'objects', 'pack'))).filter((n) => n.endsWith('.idx'))).toHaveLength(1);
+    expect(await orderViolations(rec.events, gitdir)).toEqual([]);
+    await fsckStrict(gitdir);
+  });
+
+  it('objects/pack removed between two pushes (its objects unpacked) is made again, its parent flushed before the branch moves', async () => {
+    const { rec, gitdir, push } = await setup('packs');
+    const first = await push('first', [{ path: 'a.md', content: '# A\n' }]);
+    // An operator unpacks the repository's objects (git unpack-objects only writes objects the repository
+    // lacks, so the pack leaves first) and removes the emptied directory.
+    const packDir = join(gitdir, 'objects', 'pack');
+    const [packName] = (await readdir(packDir)).filter((n) => n.endsWith('.pack'));
+    const pack = await readFile(join(packDir, packName!));
+    await rm(packDir, { recursive: true });
+    await gitWithInput(gitdir, pack, 'unpack-objects', '-q');
+    await fsckStrict(gitdir);
+    // The store's filesystem knows the directory from the first push: the second finds it gone and makes it again.
+    const from = rec.events.length;
+    await push('second', [{ path: 'a.md', content: '# A2\n', parentSha: first.commit!.sha }]);
+    expect(made(rec.events.slice(from), gitdir)).toEqual(['objects/pack']);
+    expect(moves(rec, gitdir)).toBe(2);
+    expect(await orderViolations(rec.events, gitdir)).toEqual([]);
+    await fsckStrict(gitdir);
+    expect(await git(gitdir, 'show', 'main:a.md')).toBe('# A2\n');
   });
 });
 
@@ -151,6 +277,23 @@ describe('the checker itself', () => {
     ]) {
       const problems = await orderViolations(rec.events.filter((e) => !drop(e)), gitdir);
       expect(problems.some((p) => p.includes('not durable'))).toBe(true);
+    }
+  });
+
+  it('reports a directory made by a push whose parent was not flushed before the branch moved', async () => {
+    for (const mode of ['packs', 'each'] as const) {
+      const { rec, gitdir, push } = await setup(mode);
+      if (mode === 'packs') await rm(join(gitdir, 'objects', 'pack'), { recursive: true });
+      await push('one', [{ path: 'a.md', content: '# A\n' }]);
+      expect(await orderViolations(rec.events, gitdir)).toEqual([]);
+      // Replay the recording with every flush of `objects` (the parent of the directories made) dropped.
+      const tampered = rec.events.filter((e) => !(e.kind === 'fs' && e.op === 'fsyncDir' && e.path === `${gitdir}/objects`));
+      const problems = await orderViolations(tampered, gitdir);
+      const dirs = made(rec.events, gitdir);
+      expect(dirs.length).toBeGreaterThan(0);
+      expect(problems.filter((p) => p.includes('its parent not flushed after')).map((p) => p.replace(/.*: directory (\S+) made.*/, '$1')).sort()).toEqual(
+        [...dirs].sort(),
+      );
     }
   });
 

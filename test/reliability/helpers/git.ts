@@ -12,6 +12,17 @@ export function git(gitdir: string, ...args: string[]): Promise<string> {
   });
 }
 
+/** `git` with `input` on its standard input; resolves with its standard output. */
+export function gitWithInput(gitdir: string, input: Uint8Array, ...args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile('git', ['--git-dir', gitdir, ...args], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`git ${args.join(' ')} in ${gitdir} failed: ${stderr || err.message}`));
+      else resolve(stdout);
+    });
+    child.stdin!.end(input);
+  });
+}
+
 /** `git fsck --strict`; rejects with git's output on any problem. */
 export async function fsckStrict(gitdir: string): Promise<void> {
   await git(gitdir, 'fsck', '--strict', '--no-dangling', '--no-progress');

@@ -1,9 +1,11 @@
 /**
  * A recording of every step the git store takes on disk (through the Node StoreFs's trace: each write,
- * file flush, rename, directory flush, unlink), of every database batch, and of every answer, in the order
- * they happen; and a checker that reasons about that order the way crash-consistency checkers do: at the
- * instant a step starts, only steps that have ENDED before it are known to be on disk.
+ * file flush, rename, directory flush, unlink, mkdir), of every database batch, and of every answer, in the
+ * order they happen; and a checker that reasons about that order the way crash-consistency checkers do: at
+ * the instant a step starts, only steps that have ENDED before it are known to be on disk. The recording
+ * can also hold back the flush of the branch's lock file (holdFlush), to show that the branch waits for it.
  */
+import { existsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { nodeStoreFs, type FsTraceEvent, type NodeStoreFsOptions } from '../../../lib/git/node-fs.ts';
 import type { StoreFs } from '../../../lib/git/fs.ts';
@@ -12,7 +14,8 @@ import { readIdx } from '../../../lib/git/pack.ts';
 import { git } from './git.ts';
 
 export type Recorded =
-  | (FsTraceEvent & { seq: number; kind: 'fs' })
+  /** `creates` (mkdir, start): the directories missing when it started, which it makes (the path and its missing ancestors). */
+  | (FsTraceEvent & { seq: number; kind: 'fs'; creates?: string[] })
   | { seq: number; kind: 'db'; id: number; phase: 'start' | 'end'; stmts: Stmt[]; failed?: boolean }
   | { seq: number; kind: 'answer'; sha: string; label: string };
 
@@ -23,15 +26,94 @@ export interface Recording {
   wrapDb(db: Database): Database;
   /** Records that the caller answered a push whose commit is `sha`. */
   answer(sha: string, label: string): void;
+  /**
+   * Holds back the next data flush of `path` made through createExclusiveEarly (the branch's lock file,
+   * `refs/heads/main.lock`): the `flushed` promise the store gets settles only once `release` is called,
+   * and the flush's end is recorded then (the moment the store can learn of it), whenever the disk answered.
+   */
+  holdFlush(path: string): Hold;
+}
+
+export interface Hold {
+  /** Resolves once the held flush has started (the file was created and written). */
+  reached: Promise<void>;
+  release(): void;
+}
+
+interface HoldState {
+  path: string;
+  /** The trace id of the held flush, once it started. */
+  id: number | null;
+  /** Its end, recorded only when released. */
+  end: FsTraceEvent | null;
+  reached: () => void;
+  released: Promise<void>;
+}
+
+/** The directories `path` and its ancestors that do not exist now, deepest first. */
+function missingDirs(path: string): string[] {
+  const out: string[] = [];
+  for (let d = path; !existsSync(d) && dirname(d) !== d; d = dirname(d)) out.push(d);
+  return out;
 }
 
 export function recording(opts: Pick<NodeStoreFsOptions, 'sync' | 'packs'> = {}): Recording {
   const events: Recorded[] = [];
   let dbIds = 0;
-  const fs = nodeStoreFs({ ...opts, trace: (e) => events.push({ ...e, kind: 'fs', seq: events.length }) });
+  const holds: HoldState[] = [];
+  const inner = nodeStoreFs({
+    ...opts,
+    trace: (e) => {
+      const held = holds.find((h) => e.op === 'fsync' && (e.phase === 'start' ? h.id === null && h.path === e.path : h.id === e.id));
+      if (held && e.phase === 'start') {
+        held.id = e.id;
+        held.reached();
+      } else if (held) {
+        held.end = e;
+        return;
+      }
+      // Called just before the step runs: what is missing now is what a mkdir makes.
+      const creates = e.op === 'mkdir' && e.phase === 'start' ? missingDirs(e.path) : undefined;
+      events.push({ ...e, kind: 'fs', seq: events.length, ...(creates ? { creates } : {}) });
+    },
+  });
+  const early = inner.createExclusiveEarly!;
+  const fs: StoreFs = {
+    ...inner,
+    async createExclusiveEarly(path, data) {
+      const made = await early(path, data);
+      const held = holds.find((h) => h.path === path && h.id !== null && h.end === null);
+      if (!made || !held) return made;
+      const flushed = (async () => {
+        try {
+          await made.flushed;
+        } finally {
+          await held.released;
+          holds.splice(holds.indexOf(held), 1);
+          // The end the trace gave (possibly failed; it came before `made.flushed` settled), recorded now.
+          if (held.end) events.push({ ...held.end, kind: 'fs', seq: events.length });
+        }
+      })();
+      flushed.catch(() => undefined); // the store awaits it
+      return { flushed };
+    },
+  };
   return {
     events,
     fs,
+    holdFlush(path) {
+      let reached!: () => void;
+      let release!: () => void;
+      const state: HoldState = {
+        path,
+        id: null,
+        end: null,
+        reached: () => reached(),
+        released: new Promise<void>((r) => (release = r)),
+      };
+      holds.push(state);
+      return { reached: new Promise<void>((r) => (reached = r)), release: () => release() };
+    },
     wrapDb(db) {
       return new Proxy(db, {
         get(target, key) {
@@ -60,7 +142,7 @@ export function recording(opts: Pick<NodeStoreFsOptions, 'sync' | 'packs'> = {})
   };
 }
 
-type FsEv = FsTraceEvent & { seq: number; kind: 'fs' };
+type FsEv = Extract<Recorded, { kind: 'fs' }>;
 interface Step {
   start: FsEv;
   end: FsEv | null;
@@ -78,7 +160,11 @@ interface Step {
  *  2. before a push is answered, a move of the branch to its commit or a descendant ended, and the
  *     branch's directory was flushed after that move ended;
  *  3. before a push is answered, a database batch that inserts its commit into git_commits ended (without
- *     failing).
+ *     failing);
+ *  4. before the rename that moves `refs/heads/main` starts, every directory of the repository a mkdir made
+ *     (missing when the mkdir started: a loose object's fan-out directory `objects/xx`, a re-created
+ *     `objects/pack`) has had its parent directory flushed after that mkdir ended: else a crash may lose
+ *     the directory, and every object in it, while the branch names them.
  */
 export async function orderViolations(events: Recorded[], gitdir: string): Promise<string[]> {
   const problems: string[] = [];
@@ -141,6 +227,18 @@ export async function orderViolations(events: Recorded[], gitdir: string): Promi
     const lockWrite = events.filter((e): e is FsEv => e.kind === 'fs' && e.op === 'write' && e.path === lockPath && e.phase === 'start' && e.seq < m.start.seq).pop()!;
     if (!all.some((s) => s.start.op === 'fsync' && s.start.path === lockPath && s.start.seq > lockWrite.seq && done(s, m.start.seq))) {
       problems.push(`ref move to ${sha}: the lock file was not flushed before the rename`);
+    }
+    for (const s of all) {
+      if (s.start.op !== 'mkdir' || !s.start.creates || s.start.seq > m.start.seq || s.end?.failed) continue;
+      for (const d of s.start.creates) {
+        if (!d.startsWith(`${gitdir}/`)) continue;
+        const parentFlushed =
+          done(s, m.start.seq) &&
+          all.some((f) => f.start.op === 'fsyncDir' && f.start.path === dirname(d) && f.start.seq > s.end!.seq && done(f, m.start.seq));
+        if (!parentFlushed) {
+          problems.push(`ref move to ${sha.slice(0, 8)} at #${m.start.seq}: directory ${d.slice(gitdir.length + 1)} made, its parent not flushed after`);
+        }
+      }
     }
     const objects = (await git(gitdir, 'rev-list', '--objects', sha)).split('\n').filter(Boolean).map((l) => l.slice(0, 40));
     for (const oid of objects) {
