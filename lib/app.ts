@@ -3,7 +3,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import type { Deps } from './deps.ts';
 import type { AppEnv, RouteDef } from './route.ts';
 import { HttpError } from './http/errors.ts';
-import { BodyBudget, SMALL_BODY_BYTES, bodyGuard, declaredCap, type BodyKind, type BodySourceOf } from './http/body-limit.ts';
+import { BodyBudget, SMALL_BODIES_CEILING, SMALL_BODY_BYTES, bodyGuard, bodyHolders, declaredCap, type BodyKind, type BodySourceOf } from './http/body-limit.ts';
 import { corsMiddleware } from './http/cors.ts';
 import { rateLimit, type LimiterFactory } from './http/rate-limit.ts';
 import { ipBucketKey, type ClientIpOf } from './http/client-ip.ts';
@@ -116,15 +116,22 @@ export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
     for (const r of opts.routes) if (r.limiter === 'auth') app.on(r.method, r.path, signInMw);
   }
 
-  // Bodies (lib/http/body-limit.ts): one budget for this app; each route's guard runs after authentication,
-  // so an unauthenticated request is answered with its body unread.
-  const budget = new BodyBudget(config.maxInflightBodyBytes);
-  const guardOf = (maxBytes: number) =>
-    bodyGuard({ maxBytes, budget, idleMs: config.bodyIdleTimeoutMs, sourceOf: opts.bodySource });
+  // Bodies (lib/http/body-limit.ts): pushes and small JSON bodies each have a budget of their own, shared out
+  // per client address and per identity; each route's guard runs after authentication, so an unauthenticated
+  // request is answered with its body unread.
+  const guardOf = (maxBytes: number, ceiling: number) =>
+    bodyGuard({
+      maxBytes,
+      budget: new BodyBudget(ceiling),
+      holdersOf: (c) => bodyHolders(ipOf(c), c.get('identity')),
+      idleMs: config.bodyIdleTimeoutMs,
+      deadlineMs: config.bodyTimeoutMs,
+      sourceOf: opts.bodySource,
+    });
   const guards: Record<BodyKind, MiddlewareHandler> = {
     none: declaredCap(config.maxBodyBytes),
-    small: guardOf(Math.min(SMALL_BODY_BYTES, config.maxBodyBytes)),
-    push: guardOf(config.maxBodyBytes),
+    small: guardOf(Math.min(SMALL_BODY_BYTES, config.maxBodyBytes), SMALL_BODIES_CEILING),
+    push: guardOf(config.maxBodyBytes, config.maxInflightBodyBytes),
   };
 
   // Every route but the public ones (health, sign-in, signed webhooks) resolves the caller first.

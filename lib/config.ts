@@ -11,6 +11,7 @@
  *   as they are). So `" 100 "` is accepted as 100 for a numeric setting; inner garbage is not.
  */
 import { TrustedProxies, isLoopbackIp, normalizeIp } from './http/client-ip.ts';
+import { SHARES_PER_BUDGET } from './http/body-limit.ts';
 
 export interface Config {
   /** PORT (default 8080): only used to build the listen address when SERVICE_LISTEN_ADDR is unset. */
@@ -35,10 +36,15 @@ export interface Config {
   /** Addresses and CIDR blocks, validated (each is accepted by `new TrustedProxies`). */
   trustedProxies: string[];
   maxBodyBytes: number;
-  /** Ceiling on the bytes held by all request bodies in flight (503 `server busy` past it); ≥ maxBodyBytes. */
+  /**
+   * Ceiling on the bytes held by all push bodies in flight (503 `server busy` past it, or past a quarter of
+   * it for one client address or identity); ≥ 4 × maxBodyBytes.
+   */
   maxInflightBodyBytes: number;
   /** A request body with no new byte for this long is cut off (408). */
   bodyIdleTimeoutMs: number;
+  /** A request body not whole this long after its first byte is cut off (408); at most MAX_BODY_TIMEOUT_MS. */
+  bodyTimeoutMs: number;
   rateLimitPerMin: number;
   rateLimitBurst: number;
   authRateLimitPerMin: number;
@@ -119,6 +125,7 @@ export const DEFAULTS = {
   maxBodyBytes: 8388608,
   maxInflightBodyBytes: 32 * 1024 * 1024,
   bodyIdleTimeoutMs: 30_000,
+  bodyTimeoutMs: 120_000,
   rateLimitPerMin: 300,
   rateLimitBurst: 100,
   authRateLimitPerMin: 15,
@@ -129,6 +136,9 @@ export const DEFAULTS = {
   /** SERVICE_CACHE_MB: sized so that the server's peak RSS stays within 1.3× a bare Hono server's (bench/). */
   cacheMb: 16,
 } as const;
+
+/** The longest a request body may take from its first byte (API.md "Conventions"): SERVICE_BODY_TIMEOUT_MS's ceiling. */
+export const MAX_BODY_TIMEOUT_MS = 120_000;
 
 /** Minimum length of SERVICE_SESSION_SECRET, in bytes of its UTF-8 encoding. */
 export const MIN_SESSION_SECRET_BYTES = 32;
@@ -413,17 +423,24 @@ export function loadConfig(env: Env, cwd?: string): { config: Config; warnings: 
 
   // --- limits (SPEC.md rule 1)
   const maxBodyBytes = positiveInt(env.SERVICE_MAX_BODY_BYTES, DEFAULTS.maxBodyBytes);
-  // The ceiling must let one body of the largest size through, or no maximal push could ever start.
-  // Unset: 32 MiB, or SERVICE_MAX_BODY_BYTES if that is larger; set below it: raised to it, with a warning.
-  let maxInflightBodyBytes = positiveInt(env.SERVICE_MAX_INFLIGHT_BODY_BYTES, Math.max(DEFAULTS.maxInflightBodyBytes, maxBodyBytes));
-  if (maxInflightBodyBytes < maxBodyBytes) {
+  // One client address or identity may hold a quarter of the ceiling (lib/http/body-limit.ts), and that
+  // share must let one body of the largest size through, or no maximal push could ever start.
+  // Unset: 32 MiB, or four maximal bodies if that is more; set below four: raised to it, with a warning.
+  const minInflight = SHARES_PER_BUDGET * maxBodyBytes;
+  let maxInflightBodyBytes = positiveInt(env.SERVICE_MAX_INFLIGHT_BODY_BYTES, Math.max(DEFAULTS.maxInflightBodyBytes, minInflight));
+  if (maxInflightBodyBytes < minInflight) {
     warnings.push(
-      `SERVICE_MAX_INFLIGHT_BODY_BYTES (${maxInflightBodyBytes}) is below SERVICE_MAX_BODY_BYTES ` +
-        `(${maxBodyBytes}); using ${maxBodyBytes}`,
+      `SERVICE_MAX_INFLIGHT_BODY_BYTES (${maxInflightBodyBytes}) is below ${SHARES_PER_BUDGET} × SERVICE_MAX_BODY_BYTES ` +
+        `(${maxBodyBytes}); using ${minInflight}`,
     );
-    maxInflightBodyBytes = maxBodyBytes;
+    maxInflightBodyBytes = minInflight;
   }
   const bodyIdleTimeoutMs = positiveInt(env.SERVICE_BODY_IDLE_TIMEOUT_MS, DEFAULTS.bodyIdleTimeoutMs);
+  let bodyTimeoutMs = positiveInt(env.SERVICE_BODY_TIMEOUT_MS, DEFAULTS.bodyTimeoutMs);
+  if (bodyTimeoutMs > MAX_BODY_TIMEOUT_MS) {
+    warnings.push(`SERVICE_BODY_TIMEOUT_MS (${bodyTimeoutMs}) is above ${MAX_BODY_TIMEOUT_MS}; using ${MAX_BODY_TIMEOUT_MS}`);
+    bodyTimeoutMs = MAX_BODY_TIMEOUT_MS;
+  }
   const rateLimitPerMin = positiveInt(env.SERVICE_RATELIMIT_PER_MIN, DEFAULTS.rateLimitPerMin);
   const rateLimitBurst = positiveInt(env.SERVICE_RATELIMIT_BURST, DEFAULTS.rateLimitBurst);
   const authRateLimitPerMin = positiveInt(env.SERVICE_AUTH_RATELIMIT_PER_MIN, DEFAULTS.authRateLimitPerMin);
@@ -463,6 +480,7 @@ export function loadConfig(env: Env, cwd?: string): { config: Config; warnings: 
       maxBodyBytes,
       maxInflightBodyBytes,
       bodyIdleTimeoutMs,
+      bodyTimeoutMs,
       rateLimitPerMin,
       rateLimitBurst,
       authRateLimitPerMin,

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Hono } from 'hono';
 import { serve, type ServerType } from '@hono/node-server';
 import { ManualClock } from '../lib/clock.ts';
-import { BodyBudget, bodyGuard } from '../lib/http/body-limit.ts';
+import { BodyBudget, bodyGuard, bodyHolders } from '../lib/http/body-limit.ts';
 import { HttpError } from '../lib/http/errors.ts';
 import {
   TrustedProxies,
@@ -402,7 +402,7 @@ describe('rateLimit middleware', () => {
 // The body guard alone (lib/app.ts mounts it per route, after authentication; test/security/bodies.test.ts
 // covers that wiring). A refusal found while reading is thrown into the handler, rendered as in lib/app.ts.
 function bodyCap(max: number) {
-  return bodyGuard({ maxBytes: max, budget: new BodyBudget(1 << 30), idleMs: 30_000 });
+  return bodyGuard({ maxBytes: max, budget: new BodyBudget(1 << 30), idleMs: 30_000, deadlineMs: 120_000 });
 }
 
 function renderHttpErrors(app: Hono) {
@@ -520,6 +520,87 @@ describe('bodyGuard: the cap', () => {
     const empty = await app.request('/bytes', { method: 'POST', body: '' });
     expect(empty.status).toBe(200);
     expect(await empty.json()).toEqual({ length: 0 });
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------
+describe('BodyBudget: the ceiling and the shares', () => {
+  it('a holder takes at most a quarter of the ceiling; other holders are unaffected', () => {
+    const b = new BodyBudget(1000);
+    expect(b.share).toBe(250);
+    expect(b.tryReserve(200, ['address 1.1.1.1', 'user u1'])).toBe(true);
+    expect(b.tryReserve(51, ['address 1.1.1.1', 'user u1'])).toBe(false);
+    // The same user from another address: its identity's share is spent all the same.
+    expect(b.tryReserve(51, ['address 2.2.2.2', 'user u1'])).toBe(false);
+    // Another user from the first address: the address's share is.
+    expect(b.tryReserve(51, ['address 1.1.1.1', 'user u2'])).toBe(false);
+    // A refusal takes nothing from anyone.
+    expect([b.held, b.heldBy('address 1.1.1.1'), b.heldBy('user u1'), b.heldBy('address 2.2.2.2'), b.heldBy('user u2')]).toEqual([200, 200, 200, 0, 0]);
+    expect(b.tryReserve(50, ['address 1.1.1.1', 'user u1'])).toBe(true);
+    expect(b.tryReserve(250, ['address 2.2.2.2', 'user u2'])).toBe(true);
+    expect(b.tryReserve(250, ['address 3.3.3.3', 'legacy'])).toBe(true);
+    // 750 held: 250 more fit in the ceiling for a fresh holder, 251 do not.
+    expect(b.tryReserve(251, ['address 4.4.4.4'])).toBe(false);
+    expect(b.tryReserve(250, ['address 4.4.4.4'])).toBe(true);
+    expect(b.tryReserve(1, ['address 5.5.5.5'])).toBe(false);
+    b.release(250, ['address 1.1.1.1', 'user u1']);
+    expect([b.held, b.heldBy('address 1.1.1.1'), b.heldBy('user u1')]).toEqual([750, 0, 0]);
+    expect(b.tryReserve(250, ['address 1.1.1.1', 'user u1'])).toBe(true);
+  });
+
+  it('bodyHolders: the address, and the user or the legacy key behind it', () => {
+    expect(bodyHolders('203.0.113.9', undefined)).toEqual(['address 203.0.113.9']);
+    expect(bodyHolders('2001:db8::/64', { kind: 'legacy' })).toEqual(['address 2001:db8::/64', 'legacy']);
+    const user = { kind: 'user', userId: 'u-1', email: 'a@example.com', name: 'a' } as const;
+    expect(bodyHolders('203.0.113.9', { ...user, via: 'session' })).toEqual(['address 203.0.113.9', 'user u-1']);
+    // Every token of one user is that user: more PATs buy no more share.
+    expect(bodyHolders('203.0.113.9', { ...user, via: 'pat', patId: 'p-2' })).toEqual(['address 203.0.113.9', 'user u-1']);
+  });
+
+  it('a guard whose cap is over a holder\'s share is refused: such a body could never be read', () => {
+    const opts = { budget: new BodyBudget(1000), holdersOf: () => [], idleMs: 1000, deadlineMs: 1000 };
+    expect(() => bodyGuard({ ...opts, maxBytes: 251 })).toThrow('maxBytes (251) is over a holder\'s share of the budget (250)');
+    expect(() => bodyGuard({ ...opts, maxBytes: 250 })).not.toThrow();
+  });
+});
+
+describe('bodyGuard: the deadline', () => {
+  function deadlineApp(budget: BodyBudget, deadlineMs: number) {
+    const app = new Hono();
+    app.onError((err, c) => {
+      if (!(err instanceof HttpError)) return c.json({ error: 'internal error' }, 500);
+      for (const [name, value] of Object.entries(err.headers)) c.header(name, value);
+      return c.json(err.body(), err.status as 400);
+    });
+    app.use('*', bodyGuard({ maxBytes: 1000, budget, idleMs: 30_000, deadlineMs }));
+    app.post('/bytes', async (c) => c.json({ length: (await c.req.arrayBuffer()).byteLength }));
+    return app;
+  }
+  /** A body of `chunks` one-byte chunks, the first after `firstAfterMs`, then one every `everyMs`. */
+  function paced(chunks: number, firstAfterMs: number, everyMs: number): Request {
+    let sent = 0;
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        if (sent === chunks) return controller.close();
+        await new Promise((r) => setTimeout(r, sent === 0 ? firstAfterMs : everyMs));
+        sent++;
+        controller.enqueue(new Uint8Array(1));
+      },
+    });
+    return new Request('http://localhost/bytes', { method: 'POST', body, duplex: 'half' } as RequestInit);
+  }
+
+  it('a body that keeps trickling is cut off at the deadline: 408 with Connection: close, its bytes given back', async () => {
+    const budget = new BodyBudget(1 << 20);
+    // One byte every 20 ms for 500 bytes: never idle, ten seconds in all; the deadline is 300 ms.
+    const res = await deadlineApp(budget, 300).request(paced(500, 0, 20));
+    expect([res.status, await res.text(), res.headers.get('connection')]).toEqual([408, '{"error":"request body timeout"}', 'close']);
+    expect(budget.held).toBe(0);
+  });
+
+  it('counts from the first byte: a body whose first byte comes late but all at once is read', async () => {
+    const res = await deadlineApp(new BodyBudget(1 << 20), 200).request(paced(1, 400, 0));
+    expect([res.status, await res.text()]).toEqual([200, '{"length":1}']);
   });
 });
 

@@ -1,6 +1,6 @@
 /**
  * Request bodies (API.md "Conventions"): read only after authentication, capped per route, cut off when
- * they stop arriving, and bounded all together.
+ * they stop arriving or take too long, and bounded all together, per client and per identity.
  *
  * - **Per route cap.** Each route declares its body (lib/route.ts `body`): `none` (never read, nothing
  *   mounted), `small` (JSON under SMALL_BODY_BYTES, or SERVICE_MAX_BODY_BYTES if that is lower) or `push`
@@ -14,24 +14,41 @@
  *   (Workers, in-process `app.request()`); on Node, lib/http/node-body.ts reads the socket's IncomingMessage
  *   directly, which spares every request with a body a web stream, a second Request and their promises
  *   (a fifth of a one-page push's time on the event loop).
- * - **Idle timeout.** While the handler waits for the next chunk, a timer runs; when no byte arrives for
- *   `idleMs` → 408 `request body timeout` with `Connection: close`.
- * - **Ceiling.** One BodyBudget per app counts the bytes of every body being read. A body reserves its
- *   declared Content-Length when its reading starts (so many slow uploads cannot each claim a share they
- *   have not sent yet), a body without one reserves chunk by chunk; a reservation past the ceiling → 503
- *   `server busy` with `Retry-After`. Reservations are released when the request ends. The default
- *   ceiling (SERVICE_MAX_INFLIGHT_BODY_BYTES, 32 MiB: four maximal pushes) is set by measurement: a body
+ * - **Idle timeout and deadline.** While the handler waits for the next chunk, a timer runs; when no byte
+ *   arrives for `idleMs` (SERVICE_BODY_IDLE_TIMEOUT_MS), or the body is not whole `deadlineMs` after its
+ *   first byte (SERVICE_BODY_TIMEOUT_MS, 120 s), however steadily it trickles → 408 `request body timeout`
+ *   with `Connection: close`.
+ * - **Budgets.** A BodyBudget counts the bytes of every body being read against a ceiling. A body reserves
+ *   its declared Content-Length when its reading starts (so many slow uploads cannot each claim a share
+ *   they have not sent yet), a body without one reserves chunk by chunk; a reservation past the ceiling →
+ *   503 `server busy` with `Retry-After`. Reservations are released when the request ends. lib/app.ts
+ *   keeps two budgets: pushes (SERVICE_MAX_INFLIGHT_BODY_BYTES) and small JSON bodies
+ *   (SMALL_BODIES_CEILING), so that pushes filling theirs never turn sign-in, PAT creation or the billing
+ *   webhook away. The push ceiling's default (32 MiB: four maximal pushes) is set by measurement: a body
  *   costs about three times its size while it is read, decoded and parsed (eight 8 MiB bodies at once
  *   lifted the peak RSS by 180 MiB), so 32 MiB keeps a default server well under 300 MiB.
+ * - **Shares.** Within a budget, no one holder may hold more than a quarter of the ceiling (`share`): a
+ *   body is held for its client address (the rate limiter's key: IPv4 address, IPv6 /64) and, behind
+ *   authentication, for its identity (`bodyHolders`). Past either share → 503 `server busy`, while other
+ *   addresses and identities still get in; so a few slow uploads of one client (or of one account spread
+ *   over many addresses) cannot hold the whole ceiling. An identity is a user, whichever session or PAT
+ *   it comes with; the legacy key is one identity, shared by everyone who uses it. lib/config.ts keeps
+ *   the push ceiling at four maximal bodies or more, so that a share always fits one.
  * - A body that breaks off (client gone, broken chunked framing) → 400 `request body incomplete`.
  *
- * Web-standard only (streams, setTimeout): the same code runs on Workers.
+ * Web-standard only (streams, setTimeout, performance.now): the same code runs on Workers, where the
+ * budgets, like everything in memory, are per isolate (one isolate serves many requests, not all of them).
  */
 import type { Context, MiddlewareHandler } from 'hono';
+import type { Identity } from '../auth/identity.ts';
 import { HttpError } from './errors.ts';
 
-/** Cap of routes whose body is small JSON: sign-in, PATs, repository creation, invite keys, join. */
+/** Cap of routes whose body is small JSON: sign-in, PATs, repository creation, invite keys, join, billing webhook. */
 export const SMALL_BODY_BYTES = 64 * 1024;
+/** Ceiling of the small JSON bodies' own budget: 64 maximal ones, 16 per holder. */
+export const SMALL_BODIES_CEILING = 64 * SMALL_BODY_BYTES;
+/** A holder's share of a budget is its ceiling divided by this. */
+export const SHARES_PER_BUDGET = 4;
 /** `Retry-After` of a 503 `server busy`, in seconds. */
 export const BUSY_RETRY_AFTER_SECONDS = 5;
 
@@ -48,29 +65,58 @@ export class BodyRefused extends HttpError {
 
 const tooLarge = () => new BodyRefused(413, 'request body too large');
 const busy = () => new BodyRefused(503, 'server busy', { 'Retry-After': String(BUSY_RETRY_AFTER_SECONDS) });
-const idle = () => new BodyRefused(408, 'request body timeout', { Connection: 'close' });
+const timedOut = () => new BodyRefused(408, 'request body timeout', { Connection: 'close' });
 const incomplete = () => new BodyRefused(400, 'request body incomplete');
 
-/** Bytes held by the bodies in flight of one app, against a ceiling. */
+/**
+ * Bytes held by the bodies in flight, against a ceiling, and by each holder (a client address, an
+ * identity), against its share: a quarter of the ceiling.
+ */
 export class BodyBudget {
   readonly ceiling: number;
+  readonly share: number;
   #held = 0;
+  readonly #byHolder = new Map<string, number>();
   constructor(ceiling: number) {
     if (!Number.isSafeInteger(ceiling) || ceiling < 0) throw new RangeError(`ceiling must be a non-negative integer, got ${ceiling}`);
     this.ceiling = ceiling;
+    this.share = Math.floor(ceiling / SHARES_PER_BUDGET);
   }
   get held(): number {
     return this.#held;
   }
-  /** Takes `n` bytes if they fit under the ceiling; false (nothing taken) otherwise. */
-  tryReserve(n: number): boolean {
+  /** Bytes held for one holder. */
+  heldBy(holder: string): number {
+    return this.#byHolder.get(holder) ?? 0;
+  }
+  /** Takes `n` bytes for `holders` if they fit under the ceiling and each holder's share; false (nothing taken) otherwise. */
+  tryReserve(n: number, holders: readonly string[]): boolean {
     if (this.#held + n > this.ceiling) return false;
+    for (const h of holders) if (this.heldBy(h) + n > this.share) return false;
     this.#held += n;
+    for (const h of holders) this.#byHolder.set(h, this.heldBy(h) + n);
     return true;
   }
-  release(n: number): void {
+  /** Gives back `n` bytes taken for `holders`. */
+  release(n: number, holders: readonly string[]): void {
     this.#held -= n;
+    for (const h of holders) {
+      const left = this.heldBy(h) - n;
+      if (left > 0) this.#byHolder.set(h, left);
+      else this.#byHolder.delete(h);
+    }
   }
+}
+
+/**
+ * Who a body is held for: its client address (already reduced to the rate limiter's key, `ipBucketKey`)
+ * and its identity, if the route authenticates. A user is one identity whichever session or PAT they use
+ * (more tokens buy no more share); the legacy key is one identity for all who hold it.
+ */
+export function bodyHolders(address: string, identity: Identity | undefined): string[] {
+  const holders = [`address ${address}`];
+  if (identity) holders.push(identity.kind === 'user' ? `user ${identity.userId}` : 'legacy');
+  return holders;
 }
 
 /** A request body as the runtime delivers it: chunk by chunk, null at its end. */
@@ -104,8 +150,12 @@ export interface BodyGuardOptions {
   /** The route's cap in bytes. */
   maxBytes: number;
   budget: BodyBudget;
+  /** Whom a request's body is held for (`bodyHolders`); none: only the ceiling applies. */
+  holdersOf?: (c: Context) => readonly string[];
   /** A body with no new byte for this long is cut off (408). */
   idleMs: number;
+  /** A body not whole this long after its first byte is cut off (408), whatever its pace. */
+  deadlineMs: number;
   /** Where the bytes come from (default: the Request's web stream). */
   sourceOf?: BodySourceOf;
 }
@@ -137,13 +187,17 @@ export function bodyGuard(opts: BodyGuardOptions): MiddlewareHandler {
   if (!Number.isSafeInteger(opts.maxBytes) || opts.maxBytes < 0) {
     throw new RangeError(`maxBytes must be a non-negative integer, got ${opts.maxBytes}`);
   }
+  // A holder must be able to send one body of the largest size, or such a body could never be read.
+  if (opts.holdersOf && opts.maxBytes > opts.budget.share) {
+    throw new RangeError(`maxBytes (${opts.maxBytes}) is over a holder's share of the budget (${opts.budget.share})`);
+  }
   return async function bodyGuardMiddleware(c, next) {
     const raw = c.req.raw;
     if (raw.method === 'GET' || raw.method === 'HEAD') return next();
     const declared = declaredLength(raw.headers);
     if (declared !== undefined && declared > opts.maxBytes) return c.json({ error: 'request body too large' }, 413);
     if (declared === 0) return next();
-    const body = new GuardedBody(() => opts.sourceOf?.(c) ?? webBodySource(raw), declared, opts);
+    const body = new GuardedBody(() => opts.sourceOf?.(c) ?? webBodySource(raw), declared, opts.holdersOf?.(c) ?? [], opts);
     c.req.raw = guardedRequest(raw, body);
     guarded.set(c.req.raw, body);
     try {
@@ -201,16 +255,20 @@ const decoder = new TextDecoder();
 class GuardedBody {
   readonly #sourceOf: () => BodySource | undefined;
   readonly #declared: number | undefined;
+  readonly #holders: readonly string[];
   readonly #opts: BodyGuardOptions;
   #source: BodySource | undefined;
+  /** performance.now() past which the body is cut off; set at its first byte. */
+  #deadline = Infinity;
   #whole: Promise<Uint8Array> | undefined;
   #read = 0;
   #reserved = 0;
   #ended = false;
 
-  constructor(sourceOf: () => BodySource | undefined, declared: number | undefined, opts: BodyGuardOptions) {
+  constructor(sourceOf: () => BodySource | undefined, declared: number | undefined, holders: readonly string[], opts: BodyGuardOptions) {
     this.#sourceOf = sourceOf;
     this.#declared = declared;
+    this.#holders = holders;
     this.#opts = opts;
   }
 
@@ -234,6 +292,7 @@ class GuardedBody {
       const value = await this.#next(source);
       if (value === null) break;
       if (this.#ended) throw incomplete();
+      if (this.#read === 0 && value.byteLength > 0) this.#deadline = performance.now() + this.#opts.deadlineMs;
       this.#read += value.byteLength;
       if (this.#read > this.#opts.maxBytes) throw tooLarge();
       if (this.#read > this.#reserved) this.#reserve(this.#read - this.#reserved);
@@ -250,15 +309,17 @@ class GuardedBody {
   }
 
   #reserve(n: number): void {
-    if (!this.#opts.budget.tryReserve(n)) throw busy();
+    if (!this.#opts.budget.tryReserve(n, this.#holders)) throw busy();
     this.#reserved += n;
   }
 
-  /** The next chunk, or 408 when none comes within idleMs, or 400 when the body breaks off. */
+  /** The next chunk; 408 when none comes within idleMs or the deadline passes first; 400 when the body breaks off. */
   async #next(source: BodySource): Promise<Uint8Array | null> {
+    // Past the deadline the timer fires at once, but a chunk (or the end) already there still wins the race.
+    const left = Math.max(0, this.#deadline - performance.now());
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(idle()), this.#opts.idleMs);
+      timer = setTimeout(() => reject(timedOut()), Math.min(this.#opts.idleMs, left));
     });
     const read = source.next().catch(() => {
       throw incomplete();
@@ -274,7 +335,7 @@ class GuardedBody {
   end(): void {
     this.#ended = true;
     this.#source?.cancel();
-    this.#opts.budget.release(this.#reserved);
+    this.#opts.budget.release(this.#reserved, this.#holders);
     this.#reserved = 0;
   }
 }

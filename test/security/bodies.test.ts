@@ -8,9 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { routes } from '../../functions/index.ts';
 import { loadConfig } from '../../lib/config.ts';
 import { defineRoute } from '../../lib/route.ts';
-import { startTestServer, type TestServer } from '../helpers/env.ts';
 import { signIn, startIdpTestServer, type IdpTestServer } from '../helpers/idp.ts';
-import { head, rawRequest } from './helpers/raw-http.ts';
+import { head, rawRequest, type RawResponse } from './helpers/raw-http.ts';
 
 const KIB = 1024;
 const MIB = 1024 * 1024;
@@ -248,16 +247,20 @@ describe('bodies on the real routes (max body 1 MiB, idle timeout 400 ms)', () =
   });
 });
 
-describe('the ceiling on bytes held by all bodies in flight (max body 1 MiB, ceiling 1.5 MiB)', () => {
-  let srv: TestServer;
+describe('the ceiling and the shares of the bytes held by bodies in flight (max body 1 MiB, ceiling 4 MiB: 1 MiB a holder)', () => {
+  let srv: IdpTestServer;
+  const tokens: string[] = [];
   // A test route that reads its whole body (push-sized cap) and tells when it starts and ends, by the
   // request's X-Tag.
   const waiting = new Map<string, () => void>();
   const when = (event: 'enter' | 'leave', tag: string) => new Promise<void>((r) => waiting.set(`${event}:${tag}`, r));
   const signal = (event: 'enter' | 'leave', tag: string | undefined) => waiting.get(`${event}:${tag}`)?.();
+  /** The head of a /test/slurp request of user `u` from address `ip`. */
+  const slurp = (tag: string, u: number, ip: string, headers: Record<string, string | number>) =>
+    head('POST', '/test/slurp', { Authorization: `Bearer ${tokens[u]}`, 'X-Tag': tag, 'X-Forwarded-For': ip, ...headers });
   beforeAll(async () => {
-    srv = await startTestServer({
-      env: { SERVICE_MAX_BODY_BYTES: String(MIB), SERVICE_MAX_INFLIGHT_BODY_BYTES: String(1.5 * MIB) },
+    srv = await startIdpTestServer({
+      env: { SERVICE_MAX_BODY_BYTES: String(MIB), SERVICE_MAX_INFLIGHT_BODY_BYTES: String(4 * MIB) },
       routes: [
         ...routes,
         defineRoute({
@@ -276,97 +279,115 @@ describe('the ceiling on bytes held by all bodies in flight (max body 1 MiB, cei
         }),
       ],
     });
+    for (let u = 0; u < 5; u++) tokens.push((await signIn(srv, { sub: `u${u}`, email: `u${u}@example.com` })).token);
   });
   afterAll(async () => {
     await srv?.stop();
   });
 
-  it('a declared body reserves its length; past the ceiling new bodies get 503 server busy with Retry-After', async () => {
-    // A: 1 MiB declared, 1 KiB sent, stalled. Its reading has started: it holds 1 MiB of the 1.5 MiB.
-    const aIn = when('enter', 'a');
-    const aOut = when('leave', 'a');
-    const a = rawRequest(srv.url, head('POST', '/test/slurp', { Authorization: `Bearer ${LEGACY}`, 'X-Tag': 'a', 'Content-Length': MIB }), Buffer.alloc(KIB, 97));
-    await aIn;
+  it("a declared body reserves its length against the ceiling and its holders' shares; past either, 503 server busy", async () => {
+    // A, B, C, D: four users at four addresses, 1 MiB declared each, 1 KiB sent, stalled. Their reading has
+    // started: each holds its whole share, together the whole ceiling.
+    const held = ['a', 'b', 'c', 'd'].map((tag, u) => {
+      const entered = when('enter', tag);
+      const left = when('leave', tag);
+      const x = rawRequest(srv.url, slurp(tag, u, `10.0.0.${u + 1}`, { 'Content-Length': MIB }), Buffer.alloc(KIB, 97));
+      return { x, entered, left };
+    });
+    await Promise.all(held.map((h) => h.entered));
 
-    // B: a push declaring 1 MiB does not fit → 503 before a byte of it is read.
-    const b = rawRequest(
-      srv.url,
-      head('POST', '/v1/repos/busy/sync/push', { Authorization: `Bearer ${LEGACY}`, 'Content-Type': 'application/json', 'Content-Length': MIB }),
-    );
-    const busy = await b.response;
-    expect(busy.status).toBe(503);
-    expect(busy.body).toBe('{"error":"server busy"}');
-    expect(busy.headers['retry-after']).toBe('5');
-    b.destroy();
+    // E: a fifth user at a fifth address, 100 bytes: nothing held by either, but the ceiling is full.
+    const expectBusy = (res: RawResponse) => expect([res.status, res.body, res.headers['retry-after']]).toEqual([503, '{"error":"server busy"}', '5']);
+    expectBusy(await rawRequest(srv.url, slurp('e', 4, '10.0.0.5', { 'Content-Length': 100 }), 'x'.repeat(100)).response);
 
-    // C: a small body still fits.
-    const cIn = when('enter', 'c');
-    const small = await srv.api('/test/slurp', { method: 'POST', headers: { 'x-tag': 'c' }, body: 'x'.repeat(100) });
-    await cIn;
-    expect(small.status).toBe(200);
-    expect(await small.text()).toBe('{"bytes":100}');
+    // D goes away: its request ends (400 request body incomplete, no one left to read it) and its 1 MiB is
+    // given back to the ceiling, to its user and to its address.
+    held[3]!.x.destroy();
+    await held[3]!.left;
+    // F: A's user from a new address, 100 bytes: A's identity holds its share.
+    expectBusy(await rawRequest(srv.url, slurp('f', 0, '10.0.0.6', { 'Content-Length': 100 }), 'x'.repeat(100)).response);
+    // G: E's user from A's address: the address holds its share.
+    expectBusy(await rawRequest(srv.url, slurp('g', 4, '10.0.0.1', { 'Content-Length': 100 }), 'x'.repeat(100)).response);
 
-    // D: a chunked body reserves what arrives: 256 KiB fit (1.25 MiB held), 300 KiB more do not.
-    const dIn = when('enter', 'd');
-    const d = rawRequest(srv.url, head('POST', '/test/slurp', { Authorization: `Bearer ${LEGACY}`, 'X-Tag': 'd', 'Transfer-Encoding': 'chunked' }), chunk(Buffer.alloc(256 * KIB, 98)));
-    await dIn;
-    await d.write(chunk(Buffer.alloc(300 * KIB, 99)));
-    const dRes = await d.response;
-    expect(dRes.status).toBe(503);
-    expect(dRes.body).toBe('{"error":"server busy"}');
-    expect(dRes.headers['retry-after']).toBe('5');
-    d.destroy();
+    // H: D's user at D's address again, 512 KiB declared, stalled: 3.5 MiB held.
+    const hIn = when('enter', 'h');
+    const hOut = when('leave', 'h');
+    const h = rawRequest(srv.url, slurp('h', 3, '10.0.0.4', { 'Content-Length': 512 * KIB }), Buffer.alloc(KIB, 97));
+    await hIn;
+    // K: E's user at E's address, chunked: what arrives is reserved as it comes. 256 KiB fit, 300 KiB more
+    // would pass the ceiling (though not E's share).
+    const kIn = when('enter', 'k');
+    const kOut = when('leave', 'k');
+    const k = rawRequest(srv.url, slurp('k', 4, '10.0.0.5', { 'Transfer-Encoding': 'chunked' }), chunk(Buffer.alloc(256 * KIB, 98)));
+    await kIn;
+    await k.write(chunk(Buffer.alloc(300 * KIB, 99)));
+    expectBusy(await k.response);
+    k.destroy();
+    await kOut;
+    h.destroy();
+    await hOut;
 
-    // A goes away: its request ends (400 request body incomplete, no one left to read it) and its 1 MiB is
-    // given back, so a whole 1 MiB body now fits.
-    a.destroy();
-    await aOut;
-    const eIn = when('enter', 'e');
-    const whole = await srv.api('/test/slurp', { method: 'POST', headers: { 'x-tag': 'e' }, body: new Uint8Array(MIB) });
-    await eIn;
+    // I: D's user at D's address: a whole 1 MiB fits, D's, H's and K's bytes were all given back.
+    const iIn = when('enter', 'i');
+    const whole = await srv.api('/test/slurp', { method: 'POST', token: tokens[3], headers: { 'x-tag': 'i', 'x-forwarded-for': '10.0.0.4' }, body: new Uint8Array(MIB) });
+    await iIn;
     expect(whole.status).toBe(200);
     expect(await whole.text()).toBe(`{"bytes":${MIB}}`);
+
     const ended = srv.logs.map((l) => JSON.parse(l)).filter((l) => l.event === 'request' && l.path === '/test/slurp').map((l) => l.status);
-    expect(ended).toEqual([200, 503, 400, 200]); // C, D, A, E
+    expect(ended).toEqual([503, 400, 503, 503, 503, 400, 200]); // E, D, F, G, K, H, I
+    for (const { x, left } of held.slice(0, 3)) {
+      x.destroy();
+      await left;
+    }
   });
 
-  it('refused and finished bodies all gave their bytes back: two 700 KiB bodies fit side by side', async () => {
-    const in1 = when('enter', 'one');
-    const in2 = when('enter', 'two');
-    const one = rawRequest(srv.url, head('POST', '/test/slurp', { Authorization: `Bearer ${LEGACY}`, 'X-Tag': 'one', 'Content-Length': 700 * KIB }), Buffer.alloc(KIB));
-    const two = rawRequest(srv.url, head('POST', '/test/slurp', { Authorization: `Bearer ${LEGACY}`, 'X-Tag': 'two', 'Content-Length': 700 * KIB }), Buffer.alloc(KIB));
-    await Promise.all([in1, in2]);
-    await one.write(Buffer.alloc(699 * KIB));
-    await two.write(Buffer.alloc(699 * KIB));
-    expect(await one.response).toMatchObject({ status: 200, body: `{"bytes":${700 * KIB}}` });
-    expect(await two.response).toMatchObject({ status: 200, body: `{"bytes":${700 * KIB}}` });
-    one.destroy();
-    two.destroy();
+  it('refused and finished bodies all gave their bytes back: four users fill the ceiling with whole bodies', async () => {
+    const tags = ['one', 'two', 'three', 'four'];
+    const entered = tags.map((tag) => when('enter', tag));
+    const xs = tags.map((tag, u) => rawRequest(srv.url, slurp(tag, u, `10.0.0.${u + 1}`, { 'Content-Length': MIB }), Buffer.alloc(KIB)));
+    await Promise.all(entered);
+    for (const x of xs) await x.write(Buffer.alloc(MIB - KIB));
+    for (const x of xs) expect(await x.response).toMatchObject({ status: 200, body: `{"bytes":${MIB}}` });
+    for (const x of xs) x.destroy();
   });
 });
 
 describe('configuration of the body limits', () => {
   const base = { SERVICE_SESSION_SECRET: 'x'.repeat(32), SERVICE_API_KEY: 'k', SERVICE_LISTEN_ADDR: '127.0.0.1:0' };
-  it('defaults: 32 MiB ceiling, 30 s idle timeout', () => {
+  it('defaults: 32 MiB ceiling, 30 s idle timeout, 120 s deadline', () => {
     const { config, warnings } = loadConfig(base, '/tmp');
     expect(config.maxInflightBodyBytes).toBe(32 * MIB);
     expect(config.bodyIdleTimeoutMs).toBe(30_000);
+    expect(config.bodyTimeoutMs).toBe(120_000);
     expect(warnings).toEqual([]);
   });
-  it('unset ceiling follows a larger SERVICE_MAX_BODY_BYTES silently', () => {
+  it('unset ceiling follows four maximal bodies silently when that is more', () => {
     const { config, warnings } = loadConfig({ ...base, SERVICE_MAX_BODY_BYTES: String(100 * MIB) }, '/tmp');
-    expect(config.maxInflightBodyBytes).toBe(100 * MIB);
+    expect(config.maxInflightBodyBytes).toBe(400 * MIB);
     expect(warnings).toEqual([]);
+    expect(loadConfig({ ...base, SERVICE_MAX_BODY_BYTES: String(MIB) }, '/tmp').config.maxInflightBodyBytes).toBe(32 * MIB);
   });
-  it('a ceiling set below SERVICE_MAX_BODY_BYTES is raised to it, with a warning', () => {
+  it('a ceiling set below four maximal bodies is raised to them, with a warning (a quarter must hold one)', () => {
     const { config, warnings } = loadConfig({ ...base, SERVICE_MAX_INFLIGHT_BODY_BYTES: '1000' }, '/tmp');
-    expect(config.maxInflightBodyBytes).toBe(8 * MIB);
-    expect(warnings).toEqual(['SERVICE_MAX_INFLIGHT_BODY_BYTES (1000) is below SERVICE_MAX_BODY_BYTES (8388608); using 8388608']);
+    expect(config.maxInflightBodyBytes).toBe(32 * MIB);
+    expect(warnings).toEqual(['SERVICE_MAX_INFLIGHT_BODY_BYTES (1000) is below 4 × SERVICE_MAX_BODY_BYTES (8388608); using 33554432']);
+    expect(loadConfig({ ...base, SERVICE_MAX_BODY_BYTES: String(MIB), SERVICE_MAX_INFLIGHT_BODY_BYTES: String(4 * MIB) }, '/tmp')).toMatchObject({
+      config: { maxInflightBodyBytes: 4 * MIB },
+      warnings: [],
+    });
+  });
+  it('the deadline can be shortened, not lengthened past 120 s', () => {
+    expect(loadConfig({ ...base, SERVICE_BODY_TIMEOUT_MS: '1500' }, '/tmp')).toMatchObject({ config: { bodyTimeoutMs: 1500 }, warnings: [] });
+    const { config, warnings } = loadConfig({ ...base, SERVICE_BODY_TIMEOUT_MS: '600000' }, '/tmp');
+    expect(config.bodyTimeoutMs).toBe(120_000);
+    expect(warnings).toEqual(['SERVICE_BODY_TIMEOUT_MS (600000) is above 120000; using 120000']);
   });
   it('like every numeric setting, anything but an integer > 0 means the default', () => {
-    const { config } = loadConfig({ ...base, SERVICE_MAX_INFLIGHT_BODY_BYTES: '0', SERVICE_BODY_IDLE_TIMEOUT_MS: '1.5' }, '/tmp');
+    const { config } = loadConfig({ ...base, SERVICE_MAX_INFLIGHT_BODY_BYTES: '0', SERVICE_BODY_IDLE_TIMEOUT_MS: '1.5', SERVICE_BODY_TIMEOUT_MS: '-1' }, '/tmp');
     expect(config.maxInflightBodyBytes).toBe(32 * MIB);
     expect(config.bodyIdleTimeoutMs).toBe(30_000);
+    expect(config.bodyTimeoutMs).toBe(120_000);
     expect(loadConfig({ ...base, SERVICE_BODY_IDLE_TIMEOUT_MS: ' 250 ' }, '/tmp').config.bodyIdleTimeoutMs).toBe(250);
   });
 });

@@ -1,20 +1,24 @@
 /**
  * Memory ceiling under stalled uploads (issue 12, point 6, "Measure"): the real server as its own process,
- * 200 connections from 127.0.0.1 each declaring an 8 MiB push and sending 64 KiB of it, then nothing.
- * The server's peak RSS (VmHWM, /proc/<pid>/status) must stay under 300 MiB, /health must keep answering,
- * and every stalled upload must be answered: 503 `server busy` for those past the in-flight ceiling
- * (the default 32 MiB = 4 such bodies), 408 `request body timeout` for the 4 it took, once idle for
- * SERVICE_BODY_IDLE_TIMEOUT_MS (3 s here, 30 s by default).
+ * 200 connections each declaring an 8 MiB push and sending 64 KiB of it, then nothing. They come from four
+ * users at four addresses (X-Forwarded-For from the trusted loopback), so that together they can fill the
+ * in-flight ceiling (one client address or identity holds a quarter of it at most). The server's peak RSS
+ * (VmHWM, /proc/<pid>/status) must stay under 300 MiB, /health must keep answering, and every stalled
+ * upload must be answered: 503 `server busy` for those past the ceiling or their client's share (the
+ * default 32 MiB = 4 such bodies, one a client), 408 `request body timeout` for the 4 it took, once idle
+ * for SERVICE_BODY_IDLE_TIMEOUT_MS (3 s here, 30 s by default).
  *
- * Then the same ceiling with bodies that do arrive: 24 whole 8 MiB bodies at once, each read, decoded and
- * parsed (a push whose `files` is not an array: 400 once parsed). At most 4 are held at a time; the rest
- * get 503. Peak RSS again under 300 MiB (VmHWM reset in between through /proc/<pid>/clear_refs).
+ * Then the same ceiling with bodies that do arrive: 24 whole 8 MiB bodies at once from the same four
+ * clients, each read, decoded and parsed (a push whose `files` is not an array: 400 once parsed). At most 4
+ * are held at a time; the rest get 503. Peak RSS again under 300 MiB (VmHWM reset in between through
+ * /proc/<pid>/clear_refs).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LEGACY_KEY, call, spawnServer, type ServerProc } from '../reliability/helpers/server-process.ts';
+import { call, spawnServer, type ServerProc } from '../reliability/helpers/server-process.ts';
 import { tempDir } from '../helpers/env.ts';
+import { startIdp, type IdpStandIn } from '../helpers/idp.ts';
 import { head, rawRequest, type RawResponse } from './helpers/raw-http.ts';
 
 const MIB = 1024 * 1024;
@@ -25,6 +29,23 @@ const IDLE_MS = 3000;
 /** The default ceiling (SERVICE_MAX_INFLIGHT_BODY_BYTES unset) and how many declared uploads it holds. */
 const CEILING = 32 * MIB;
 const SLOTS = CEILING / DECLARED;
+
+/** The clients: a session token and an address each (see the file comment). */
+interface Client {
+  token: string;
+  ip: string;
+}
+
+/** The head of a push by `clients[i]` declaring `length` bytes, into a repository of its own (created by the push). */
+function pushHead(clients: Client[], i: number, length: number): string {
+  const client = clients[i]!;
+  return head('POST', `/v1/repos/mem-${i}/sync/push`, {
+    Authorization: `Bearer ${client.token}`,
+    'X-Forwarded-For': client.ip,
+    'Content-Type': 'application/json',
+    'Content-Length': length,
+  });
+}
 
 /** Resets the process's VmHWM to its current RSS (Linux ≥ 4.0); false when not permitted. */
 function resetPeak(pid: number): boolean {
@@ -45,12 +66,25 @@ function procStatus(pid: number): { rssKiB: number; hwmKiB: number } {
 describe.skipIf(process.platform !== 'linux')('200 stalled 8 MiB uploads', () => {
   let dir: Awaited<ReturnType<typeof tempDir>>;
   let srv: ServerProc;
+  let idp: IdpStandIn;
+  const clients: Client[] = [];
   beforeAll(async () => {
     dir = await tempDir('kr-memory-');
-    srv = await spawnServer({ dataRoot: dir.path, env: { SERVICE_BODY_IDLE_TIMEOUT_MS: String(IDLE_MS) } });
+    idp = await startIdp();
+    srv = await spawnServer({
+      dataRoot: dir.path,
+      env: { SERVICE_BODY_IDLE_TIMEOUT_MS: String(IDLE_MS), IDP_OAUTH_CLIENT_ID: idp.clientId, IDP_JWKS_URL: idp.jwksUrl, IDP_ISSUERS: idp.issuer },
+    });
+    for (let i = 0; i < SLOTS; i++) {
+      const idToken = await idp.signIdToken({ sub: `mem-${i}`, email: `mem-${i}@example.com` });
+      const res = await call(srv.url, '/v1/auth/idp', { method: 'POST', token: null, json: { id_token: idToken } });
+      expect(res.status).toBe(200);
+      clients.push({ token: ((await res.json()) as { access_token: string }).access_token, ip: `198.51.100.${i + 1}` });
+    }
   }, 60_000);
   afterAll(async () => {
     await srv?.stop();
+    await idp?.close();
     await dir?.cleanup();
   });
 
@@ -82,17 +116,7 @@ describe.skipIf(process.platform !== 'linux')('200 stalled 8 MiB uploads', () =>
     const started = performance.now();
     const prefix = Buffer.from('{"files":[{"path":"big.md","content":"');
     const body = Buffer.concat([prefix, Buffer.alloc(SENT - prefix.length, 120)]);
-    const uploads = Array.from({ length: UPLOADS }, () =>
-      rawRequest(
-        srv.url,
-        head('POST', '/v1/repos/mem/sync/push', {
-          Authorization: `Bearer ${LEGACY_KEY}`,
-          'Content-Type': 'application/json',
-          'Content-Length': DECLARED,
-        }),
-        body,
-      ),
-    );
+    const uploads = Array.from({ length: UPLOADS }, (_, i) => rawRequest(srv.url, pushHead(clients, i % SLOTS, DECLARED), body));
     const answers: RawResponse[] = await Promise.all(uploads.map((u) => u.response));
     const allAnsweredMs = performance.now() - started;
     // A little more sampling after the last answer, then stop.
@@ -140,13 +164,7 @@ describe.skipIf(process.platform !== 'linux')('200 stalled 8 MiB uploads', () =>
     const prefix = Buffer.from('{"files":"');
     const body = Buffer.concat([prefix, Buffer.alloc(DECLARED - prefix.length - 2, 120), Buffer.from('"}')]);
     const started = performance.now();
-    const uploads = Array.from({ length: 24 }, () =>
-      rawRequest(
-        srv.url,
-        head('POST', '/v1/repos/mem/sync/push', { Authorization: `Bearer ${LEGACY_KEY}`, 'Content-Type': 'application/json', 'Content-Length': body.length }),
-        body,
-      ),
-    );
+    const uploads = Array.from({ length: 24 }, (_, i) => rawRequest(srv.url, pushHead(clients, i % SLOTS, body.length), body));
     const answers = await Promise.all(uploads.map((u) => u.response));
     const ms = performance.now() - started;
     for (const u of uploads) u.destroy();
