@@ -1,8 +1,12 @@
 import { defineRoute } from '../lib/route.ts';
-import { authorizeUser } from '../lib/policy.ts';
+import { authorizeUser, decide } from '../lib/policy.ts';
 import { MeResponse } from '../schema/wire/auth.ts';
 
-/** GET /v1/me — the signed-in user (session or PAT). The legacy key gets 401 `session required`. */
+/**
+ * GET /v1/me — the signed-in user (session or PAT), and what this server offers them: `server.hosted` (the
+ * billing routes exist) and, on the hosted build, `admin: true` when the admin routes would let them in. The
+ * legacy key gets 401 `session required`.
+ */
 export default defineRoute({
   method: 'GET',
   path: '/v1/me',
@@ -11,12 +15,21 @@ export default defineRoute({
     summary: 'The signed-in user',
     tag: 'Accounts',
     access: 'a real user (session token or PAT); the legacy key gets 401 `session required`.',
-    responses: { 200: { description: 'The user behind the token.', schema: MeResponse } },
+    responses: {
+      200: {
+        description:
+          'The user behind the token. `server.hosted`: the hosted build (billing and admin routes exist). `admin`: present, `true`, on the hosted build for a user whose email is in SERVICE_ADMIN_EMAILS. Clients show views from these instead of probing routes that would answer 404 or 403.',
+        schema: MeResponse,
+      },
+    },
     errors: { 401: ['session required'] },
   },
   handler: (c) => {
     const me = authorizeUser(c, 'me.read');
-    const res: MeResponse = { id: me.userId, email: me.email, name: me.name };
+    const { hosted, adminEmails } = c.get('deps').config;
+    // The admin routes' own decision, so the flag never disagrees with what they answer.
+    const admin = hosted && decide(me, 'admin.read', null, adminEmails).allow;
+    const res: MeResponse = { id: me.userId, email: me.email, name: me.name, server: { hosted }, ...(admin ? { admin } : {}) };
     return c.json(res);
   },
 });

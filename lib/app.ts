@@ -101,7 +101,7 @@ export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
     });
   });
 
-  app.use('*', corsMiddleware(config.corsOrigins));
+  app.use('*', corsMiddleware(config.corsOrigins, log));
 
   if (!config.rateLimitDisabled) {
     const general = opts.limiters({ name: 'general', perMinute: config.rateLimitPerMin, burst: config.rateLimitBurst });

@@ -79,8 +79,8 @@ const INFO_DESCRIPTION = [
 ].join('\n');
 
 /**
- * The schemas of schema/wire under their export names. A schema exported under two names (`MeResponse =
- * UserInfo`) takes the one that is not a `...Response`, else the first in alphabetical order: loaders list a
+ * The schemas of schema/wire under their export names. A schema exported under two names (`XResponse =
+ * X`) takes the one that is not a `...Response`, else the first in alphabetical order: loaders list a
  * module's exports in different orders, and the document must not depend on it.
  */
 function wireSchemas(): Map<z.ZodType, string> {

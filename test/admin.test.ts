@@ -146,7 +146,7 @@ describe('admin command against a running server', () => {
     expect(t.stdout).toMatch(/^krp_[A-Za-z0-9_-]{32}\n$/);
     expect(t.stderr).toBe('personal access token for alice@example.com (label "admin", does not expire); it is shown only this once\n');
     tokens.alice = t.stdout.trim();
-    expect(await api('/v1/me', tokens.alice)).toEqual({ status: 200, body: { id: ids.alice, email: 'alice@example.com', name: 'Alice' } });
+    expect(await api('/v1/me', tokens.alice)).toEqual({ status: 200, body: { id: ids.alice, email: 'alice@example.com', name: 'Alice', server: { hosted: false } } });
     // Alice owns the adopted repository: she may mint invite keys for it.
     expect((await api('/v1/repos/early/invite-keys', tokens.alice, { method: 'POST', json: {} })).status).toBe(201);
 

@@ -208,7 +208,7 @@ describe('sign-in, sessions, PATs and /v1/me over real HTTP', () => {
       expect(claims.exp).toBe(clock.now() / 1000 + 30 * DAY);
 
       const who = await json(await me(body.access_token));
-      expect(who).toEqual({ status: 200, body: body.user });
+      expect(who).toEqual({ status: 200, body: { ...body.user, server: { hosted: false } } });
     });
 
     const reject = async (idToken: string, reason: string) => {
@@ -299,7 +299,7 @@ describe('sign-in, sessions, PATs and /v1/me over real HTTP', () => {
       const b = await signIn(srv, { sub: 'refresh-1', email: 'ROBERT@example.org', name: 'Robert' });
       expect(b.user).toEqual({ id: a.user.id, email: 'robert@example.org', name: 'Robert' });
       // The earlier session reads the account afresh.
-      expect(await json(await me(a.token))).toEqual({ status: 200, body: b.user });
+      expect(await json(await me(a.token))).toEqual({ status: 200, body: { ...b.user, server: { hosted: false } } });
       // The issuer spelled without https:// is the same issuer: the same user.
       const same = await signIn(srv, { sub: 'refresh-1', email: 'robert@example.org', name: 'Robert' }, { iss: 'idp.test' });
       expect(same.user.id).toBe(a.user.id);
@@ -429,7 +429,7 @@ describe('sign-in, sessions, PATs and /v1/me over real HTTP', () => {
       expect(body.token).toMatch(/^krp_[A-Za-z0-9_-]{32}$/);
       expect(body.pat).toEqual({ id: expect.stringMatching(UUID_V4), label: 'laptop', created_at: clock.now() / 1000 });
       // The PAT acts as the user.
-      expect(await json(await me(body.token))).toEqual({ status: 200, body: alice.user });
+      expect(await json(await me(body.token))).toEqual({ status: 200, body: { ...alice.user, server: { hosted: false } } });
     });
 
     it('mints from a PAT; an empty body means no label and no expiry', async () => {

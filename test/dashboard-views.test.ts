@@ -2,8 +2,12 @@
  * The dashboard's activity feed and chart, a page's evolution timeline, and the hosted build's plan and billing
  * and admin pages, in real Chromium (test/helpers/dashboard.ts): a hosted server with Alice as admin, Bob a
  * member of her repository, Carol with nothing. Every view gets an axe-core pass and a screenshot
- * (test-artifacts/dashboard/), and is checked at 375 px. A second, self-hosted server shows no billing.
+ * (test-artifacts/dashboard/), and is checked at 375 px. The views shown come from GET /v1/me: a second,
+ * self-hosted server shows no billing and is never asked for it, and a third one, whose SERVICE_CORS_ORIGINS
+ * leaves the dashboard out, gets a sign-in message naming the origin and the variable.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   DECISION_V1,
@@ -414,6 +418,9 @@ describe.skipIf(!hasChromium)('dashboard views: activity, evolution, billing, ad
   });
 
   it('a non-admin gets a readable refusal and no Admin link; an empty repository has empty states', async () => {
+    const asked: string[] = [];
+    const onRequest = (r: { url(): string }) => void asked.push(new URL(r.url()).pathname);
+    h.page.on('request', onRequest);
     await h.signInWithToken(carol.pat);
     const nav = h.page.getByRole('navigation', { name: 'Site' });
     await nav.getByRole('link', { name: 'Plan and billing' }).waitFor();
@@ -421,6 +428,10 @@ describe.skipIf(!hasChromium)('dashboard views: activity, evolution, billing, ad
     await go('#/admin');
     const refusal = h.page.getByText("This page is for the service's administrators, and your account is not one of them.");
     await refusal.waitFor();
+    h.page.off('request', onRequest);
+    // GET /v1/me said she is no admin: the admin routes were never asked (no 403 in the console).
+    expect(asked.filter((p) => p.startsWith('/v1/admin'))).toEqual([]);
+    expect(asked.filter((p) => p === '/v1/me').length).toBeGreaterThan(0);
     expect(await h.page.getByRole('table').count()).toBe(0);
     await noSeriousAxe();
     await h.shot('admin-refused');
@@ -445,35 +456,125 @@ describe.skipIf(!hasChromium)('dashboard views: activity, evolution, billing, ad
 
   describe('on a self-hosted server', () => {
     let plain: TestServer;
+    let dave: { session: string; pat: string };
     beforeAll(async () => {
       plain = await startTestServer({ env: { ...h.op.serverEnv(), SERVICE_CORS_ORIGINS: h.dash.url } });
+      const idToken = await h.op.idp.signIdToken({ sub: 'dave', email: 'dave@example.com', name: 'Dave' });
+      const signed = await plain.api('/v1/auth/idp', { method: 'POST', token: null, json: { id_token: idToken } });
+      const session = ((await signed.json()) as { access_token: string }).access_token;
+      const pat = ((await (await plain.api('/v1/pats', { method: 'POST', token: session, json: {} })).json()) as { token: string }).token;
+      dave = { session, pat };
+      for (const content of [DECISION_V1, DECISION_V2]) {
+        const res = await plain.api('/v1/repos/notes/sync/push', { method: 'POST', token: session, json: { files: [{ path: DECISION, content }] } });
+        expect(res.status).toBe(200);
+      }
+      h.dash.config = { ...h.dash.config, apiUrl: plain.url };
+      await h.page.evaluate(() => sessionStorage.clear());
+      await h.page.goto('about:blank');
     });
     afterAll(async () => {
       await plain?.stop();
     });
 
-    it('shows no billing link, and /billing says this server has no billing', async () => {
-      const idToken = await h.op.idp.signIdToken({ sub: 'dave', email: 'dave@example.com', name: 'Dave' });
-      const signed = await plain.api('/v1/auth/idp', { method: 'POST', token: null, json: { id_token: idToken } });
-      const session = ((await signed.json()) as { access_token: string }).access_token;
-      const pat = ((await (await plain.api('/v1/pats', { method: 'POST', token: session, json: {} })).json()) as { token: string }).token;
-      h.dash.config = { ...h.dash.config, apiUrl: plain.url };
-      await h.page.evaluate(() => sessionStorage.clear());
+    it('every view, signed in: no request to /v1/billing or /v1/admin/*, no console error; no Billing or Admin link', async () => {
+      const asked: string[] = [];
+      const consoleErrors: string[] = [];
+      const onRequest = (r: { url(): string }) => void asked.push(r.url());
+      const onConsole = (m: { type(): string; text(): string }) => void (m.type() === 'error' && consoleErrors.push(m.text()));
+      const onPageError = (e: Error) => void consoleErrors.push(String(e));
+      h.page.on('request', onRequest);
+      h.page.on('console', onConsole);
+      h.page.on('pageerror', onPageError);
+      try {
+        await h.signInWithToken(dave.pat);
+        const nav = h.page.getByRole('navigation', { name: 'Site' });
+        const NO_ADMIN = 'This server has no admin page: it is self-hosted (use the server\u2019s admin command instead).';
+        const NO_BILLING = 'This server has no plans or billing: it is self-hosted, and nothing here is capped by a plan.';
+        const views: Array<[hash: string, heading: string, says?: string]> = [
+          ['#/', 'Repositories'],
+          ['#/repo/notes', 'notes'],
+          [`#/repo/notes/page/${DECISION}`, 'decision'],
+          [`#/repo/notes/diff/${DECISION}`, 'Changes to decision'],
+          [`#/repo/notes/evolution/${DECISION}`, 'Evolution of decision'],
+          ['#/repo/notes/team', 'Team of notes'],
+          ['#/repo/notes/activity', 'Activity in notes'],
+          ['#/tokens', 'Personal access tokens'],
+          ['#/billing', 'Plan and billing', NO_BILLING],
+          ['#/admin', 'Admin', NO_ADMIN],
+          ['#/cli-login?port=4321&state=abcdefghijklmnop&hostname=laptop', 'Sign in the command line on laptop'],
+        ];
+        for (const [hash, heading, says] of views) {
+          await go(hash);
+          await h.page.getByRole('heading', { level: 1, name: heading, exact: true }).waitFor();
+          await expect.poll(() => h.page.locator('.loading').count(), { message: hash }).toBe(0);
+          if (says) await h.page.getByText(says, { exact: true }).waitFor();
+        }
+        // The hosted build's upgrade link, opened on this server: the same calm answer.
+        await h.page.goto(`${h.dash.url}/billing`);
+        await h.page.getByText(NO_BILLING, { exact: true }).waitFor();
+        expect(await h.page.getByRole('alert').count()).toBe(0);
+        expect(await nav.getByRole('link').allTextContents()).toEqual(['Repositories', 'Access tokens']);
+        await noSeriousAxe();
+        await h.shot('billing-self-hosted');
+      } finally {
+        h.page.off('request', onRequest);
+        h.page.off('console', onConsole);
+        h.page.off('pageerror', onPageError);
+      }
+      expect(asked.filter((u) => u.startsWith(plain.url)).length).toBeGreaterThan(10);
+      expect(asked.filter((u) => /\/v1\/(billing|admin)(\/|$|\?)/.test(new URL(u).pathname))).toEqual([]);
+      expect(consoleErrors).toEqual([]);
+    });
+  });
+
+  describe('served from an origin the server does not allow', () => {
+    let strict: TestServer;
+    beforeAll(async () => {
+      strict = await startTestServer({ env: { ...h.op.serverEnv(), SERVICE_CORS_ORIGINS: 'http://localhost:5173' } });
+    });
+    afterAll(async () => {
+      await strict?.stop();
+    });
+
+    const signInShows = async (apiUrl: string) => {
+      h.dash.config = { ...h.dash.config, apiUrl };
       await h.page.goto('about:blank');
-      await h.signInWithToken(pat);
-      const nav = h.page.getByRole('navigation', { name: 'Site' });
-      await nav.getByRole('link', { name: 'Access tokens' }).waitFor();
-      const capsAsked = h.page.waitForResponse((r) => r.url() === `${plain.url}/v1/admin/stats`);
-      await h.page.goto(`${h.dash.url}/billing`);
-      await capsAsked;
-      const says = h.page.getByText('This server has no plans or billing: it is self-hosted, and nothing here is capped by a plan.');
-      await says.waitFor();
-      expect(await h.page.getByRole('alert').count()).toBe(0);
-      expect(await nav.getByRole('link').allTextContents()).toEqual(['Repositories', 'Access tokens']);
+      await h.page.goto(`${h.dash.url}/#/`);
+      const signOut = h.page.getByRole('button', { name: 'Sign out' });
+      await signOut.or(h.page.getByLabel('Access token')).first().waitFor();
+      if (await signOut.isVisible()) await signOut.click();
+      await h.page.getByLabel('Access token').fill(alice.pat);
+      await h.page.getByRole('button', { name: 'Sign in with a token' }).click();
+      const alert = h.page.getByRole('alert');
+      await alert.waitFor();
+      return alert.textContent();
+    };
+
+    it('says that this origin is not allowed and which variable to set; the server logs the origin once', async () => {
+      const origin = new URL(h.dash.url).origin;
+      const refused = () =>
+        strict.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.event === 'cors_origin_refused');
+      const message =
+        `This dashboard's origin ${origin} is not allowed by the server at ${strict.url}: ` +
+        "add it to SERVICE_CORS_ORIGINS in the server's settings (comma-separated) and restart the server.";
+      expect(await signInShows(strict.url)).toBe(message);
       await noSeriousAxe();
-      await h.shot('billing-self-hosted');
-      await go('#/admin');
-      await h.page.getByText(/^This server has no admin page/).waitFor();
+      await h.shot('signin-origin-refused');
+      // A second attempt: the same words, and still one log line for the origin.
+      await h.page.getByRole('button', { name: 'Sign in with a token' }).click();
+      await expect.poll(() => strict.logs.filter((l) => JSON.parse(l).path === '/health').length).toBeGreaterThanOrEqual(4);
+      expect(await h.page.getByRole('alert').textContent()).toBe(message);
+      expect(refused().map((l) => [l.level, l.origin])).toEqual([['warn', origin]]);
+      expect(await h.page.evaluate(() => sessionStorage.length)).toBe(0);
+    });
+
+    it('a server that does not answer at all is still "could not be reached"', async () => {
+      const closed = createServer();
+      await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+      const { port } = closed.address() as AddressInfo;
+      await new Promise<void>((resolve) => closed.close(() => resolve()));
+      const url = `http://127.0.0.1:${port}`;
+      expect(await signInShows(url)).toBe(`The server at ${url} could not be reached.`);
     });
   });
 });

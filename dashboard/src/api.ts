@@ -2,7 +2,7 @@
 
 import type { Commit } from '../../schema/wire/common.ts';
 import type { SectionDiff, SectionEntry, FieldChange, EvolutionResponse } from '../../schema/wire/diff.ts';
-import type { UserInfo, PatInfo, CreatePatResponse } from '../../schema/wire/auth.ts';
+import type { UserInfo, MeResponse, PatInfo, CreatePatResponse } from '../../schema/wire/auth.ts';
 import type { RepoSummary, ActivityResponse } from '../../schema/wire/repos.ts';
 import type { PagesResponse } from '../../schema/wire/sync.ts';
 import type { SearchResult, SearchResponse } from '../../schema/wire/search.ts';
@@ -22,10 +22,52 @@ export class ApiError extends Error {
 export type { SectionDiff, FieldChange, EvolutionResponse, PatInfo, CreatePatResponse, RepoSummary, ActivityResponse };
 export type { SearchResult, Member, InviteKey, MintInviteResponse, BillingResponse, AdminStats, AdminUser, AdminRepo };
 export type User = UserInfo;
+export type Me = MeResponse;
 export type CommitInfo = Commit;
 export type SectionChange = SectionEntry;
 export type PageSummary = PagesResponse['pages'][number];
 export type ActivityEvent = ActivityResponse['events'][number];
+
+/** The views this server has for the signed-in user, as GET /v1/me says: nothing probes a route that would refuse. */
+export interface Capabilities {
+  /** The hosted build: plan and billing. */
+  hosted: boolean;
+  /** The hosted build's admin page (the user's email is in SERVICE_ADMIN_EMAILS). */
+  admin: boolean;
+}
+
+export function capabilitiesOf(me: Me): Capabilities {
+  return { hosted: me.server.hosted, admin: me.admin === true };
+}
+
+/** What GET /v1/me said about the server: its capabilities, or why it could not say; neither while it is asked. */
+export interface ServerInfo {
+  caps?: Capabilities;
+  error?: string;
+}
+
+/**
+ * Why a request got no answer at all. The browser reports a CORS refusal as the same network error as a server
+ * that is down, so two probes of the server's `/health` (public, not rate limited) tell them apart: a CORS
+ * request, which succeeds only if this origin is allowed, and a no-cors one, which succeeds whenever the server
+ * answers (its answer stays opaque). The server is up but the CORS probe fails: the origin is not allowed.
+ */
+export async function unreachableReason(baseUrl: string, origin: string): Promise<string> {
+  const health = `${baseUrl}/health`;
+  const down = `The server at ${baseUrl} could not be reached.`;
+  try {
+    await fetch(health, { cache: 'no-store' });
+    return down; // this origin is allowed: the failure was the connection's
+  } catch {
+    // refused by CORS, or down: the no-cors probe decides
+  }
+  try {
+    await fetch(health, { mode: 'no-cors', cache: 'no-store' });
+  } catch {
+    return down;
+  }
+  return `This dashboard's origin ${origin} is not allowed by the server at ${baseUrl}: add it to SERVICE_CORS_ORIGINS in the server's settings (comma-separated) and restart the server.`;
+}
 
 /** Page paths go into the URL segment by segment, so slashes stay path separators. */
 export function encodePath(path: string): string {
@@ -33,10 +75,20 @@ export function encodePath(path: string): string {
 }
 
 export class Api {
+  /** The probe under way after a request got no answer; concurrent failures share it. */
+  private probe: Promise<string> | undefined;
+
   constructor(
     readonly baseUrl: string,
     private readonly token: string | null,
   ) {}
+
+  private unreachable(): Promise<string> {
+    this.probe ??= unreachableReason(this.baseUrl, location.origin).finally(() => {
+      this.probe = undefined;
+    });
+    return this.probe;
+  }
 
   private async request(path: string, init: RequestInit = {}): Promise<Response> {
     const headers = new Headers(init.headers);
@@ -46,7 +98,7 @@ export class Api {
     try {
       res = await fetch(`${this.baseUrl}${path}`, { ...init, headers });
     } catch {
-      throw new ApiError(0, `The server at ${this.baseUrl} could not be reached.`);
+      throw new ApiError(0, await this.unreachable());
     }
     if (!res.ok) {
       let message = `${res.status} ${res.statusText}`.trim();
@@ -65,7 +117,8 @@ export class Api {
     return (await (await this.request(path, init)).json()) as T;
   }
 
-  me(): Promise<User> {
+  /** The user, and which views the server has for them (capabilitiesOf). */
+  me(): Promise<Me> {
     return this.json('/v1/me');
   }
 
@@ -155,7 +208,7 @@ export class Api {
     await this.request(`/v1/pats/${encodeURIComponent(id)}`, { method: 'DELETE' });
   }
 
-  /** Hosted build only; a self-hosted server answers 404 (the route is not mounted). */
+  /** Hosted build only (Capabilities.hosted); a self-hosted server answers 404. The admin routes: Capabilities.admin. */
   billing(): Promise<BillingResponse> {
     return this.json('/v1/billing');
   }

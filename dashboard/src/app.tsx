@@ -1,10 +1,10 @@
 import { useEffect, useLayoutEffect, useMemo, useState } from 'preact/hooks';
-import { Api } from './api.ts';
+import { Api, ApiError, capabilitiesOf, type Capabilities, type ServerInfo } from './api.ts';
 import { loadConfig, type DashboardConfig } from './config.ts';
 import { beginSignIn, completeSignIn, isCallback } from './oidc.ts';
 import { parseRoute, type Route } from './route.ts';
 import { clearSession, loadSession, saveSession, type Session } from './session.ts';
-import { ErrorMessage, Loading, errorText, useLoad } from './ui.tsx';
+import { ErrorMessage, Loading, errorText } from './ui.tsx';
 import { DiffView, PageView, RepoView, ReposView } from './views.tsx';
 import { TeamView, TokensView } from './team.tsx';
 import { ActivityView, EvolutionView } from './activity.tsx';
@@ -81,29 +81,38 @@ export function App() {
       </Shell>
     );
   }
+  return <SignedIn session={session} api={api} onSignOut={signOut} />;
+}
+
+/**
+ * The signed-in dashboard. One GET /v1/me per token: a revoked or expired token goes back to sign-in with the
+ * reason (instead of an error on every view), and its `server.hosted` and `admin` decide which views exist.
+ */
+function SignedIn({ session, api, onSignOut }: { session: Session; api: Api; onSignOut: (why?: string) => void }) {
+  const [server, setServer] = useState<ServerInfo>({});
+  useEffect(() => {
+    let live = true;
+    setServer({});
+    api.me().then(
+      (me) => live && setServer({ caps: capabilitiesOf(me) }),
+      (e: unknown) => {
+        if (!live) return;
+        if (e instanceof ApiError && e.status === 401) onSignOut(`Your sign-in is no longer valid: ${errorText(e)}`);
+        else setServer({ error: errorText(e) });
+      },
+    );
+    return () => {
+      live = false;
+    };
+  }, [api]);
   return (
-    <Shell session={session} api={api} onSignOut={() => signOut()}>
-      <Routed api={api} onUnauthorized={signOut} />
+    <Shell session={session} caps={server.caps} onSignOut={() => onSignOut()}>
+      <Routed api={api} server={server} />
     </Shell>
   );
 }
 
-/** What this server offers the signed-in user: billing on the hosted build (404 elsewhere), the admin page for admins. */
-function useCapabilities(api: Api | undefined): { hosted: boolean; admin: boolean } {
-  const caps = useLoad(
-    async () => {
-      if (!api) return { hosted: false, admin: false };
-      const ok = (p: Promise<unknown>) => p.then(() => true, () => false);
-      const [hosted, admin] = await Promise.all([ok(api.billing()), ok(api.adminStats())]);
-      return { hosted, admin };
-    },
-    [api],
-  );
-  return caps.data ?? { hosted: false, admin: false };
-}
-
-function Shell({ children, session, api, onSignOut }: { children: preact.ComponentChildren; session?: Session; api?: Api; onSignOut?: () => void }) {
-  const caps = useCapabilities(api);
+function Shell({ children, session, caps, onSignOut }: { children: preact.ComponentChildren; session?: Session; caps?: Capabilities; onSignOut?: () => void }) {
   return (
     <>
       <header class="top">
@@ -114,8 +123,8 @@ function Shell({ children, session, api, onSignOut }: { children: preact.Compone
           <nav class="site" aria-label="Site">
             <a href="#/">Repositories</a>
             <a href="#/tokens">Access tokens</a>
-            {caps.hosted && <a href="#/billing">Plan and billing</a>}
-            {caps.admin && <a href="#/admin">Admin</a>}
+            {caps?.hosted && <a href="#/billing">Plan and billing</a>}
+            {caps?.admin && <a href="#/admin">Admin</a>}
           </nav>
         )}
         {session && (
@@ -134,14 +143,8 @@ function Shell({ children, session, api, onSignOut }: { children: preact.Compone
   );
 }
 
-function Routed({ api, onUnauthorized }: { api: Api; onUnauthorized: (why: string) => void }) {
+function Routed({ api, server }: { api: Api; server: ServerInfo }) {
   const route = useRoute();
-  // A revoked or expired token: back to sign-in with the reason, instead of an error on every view.
-  useEffect(() => {
-    api.me().catch((e: unknown) => {
-      if ((e as { status?: number }).status === 401) onUnauthorized(`Your sign-in is no longer valid: ${errorText(e)}`);
-    });
-  }, [api]);
   // In the same task as the new view appears, so a key pressed at once lands on the view, not the old focus.
   useLayoutEffect(() => {
     document.getElementById('app')?.querySelector<HTMLElement>('h1')?.focus({ preventScroll: true });
@@ -164,9 +167,9 @@ function Routed({ api, onUnauthorized }: { api: Api; onUnauthorized: (why: strin
     case 'tokens':
       return <TokensView api={api} />;
     case 'billing':
-      return <BillingView api={api} />;
+      return <BillingView api={api} server={server} />;
     case 'admin':
-      return <AdminView api={api} />;
+      return <AdminView api={api} server={server} />;
     case 'cliLogin':
       return <CliLoginView api={api} port={route.port} state={route.state} hostname={route.hostname} />;
     case 'notFound':

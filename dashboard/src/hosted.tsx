@@ -1,6 +1,9 @@
-/** Hosted build only: the signed-in user's plan and usage, and the admin page for admins. */
+/**
+ * Hosted build only: the signed-in user's plan and usage, and the admin page for admins. Whether the server has
+ * them comes from GET /v1/me (ServerInfo); a server without them is never asked, so it never answers 404 or 403.
+ */
 import { useState } from 'preact/hooks';
-import { ApiError, type AdminRepo, type AdminStats, type AdminUser, type Api, type BillingResponse } from './api.ts';
+import { ApiError, type AdminRepo, type AdminStats, type AdminUser, type Api, type BillingResponse, type ServerInfo } from './api.ts';
 import { Crumbs, Empty, ErrorMessage, Loading, errorText, useLoad } from './ui.tsx';
 
 function day(unixSeconds: number): string {
@@ -13,18 +16,15 @@ function plural(n: number, one: string, many = `${one}s`): string {
 
 // ---------------------------------------------------------------- billing
 
-/** The billing answer, or null on a server without billing (a self-hosted one: the route is not mounted). */
-async function loadBilling(api: Api): Promise<BillingResponse | null> {
-  try {
-    return await api.billing();
-  } catch (e) {
-    if (e instanceof ApiError && e.status === 404) return null;
-    throw e;
-  }
+/** The billing answer; null on a server without billing (self-hosted), undefined while that is not known yet. */
+async function loadBilling(api: Api, hosted: boolean | undefined): Promise<BillingResponse | null | undefined> {
+  if (hosted === undefined) return undefined;
+  return hosted ? api.billing() : null;
 }
 
-export function BillingView({ api }: { api: Api }) {
-  const billing = useLoad(() => loadBilling(api), [api]);
+export function BillingView({ api, server }: { api: Api; server: ServerInfo }) {
+  const hosted = server.caps?.hosted;
+  const billing = useLoad(() => loadBilling(api, hosted), [api, hosted]);
   const [busy, setBusy] = useState(false);
   const [checkoutError, setCheckoutError] = useState<string>();
 
@@ -47,8 +47,8 @@ export function BillingView({ api }: { api: Api }) {
     <section class="billing">
       <Crumbs items={[{ label: 'Repositories', to: '#/' }, { label: 'Plan and billing' }]} />
       <h1 tabIndex={-1}>Plan and billing</h1>
-      <ErrorMessage message={billing.error} />
-      {billing.loading && billing.data === undefined && <Loading what="your plan" />}
+      <ErrorMessage message={server.error ?? billing.error} />
+      {!server.error && !billing.error && b === undefined && <Loading what="your plan" />}
       {b === null && (
         <p class="card" role="status">
           This server has no plans or billing: it is self-hosted, and nothing here is capped by a plan.
@@ -120,25 +120,27 @@ export function BillingView({ api }: { api: Api }) {
 
 type AdminData = { forbidden: string } | { stats: AdminStats; users: AdminUser[]; repos: AdminRepo[] };
 
-async function loadAdmin(api: Api): Promise<AdminData> {
+const NOT_AN_ADMIN = "This page is for the service's administrators, and your account is not one of them.";
+const NO_ADMIN_PAGE = 'This server has no admin page: it is self-hosted (use the server\u2019s admin command instead).';
+
+/** The admin page's data, or why there is none; undefined while GET /v1/me has not said what the server has. */
+async function loadAdmin(api: Api, caps: ServerInfo['caps']): Promise<AdminData | undefined> {
+  if (!caps) return undefined;
+  if (!caps.hosted) return { forbidden: NO_ADMIN_PAGE };
+  if (!caps.admin) return { forbidden: NOT_AN_ADMIN };
   try {
     const [stats, users, repos] = await Promise.all([api.adminStats(), api.adminUsers(), api.adminRepos()]);
     return { stats, users, repos };
   } catch (e) {
-    if (e instanceof ApiError && (e.status === 403 || e.status === 404)) {
-      return {
-        forbidden:
-          e.status === 403
-            ? "This page is for the service's administrators, and your account is not one of them."
-            : 'This server has no admin page: it is self-hosted (use the server\u2019s admin command instead).',
-      };
-    }
+    // The admin list changed since this tab asked GET /v1/me (the server restarted with another one).
+    if (e instanceof ApiError && e.status === 403) return { forbidden: NOT_AN_ADMIN };
     throw e;
   }
 }
 
-export function AdminView({ api }: { api: Api }) {
-  const admin = useLoad(() => loadAdmin(api), [api]);
+export function AdminView({ api, server }: { api: Api; server: ServerInfo }) {
+  const caps = server.caps;
+  const admin = useLoad(() => loadAdmin(api, caps), [api, caps?.hosted, caps?.admin]);
   const [pending, setPending] = useState<string>();
   const [status, setStatus] = useState<string>();
   const [error, setError] = useState<string>();
@@ -164,8 +166,8 @@ export function AdminView({ api }: { api: Api }) {
     <section>
       <Crumbs items={[{ label: 'Repositories', to: '#/' }, { label: 'Admin' }]} />
       <h1 tabIndex={-1}>Admin</h1>
-      <ErrorMessage message={admin.error} />
-      {admin.loading && !d && <Loading what="the service's numbers" />}
+      <ErrorMessage message={server.error ?? admin.error} />
+      {!server.error && !admin.error && !d && <Loading what="the service's numbers" />}
       {d && 'forbidden' in d && (
         <p class="card" role="status">
           {d.forbidden}

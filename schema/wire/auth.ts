@@ -5,15 +5,23 @@ import { z } from 'zod';
 export const IdpSignInRequest = z.object({ id_token: z.string().min(1) });
 export type IdpSignInRequest = z.infer<typeof IdpSignInRequest>;
 
-/** `{"id","email","name"}`: the user in the sign-in answer and the body of GET /v1/me. */
+/** `{"id","email","name"}`: the user in the sign-in answer (GET /v1/me adds what the server offers them). */
 export const UserInfo = z.object({ id: z.string(), email: z.string(), name: z.string() });
 export type UserInfo = z.infer<typeof UserInfo>;
 
 export const IdpSignInResponse = z.object({ access_token: z.string(), user: UserInfo });
 export type IdpSignInResponse = z.infer<typeof IdpSignInResponse>;
 
-export const MeResponse = UserInfo;
-export type MeResponse = UserInfo;
+/**
+ * GET /v1/me: the user, what kind of server answers (`server.hosted`: the hosted build, with billing) and,
+ * on the hosted build only, `admin: true` for a user in SERVICE_ADMIN_EMAILS. Clients decide from it which
+ * views exist instead of probing routes that would answer 404 or 403.
+ */
+export const MeResponse = UserInfo.extend({
+  server: z.object({ hosted: z.boolean() }),
+  admin: z.literal(true).optional(),
+});
+export type MeResponse = z.infer<typeof MeResponse>;
 
 export const PAT_MAX_DAYS = 366;
 

@@ -79,6 +79,30 @@ export function e2eCases(kind: TargetKind): void {
       expect((await call('/v1/limits')).body).toEqual({ max_body_bytes: 8388608, max_files_per_push: 10000, max_page_path_bytes: 512 });
     });
 
+    it('a browser origin outside SERVICE_CORS_ORIGINS: served without Access-Control-Allow-Origin, logged once', async () => {
+      const refusedLines = (origin: string) =>
+        t.logs.filter((l) => l.includes('"cors_origin_refused"')).map((l) => JSON.parse(l.slice(l.indexOf('{')))).filter((l) => l.origin === origin);
+      const stranger = 'http://localhost:5174';
+      const preflight = await fetch(`${t.url}/v1/me`, {
+        method: 'OPTIONS',
+        headers: { origin: stranger, 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' },
+      });
+      expect([preflight.status, preflight.headers.get('access-control-allow-origin')]).toEqual([204, null]);
+      for (let i = 0; i < 2; i++) {
+        const r = await call('/health', { token: null, headers: { origin: stranger } });
+        expect([r.status, r.body, r.headers.get('access-control-allow-origin')]).toEqual([200, { status: 'ok' }, null]);
+      }
+      const allowed = await call('/health', { token: null, headers: { origin: 'http://localhost:5173' } });
+      expect(allowed.headers.get('access-control-allow-origin')).toBe('http://localhost:5173');
+      // A second refused origin, last: its line comes after every earlier one on the same stream.
+      const marker = 'https://marker.example';
+      await call('/health', { token: null, headers: { origin: marker } });
+      for (let i = 0; i < 500 && refusedLines(marker).length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(refusedLines(marker)).toHaveLength(1);
+      expect(refusedLines(stranger)).toMatchObject([{ level: 'warn', event: 'cors_origin_refused', origin: stranger }]);
+      expect(refusedLines('http://localhost:5173')).toEqual([]);
+    });
+
     it('push, pull, pages, history, timeline, conflicts and deletions under the legacy key', async () => {
       const first = await push('kb', [
         { path: 'wiki/concepts/a.md', content: '---\ntitle: A\n---\n## One\nfirst\n' },
@@ -207,7 +231,8 @@ export function e2eCases(kind: TargetKind): void {
       const alice = await signIn('alice', 'alice@example.test');
       const bob = await signIn('bob', 'bob@example.test');
       expect(alice.user.id).toMatch(UUID_V4);
-      expect((await call('/v1/me', { token: alice.access_token })).body).toEqual(alice.user);
+      // Both targets run without SERVICE_HOSTED (the hosted build's /v1/me: test/helpers/hosted-cases.ts).
+      expect((await call('/v1/me', { token: alice.access_token })).body).toEqual({ ...alice.user, server: { hosted: false } });
 
       const pat = await call('/v1/pats', { method: 'POST', token: alice.access_token, json: { label: 'laptop', expires_in_days: 30 } });
       expect(pat.status).toBe(201);

@@ -16,7 +16,7 @@ describe('GET /v1/me (functions/me.ts)', () => {
     const res = await alice.request('/v1/me');
     expect(res.status).toBe(200);
     expect(res.headers.get('cache-control')).toBe('no-store');
-    expect(await res.json()).toEqual({ id: alice.id, email: 'alice@example.com', name: 'Alice A.' });
+    expect(await res.json()).toEqual({ id: alice.id, email: 'alice@example.com', name: 'Alice A.', server: { hosted: false } });
   });
 
   it('answers the PAT user', async () => {
@@ -25,7 +25,37 @@ describe('GET /v1/me (functions/me.ts)', () => {
     const { token } = await h.deps.pats.create(bob.id, { label: 'cli' });
     const res = await h.request('/v1/me', { token });
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ id: bob.id, email: 'bob@example.com', name: 'bob' });
+    expect(await res.json()).toEqual({ id: bob.id, email: 'bob@example.com', name: 'bob', server: { hosted: false } });
+  });
+
+  it('self-hosted: server.hosted false and never admin, even for an email in SERVICE_ADMIN_EMAILS', async () => {
+    h = await mountHandler(me, { env: { SERVICE_ADMIN_EMAILS: 'root@example.com' } });
+    const root = await h.user('root@example.com', { name: 'Root' });
+    const res = await root.request('/v1/me');
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ id: root.id, email: 'root@example.com', name: 'Root', server: { hosted: false } });
+  });
+
+  it('hosted: server.hosted true; admin: true only for an email in SERVICE_ADMIN_EMAILS (any case, session or PAT)', async () => {
+    h = await mountHandler(me, { env: { SERVICE_HOSTED: '1', SERVICE_ADMIN_EMAILS: 'Root@Example.com, ops@example.com' } });
+    const root = await h.user('root@example.com', { name: 'Root' });
+    const alice = await h.user('alice@example.com', { name: 'Alice' });
+    const { token: rootPat } = await h.deps.pats.create(root.id, { label: 'cli' });
+
+    const asRoot = { id: root.id, email: 'root@example.com', name: 'Root', server: { hosted: true }, admin: true };
+    for (const res of [await root.request('/v1/me'), await h.request('/v1/me', { token: rootPat })]) {
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual(asRoot);
+    }
+    const plain = await alice.request('/v1/me');
+    expect(plain.status).toBe(200);
+    const body = (await plain.json()) as Record<string, unknown>;
+    expect(body).toEqual({ id: alice.id, email: 'alice@example.com', name: 'Alice', server: { hosted: true } });
+    expect('admin' in body).toBe(false);
+
+    const legacy = await h.legacy.request('/v1/me');
+    expect(legacy.status).toBe(401);
+    expect(await legacy.json()).toEqual({ error: 'session required' });
   });
 
   it('refuses the legacy key with 401 session required', async () => {

@@ -438,6 +438,14 @@ export function hostedCases(name: string, start: StartHostedTarget): void {
       return [res[0], body.users ? { users: body.users.map((x) => ({ ...x, created_at: createdAt })) } : body];
     };
 
+    it('GET /v1/me: server.hosted for everyone, admin: true for an admin only (session and PAT)', async () => {
+      const admin = { ...u.admin.user, server: { hosted: true }, admin: true };
+      expect(await c.call('/v1/me', u.admin.token)).toEqual([200, admin]);
+      expect(await c.call('/v1/me', adminPat)).toEqual([200, admin]);
+      for (const who of [u.carol, u.dave]) expect(await c.call('/v1/me', who.token)).toEqual([200, { ...who.user, server: { hosted: true } }]);
+      expect(await c.call('/v1/me', t().legacyKey)).toEqual([401, { error: 'session required' }]);
+    });
+
     it('every admin route refuses non-admins (403), the legacy key (403) and no credential (401)', async () => {
       const routes = HOSTED_ROUTES.filter((r) => r.path.startsWith('/v1/admin/'));
       expect(routes).toHaveLength(4);
