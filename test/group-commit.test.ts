@@ -60,9 +60,18 @@ async function setup() {
  */
 async function queuedTogether<T>(repos: RepoStore, start: () => Array<Promise<T>>): Promise<Array<PromiseSettledResult<T>>> {
   let release!: () => void;
-  const busy = repos.git.withLock('r', () => new Promise<void>((r) => (release = r)));
+  let held!: () => void;
+  const holding = new Promise<void>((r) => (held = r));
+  const busy = repos.git.withLock('r', () => {
+    held();
+    return new Promise<void>((r) => (release = r));
+  });
+  await holding;
   const pushes = start();
-  await new Promise((r) => setTimeout(r, 50));
+  // Every push is queued behind the writer (they queue after a few awaits of their own), however slow the machine.
+  const queued = () => (repos as unknown as { queues: Map<string, unknown[]> }).queues.get('r')?.length ?? 0;
+  for (let i = 0; i < 2000 && queued() < pushes.length; i++) await new Promise((r) => setTimeout(r, 5));
+  expect(queued()).toBe(pushes.length);
   release();
   await busy;
   return Promise.allSettled(pushes);

@@ -68,9 +68,11 @@ describe('full-text rows made after the push', () => {
     const { db, push } = await setup();
     await push([{ path: 'a.md', content: 'v0' }, { path: 'b.md', content: 'w0' }]);
     for (let i = 1; i <= 20; i++) await push([{ path: 'a.md', content: `v${i}` }]);
-    // Left for later: the head rows moved, the full-text rows did not.
-    expect((await rows(db)).stale).toBe(2);
+    // Left for later: the head rows moved, the full-text rows did not (on a slow machine, a delay that ran out
+    // during the pushes has already made some of them).
+    expect((await rows(db)).stale).toBeGreaterThan(0);
     await new Promise((r) => setTimeout(r, SEARCH_DELAY_MS + 300));
+    for (let i = 0; i < 100 && (await rows(db)).stale > 0; i++) await new Promise((r) => setTimeout(r, 50));
     expect(await rows(db)).toEqual({ head: 2, docs: 2, fts: 2, stale: 0 });
   });
 
