@@ -2,8 +2,8 @@
  * The agent tool server (`kr mcp`, issue 16): an MCP server over stdio, on the official MCP TypeScript SDK,
  * sharing the CLI's project folder (`.kr/`), credentials, API client, page model and section differ.
  *
- *  - Tools: mcp/tools.ts. Resources: `kr://index` (the generated index), `kr://page/{slug}` and
- *    `kr://search/{query}` (templates).
+ *  - Tools: mcp/tools.ts and mcp/history-tools.ts. Resources: `kr://index` (the generated index),
+ *    `kr://page/{slug}` and `kr://search/{query}` (templates), capped like tool results (mcp/limits.ts).
  *  - Without a `.kr/` folder (here or above the working directory) the server is dormant: it lists no
  *    tools, and its instructions and its one resource `kr://setup` say how to set the project up.
  *  - The client name announced at initialisation is sent as `X-Service-Client` (mcp/context.ts).
