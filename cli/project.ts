@@ -17,15 +17,18 @@
  *
  * Server paths map to `.kr/<path>`. Before anything is written or deleted, {@link Project.safeTarget}
  * refuses a path that would land outside `.kr/` — lexically (`..`, absolute, backslash) or through a
- * symbolic link — or on `.kr/state.json` itself.
+ * symbolic link — or on `.kr/state.json` itself. Reads ({@link Project.read}) get the same containment
+ * check, and read only regular files: a page file that is a symbolic link (wherever it points), a FIFO or a
+ * device is refused, so nothing outside `.kr/` is ever read as a page (and shown, diffed or sent).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { lstat, mkdir, readFile, readdir, realpath, rename, rmdir, unlink, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { lstat, mkdir, open, readFile, readdir, realpath, rename, rmdir, unlink, writeFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import { PAGE_TYPES, isPageType, isValidSlug, pagePathFor, typeOfPath, type PageType } from '../lib/page/parse.ts';
 import { foldPathCase, pagePathProblem, storedPathProblem } from '../lib/page/path.ts';
-import { refused, usageError } from './errors.ts';
+import { CliError, refused, usageError } from './errors.ts';
 import { writeJsonAtomic } from './config.ts';
 
 export const KR_DIR = '.kr';
@@ -125,14 +128,30 @@ export class Project {
     return this.state.head !== '' || Object.keys(this.state.pages).length > 0;
   }
 
-  /** Reads `.kr/<path>`; null when missing. Non-UTF-8 files are refused (pages are text). */
+  /**
+   * Reads `.kr/<path>`; null when missing. Refused: a path that leads out of `.kr/` (the check writes get,
+   * {@link Project.contained}), a file that is a symbolic link or not a regular file, and non-UTF-8 files
+   * (pages are text).
+   */
   async read(pagePath: string): Promise<LocalPage | null> {
+    const file = await this.contained(pagePath, `refusing to read ${this.display(pagePath)}`, 'reads');
     let bytes: Buffer;
     try {
-      bytes = await readFile(this.fileOf(pagePath));
+      // O_NOFOLLOW: a link swapped in after the check above is refused too; O_NONBLOCK: a FIFO does not hang.
+      const handle = await open(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+      try {
+        const st = await handle.stat();
+        if (st.isDirectory()) return null;
+        if (!st.isFile()) throw refused(`refusing to read ${this.display(pagePath)}: not a regular file (kr reads only regular files under ${KR_DIR}/)`);
+        bytes = await handle.readFile();
+      } finally {
+        await handle.close();
+      }
     } catch (e) {
+      if (e instanceof CliError) throw e;
       if (errnoOf(e) === 'ENOENT' || errnoOf(e) === 'ENOTDIR') return null;
       if (errnoOf(e) === 'EISDIR') return null;
+      if (errnoOf(e) === 'ELOOP') throw refused(`refusing to read ${this.display(pagePath)}: it is a symbolic link (kr reads only regular files under ${KR_DIR}/)`);
       throw refused(`cannot read ${this.display(pagePath)}: ${(e as Error).message}`);
     }
     let text: string;
@@ -238,41 +257,59 @@ export class Project {
    * link that leads out of `.kr/`. Throws a refusal naming the path otherwise.
    */
   async safeTarget(pagePath: string): Promise<string> {
-    const problem = storedPathProblem(pagePath);
-    if (problem !== null) throw refused(`refusing server path ${JSON.stringify(pagePath)}: it would escape ${KR_DIR}/ (${problem})`);
     const first = pagePath.split('/')[0]!.toLowerCase();
-    if (first === STATE_FILE) {
+    if (storedPathProblem(pagePath) === null && first === STATE_FILE) {
       throw refused(`refusing server path ${JSON.stringify(pagePath)}: it would overwrite ${KR_DIR}/${first}`);
     }
+    return this.contained(pagePath, `refusing server path ${JSON.stringify(pagePath)}`, 'writes');
+  }
+
+  /**
+   * `.kr/<path>` when it stays inside `.kr/`: lexically (no `..`, absolute path or backslash), and through
+   * every existing component, each symbolic link resolving inside `.kr/`. For reads the final file may not
+   * be a symbolic link at all. Throws a refusal starting with `refusing` otherwise.
+   */
+  private async contained(pagePath: string, refusing: string, use: 'reads' | 'writes'): Promise<string> {
+    const problem = storedPathProblem(pagePath);
+    if (problem !== null) throw refused(`${refusing}: it would escape ${KR_DIR}/ (${problem})`);
     const target = resolve(this.fileOf(pagePath));
     const rel = relative(this.krDir, target);
     if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) {
-      throw refused(`refusing server path ${JSON.stringify(pagePath)}: it would escape ${KR_DIR}/`);
+      throw refused(`${refusing}: it would escape ${KR_DIR}/`);
     }
-    this.realKr ??= await realpath(this.krDir);
+    try {
+      this.realKr ??= await realpath(this.krDir);
+    } catch (e) {
+      // No .kr/ at all: nothing to read there (a write fails on it as before).
+      if (use === 'reads' && errnoOf(e) === 'ENOENT') return target;
+      throw e;
+    }
     // Every existing component below .kr/: a symbolic link must resolve inside .kr/ (the final file too,
-    // which also keeps deletions and reads inside).
+    // which also keeps deletions inside).
+    const parts = rel.split(sep);
     let cur = this.krDir;
-    for (const part of rel.split(sep)) {
+    for (const [i, part] of parts.entries()) {
       cur = join(cur, part);
       let st;
       try {
         st = await lstat(cur);
       } catch (e) {
-        if (errnoOf(e) === 'ENOENT') break;
+        if (errnoOf(e) === 'ENOENT' || (use === 'reads' && errnoOf(e) === 'ENOTDIR')) break;
         throw e;
       }
-      if (st.isSymbolicLink()) {
-        let real: string;
-        try {
-          real = await realpath(cur);
-        } catch {
-          throw refused(`refusing server path ${JSON.stringify(pagePath)}: ${cur} is a dangling symbolic link`);
-        }
-        const r = relative(this.realKr, real);
-        if (r === '' || r.startsWith('..') || isAbsolute(r)) {
-          throw refused(`refusing server path ${JSON.stringify(pagePath)}: ${cur} is a symbolic link leading out of ${KR_DIR}/`);
-        }
+      if (!st.isSymbolicLink()) continue;
+      if (use === 'reads' && i === parts.length - 1) {
+        throw refused(`${refusing}: ${cur} is a symbolic link (kr reads only regular files under ${KR_DIR}/)`);
+      }
+      let real: string;
+      try {
+        real = await realpath(cur);
+      } catch {
+        throw refused(`${refusing}: ${cur} is a dangling symbolic link`);
+      }
+      const r = relative(this.realKr, real);
+      if (r === '' || r.startsWith('..') || isAbsolute(r)) {
+        throw refused(`${refusing}: ${cur} is a symbolic link leading out of ${KR_DIR}/`);
       }
     }
     return target;

@@ -7,6 +7,7 @@
 import { Api, type ApiOptions } from '../cli/api.ts';
 import { connect, loadCredentials, repoOf, requestTimeout } from '../cli/config.ts';
 import { Project, loadState } from '../cli/project.ts';
+import type { Commit } from '../schema/wire/common.ts';
 import type { PagesResponse } from '../schema/wire/sync.ts';
 
 /** Sent as `X-Service-Client` until the agent has announced a name. */
@@ -73,3 +74,45 @@ export async function lastCommits(api: Api, repo: string): Promise<Map<string, P
 /** `Alice <alice@example.com>` of a commit-like record. */
 export const authorOf = (c: { author: string; email: string } | undefined): string | null =>
   c ? (c.author && c.author !== c.email ? `${c.author} <${c.email}>` : c.email) : null;
+
+/** How many of a page's commits are asked for to name the authors of given commits (the route's own cap is 1000). */
+export const AUTHOR_LOOKUP_COMMITS = 200;
+
+/**
+ * The commits that touched `path`, newest first (at most {@link AUTHOR_LOOKUP_COMMITS}), to name who wrote a
+ * version of it: the server records each commit's author as the member who pushed it. Empty when the
+ * server cannot say.
+ */
+export async function pageCommits(api: Api, repo: string, path: string): Promise<Commit[]> {
+  try {
+    return (await api.history(repo, path, AUTHOR_LOOKUP_COMMITS)).commits;
+  } catch {
+    return [];
+  }
+}
+
+/** The commit of `commits` whose sha is `sha` (or starts with it: a short sha). */
+export function commitOf(commits: readonly Commit[], sha: string | null | undefined): Commit | undefined {
+  if (!sha) return undefined;
+  const want = sha.toLowerCase();
+  return commits.find((c) => c.sha === want) ?? (want.length >= 7 ? commits.find((c) => c.sha.startsWith(want)) : undefined);
+}
+
+/**
+ * Who wrote the changes from `fromSha` (exclusive; '' for the page's beginning) to `toSha` (inclusive):
+ * the authors of those commits, newest first, each once, with the newest commit of each. Null when the
+ * server cannot say (`toSha` not among `commits`).
+ */
+export function authorsBetween(commits: readonly Commit[], fromSha: string, toSha: string): string | null {
+  const to = commitOf(commits, toSha);
+  if (!to) return null;
+  const from = fromSha === '' ? undefined : commitOf(commits, fromSha);
+  const range = commits.slice(commits.indexOf(to), from ? Math.max(commits.indexOf(from), commits.indexOf(to) + 1) : commits.length);
+  const seen = new Map<string, string>();
+  for (const c of range) {
+    const who = authorOf(c)!;
+    if (!seen.has(who)) seen.set(who, c.sha.slice(0, 8));
+  }
+  const names = [...seen].map(([who, sha]) => `${who} (${sha})`);
+  return names.length > 5 ? `${names.slice(0, 5).join(', ')} and ${names.length - 5} more` : names.join(', ');
+}
