@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.ts';
-import type { Database } from './database.ts';
+import type { Database, Stmt } from './database.ts';
 
 /**
  * Subscriptions and the billing webhook's replay guard (hosted build; schema/migrations/0004_billing.sql).
@@ -46,6 +46,31 @@ export type WebhookOutcome =
 export const WEBHOOK_SEEN_TTL_S = 600;
 
 const n = (v: unknown): number => Number(v ?? 0);
+
+/**
+ * The repository cap as an SQL condition (lib/quota.ts QuotaGuard): the user is subscribed, or owns fewer
+ * than `cap` repositories (owner rows). Evaluated by the statement that writes the new owner row.
+ */
+export function repoCapCondition(userId: string, cap: number): Stmt {
+  return {
+    sql: `(EXISTS (SELECT 1 FROM subscriptions WHERE user_id = ? AND active = 1)
+           OR (SELECT COUNT(*) FROM members WHERE user_id = ? AND role = 'owner') < ?)`,
+    args: [userId, userId, cap],
+  };
+}
+
+/**
+ * The member cap as an SQL condition: some owner of the repository is subscribed, or it has fewer than
+ * `cap` members (owners included). Evaluated by the statement that writes the new member row.
+ */
+export function memberCapCondition(repoId: string, cap: number): Stmt {
+  return {
+    sql: `(EXISTS (SELECT 1 FROM members m JOIN subscriptions s ON s.user_id = m.user_id
+                   WHERE m.repo_id = ? AND m.role = 'owner' AND s.active = 1)
+           OR (SELECT COUNT(*) FROM members WHERE repo_id = ?) < ?)`,
+    args: [repoId, repoId, cap],
+  };
+}
 
 export class Billing {
   constructor(

@@ -84,7 +84,7 @@ export function workerDeps(env: WorkerEnv, config: Config): Deps {
     idpKeys: remoteIdpKeys(new URL(config.idpJwksUrl), { clock }),
     activity: new Activity(db, clock),
     invites: new Invites(db, clock),
-    quota: quotaFor({ config, db, clock }),
+    quota: quotaFor(config),
     parsedPages: new ParseCache(8 * 1024 * 1024, 4 * 1024 * 1024),
   };
 }
