@@ -7,19 +7,11 @@ import type { Database, Stmt } from './database.ts';
  * build's D1 has none), so the same code runs on libSQL and D1.
  */
 
-/** A user's plan as the caps see it. */
+/** A user's plan, as `GET /v1/billing` shows it. */
 export interface PlanUsage {
   subscribed: boolean;
   /** Repositories the user owns (owner rows). */
   reposOwned: number;
-}
-
-/** A repository as the member cap sees it. */
-export interface RepoPlanUsage {
-  /** Some owner of the repository is subscribed: no member cap. */
-  ownerSubscribed: boolean;
-  /** Members, owners included. */
-  members: number;
 }
 
 export interface AdminUserRow {
@@ -90,17 +82,6 @@ export class Billing {
       [userId, userId],
     );
     return { subscribed: n(r?.active) === 1, reposOwned: n(r?.owned) };
-  }
-
-  /** Whether any owner of the repository is subscribed, and its member count (owners included); one read. */
-  async repoUsage(repoId: string): Promise<RepoPlanUsage> {
-    const r = await this.db.get<{ sub: unknown; members: unknown }>(
-      `SELECT EXISTS (SELECT 1 FROM members m JOIN subscriptions s ON s.user_id = m.user_id
-                      WHERE m.repo_id = ? AND m.role = 'owner' AND s.active = 1) AS sub,
-              (SELECT COUNT(*) FROM members WHERE repo_id = ?) AS members`,
-      [repoId, repoId],
-    );
-    return { ownerSubscribed: n(r?.sub) === 1, members: n(r?.members) };
   }
 
   /**
