@@ -236,7 +236,8 @@ describe('the webhook signature (lib/hosted/signature.ts)', () => {
 });
 
 describe('configuration of the hosted build', () => {
-  const cfg = (env: Record<string, string> = {}) => loadConfig(env, '/tmp').config;
+  const OWN = { SERVICE_API_KEY: 'a-long-random-legacy-key', SERVICE_SESSION_SECRET: 's'.repeat(32) };
+  const cfg = (env: Record<string, string> = {}) => loadConfig({ ...OWN, ...env }, '/tmp').config;
   it('defaults', () => {
     const c = cfg();
     expect({
