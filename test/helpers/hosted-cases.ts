@@ -319,6 +319,44 @@ export function hostedCases(name: string, start: StartHostedTarget): void {
     });
   });
 
+  describe(`${name}: PATs minted with PATs`, () => {
+    const t = withTarget();
+    const c = client(t);
+    const mint = async (token: string, json: Record<string, unknown> = {}) => {
+      const [status, body] = await c.call('/v1/pats', token, { method: 'POST', json });
+      expect(status, JSON.stringify(body)).toBe(201);
+      const { pat, token: minted } = body as { pat: { id: string; expires_at?: number }; token: string };
+      return { id: pat.id, token: minted, expiresAt: pat.expires_at };
+    };
+    const works = async (...tokens: string[]) => Promise.all(tokens.map(async (tok) => (await c.call('/v1/pats', tok))[0]));
+
+    it('revocation cascades down every branch, at every depth, and nowhere else; expiries never outlive the parent', async () => {
+      const alice = await t().signIn({ sub: 'alice', email: 'alice@example.test' });
+      const root = await mint(alice.token, { expires_in_days: 30 });
+      const other = await mint(alice.token);
+      // root ─ a ─ b ─ c, siblings a2 (of root) and b2 (of a).
+      const a = await mint(root.token, { expires_in_days: 100 });
+      const a2 = await mint(root.token);
+      const b = await mint(a.token);
+      const b2 = await mint(a.token, { expires_in_days: 1 });
+      const cc = await mint(b.token, { expires_in_days: 366 });
+      expect([a.expiresAt, a2.expiresAt, b.expiresAt, cc.expiresAt]).toEqual(Array(4).fill(root.expiresAt));
+      expect(b2.expiresAt).toBeLessThan(root.expiresAt!);
+      expect(await works(root.token, a.token, a2.token, b.token, b2.token, cc.token, other.token)).toEqual(Array(7).fill(200));
+      // Revoked with its own grandchild: a and everything below it.
+      expect(await c.call(`/v1/pats/${a.id}`, cc.token, { method: 'DELETE' })).toEqual([204, null]);
+      expect(await works(a.token, b.token, b2.token, cc.token)).toEqual(Array(4).fill(401));
+      expect(await c.call('/v1/pats', cc.token)).toEqual([401, { error: 'invalid token' }]);
+      expect(await works(root.token, a2.token, other.token, alice.token)).toEqual(Array(4).fill(200));
+      // The root: what is left of its tree goes with it; the session and the other PAT stay.
+      expect(await c.call(`/v1/pats/${root.id}`, alice.token, { method: 'DELETE' })).toEqual([204, null]);
+      expect(await works(root.token, a2.token)).toEqual([401, 401]);
+      const [, listed] = await c.call('/v1/pats', alice.token);
+      expect((listed as { pats: Array<{ id: string }> }).pats.map((p) => p.id)).toEqual([other.id]);
+      expect(await c.call(`/v1/pats/${b.id}`, alice.token, { method: 'DELETE' })).toEqual([404, { error: 'pat not found' }]);
+    });
+  });
+
   describe(`${name}: billing`, () => {
     const t = withTarget();
     const c = client(t);
