@@ -52,7 +52,8 @@ export interface Config {
   rateLimitDisabled: boolean;
   /**
    * The hosted build's extras: billing and admin routes (functions/hosted/) and the plan caps
-   * (lib/hosted/quota.ts). SERVICE_HOSTED = `1`, `true` or `yes` on Node; the Workers entry always sets it.
+   * (lib/hosted/quota.ts). SERVICE_HOSTED = `1`, `true` or `yes` (wrangler.toml sets it for a Workers
+   * deployment). A hosted configuration must set SERVICE_API_KEY (not `dev-key`) and SERVICE_SESSION_SECRET.
    */
   hosted: boolean;
   /** SERVICE_PLAN_FREE_REPOS: repositories a user on the free plan may own. */
@@ -281,6 +282,24 @@ function normalizeOrigin(entry: string): { origin: string; hadPath: boolean } | 
   return { origin: url.origin, hadPath: url.pathname !== '/' || url.search !== '' || url.hash !== '' };
 }
 
+/**
+ * The hosted build serves the public: it refuses to start (API.md "Hosted build only") with the publicly
+ * known development key, which would give anyone full legacy access, or with a session secret drawn for
+ * this boot, which would sign sessions that die with it (and that no other Worker isolate accepts).
+ */
+function refuseHostedDefaults(apiKeyDefaulted: boolean, apiKey: string, sessionSecretGenerated: boolean): void {
+  const problems: string[] = [];
+  const random = '(e.g. openssl rand -base64 48)';
+  if (apiKeyDefaulted || apiKey === DEFAULTS.apiKey) {
+    const cause = apiKeyDefaulted ? `is unset, so the legacy key would be the public "${DEFAULTS.apiKey}"` : `is the public development value "${DEFAULTS.apiKey}"`;
+    problems.push(`SERVICE_API_KEY ${cause}: set it to a long random value ${random}`);
+  }
+  if (sessionSecretGenerated) {
+    problems.push(`SERVICE_SESSION_SECRET is unset: set it to at least ${MIN_SESSION_SECRET_BYTES} random bytes ${random}`);
+  }
+  if (problems.length > 0) throw new ConfigError(`the hosted build (SERVICE_HOSTED) refuses to start: ${problems.join('; ')}`);
+}
+
 export function loadConfig(env: Env, cwd?: string): { config: Config; warnings: string[] } {
   const warnings: string[] = [];
 
@@ -457,6 +476,7 @@ export function loadConfig(env: Env, cwd?: string): { config: Config; warnings: 
   const dashboardUrl = (httpUrl(env, 'SERVICE_DASHBOARD_URL') ?? DEFAULTS.dashboardUrl).replace(/\/+$/, '');
   const billingUpgradeUrl = httpUrl(env, 'SERVICE_BILLING_UPGRADE_URL') ?? `${dashboardUrl}/billing`;
   const adminEmails = [...new Set(list(env.SERVICE_ADMIN_EMAILS ?? '').map((e) => e.toLowerCase()))];
+  if (hosted) refuseHostedDefaults(apiKeyDefaulted, apiKey, sessionSecretGenerated);
 
   // --- memory: unlike the limits above (SPEC.md rule 1 keeps the original service's silent default), a
   // new setting whose mistakes would quietly cost memory or speed refuses to start instead.

@@ -14,7 +14,7 @@ export const REMOVED = 'removed from this repo; ask an owner for a new invite ke
 /**
  * Redeems an invite key: the caller becomes a member, or keeps the role they have (idempotent; an owner
  * stays owner). Unknown or revoked → 404, expired → 410; a key minted before the caller was removed from
- * the repository → 403. A first join asks the quota policy.
+ * the repository → 403. A first join is within the quota policy's cap, or 402 and nothing written.
  */
 export async function redeemInvite(deps: Deps, user: UserIdentity, token: string): Promise<{ repoId: string; role: Role }> {
   const found = await deps.invites.find(token);
@@ -24,10 +24,12 @@ export async function redeemInvite(deps: Deps, user: UserIdentity, token: string
   if (current) return { repoId: found.repoId, role: current };
   // A removed member stays removed: only a key minted after the removal readmits them.
   if (await deps.invites.excludes(found.key.id, user.userId)) throw new HttpError(403, REMOVED);
-  const refusal = await deps.quota.checkJoin(found.repoId, user);
-  if (refusal) throw quotaError(refusal);
-  const { role } = await deps.members.add(found.repoId, user.userId, 'member');
-  return { repoId: found.repoId, role };
+  const cap = deps.quota.join(found.repoId);
+  if (!cap) return { repoId: found.repoId, role: (await deps.members.add(found.repoId, user.userId, 'member')).role };
+  // The cap is checked by the insert itself: racing first joins never pass it together.
+  const joined = await deps.members.addIf(found.repoId, user.userId, 'member', cap.when);
+  if (!joined) throw quotaError(cap.refusal);
+  return { repoId: found.repoId, role: joined.role };
 }
 
 /**

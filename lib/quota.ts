@@ -1,10 +1,13 @@
-import type { Identity, UserIdentity } from './auth/identity.ts';
+import type { UserIdentity } from './auth/identity.ts';
+import type { Stmt } from './db/sql.ts';
 import { HttpError } from './http/errors.ts';
 
 /**
  * The quota seam. Repository creation (all three paths) and joining ask it first; the self-hosted build
- * plugs in `unlimitedQuota`, the hosted build its plan caps. A refusal is a 402 with SPEC.md's body and
- * is raised before anything is written.
+ * plugs in `unlimitedQuota`, the hosted build its plan caps. A cap is not checked ahead of the write: it is
+ * an SQL condition the write itself evaluates (the owner row of a new repository, the member row of a first
+ * join), so however many requests race, the cap holds (API.md "Hosted build only"). A refusal is a 402
+ * with SPEC.md's body and writes nothing.
  */
 export interface QuotaRefusal {
   code: 'quota_repos' | 'quota_members';
@@ -13,16 +16,27 @@ export interface QuotaRefusal {
   upgradeUrl: string;
 }
 
+/** A cap as the write that could pass it sees it. */
+export interface QuotaGuard {
+  /**
+   * An SQL condition over the database of accounts (members, subscriptions) that holds while one more
+   * row is within the cap; the writing statement inserts its row only where it holds.
+   */
+  when: Stmt;
+  /** What the caller is told when it does not hold. */
+  refusal: QuotaRefusal;
+}
+
 export interface QuotaPolicy {
-  /** May this identity create one more repository? */
-  checkRepoCreate(identity: Identity): Promise<QuotaRefusal | null>;
-  /** May this user join this repository (a first join; re-joins never count)? */
-  checkJoin(repoId: string, user: UserIdentity): Promise<QuotaRefusal | null>;
+  /** The cap on the repositories this user owns, or null. (The legacy key owns nothing: it is never asked.) */
+  repoCreate(user: UserIdentity): QuotaGuard | null;
+  /** The cap on the members of this repository, for a first join (re-joins never count), or null. */
+  join(repoId: string): QuotaGuard | null;
 }
 
 export const unlimitedQuota: QuotaPolicy = {
-  checkRepoCreate: async () => null,
-  checkJoin: async () => null,
+  repoCreate: () => null,
+  join: () => null,
 };
 
 export function quotaError(r: QuotaRefusal): HttpError {

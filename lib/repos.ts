@@ -13,7 +13,9 @@ import { commitJson } from './wire.ts';
 
 /**
  * Repositories as the API sees them: who may open one, how each of the three creation paths works,
- * and the listing. Creation of one id is serialised, so two creators never both become its owner.
+ * and the listing. Creation of one id is serialised, so two creators never both become its owner, and a
+ * user's owner row is written in one atomic step with the repository's coming into existence, within the
+ * plan cap, however many creations race (lib/git/repos.ts `createOwned`).
  */
 
 /**
@@ -31,16 +33,23 @@ export async function openRepo(
 }
 
 /**
- * Creates the repository unless it exists; true when this call created it. An id equal to an existing
- * repository's ignoring ASCII case, but not exactly, is refused (409): on a case-insensitive filesystem the
- * two would be one directory. Callers hold the creation lock of the id (see {@link creationKey}).
+ * Creates the repository unless it exists; true when this call created it. A real user becomes its owner
+ * in the same atomic step that creates it, within the plan cap (402 otherwise, nothing written); the
+ * legacy key owns nothing and is never capped. An id equal to an existing repository's ignoring ASCII case,
+ * but not exactly, is refused (409): on a case-insensitive filesystem the two would be one directory.
+ * Callers hold the creation lock of the id (see {@link creationKey}).
  */
 async function createChecked(deps: Deps, identity: Identity, id: string): Promise<boolean> {
   if (await deps.repos.exists(id)) return false;
   if ((await deps.repos.caseVariant(id)) !== null) throw new HttpError(409, REPO_EXISTS);
-  const refusal = await deps.quota.checkRepoCreate(identity);
-  if (refusal) throw quotaError(refusal);
-  return deps.repos.create(id, identity.kind === 'user' ? identity.userId : undefined);
+  if (identity.kind !== 'user') return deps.repos.create(id);
+  const cap = deps.quota.repoCreate(identity);
+  const outcome = await deps.repos.createOwned(id, identity.userId, cap?.when ?? null);
+  if (outcome === 'created') return true;
+  if (outcome === 'refused' && cap) throw quotaError(cap.refusal);
+  // Taken meanwhile (another isolate of the hosted build): by this spelling, or by another one (409).
+  if (await deps.repos.exists(id)) return false;
+  throw new HttpError(409, REPO_EXISTS);
 }
 
 const REPO_EXISTS = 'repo already exists';
@@ -56,7 +65,6 @@ const creationKey = (id: string) => id.replace(/[A-Z]/g, (ch) => ch.toLowerCase(
 export async function createRepo(deps: Deps, user: UserIdentity, id: string): Promise<void> {
   await deps.repos.creation.run(creationKey(id), async () => {
     if (!(await createChecked(deps, user, id))) throw new HttpError(409, REPO_EXISTS);
-    await deps.members.add(id, user.userId, 'owner');
   });
 }
 
@@ -67,9 +75,8 @@ export async function createRepo(deps: Deps, user: UserIdentity, id: string): Pr
 export async function legacyCreateRepo(deps: Deps, identity: Identity, id: string): Promise<void> {
   await deps.repos.creation.run(creationKey(id), async () => {
     const created = await createChecked(deps, identity, id);
-    if (identity.kind !== 'user') return;
-    if (created) await deps.members.add(id, identity.userId, 'owner');
-    else if ((await roleIn(deps, id, identity.userId)) === null) throw new HttpError(403, 'not a member of this repo');
+    if (identity.kind !== 'user' || created) return;
+    if ((await roleIn(deps, id, identity.userId)) === null) throw new HttpError(403, 'not a member of this repo');
   });
 }
 
@@ -95,7 +102,6 @@ export async function repoForPush(c: Context<AppEnv>, id: string): Promise<{ ide
     }
     const identity = c.get('identity')!;
     const created = await createChecked(deps, identity, id);
-    if (created && identity.kind === 'user') await deps.members.add(id, identity.userId, 'owner');
     if (!created) await authorizeRepo(c, 'repo.push', id);
     return { identity, created };
   });

@@ -277,3 +277,48 @@ describe('the cache budget reaches the caches', () => {
     }
   });
 });
+
+describe('the hosted build refuses to start with the development defaults (Node)', () => {
+  /** Runs server.ts from the sources with only `env` (and PATH); resolves with its exit code and output. */
+  const run = (env: Record<string, string>) =>
+    new Promise<{ code: number | null; out: string; err: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH ?? '', ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      let err = '';
+      child.stdout!.on('data', (d) => {
+        out += d;
+        // A server that started after all is stopped, and the test fails on its exit code.
+        if (out.includes('"event":"listening"')) child.kill('SIGTERM');
+      });
+      child.stderr!.on('data', (d) => (err += d));
+      child.once('error', reject);
+      child.once('exit', (code) => resolve({ code, out, err }));
+    });
+
+  it('SERVICE_HOSTED=1 without SERVICE_API_KEY and SERVICE_SESSION_SECRET: exit 2, the reasons on stderr, nothing made', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'kr-hosted-refusal-'));
+    try {
+      const data = join(dir, 'data');
+      const base = { SERVICE_HOSTED: '1', SERVICE_DATA_ROOT: data, SERVICE_LISTEN_ADDR: '127.0.0.1:0' };
+      for (const [env, problems] of [
+        [{}, ['SERVICE_API_KEY is unset', 'SERVICE_SESSION_SECRET is unset']],
+        [{ SERVICE_API_KEY: 'dev-key', SERVICE_SESSION_SECRET: 's'.repeat(32) }, ['SERVICE_API_KEY is the public development value "dev-key"']],
+      ] as const) {
+        const { code, out, err } = await run({ ...base, ...env });
+        expect(code, err).toBe(2);
+        expect(out).not.toContain('"event":"listening"');
+        const line = JSON.parse(err.trim().split('\n').find((l) => l.includes('"event":"config"'))!) as { level: string; error: string };
+        expect(line.level).toBe('error');
+        expect(line.error).toMatch(/^the hosted build \(SERVICE_HOSTED\) refuses to start: /);
+        for (const p of problems) expect(line.error).toContain(p);
+        expect(existsSync(data)).toBe(false);
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});

@@ -332,6 +332,45 @@ describe('SERVICE_API_KEY', () => {
   });
 });
 
+describe('the hosted build refuses the development defaults (SERVICE_HOSTED)', () => {
+  const KEY = 'a-long-random-legacy-key';
+  const refusal = (...problems: string[]) => `the hosted build (SERVICE_HOSTED) refuses to start: ${problems.join('; ')}`;
+  const UNSET_KEY = 'SERVICE_API_KEY is unset, so the legacy key would be the public "dev-key": set it to a long random value (e.g. openssl rand -base64 48)';
+  const DEV_KEY = 'SERVICE_API_KEY is the public development value "dev-key": set it to a long random value (e.g. openssl rand -base64 48)';
+  const UNSET_SECRET = 'SERVICE_SESSION_SECRET is unset: set it to at least 32 random bytes (e.g. openssl rand -base64 48)';
+  const refused = (env: Record<string, string | undefined>) => {
+    try {
+      load(env);
+    } catch (e) {
+      expect(e).toBeInstanceOf(ConfigError);
+      return (e as Error).message;
+    }
+    return null;
+  };
+
+  it('SERVICE_API_KEY unset, blank or "dev-key"; SERVICE_SESSION_SECRET unset: each named, all at once', () => {
+    for (const hosted of ['1', 'true', 'YES']) {
+      expect(refused({ SERVICE_HOSTED: hosted, SERVICE_SESSION_SECRET: SECRET32 })).toBe(refusal(UNSET_KEY));
+      expect(refused({ SERVICE_HOSTED: hosted, SERVICE_SESSION_SECRET: SECRET32, SERVICE_API_KEY: '  ' })).toBe(refusal(UNSET_KEY));
+      expect(refused({ SERVICE_HOSTED: hosted, SERVICE_SESSION_SECRET: SECRET32, SERVICE_API_KEY: ' dev-key ' })).toBe(refusal(DEV_KEY));
+      expect(refused({ SERVICE_HOSTED: hosted, SERVICE_API_KEY: KEY })).toBe(refusal(UNSET_SECRET));
+      expect(refused({ SERVICE_HOSTED: hosted })).toBe(refusal(UNSET_KEY, UNSET_SECRET));
+      expect(refused({ SERVICE_HOSTED: hosted, SERVICE_API_KEY: 'dev-key' })).toBe(refusal(DEV_KEY, UNSET_SECRET));
+    }
+  });
+
+  it('a key and a secret of its own: starts; the self-hosted build still only warns', () => {
+    expect(refused({ SERVICE_HOSTED: '1', SERVICE_API_KEY: KEY, SERVICE_SESSION_SECRET: SECRET32 })).toBeNull();
+    expect(cfg({ SERVICE_HOSTED: '1', SERVICE_API_KEY: KEY, SERVICE_SESSION_SECRET: SECRET32 })).toMatchObject({ hosted: true, apiKey: KEY });
+    for (const env of [{}, { SERVICE_HOSTED: '0' }, { SERVICE_HOSTED: 'no', SERVICE_API_KEY: 'dev-key' }]) {
+      const { config, warnings } = load(env);
+      expect(config.hosted).toBe(false);
+      expect(config.apiKey).toBe('dev-key');
+      expect(warnings.length).toBeGreaterThan(0);
+    }
+  });
+});
+
 describe('SERVICE_DATA_ROOT', () => {
   it('defaults to ./service-data resolved against the working directory', () => {
     expect(loadConfig({}, '/work/main').config.dataRoot).toBe('/work/main/service-data');

@@ -1,5 +1,11 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { GitStore } from '../lib/git/store.ts';
+import { nodeStoreFs } from '../lib/git/node-fs.ts';
+import { PathIndex } from '../lib/git/path-index.ts';
+import { RepoStore } from '../lib/git/repo-store.ts';
 import { ManualClock } from '../lib/clock.ts';
 import { loadConfig } from '../lib/config.ts';
 import { openDatabaseFile } from '../lib/db/open-node.ts';
@@ -9,9 +15,9 @@ import { Members } from '../lib/db/members.ts';
 import { Users } from '../lib/db/users.ts';
 import { planQuota, quotaFor } from '../lib/hosted/quota.ts';
 import { parseSignatureHeader, signPayload, verifySignature } from '../lib/hosted/signature.ts';
-import { unlimitedQuota } from '../lib/quota.ts';
+import { unlimitedQuota, type QuotaGuard } from '../lib/quota.ts';
 import { hostedRoutes, routes, routesFor } from '../functions/index.ts';
-import { tempDir, testConfig } from './helpers/env.ts';
+import { fsck, tempDir, testConfig } from './helpers/env.ts';
 import { signIn, startIdpTestServer, type IdpTestServer } from './helpers/idp.ts';
 import { HOSTED_ROUTES, hostedCases, signatureHeader, type StartHostedTarget } from './helpers/hosted-cases.ts';
 
@@ -99,9 +105,14 @@ describe('plan caps against a real database (what HTTP cannot construct)', () =>
     const config = testConfig(dir.path, { SERVICE_HOSTED: '1', SERVICE_PLAN_FREE_MEMBERS: '3', SERVICE_PLAN_FREE_REPOS: '2', ...env });
     const users = new Users(db, clock);
     const mk = async (sub: string) => (await users.upsert({ issuer: 'https://idp.test', subject: sub, email: `${sub}@example.test`, name: sub })).user.id;
-    return { config, members: new Members(db, clock), billing: new Billing(db, clock), mk, quota: planQuota({ config, db, clock }) };
+    return { config, members: new Members(db, clock), billing: new Billing(db, clock), mk, quota: planQuota(config) };
   };
   const user = (userId: string) => ({ kind: 'user' as const, userId, email: `${userId}@example.test`, name: userId, via: 'session' as const });
+  const billingOwned = async (userId: string) => (await new Billing(db, clock).planUsage(userId)).reposOwned;
+
+  /** Whether a cap's SQL condition holds now (null: no cap). */
+  const holds = async (guard: QuotaGuard | null) =>
+    guard === null || Number((await db.get<{ ok: unknown }>(`SELECT ${guard.when.sql} AS ok`, guard.when.args))?.ok) === 1;
 
   it('a repository with two owners is uncapped when either one is subscribed', async () => {
     const { members, billing, mk, quota } = await open();
@@ -109,30 +120,71 @@ describe('plan caps against a real database (what HTTP cannot construct)', () =>
     await members.add('two', a, 'owner');
     await members.add('two', b, 'owner');
     await members.add('two', m1, 'member');
-    expect(await quota.checkJoin('two', user(joiner))).toEqual({
+    expect(quota.join('two')?.refusal).toEqual({
       code: 'quota_members',
       message: "member limit reached for this repository's plan (3)",
       limit: 3,
       upgradeUrl: 'http://localhost:5173/billing',
     });
+    expect(await holds(quota.join('two'))).toBe(false);
+    // Refused by the insert itself: no row, whatever the joiner's role was to be.
+    expect(await members.addIf('two', joiner, 'member', quota.join('two')!.when)).toBeNull();
+    expect(await members.roleOf('two', joiner)).toBeNull();
+    // A member at the cap is still one (a re-join).
+    expect(await members.addIf('two', m1, 'member', quota.join('two')!.when)).toEqual({ role: 'member', added: false });
     expect(await billing.setSubscribed(b, true)).toBe(true);
-    expect(await quota.checkJoin('two', user(joiner))).toBeNull();
+    expect(await holds(quota.join('two'))).toBe(true);
     await members.add('two', m2, 'member');
-    expect(await quota.checkJoin('two', user(joiner))).toBeNull();
+    expect(await holds(quota.join('two'))).toBe(true);
     expect(await billing.setSubscribed(b, false)).toBe(true);
-    expect((await quota.checkJoin('two', user(joiner)))?.code).toBe('quota_members');
+    expect(await holds(quota.join('two'))).toBe(false);
     // A subscribed member who is not an owner lifts nothing.
     expect(await billing.setSubscribed(m1, true)).toBe(true);
-    expect((await quota.checkJoin('two', user(joiner)))?.code).toBe('quota_members');
+    expect(await holds(quota.join('two'))).toBe(false);
     expect(await billing.setSubscribed(a, true)).toBe(true);
-    expect(await quota.checkJoin('two', user(joiner))).toBeNull();
+    expect(await holds(quota.join('two'))).toBe(true);
+    expect(await members.addIf('two', joiner, 'member', quota.join('two')!.when)).toEqual({ role: 'member', added: true });
     // Repositories owned count owner rows only; the legacy key is never capped.
     expect(await billing.planUsage(m1)).toEqual({ subscribed: true, reposOwned: 0 });
     expect(await billing.planUsage(b)).toEqual({ subscribed: false, reposOwned: 1 });
+    expect(await holds(quota.repoCreate(user(b)))).toBe(true);
     await members.add('other', b, 'owner');
-    expect((await quota.checkRepoCreate(user(b)))?.code).toBe('quota_repos');
-    expect(await quota.checkRepoCreate({ kind: 'legacy' })).toBeNull();
+    expect(quota.repoCreate(user(b))?.refusal.code).toBe('quota_repos');
+    expect(await holds(quota.repoCreate(user(b)))).toBe(false);
+    // A subscribed member (m1) owns nothing and is uncapped anyway.
+    expect(await holds(quota.repoCreate(user(m1)))).toBe(true);
     expect(await billing.setSubscribed('00000000-0000-4000-8000-000000000000', true)).toBe(false);
+  });
+
+  it("Node's createOwned: the cap is checked as the owner row is written; a failed or refused creation leaves nothing", async () => {
+    const { members, mk, quota } = await open();
+    const [a, b] = [await mk('a'), await mk('b')];
+    const root = join(dir.path, 'repos');
+    const repos = new RepoStore(new GitStore({ fs: nodeStoreFs(), root }), new PathIndex(db), clock);
+    const cap = (id: string) => quota.repoCreate(user(id))!.when;
+    const memberRows = () => db.all<{ repo_id: string; user_id: string; role: string }>('SELECT repo_id, user_id, role FROM members ORDER BY repo_id, user_id');
+    // A row of someone else for an id with no repository (a creation that died before making its
+    // directory) does not make them a member of the repository made now.
+    await members.add('x', b, 'owner');
+    expect(await repos.createOwned('x', a, cap(a))).toBe('created');
+    expect(await memberRows()).toEqual([{ repo_id: 'x', user_id: a, role: 'owner' }]);
+    expect(await repos.git.creatorOf('x')).toBe(a);
+    fsck(join(root, 'x.git'));
+    expect(await repos.createOwned('x', b, cap(b))).toBe('exists');
+    expect(await repos.createOwned('X', b, cap(b))).toBe('exists');
+    expect(await repos.createOwned('y', a, cap(a))).toBe('created');
+    // At the cap (2 here): refused, nothing written.
+    expect(await repos.createOwned('z', a, cap(a))).toBe('refused');
+    expect(existsSync(join(root, 'z.git'))).toBe(false);
+    expect((await memberRows()).filter((r) => r.repo_id === 'z')).toEqual([]);
+    // No cap: created whatever is owned.
+    expect(await repos.createOwned('z', a, null)).toBe('created');
+    // A directory that cannot be made takes the owner row back: the cap is not spent on it.
+    await writeFile(join(root, 'not-a-directory'), '');
+    const failing = new RepoStore(new GitStore({ fs: nodeStoreFs(), root: join(root, 'not-a-directory') }), new PathIndex(db), clock);
+    await expect(failing.createOwned('w', b, cap(b))).rejects.toThrow();
+    expect((await memberRows()).filter((r) => r.repo_id === 'w')).toEqual([]);
+    expect(await billingOwned(b)).toBe(0);
   });
 
   it('seen webhook signatures are pruned after 600 s, in the same batch as a new event', async () => {
@@ -155,8 +207,8 @@ describe('plan caps against a real database (what HTTP cannot construct)', () =>
 
   it('quotaFor: plan caps when hosted, none otherwise', async () => {
     const { config } = await open();
-    expect(quotaFor({ config: { ...config, hosted: false }, db, clock })).toBe(unlimitedQuota);
-    expect(quotaFor({ config, db, clock })).not.toBe(unlimitedQuota);
+    expect(quotaFor({ ...config, hosted: false })).toBe(unlimitedQuota);
+    expect(quotaFor(config)).not.toBe(unlimitedQuota);
   });
 });
 
@@ -184,7 +236,8 @@ describe('the webhook signature (lib/hosted/signature.ts)', () => {
 });
 
 describe('configuration of the hosted build', () => {
-  const cfg = (env: Record<string, string> = {}) => loadConfig(env, '/tmp').config;
+  const OWN = { SERVICE_API_KEY: 'a-long-random-legacy-key', SERVICE_SESSION_SECRET: 's'.repeat(32) };
+  const cfg = (env: Record<string, string> = {}) => loadConfig({ ...OWN, ...env }, '/tmp').config;
   it('defaults', () => {
     const c = cfg();
     expect({

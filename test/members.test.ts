@@ -170,9 +170,16 @@ describe('removing members', () => {
 
 describe('the quota seam', () => {
   it('a refusal answers 402 with its body and leaves nothing behind', async () => {
+    // Caps whose condition never holds.
     const refusing: QuotaPolicy = {
-      checkRepoCreate: async () => ({ code: 'quota_repos', message: 'repository limit reached', limit: 1, upgradeUrl: 'https://billing.example/upgrade' }),
-      checkJoin: async () => ({ code: 'quota_members', message: 'member limit reached', limit: 3, upgradeUrl: 'https://billing.example/upgrade' }),
+      repoCreate: () => ({
+        when: { sql: '0' },
+        refusal: { code: 'quota_repos', message: 'repository limit reached', limit: 1, upgradeUrl: 'https://billing.example/upgrade' },
+      }),
+      join: () => ({
+        when: { sql: '0' },
+        refusal: { code: 'quota_members', message: 'member limit reached', limit: 3, upgradeUrl: 'https://billing.example/upgrade' },
+      }),
     };
     const k = await mint('proj', alice.token);
     srv.deps.quota = refusing;

@@ -17,7 +17,7 @@ export default defineRoute({
     operationId: 'createPat',
     summary: 'Mint a personal access token',
     description:
-      'The token (`krp_` + 32 characters) is in this answer only; the server keeps its SHA-256. A PAT minted with a PAT never outlives it. An empty body means `{}`.',
+      "The token (`krp_` + 32 characters) is in this answer only; the server keeps its SHA-256. A PAT minted with a PAT never outlives it: its expiry is capped at that PAT's, and revoking that PAT revokes it. An empty body means `{}`.",
     tag: 'Accounts',
     access: 'a real user (session token or PAT); the legacy key gets 403 `user session required`.',
     body: { schema: CreatePatRequest, required: false },

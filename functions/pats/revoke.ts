@@ -3,8 +3,9 @@ import { authorizeUser } from '../../lib/policy.ts';
 import { HttpError } from '../../lib/http/errors.ts';
 
 /**
- * DELETE /v1/pats/:id — revoke one of the caller's PATs (the row is deleted, so the token stops working at
- * once). Unknown ids and other users' PATs are both 404 `pat not found`.
+ * DELETE /v1/pats/:id — revoke one of the caller's PATs and every PAT minted with it, transitively (their
+ * rows are deleted, so the tokens stop working at once). Unknown ids and other users' PATs are both 404
+ * `pat not found`.
  */
 export default defineRoute({
   method: 'DELETE',
@@ -15,7 +16,8 @@ export default defineRoute({
     tag: 'Accounts',
     access: 'a real user, for their own tokens only.',
     params: { id: "The PAT's id (from `GET /v1/pats`), not the token." },
-    responses: { 204: { description: 'Revoked: the token stops working at once.' } },
+    description: 'Every PAT minted with it, and every PAT minted with those, at any depth, is revoked with it.',
+    responses: { 204: { description: 'Revoked: the token, and every token minted with it, stops working at once.' } },
     errors: { 403: ['user session required'], 404: ['pat not found'] },
   },
   handler: async (c) => {

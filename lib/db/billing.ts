@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.ts';
-import type { Database } from './database.ts';
+import type { Database, Stmt } from './database.ts';
 
 /**
  * Subscriptions and the billing webhook's replay guard (hosted build; schema/migrations/0004_billing.sql).
@@ -7,19 +7,11 @@ import type { Database } from './database.ts';
  * build's D1 has none), so the same code runs on libSQL and D1.
  */
 
-/** A user's plan as the caps see it. */
+/** A user's plan, as `GET /v1/billing` shows it. */
 export interface PlanUsage {
   subscribed: boolean;
   /** Repositories the user owns (owner rows). */
   reposOwned: number;
-}
-
-/** A repository as the member cap sees it. */
-export interface RepoPlanUsage {
-  /** Some owner of the repository is subscribed: no member cap. */
-  ownerSubscribed: boolean;
-  /** Members, owners included. */
-  members: number;
 }
 
 export interface AdminUserRow {
@@ -47,6 +39,31 @@ export const WEBHOOK_SEEN_TTL_S = 600;
 
 const n = (v: unknown): number => Number(v ?? 0);
 
+/**
+ * The repository cap as an SQL condition (lib/quota.ts QuotaGuard): the user is subscribed, or owns fewer
+ * than `cap` repositories (owner rows). Evaluated by the statement that writes the new owner row.
+ */
+export function repoCapCondition(userId: string, cap: number): Stmt {
+  return {
+    sql: `(EXISTS (SELECT 1 FROM subscriptions WHERE user_id = ? AND active = 1)
+           OR (SELECT COUNT(*) FROM members WHERE user_id = ? AND role = 'owner') < ?)`,
+    args: [userId, userId, cap],
+  };
+}
+
+/**
+ * The member cap as an SQL condition: some owner of the repository is subscribed, or it has fewer than
+ * `cap` members (owners included). Evaluated by the statement that writes the new member row.
+ */
+export function memberCapCondition(repoId: string, cap: number): Stmt {
+  return {
+    sql: `(EXISTS (SELECT 1 FROM members m JOIN subscriptions s ON s.user_id = m.user_id
+                   WHERE m.repo_id = ? AND m.role = 'owner' AND s.active = 1)
+           OR (SELECT COUNT(*) FROM members WHERE repo_id = ?) < ?)`,
+    args: [repoId, repoId, cap],
+  };
+}
+
 export class Billing {
   constructor(
     private readonly db: Database,
@@ -65,17 +82,6 @@ export class Billing {
       [userId, userId],
     );
     return { subscribed: n(r?.active) === 1, reposOwned: n(r?.owned) };
-  }
-
-  /** Whether any owner of the repository is subscribed, and its member count (owners included); one read. */
-  async repoUsage(repoId: string): Promise<RepoPlanUsage> {
-    const r = await this.db.get<{ sub: unknown; members: unknown }>(
-      `SELECT EXISTS (SELECT 1 FROM members m JOIN subscriptions s ON s.user_id = m.user_id
-                      WHERE m.repo_id = ? AND m.role = 'owner' AND s.active = 1) AS sub,
-              (SELECT COUNT(*) FROM members WHERE repo_id = ?) AS members`,
-      [repoId, repoId],
-    );
-    return { ownerSubscribed: n(r?.sub) === 1, members: n(r?.members) };
   }
 
   /**

@@ -57,14 +57,19 @@ export class Members {
    * hosted build's D1 has none).
    */
   async add(repoId: string, userId: string, role: Role): Promise<{ role: Role; added: boolean }> {
-    const [inserted, after] = await this.db.batch([
-      {
-        sql: 'INSERT INTO members (repo_id, user_id, role, added_at) VALUES (?, ?, ?, ?) ON CONFLICT (repo_id, user_id) DO NOTHING',
-        args: [repoId, userId, role, this.now()],
-      },
-      { sql: 'SELECT role FROM members WHERE repo_id = ? AND user_id = ?', args: [repoId, userId] },
-    ]);
+    const [inserted, after] = await this.db.batch([insertStmt(repoId, userId, role, this.now()), roleStmt(repoId, userId)]);
     return { role: after!.rows[0]!.role as Role, added: inserted!.changes > 0 };
+  }
+
+  /**
+   * Adds a member as `add` does, but only where `when` holds (a cap, lib/quota.ts): the condition is
+   * evaluated by the inserting statement itself, so concurrent callers never pass it together. Null when
+   * the user holds no role afterwards: the condition refused them.
+   */
+  async addIf(repoId: string, userId: string, role: Role, when: Stmt): Promise<{ role: Role; added: boolean } | null> {
+    const [inserted, after] = await this.db.batch([insertStmt(repoId, userId, role, this.now(), when), roleStmt(repoId, userId)]);
+    const held = after!.rows[0]?.role as Role | undefined;
+    return held === undefined ? null : { role: held, added: inserted!.changes > 0 };
   }
 
   /**
@@ -123,6 +128,35 @@ export class Members {
     if (deleted!.changes > 0) return 'removed';
     return after!.rows.length > 0 ? 'last_owner' : 'not_member';
   }
+}
+
+/** Inserts a member row unless the user has one (only where `when` holds, when given). */
+function insertStmt(repoId: string, userId: string, role: Role, now: number, when?: Stmt): Stmt {
+  if (!when) {
+    return {
+      sql: 'INSERT INTO members (repo_id, user_id, role, added_at) VALUES (?, ?, ?, ?) ON CONFLICT (repo_id, user_id) DO NOTHING',
+      args: [repoId, userId, role, now],
+    };
+  }
+  return {
+    sql: `INSERT INTO members (repo_id, user_id, role, added_at) SELECT ?, ?, ?, ? WHERE (${when.sql})
+          ON CONFLICT (repo_id, user_id) DO NOTHING`,
+    args: [repoId, userId, role, now, ...(when.args ?? [])],
+  };
+}
+
+/**
+ * The owner row of a repository being created, written only where `when` holds (a cap, or that the
+ * repository was just registered): the statement the creation paths of both builds make atomic with the
+ * repository coming into existence (lib/git/repos.ts `createOwned`). A row the user already had for the id
+ * (left by a creation that died halfway) becomes this owner row.
+ */
+export function ownerStmt(repoId: string, userId: string, now: number, when: Stmt | null): Stmt {
+  return {
+    sql: `INSERT INTO members (repo_id, user_id, role, added_at) SELECT ?, ?, 'owner', ? WHERE (${when?.sql ?? '1'})
+          ON CONFLICT (repo_id, user_id) DO UPDATE SET role = 'owner', added_at = excluded.added_at`,
+    args: [repoId, userId, now, ...(when?.args ?? [])],
+  };
 }
 
 const roleStmt = (repoId: string, userId: string): Stmt => ({

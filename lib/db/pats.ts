@@ -40,7 +40,8 @@ function toPat(r: PatRow): Pat {
 
 /**
  * Personal access tokens: a token is shown once, at mint; only its SHA-256 hex is stored. Revoking deletes
- * the row, so a revoked token stops resolving at once.
+ * the row, and the rows of every PAT minted with it, so a revoked token and its descendants stop resolving
+ * at once.
  */
 export class Pats {
   constructor(
@@ -54,8 +55,9 @@ export class Pats {
 
   /**
    * Mints a PAT for a user; `expiresInDays` absent = no expiry. A PAT minted with another PAT
-   * (`parentPatId`) never outlives it: its expiry is capped at the parent's, and with no `expiresInDays`
-   * it is the parent's.
+   * (`parentPatId`) never outlives it: its expiry is capped at the parent's (with no `expiresInDays` it is
+   * the parent's), and it records the parent, whose revocation revokes it too. It is written only while the
+   * parent exists, by the inserting statement itself: a parent revoked meanwhile leaves nothing (401).
    */
   async create(
     userId: string,
@@ -64,23 +66,32 @@ export class Pats {
     const token = randomToken(PAT_PREFIX);
     const now = this.now();
     const pat: Pat = { id: crypto.randomUUID(), label: opts.label ?? '', created_at: now };
-    if (opts.expiresInDays !== undefined) pat.expires_at = now + opts.expiresInDays * DAY_SECONDS;
-    if (opts.parentPatId !== undefined) {
-      const parent = await this.db.get<{ expires_at: number | bigint | null }>(
-        'SELECT expires_at FROM pats WHERE id = ? AND user_id = ?',
-        [opts.parentPatId, userId],
+    const own = opts.expiresInDays === undefined ? null : now + opts.expiresInDays * DAY_SECONDS;
+    const hash = await sha256Hex(token);
+    if (opts.parentPatId === undefined) {
+      await this.db.run(
+        'INSERT INTO pats (id, user_id, token_hash, label, created_at, expires_at, last_used_at) VALUES (?, ?, ?, ?, ?, ?, NULL)',
+        [pat.id, userId, hash, pat.label, now, own],
       );
-      // The parent authenticated this very request; gone since means revoked meanwhile.
-      if (!parent) throw new HttpError(401, 'invalid token');
-      if (parent.expires_at !== null) {
-        const cap = Number(parent.expires_at);
-        if (pat.expires_at === undefined || pat.expires_at > cap) pat.expires_at = cap;
-      }
+      if (own !== null) pat.expires_at = own;
+      return { pat, token };
     }
-    await this.db.run(
-      'INSERT INTO pats (id, user_id, token_hash, label, created_at, expires_at, last_used_at) VALUES (?, ?, ?, ?, ?, ?, NULL)',
-      [pat.id, userId, await sha256Hex(token), pat.label, pat.created_at, pat.expires_at ?? null],
-    );
+    const [, minted] = await this.db.batch([
+      {
+        // The earlier of the two expiries, NULL being never.
+        sql: `INSERT INTO pats (id, user_id, token_hash, label, created_at, expires_at, last_used_at, parent_id)
+              SELECT ?, ?, ?, ?, ?,
+                     CASE WHEN p.expires_at IS NULL THEN ? WHEN ? IS NULL OR ? > p.expires_at THEN p.expires_at ELSE ? END,
+                     NULL, p.id
+              FROM pats p WHERE p.id = ? AND p.user_id = ?`,
+        args: [pat.id, userId, hash, pat.label, now, own, own, own, own, opts.parentPatId, userId],
+      },
+      { sql: 'SELECT expires_at FROM pats WHERE id = ?', args: [pat.id] },
+    ]);
+    const row = minted!.rows[0] as { expires_at: number | bigint | null } | undefined;
+    // The parent authenticated this very request; gone since means revoked meanwhile.
+    if (!row) throw new HttpError(401, 'invalid token');
+    if (row.expires_at !== null) pat.expires_at = Number(row.expires_at);
     return { pat, token };
   }
 
@@ -94,9 +105,20 @@ export class Pats {
     return rows.map(toPat);
   }
 
-  /** Deletes a user's PAT. False when there is no such PAT, or it belongs to someone else. */
+  /**
+   * Deletes a user's PAT and every PAT minted with it, transitively, in one statement: none of them
+   * authenticates from then on, and a PAT minted concurrently with one of them either is deleted with it or
+   * is never written (create). False when there is no such PAT, or it belongs to someone else.
+   */
   async revoke(userId: string, patId: string): Promise<boolean> {
-    const { changes } = await this.db.run('DELETE FROM pats WHERE id = ? AND user_id = ?', [patId, userId]);
+    const { changes } = await this.db.run(
+      `WITH RECURSIVE revoked (id) AS (
+         SELECT id FROM pats WHERE id = ? AND user_id = ?
+         UNION SELECT p.id FROM pats p JOIN revoked r ON p.parent_id = r.id
+       )
+       DELETE FROM pats WHERE id IN (SELECT id FROM revoked)`,
+      [patId, userId],
+    );
     return changes > 0;
   }
 

@@ -3,6 +3,7 @@ import type { Repos } from './repos.ts';
 import { buildBundle } from './bundle.ts';
 import { PathIndex, type HeadEntry, type IndexedCommit, type PageContents } from './path-index.ts';
 import type { Stmt } from '../db/sql.ts';
+import { ownerStmt } from '../db/members.ts';
 import { KeyedMutex, LockTimeoutError, type HeldLock, type Progress } from './lock.ts';
 import { LruCache } from './lru.ts';
 import { mapBounded } from '../bounded.ts';
@@ -218,6 +219,32 @@ export class RepoStore implements Repos {
    */
   create(id: string, creator?: string): Promise<boolean> {
     return this.git.init(id, { creator });
+  }
+
+  /**
+   * Repos.createOwned on Node, where a repository exists once its directory does and this process is the
+   * only one that makes directories: under the caller's creation lock a missing directory stays missing
+   * until made here. The owner row is written first, by one statement that checks `when` (the cap) as it
+   * inserts, so racing creations of other ids are serialised by the database; the directory follows. A
+   * failure to make it takes the row back. The accounts database is the one the index lives in.
+   */
+  async createOwned(id: string, owner: string, when: Stmt | null): Promise<'created' | 'exists' | 'refused'> {
+    if ((await this.git.caseVariant(id)) !== null) return 'exists';
+    const db = this.index.database;
+    const [recorded] = await db.batch([
+      ownerStmt(id, owner, Math.floor(this.clock.now() / 1000), when),
+      // Rows of others for an id with no repository were left by a creation that died before making its
+      // directory: they must not make anyone a member of the repository made now.
+      { sql: 'DELETE FROM members WHERE repo_id = ? AND user_id <> ? AND changes() > 0', args: [id, owner] },
+    ]);
+    if (recorded!.changes === 0) return 'refused';
+    let created = false;
+    try {
+      created = await this.git.init(id, { creator: owner });
+    } finally {
+      if (!created) await db.run('DELETE FROM members WHERE repo_id = ? AND user_id = ?', [id, owner]);
+    }
+    return created ? 'created' : 'exists';
   }
 
   /** Waits until the index reflects the branch in git. */

@@ -1,6 +1,7 @@
 import type { HeadEntry, IndexedCommit } from './path-index.ts';
 import type { PushFile, PushResult } from './repo-store.ts';
 import type { SearchOptions, SearchPage } from '../search/results.ts';
+import type { Stmt } from '../db/sql.ts';
 
 /**
  * Repositories as handlers and lib/ see them, whatever holds them: on Node, RepoStore over bare
@@ -17,6 +18,14 @@ export interface Repos {
   caseVariant(id: string): Promise<string | null>;
   /** Creates the repository if missing; true when this call created it. `creator` is kept with it. */
   create(id: string, creator?: string): Promise<boolean>;
+  /**
+   * Creates the repository with `owner` as its owner (and creator), if missing and only where `when` (an
+   * SQL condition over the accounts database: the owner's plan cap, lib/quota.ts) holds. The condition,
+   * the owner row and the repository's coming into existence are one atomic step, so racing creators
+   * never pass a cap together, and a refusal ('refused') writes nothing. 'exists': the id, or a case
+   * variant of it, is taken. Callers hold the creation lock of the id (`creation`).
+   */
+  createOwned(id: string, owner: string, when: Stmt | null): Promise<'created' | 'exists' | 'refused'>;
   /** The user id recorded as the repository's creator when it was made, or null. */
   creatorOf(id: string): Promise<string | null>;
   /** Serialises creating (and claiming) one id: `key` is the id folded to lower case. */

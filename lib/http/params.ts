@@ -1,11 +1,28 @@
 import type { Context } from 'hono';
 import { storedPathProblem, stripRepoId } from '../page/path.ts';
 import { HttpError } from './errors.ts';
+import type { AppEnv } from '../route.ts';
 
-/** The `:id` of a repo-scoped route, stripped to `[A-Za-z0-9_-]` (400 `invalid repo id` if unusable). */
-export function repoIdParam(c: Context): string {
-  const id = stripRepoId(c.req.param('id') ?? '');
+/** The longest raw id a log line carries: the rest of a long one is cut (the id used is at most 64). */
+const LOGGED_RAW_ID = 200;
+
+/**
+ * The `:id` of a repo-scoped route, stripped to `[A-Za-z0-9_-]` (400 `invalid repo id` if unusable).
+ * SPEC.md requires the stripping here, so `team;x` is the repository `teamx`; since that is rarely what
+ * the caller meant, every stripped id is logged (`repo_id_stripped`: the raw and stripped forms, and the
+ * request id).
+ */
+export function repoIdParam(c: Context<AppEnv>): string {
+  const raw = c.req.param('id') ?? '';
+  const id = stripRepoId(raw);
   if (id === null) throw new HttpError(400, 'invalid repo id');
+  if (id !== raw) {
+    c.get('deps').log.warn('repo_id_stripped', {
+      id: c.get('requestId'),
+      raw: raw.length > LOGGED_RAW_ID ? `${raw.slice(0, LOGGED_RAW_ID)}…` : raw,
+      stripped: id,
+    });
+  }
   return id;
 }
 

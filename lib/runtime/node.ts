@@ -62,7 +62,7 @@ export async function openNodeDeps(
     activity: new Activity(db, clock),
     invites: new Invites(db, clock),
     // Plan caps when SERVICE_HOSTED=1, none otherwise (SPEC.md: the self-hosted build has no quotas).
-    quota: opts.quota ?? quotaFor({ config, db, clock }),
+    quota: opts.quota ?? quotaFor(config),
     parsedPages: new ParseCache(budget.parsedPages, budget.outlines, budget.blames),
   };
 }

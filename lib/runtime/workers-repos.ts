@@ -1,7 +1,7 @@
-import type { SqlDatabase } from '../db/sql.ts';
+import type { SqlDatabase, Stmt } from '../db/sql.ts';
+import { ownerStmt } from '../db/members.ts';
 import type { Clock } from '../clock.ts';
 import { HttpError } from '../http/errors.ts';
-import { KeyedMutex } from '../git/lock.ts';
 import type { RepoIndex, Repos } from '../git/repos.ts';
 import type { RepoMethod, RpcResult } from '../git/repo-object.ts';
 import type { PushFile, PushResult } from '../git/repo-store.ts';
@@ -13,7 +13,8 @@ import type { SearchOptions, SearchPage } from '../search/results.ts';
  * and index live in its own Durable Object (lib/git/repo-object.ts), reached by RPC with the id as the
  * object's name; which repositories exist is kept in D1 (`repo_registry`), since objects cannot be listed.
  * Creation is atomic there: the unique `id_fold` lets exactly one of two racing creators of an id (or of
- * two spellings of it) in.
+ * two spellings of it) in, and a user's creation records its owner row (within the plan cap) in the same
+ * batch (`createOwned`).
  */
 
 /** The part of the Durable Object namespace binding used here. */
@@ -25,7 +26,12 @@ export interface RepoNamespace {
 const fold = (id: string) => id.replace(/[A-Z]/g, (c) => c.toLowerCase());
 
 export class RemoteRepos implements Repos {
-  readonly creation = new KeyedMutex();
+  /**
+   * No lock of its own: D1 serialises creations (see `createOwned`), across isolates too, which a lock in
+   * this isolate could not; and workerd cancels, as hung, a request that waits on a promise another request
+   * settles, as a waiter on an in-memory lock would.
+   */
+  readonly creation = { run: <T>(_key: string, fn: () => Promise<T>): Promise<T> => fn() };
   readonly index: RepoIndex;
   /** Repositories are never deleted: one seen once stays known to this isolate. */
   private readonly known = new Set<string>();
@@ -82,6 +88,28 @@ export class RemoteRepos implements Repos {
     await this.call(id, 'create', creator);
     this.known.add(id);
     return true;
+  }
+
+  /**
+   * Repos.createOwned on Workers: one D1 batch registers the id only where `when` (the cap) holds, and
+   * records the owner only where it was registered, so racing creators in any isolates never pass the cap
+   * together and never share an id. The object makes its bare repository after (or on first use).
+   */
+  async createOwned(id: string, owner: string, when: Stmt | null): Promise<'created' | 'exists' | 'refused'> {
+    const now = Math.floor(this.clock.now() / 1000);
+    const [registered, , taken] = await this.db.batch([
+      {
+        sql: `INSERT INTO repo_registry (id, id_fold, creator, created_at) SELECT ?, ?, ?, ? WHERE (${when?.sql ?? '1'})
+              ON CONFLICT DO NOTHING`,
+        args: [id, fold(id), owner, now, ...(when?.args ?? [])],
+      },
+      ownerStmt(id, owner, now, { sql: 'changes() > 0' }),
+      { sql: 'SELECT 1 AS x FROM repo_registry WHERE id_fold = ?', args: [fold(id)] },
+    ]);
+    if (registered!.changes === 0) return taken!.rows.length > 0 ? 'exists' : 'refused';
+    await this.call(id, 'create', owner);
+    this.known.add(id);
+    return 'created';
   }
 
   ready(id: string): Promise<void> {

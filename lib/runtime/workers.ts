@@ -58,15 +58,17 @@ const built = new WeakMap<object, Built>();
 /**
  * The configuration of a Worker: the same variables and rules as on Node (wrangler.toml sets
  * SERVICE_HOSTED=1 for a deployment; `npm run dev:worker` passes the environment through, so it behaves
- * like `npm start` unless told otherwise), except that a session secret must be set: isolates come and go,
- * so a random one would sign sessions no other isolate accepts.
+ * like `npm start` unless told otherwise), except that a session secret must be set even when not hosted:
+ * isolates come and go, so a random one would sign sessions no other isolate accepts. A configuration
+ * refused makes every request 503 `server misconfigured`, with the reason logged (handleWorkerRequest).
  */
 export function workerConfig(env: WorkerEnv): { config: Config; warnings: string[] } {
-  const vars = variables(env);
-  if (!vars.SERVICE_SESSION_SECRET) {
-    throw new ConfigError('SERVICE_SESSION_SECRET must be set for the hosted build (wrangler secret put SERVICE_SESSION_SECRET)');
+  // The hosted build's own refusals (the development key, no session secret) come from loadConfig.
+  const loaded = loadConfig(variables(env), '/');
+  if (loaded.config.sessionSecretGenerated) {
+    throw new ConfigError('SERVICE_SESSION_SECRET must be set for the Workers build (wrangler secret put SERVICE_SESSION_SECRET)');
   }
-  return loadConfig(vars, '/');
+  return loaded;
 }
 
 export function workerDeps(env: WorkerEnv, config: Config): Deps {
@@ -84,7 +86,7 @@ export function workerDeps(env: WorkerEnv, config: Config): Deps {
     idpKeys: remoteIdpKeys(new URL(config.idpJwksUrl), { clock }),
     activity: new Activity(db, clock),
     invites: new Invites(db, clock),
-    quota: quotaFor({ config, db, clock }),
+    quota: quotaFor(config),
     parsedPages: new ParseCache(8 * 1024 * 1024, 4 * 1024 * 1024),
   };
 }

@@ -111,3 +111,76 @@ describe('DELETE /v1/pats/:id (functions/pats/revoke.ts)', () => {
     expect((await h.deps.pats.resolve(token))?.user.id).toBe(bob.id);
   });
 });
+
+describe('a PAT minted with a PAT: revocation cascades, expiry never outlives the parent', () => {
+  /** Mints a PAT with `token` over HTTP; its id and token. */
+  const mint = async (token: string, json: Record<string, unknown> = {}) => {
+    const res = await h!.request('/v1/pats', { method: 'POST', token, json });
+    expect(res.status).toBe(201);
+    const body = (await res.json()) as { pat: { id: string; expires_at?: number }; token: string };
+    return { id: body.pat.id, token: body.token, expiresAt: body.pat.expires_at };
+  };
+  const live = async (...tokens: string[]) => Promise.all(tokens.map(async (t) => (await h!.deps.pats.resolve(t)) !== null));
+
+  it('revoking a PAT revokes its descendants at every depth, never its ancestors or their other branches', async () => {
+    h = await mountHandler([patsCreate, patsList, patsRevoke], { clock: new ManualClock() });
+    const alice = await h.user('alice@example.com');
+    const root = await h.deps.pats.create(alice.id, { label: 'root' });
+    const other = await h.deps.pats.create(alice.id, { label: 'other root' });
+    // root ─ a ─ b ─ c ─ d, with siblings a2 (of a) and b2 (of b), and a3 minted with root.
+    const a = await mint(root.token);
+    const a3 = await mint(root.token);
+    const b = await mint(a.token);
+    const a2 = await mint(a.token);
+    const c = await mint(b.token);
+    const b2 = await mint(b.token);
+    const d = await mint(c.token);
+    // A PAT may revoke its own ancestor (any of the user's credentials may revoke any of their PATs).
+    const res = await h.request(`/v1/pats/${b.id}`, { method: 'DELETE', token: d.token });
+    expect(res.status).toBe(204);
+    expect(await live(b.token, c.token, b2.token, d.token)).toEqual([false, false, false, false]);
+    expect(await live(root.token, a.token, a2.token, a3.token, other.token)).toEqual([true, true, true, true, true]);
+    // A revoked PAT mints nothing more; its revoked descendants neither.
+    for (const t of [b.token, d.token]) {
+      const refused = await h.request('/v1/pats', { method: 'POST', token: t, json: {} });
+      expect([refused.status, await refused.json()]).toEqual([401, { error: 'invalid token' }]);
+    }
+    // Revoking the root takes what is left of its tree; the other root stays.
+    expect((await alice.request(`/v1/pats/${root.pat.id}`, { method: 'DELETE' })).status).toBe(204);
+    expect(await live(root.token, a.token, a2.token, a3.token)).toEqual([false, false, false, false]);
+    expect(await live(other.token)).toEqual([true]);
+    expect((await h.deps.pats.list(alice.id)).map((p) => p.id)).toEqual([other.pat.id]);
+    // Already gone: 404, whoever asks.
+    const again = await alice.request(`/v1/pats/${c.id}`, { method: 'DELETE' });
+    expect([again.status, await again.json()]).toEqual([404, { error: 'pat not found' }]);
+  });
+
+  it('the expiry of each generation is capped at its parent\'s, at every depth', async () => {
+    h = await mountHandler([patsCreate], { clock: new ManualClock() });
+    const alice = await h.user('alice@example.com');
+    const root = await h.deps.pats.create(alice.id, { expiresInDays: 10 });
+    const a = await mint(root.token, { expires_in_days: 100 });
+    const b = await mint(a.token);
+    const c = await mint(b.token, { expires_in_days: 3 });
+    const d = await mint(c.token, { expires_in_days: 366 });
+    expect([a.expiresAt, b.expiresAt, c.expiresAt, d.expiresAt]).toEqual([T0 + 10 * DAY, T0 + 10 * DAY, T0 + 3 * DAY, T0 + 3 * DAY]);
+    const rows = await h.deps.db.all<{ id: string; expires_at: number }>('SELECT id, expires_at FROM pats');
+    expect(Object.fromEntries(rows.map((r) => [r.id, r.expires_at]))).toMatchObject({ [a.id]: T0 + 10 * DAY, [d.id]: T0 + 3 * DAY });
+    // A session mints PATs with no parent: no cap, and no one's revocation reaches them.
+    const free = await mint(alice.token, {});
+    expect(free.expiresAt).toBeUndefined();
+  });
+
+  it('a PAT minted with a parent revoked meanwhile is not written (401)', async () => {
+    h = await mountHandler([patsCreate], { clock: new ManualClock() });
+    const alice = await h.user('alice@example.com');
+    const parent = await h.deps.pats.create(alice.id);
+    expect(await h.deps.pats.revoke(alice.id, parent.pat.id)).toBe(true);
+    await expect(h.deps.pats.create(alice.id, { parentPatId: parent.pat.id })).rejects.toMatchObject({ status: 401 });
+    // Nor with someone else's PAT as the parent.
+    const bob = await h.user('bob@example.com');
+    const bobs = await h.deps.pats.create(bob.id);
+    await expect(h.deps.pats.create(alice.id, { parentPatId: bobs.pat.id })).rejects.toMatchObject({ status: 401 });
+    expect(await h.deps.pats.list(alice.id)).toEqual([]);
+  });
+});

@@ -235,6 +235,128 @@ export function hostedCases(name: string, start: StartHostedTarget): void {
     });
   });
 
+  describe(`${name}: caps under concurrency`, () => {
+    const t = withTarget();
+    const c = client(t);
+    const u = {} as Record<'alice' | 'bob' | 'carol', { token: string; user: { id: string } }>;
+    const joiners: Array<{ token: string; user: { id: string } }> = [];
+    beforeAll(async () => {
+      u.alice = await t().signIn({ sub: 'alice', email: 'alice@example.test' });
+      u.bob = await t().signIn({ sub: 'bob', email: 'bob@example.test' });
+      u.carol = await t().signIn({ sub: 'carol', email: 'carol@example.test' });
+      for (let i = 1; i <= 10; i++) joiners.push(await t().signIn({ sub: `j${i}`, email: `j${i}@example.test` }));
+    });
+    /** The ids a repository-creating answer names as created, and every refusal's body. */
+    const tally = (ids: string[], answers: Array<[number, unknown]>) => ({
+      created: ids.filter((_, i) => [200, 201].includes(answers[i]![0])).sort(),
+      refused: answers.filter(([status]) => status === 402),
+    });
+
+    it('12 simultaneous POST /v1/repos by a free user: exactly 3 created, 9 × 402, nothing else left behind', async () => {
+      const ids = Array.from({ length: 12 }, (_, i) => `race-${String(i + 1).padStart(2, '0')}`);
+      const answers = await Promise.all(ids.map((id) => c.create(id, u.alice.token)));
+      const { created, refused } = tally(ids, answers);
+      expect(created).toHaveLength(3);
+      for (const [i, id] of ids.entries()) {
+        expect(answers[i], id).toEqual(created.includes(id) ? [201, { id, role: 'owner' }] : [402, quotaRepos()]);
+      }
+      expect(refused).toHaveLength(9);
+      expect(await c.billing(u.alice.token)).toEqual([200, FREE(3)]);
+      expect((await c.allRepos()).sort()).toEqual(created);
+      const listed = (await c.call('/v1/repos', u.alice.token))[1] as { repos: Array<{ id: string; role: string }> };
+      expect(listed.repos.map((r) => [r.id, r.role])).toEqual(created.map((id) => [id, 'owner']));
+      for (const id of ids.filter((x) => !created.includes(x))) {
+        expect(await c.call(`/v1/repos/${id}/pages`, t().legacyKey), id).toEqual([404, { error: 'repo not found' }]);
+        expect(await c.call(`/v1/repos/${id}/pages`, u.alice.token), id).toEqual([403, { error: 'not a member of this repo' }]);
+      }
+      for (const id of created) expect(await c.members(id, u.alice.token)).toEqual(['alice@example.test']);
+      // The cap still holds afterwards, on every path.
+      expect(await c.create('race-13', u.alice.token)).toEqual([402, quotaRepos()]);
+      expect(await c.push('race-13', u.alice.token)).toEqual([402, quotaRepos()]);
+    });
+
+    it('creations racing on all three paths at once, some on the same id: exactly 3 created', async () => {
+      const ids = Array.from({ length: 12 }, (_, i) => `mix-${String(i + 1).padStart(2, '0')}`);
+      const byPath = (id: string, i: number) =>
+        i % 3 === 0 ? c.create(id, u.bob.token) : i % 3 === 1 ? c.createLegacy(id, u.bob.token) : c.push(id, u.bob.token);
+      // Each id twice, by two different paths: a second racer for a taken id is 409, 403 or (legacy, push) no new repository.
+      const answers = await Promise.all([...ids.map(byPath), ...ids.map((id, i) => byPath(id, i + 1))]);
+      const created = new Set(
+        [...ids, ...ids].filter((_, i) => {
+          const [status] = answers[i]!;
+          return status === 201 || status === 200;
+        }),
+      );
+      expect(created.size).toBe(3);
+      for (const [status, body] of answers) {
+        expect([200, 201, 402, 409], JSON.stringify(body)).toContain(status);
+        if (status === 402) expect(body).toEqual(quotaRepos());
+        if (status === 409) expect(body).toEqual({ error: 'repo already exists' });
+      }
+      expect(await c.billing(u.bob.token)).toEqual([200, FREE(3)]);
+      expect((await c.allRepos()).filter((id) => id.startsWith('mix-')).sort()).toEqual([...created].sort());
+      for (const id of created) expect(await c.members(id, u.bob.token)).toEqual(['bob@example.test']);
+    });
+
+    it('10 simultaneous first joins into a repository of 1: exactly 4 join, 6 × 402, 5 members', async () => {
+      expect(await c.create('crowd', u.carol.token)).toEqual([201, { id: 'crowd', role: 'owner' }]);
+      const key = await c.invite('crowd', u.carol.token);
+      const answers = await Promise.all(joiners.map((j) => c.join(key, j.token)));
+      const joined = joiners.filter((_, i) => answers[i]![0] === 200);
+      expect(joined).toHaveLength(4);
+      for (const [i, j] of joiners.entries()) {
+        const member = joined.includes(j);
+        expect(answers[i], `j${i + 1}`).toEqual(member ? [200, { repo_id: 'crowd', role: 'member' }] : [402, quotaMembers()]);
+        expect((await c.call('/v1/repos/crowd/pages', j.token))[0]).toBe(member ? 200 : 403);
+      }
+      expect(await c.members('crowd', u.carol.token)).toHaveLength(5);
+      // Re-joins racing new joins: every re-join passes, every new one is refused.
+      const again = await Promise.all(joiners.map((j) => c.join(key, j.token)));
+      for (const [i, j] of joiners.entries()) {
+        expect(again[i]).toEqual(joined.includes(j) ? [200, { repo_id: 'crowd', role: 'member' }] : [402, quotaMembers()]);
+      }
+      expect(await c.members('crowd', u.carol.token)).toHaveLength(5);
+    });
+  });
+
+  describe(`${name}: PATs minted with PATs`, () => {
+    const t = withTarget();
+    const c = client(t);
+    const mint = async (token: string, json: Record<string, unknown> = {}) => {
+      const [status, body] = await c.call('/v1/pats', token, { method: 'POST', json });
+      expect(status, JSON.stringify(body)).toBe(201);
+      const { pat, token: minted } = body as { pat: { id: string; expires_at?: number }; token: string };
+      return { id: pat.id, token: minted, expiresAt: pat.expires_at };
+    };
+    const works = async (...tokens: string[]) => Promise.all(tokens.map(async (tok) => (await c.call('/v1/pats', tok))[0]));
+
+    it('revocation cascades down every branch, at every depth, and nowhere else; expiries never outlive the parent', async () => {
+      const alice = await t().signIn({ sub: 'alice', email: 'alice@example.test' });
+      const root = await mint(alice.token, { expires_in_days: 30 });
+      const other = await mint(alice.token);
+      // root ─ a ─ b ─ c, siblings a2 (of root) and b2 (of a).
+      const a = await mint(root.token, { expires_in_days: 100 });
+      const a2 = await mint(root.token);
+      const b = await mint(a.token);
+      const b2 = await mint(a.token, { expires_in_days: 1 });
+      const cc = await mint(b.token, { expires_in_days: 366 });
+      expect([a.expiresAt, a2.expiresAt, b.expiresAt, cc.expiresAt]).toEqual(Array(4).fill(root.expiresAt));
+      expect(b2.expiresAt).toBeLessThan(root.expiresAt!);
+      expect(await works(root.token, a.token, a2.token, b.token, b2.token, cc.token, other.token)).toEqual(Array(7).fill(200));
+      // Revoked with its own grandchild: a and everything below it.
+      expect(await c.call(`/v1/pats/${a.id}`, cc.token, { method: 'DELETE' })).toEqual([204, null]);
+      expect(await works(a.token, b.token, b2.token, cc.token)).toEqual(Array(4).fill(401));
+      expect(await c.call('/v1/pats', cc.token)).toEqual([401, { error: 'invalid token' }]);
+      expect(await works(root.token, a2.token, other.token, alice.token)).toEqual(Array(4).fill(200));
+      // The root: what is left of its tree goes with it; the session and the other PAT stay.
+      expect(await c.call(`/v1/pats/${root.id}`, alice.token, { method: 'DELETE' })).toEqual([204, null]);
+      expect(await works(root.token, a2.token)).toEqual([401, 401]);
+      const [, listed] = await c.call('/v1/pats', alice.token);
+      expect((listed as { pats: Array<{ id: string }> }).pats.map((p) => p.id)).toEqual([other.id]);
+      expect(await c.call(`/v1/pats/${b.id}`, alice.token, { method: 'DELETE' })).toEqual([404, { error: 'pat not found' }]);
+    });
+  });
+
   describe(`${name}: billing`, () => {
     const t = withTarget();
     const c = client(t);
