@@ -25,6 +25,7 @@ import { InviteKeysResponse, JoinResponse, MembersResponse, MintInviteResponse }
 import { LimitsResponse } from '../schema/wire/limits.ts';
 import { SearchResponse } from '../schema/wire/search.ts';
 import { CliError } from './errors.ts';
+import { clean } from './output.ts';
 
 /** The fixed client name of SPEC.md rule 7 ("the command-line client sends a fixed literal"). */
 export const CLIENT_NAME = 'kr-cli';
@@ -38,6 +39,26 @@ export const DEFAULT_LIMITS: LimitsResponse = { max_body_bytes: 8_388_608, max_f
 /** The answer of the server to an unknown, expired or revoked token (API.md "Conventions"). */
 const INVALID_TOKEN = 'invalid token';
 export const TOKEN_INVALID_MESSAGE = 'token expired or revoked; run kr login';
+
+/** The server's refusal on a repository's routes to someone who is not a member (API.md). */
+const NOT_MEMBER = 'not a member of this repo';
+
+/** The repository id in the URL of a repository's route (`…/v1/repos/<id>/…`), or null. */
+function repoInUrl(url: string): string | null {
+  let path: string;
+  try {
+    path = new URL(url).pathname;
+  } catch {
+    return null;
+  }
+  const m = /\/v1\/repos\/([^/]+)\//.exec(path);
+  if (!m) return null;
+  try {
+    return decodeURIComponent(m[1]!);
+  } catch {
+    return null;
+  }
+}
 
 /** `--json` error codes of HTTP statuses without a code of their own. */
 const STATUS_CODES: Record<number, string> = {
@@ -123,7 +144,7 @@ export class Api {
     const cause = (e as { cause?: { code?: string; message?: string; name?: string } }).cause;
     if (cause?.name === 'TimeoutError') return this.timedOut();
     const why = cause?.code ?? cause?.message ?? (e as Error).message;
-    return new ApiError(`cannot reach the server at ${this.baseUrl}: ${why}`, 0, null, 'unreachable');
+    return new ApiError(`cannot reach the server at ${this.baseUrl}: ${clean(String(why))}`, 0, null, 'unreachable');
   }
 
   /**
@@ -193,23 +214,30 @@ export class Api {
     } catch {
       // not JSON: a proxy's page, say
     }
-    let message = typeof body?.error === 'string' && body.error !== '' ? body.error : `HTTP ${res.status} ${res.statusText}`.trim();
+    // Whatever the server says is shown on one line, without control characters (cli/output.ts).
+    let message = clean(typeof body?.error === 'string' && body.error !== '' ? body.error : `HTTP ${res.status} ${res.statusText}`.trim());
     if (res.status >= 300 && res.status < 400) {
       const to = res.headers.get('location');
-      return new ApiError(`the server answered with a redirect${to ? ` to ${to}` : ''}; point kr at the final URL (kr login --server <url>)`, res.status, null, 'redirect');
+      return new ApiError(`the server answered with a redirect${to ? ` to ${clean(to)}` : ''}; point kr at the final URL (kr login --server <url>)`, res.status, null, 'redirect');
     }
     if (res.status === 402 && body) {
       const extra = [
         typeof body.limit === 'number' ? `limit ${body.limit}` : '',
-        typeof body.upgrade_url === 'string' ? `upgrade at ${body.upgrade_url}` : '',
+        typeof body.upgrade_url === 'string' ? `upgrade at ${clean(body.upgrade_url)}` : '',
       ].filter(Boolean);
       if (extra.length) message += ` (${extra.join('; ')})`;
     }
     if (res.status === 429) {
       const after = res.headers.get('retry-after');
-      if (after) message += ` (retry in ${after} s)`;
+      if (after) message += ` (retry in ${clean(after)} s)`;
     }
     if (res.status === 401 && body?.error === INVALID_TOKEN) return new ApiError(TOKEN_INVALID_MESSAGE, 401, body, 'token_invalid');
+    if (res.status === 403 && body?.error === NOT_MEMBER) {
+      // The server says the same to someone who never joined and to a member an owner removed; only
+      // `kr join` with an old key is told about the removal. Both need a new invite key.
+      const repo = repoInUrl(res.url);
+      if (repo !== null) message += `: you are not, or no longer, a member of ${clean(repo)} (an owner may have removed you); ask an owner for a new invite key, then run "kr join <key>"`;
+    }
     return new ApiError(message, res.status, body, typeof body?.code === 'string' && body.code !== '' ? body.code : undefined);
   }
 
@@ -228,7 +256,7 @@ export class Api {
     if (!checked.success) {
       const issue = checked.error.issues[0];
       throw new ApiError(
-        `unexpected answer from ${method} ${path}: ${issue ? `${issue.path.join('.') || '(body)'}: ${issue.message}` : 'invalid body'}`,
+        `unexpected answer from ${method} ${path}: ${issue ? `${clean(issue.path.join('.')) || '(body)'}: ${clean(issue.message)}` : 'invalid body'}`,
         0,
       );
     }
@@ -305,7 +333,7 @@ export class Api {
     }
     if (!res.ok) throw await this.refusal(res);
     const sha = res.headers.get('x-page-sha');
-    if (!sha) throw new ApiError(`unexpected answer from GET pages/${path}: no X-Page-SHA header`, 0);
+    if (!sha) throw new ApiError(`unexpected answer from GET pages/${clean(path)}: no X-Page-SHA header`, 0);
     const bytes = await this.bytes(res);
     return { content: new TextDecoder().decode(bytes), sha };
   }

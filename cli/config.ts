@@ -15,6 +15,7 @@ import { z } from 'zod';
 import { CliError, refused, usageError } from './errors.ts';
 import { Api, DEFAULT_TIMEOUT_MS } from './api.ts';
 import { warn } from './output.ts';
+import { stripRepoId } from '../lib/page/path.ts';
 
 export function configDir(env: NodeJS.ProcessEnv = process.env): string {
   const xdg = env.XDG_CONFIG_HOME;
@@ -142,8 +143,23 @@ export function normaliseServerUrl(raw: string): string {
 
 const REPO_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
-export function checkRepoId(id: string): string {
-  if (!REPO_ID.test(id)) throw usageError(`invalid repository id: ${id} (letters, digits, _ and -, at most 64)`);
+/**
+ * Why a repository id is refused, in words, naming what the server would make of it: the server strips an
+ * id down to `[A-Za-z0-9_-]` on its legacy paths (SPEC.md), so `team;x` would silently be `teamx`, another
+ * repository. kr never sends such an id; it names the one it would become instead.
+ */
+export function repoIdProblem(id: string, rule = 'letters, digits, _ and -, at most 64', from?: string): string {
+  const head = `invalid repository id ${JSON.stringify(id)}${from ? ` in ${from}` : ''} (${rule})`;
+  if (!/[^A-Za-z0-9_-]/.test(id)) return head;
+  const stripped = stripRepoId(id);
+  if (stripped !== null) return `${head}: the server would strip it to ${JSON.stringify(stripped)}, another repository; if you mean ${stripped}, give that`;
+  const left = id.replace(/[^A-Za-z0-9_-]/g, '');
+  return left === '' ? `${head}: nothing of it would be left once stripped to those characters` : `${head}: even with the other characters stripped it is ${left.length} characters long`;
+}
+
+/** `id`, or bad usage when the server would not take it as it is (`from`: the file it was read from). */
+export function checkRepoId(id: string, from?: string): string {
+  if (!REPO_ID.test(id)) throw usageError(repoIdProblem(id, undefined, from));
   return id;
 }
 
@@ -211,8 +227,8 @@ export interface LinkedFolder {
  */
 export function currentRepo(config: ConfigFile, flag: string | undefined, project: LinkedFolder | null): { id: string; from: RepoSource } | null {
   if (flag !== undefined) return { id: checkRepoId(flag), from: 'flag' };
-  if (project?.state.repo) return { id: checkRepoId(project.state.repo), from: 'project' };
-  if (config.repo) return { id: checkRepoId(config.repo), from: 'default' };
+  if (project?.state.repo) return { id: checkRepoId(project.state.repo, join(project.krDir, 'state.json')), from: 'project' };
+  if (config.repo) return { id: checkRepoId(config.repo, configPath()), from: 'default' };
   return null;
 }
 

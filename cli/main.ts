@@ -6,7 +6,7 @@
  */
 import { CommanderError } from 'commander';
 import { CliError } from './errors.ts';
-import { paint } from './output.ts';
+import { colourEnabled, jsonText, paint, terminalSafe } from './output.ts';
 import { buildProgram } from './program.ts';
 
 /** Whether the command line asks for JSON (options end at `--`). */
@@ -20,8 +20,8 @@ export async function main(argv: string[]): Promise<number> {
   const json = wantsJson(argv);
   const program = buildProgram({ jsonErrors: json });
   const fail = (message: string, code: string, exitCode: number): number => {
-    if (json) process.stderr.write(JSON.stringify({ error: message, code }) + '\n');
-    else process.stderr.write(`${paint(process.stderr).red('error:')} ${message}\n`);
+    if (json) process.stderr.write(jsonText({ error: message, code }) + '\n');
+    else process.stderr.write(terminalSafe(`${paint(process.stderr).red('error:')} ${message}`, colourEnabled(process.stderr)) + '\n');
     return exitCode;
   };
   try {

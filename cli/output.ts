@@ -2,6 +2,16 @@
  * Terminal output: colour (only on a TTY, never with NO_COLOR or TERM=dumb), aligned tables, UTC times,
  * a progress indicator for long runs, a hidden prompt, and scrubbing of control characters from anything
  * the server sent before it reaches a terminal.
+ *
+ * Text that someone else chose (names, emails, labels, repository ids, paths, commit messages, titles,
+ * snippets, the server's error messages, page text) reaches the terminal in one way only:
+ *  - each such value is put into a line through {@link clean} (or {@link table}, which cleans every cell), so
+ *    it can neither start a new line nor carry an escape sequence;
+ *  - every line leaves through {@link out}, {@link note}, {@link warn} or the error printer of cli/main.ts,
+ *    which pass the whole text through {@link terminalSafe}: a value that missed `clean` still cannot move
+ *    the cursor, retitle the window or clear the screen;
+ *  - JSON goes out through {@link jsonText}, whose escapes cover the C1 controls too;
+ *  - `kr show` prints a page's exact bytes into a pipe or a file, and {@link pageForTerminal}'s on a terminal.
  */
 import type { Writable } from 'node:stream';
 
@@ -31,12 +41,46 @@ export function paint(stream: Stream = process.stdout): Paint {
 }
 
 /**
- * Text from the server or from page files, made safe for a terminal: control characters other than tab
- * (ESC sequences could rewrite the screen or the window title) are shown as `?`.
+ * One value from the server or from page files, made safe to put into a line: control characters other
+ * than tab (a newline would forge a line; ESC sequences could rewrite the screen or the window title) are
+ * shown as `?`.
  */
 export function clean(s: string): string {
   // eslint-disable-next-line no-control-regex
   return s.replace(/[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/g, '?');
+}
+
+/** kr's own colour sequences (see {@link paint}): SGR, `ESC [ <digits and ;> m`. */
+// eslint-disable-next-line no-control-regex
+const SGR_OR_CONTROL = /\u001b\[[0-9;]*m|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+
+/**
+ * Whole lines of output, made safe for a terminal: newlines and tabs stay (kr's own line structure), every
+ * other control character becomes `?`; with `colour`, kr's own colour sequences (SGR) stay as well.
+ */
+export function terminalSafe(text: string, colour = false): string {
+  if (!colour) return text.replace(CONTROL, '?');
+  return text.replace(SGR_OR_CONTROL, (m) => (m.length > 1 ? m : '?'));
+}
+
+/**
+ * A page's text for a terminal (`kr show`): lines, tabs and CRLF line ends stay; every other control
+ * character (an escape sequence in the page, a lone carriage return that would overprint a line) is `?`.
+ */
+export function pageForTerminal(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/\r(?!\n)|[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g, '?');
+}
+
+/**
+ * JSON text: JSON.stringify escapes the C0 controls itself; the C1 controls (U+0080–U+009F, which some
+ * terminals obey) and DEL are escaped here too. The same JSON value, nothing raw left for a terminal.
+ */
+export function jsonText(value: unknown, indent?: number): string {
+  // eslint-disable-next-line no-control-regex
+  return JSON.stringify(value, null, indent).replace(/[\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 /** Rows padded into columns (two spaces apart); the last column is not padded. */
@@ -61,23 +105,26 @@ export function utc(unixSeconds: number): string {
   return new Date(unixSeconds * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
-export const shortSha = (sha: string): string => (sha === '' ? '(none)' : sha.slice(0, 7));
+export const shortSha = (sha: string): string => (sha === '' ? '(none)' : clean(sha.slice(0, 7)));
 
 export function printJson(value: unknown): void {
-  process.stdout.write(JSON.stringify(value, null, 2) + '\n');
+  process.stdout.write(jsonText(value, 2) + '\n');
 }
 
+/** Lines on stdout (through {@link terminalSafe}). */
 export function out(line = ''): void {
-  process.stdout.write(line + '\n');
+  process.stdout.write(terminalSafe(line, colourEnabled(process.stdout)) + '\n');
 }
 
+/** A warning on stderr (through {@link terminalSafe}). */
 export function warn(line: string): void {
   const p = paint(process.stderr);
-  process.stderr.write(`${p.yellow('warning:')} ${line}\n`);
+  process.stderr.write(terminalSafe(`${p.yellow('warning:')} ${line}`, colourEnabled(process.stderr)) + '\n');
 }
 
+/** Lines on stderr (through {@link terminalSafe}). */
 export function note(line: string): void {
-  process.stderr.write(line + '\n');
+  process.stderr.write(terminalSafe(line, colourEnabled(process.stderr)) + '\n');
 }
 
 /** Below this many items no progress indicator is drawn. */

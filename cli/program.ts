@@ -3,8 +3,8 @@
  * `--json`. Command implementations are loaded on demand (`import()` inside each action).
  */
 import { Command, Option } from 'commander';
-import { setRequestTimeout } from './config.ts';
-import { paint } from './output.ts';
+import { checkRepoId, setRequestTimeout } from './config.ts';
+import { colourEnabled, paint, terminalSafe } from './output.ts';
 
 export const VERSION = '0.1.0';
 
@@ -44,9 +44,14 @@ export function buildProgram(opts: { jsonErrors?: boolean } = {}): Command {
     .showHelpAfterError(opts.jsonErrors ? false : '(run with --help for usage)')
     .configureOutput({
       // With --json, main prints usage errors as JSON instead.
-      outputError: (str, write) => (opts.jsonErrors ? undefined : write(paint(process.stderr).red(str))),
+      outputError: (str, write) => (opts.jsonErrors ? undefined : write(terminalSafe(paint(process.stderr).red(str), colourEnabled(process.stderr)))),
     });
-  program.hook('preAction', (_self, action) => setRequestTimeout(action.optsWithGlobals().timeout as string | undefined));
+  program.hook('preAction', (_self, action) => {
+    const global = action.optsWithGlobals();
+    setRequestTimeout(global.timeout as string | undefined);
+    // Every command that takes --repo: an id the server would strip is refused before anything is sent.
+    if (global.repo !== undefined) checkRepoId(global.repo as string);
+  });
   program.addHelpText(
     'after',
     `
@@ -177,8 +182,12 @@ Examples:
     ['kr pull', 'kr pull --full'],
   );
   examples(
-    act(program.command('status').description('pages that are new, modified, deleted here, behind the server, or in conflict; files that are skipped, and why').addOption(json()), async (_a, o) =>
-      (await sync()).status(o as never),
+    act(
+      program
+        .command('status')
+        .description('when this folder last pulled and pushed; pages that are new, modified, deleted here, behind the server, or in conflict; files that are skipped, and why')
+        .addOption(json()),
+      async (_a, o) => (await sync()).status(o as never),
     ),
     ['kr status', 'kr status --json'],
   );
@@ -283,7 +292,7 @@ Examples:
     act(
       program
         .command('search')
-        .description('full-text search on the server: every repository you belong to, or one with --repo (best first; case and accents ignored)')
+        .description('full-text search on the server: every repository you belong to, or one with --repo (numbered by rank, best first; case and accents ignored)')
         .argument('<query...>', 'words (all required), "exact phrase", prefix*, -excluded (put -- before a query that starts with -)')
         .option('--type <type>', 'only pages of this type (frontmatter type, exactly)')
         .option('--tag <tag>', 'only pages with this tag (exactly)')

@@ -5,8 +5,10 @@
  *
  * state.json, per page path: the sha of the last commit we know the page at (the `parent_sha` of the next
  * push) and the SHA-256 of the content we last pulled or pushed (so "modified" needs no request); plus
- * `head`, the repository head of the last pull (the next pull's `since`), and `repo`, the repository the
- * project is linked to: the folder's current repository (issue 14).
+ * `head`, the repository head of the last pull (the next pull's `since`) and `pulled_at`, when that pull
+ * was (Unix seconds); `pushed`, the commit and time of the last push that made one (a push does not move
+ * `head`: other people's commits before it were not pulled); and `repo`, the repository the project is
+ * linked to: the folder's current repository (issue 14).
  *
  * Which files are pages (issue 14: one path rule everywhere): every regular file under `.kr/` whose path
  * the server accepts for a write (lib/page/path.ts pagePathProblem, the server's own rule), plus every page
@@ -47,6 +49,8 @@ const StateFile = z.object({
   version: z.literal(1),
   repo: z.string().optional(),
   head: z.string(),
+  pulled_at: z.number().optional(),
+  pushed: z.object({ head: z.string(), at: z.number() }).optional(),
   pages: z.record(z.string(), PageState),
 });
 export type StateFile = z.infer<typeof StateFile>;
@@ -125,7 +129,7 @@ export class Project {
 
   /** Whether the folder has synced anything yet (a pull or a push): then its repository is fixed. */
   get synced(): boolean {
-    return this.state.head !== '' || Object.keys(this.state.pages).length > 0;
+    return this.state.head !== '' || this.state.pushed !== undefined || Object.keys(this.state.pages).length > 0;
   }
 
   /**

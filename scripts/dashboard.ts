@@ -9,6 +9,8 @@
  * `npm run dashboard -- build` only builds. The build is plain static files: any static host serves it, with
  * a config.json beside index.html holding the same keys ({"apiUrl","oidcIssuer"?,"oidcClientId"?}).
  * This server is a small static file server with no other behaviour; it never needs the Vite dev server.
+ * package.json runs it as `exec node --import tsx …`, one process in the place of npm's shell, so a SIGTERM
+ * sent to npm reaches it and it closes its port and exits.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -2,10 +2,16 @@
  * `npm run dev:worker`: the hosted build (worker.ts) under a local workerd, through Miniflare, configured
  * exactly like `npm start` — the same `SERVICE_*` and `IDP_*` variables from the environment, the same
  * listen address (`SERVICE_LISTEN_ADDR` or `:$PORT`) — with D1 and the Durable Objects persisted under
- * `$SERVICE_DATA_ROOT/workers/`. It prints the same `listening` log line as the Node server and stops
- * cleanly on SIGTERM or SIGINT.
+ * `$SERVICE_DATA_ROOT/workers/`. It prints a `listening` log line like the Node server's (`url`, and
+ * `address` with the port workerd really listens on) and stops cleanly on SIGTERM or SIGINT, also when the
+ * signal comes while it is still starting: workerd is stopped before it exits.
+ *
+ * package.json runs it as `exec node --import tsx …`: npm's shell is replaced by this one node process, so
+ * a SIGTERM sent to npm reaches it (a `tsx` parent in between would be left behind, its child serving on).
  */
 import { Miniflare } from 'miniflare';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import type { Readable } from 'node:stream';
 import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -35,7 +41,27 @@ export function workerBindings(env: Record<string, string | undefined>): Record<
   return out;
 }
 
-export async function startWorkerDev(opts: WorkerDevOptions = {}): Promise<{ url: string; mf: Miniflare; close(): Promise<void> }> {
+/**
+ * Hosts Miniflare serves on the listen socket itself. For any other host it serves the URL it reports
+ * from a second socket on 127.0.0.1 with a port of its own.
+ */
+const LOCALLY_REACHABLE = new Set(['localhost', '127.0.0.1', '0.0.0.0', '::', '::1', '*']);
+
+/** A port free on `host` now (for workerd, when port 0 is asked on a host whose socket Miniflare does not report). */
+function freePort(host: string): Promise<number> {
+  return new Promise((ok, fail) => {
+    const srv = createServer();
+    srv.once('error', fail);
+    srv.listen(0, host, () => {
+      const { port } = srv.address() as AddressInfo;
+      srv.close(() => ok(port));
+    });
+  });
+}
+
+export async function startWorkerDev(
+  opts: WorkerDevOptions = {},
+): Promise<{ url: string; address: string; mf: Miniflare; close(): Promise<void> }> {
   const env = opts.env ?? process.env;
   // The same rules as `npm start` (and the same refusals: a short session secret stops it here).
   const { config, warnings } = loadConfig(env as Record<string, string>, process.cwd());
@@ -48,6 +74,8 @@ export async function startWorkerDev(opts: WorkerDevOptions = {}): Promise<{ url
   const persist = join(config.dataRoot, 'workers');
   await mkdir(persist, { recursive: true });
   const scriptPath = opts.bundle ?? (await buildWorker());
+  const host = config.listenHost ?? '0.0.0.0';
+  const port = config.listenPort === 0 && !LOCALLY_REACHABLE.has(host) ? await freePort(host) : config.listenPort;
   const mf = new Miniflare({
     modules: true,
     scriptPath,
@@ -79,32 +107,49 @@ export async function startWorkerDev(opts: WorkerDevOptions = {}): Promise<{ url
         });
       }
     },
-    host: config.listenHost ?? '0.0.0.0',
-    port: config.listenPort,
+    host,
+    port,
   });
-  const url = (await mf.ready).toString().replace(/\/$/, '');
-  return { url, mf, close: () => mf.dispose() };
+  let url: string;
+  try {
+    url = (await mf.ready).toString().replace(/\/$/, '');
+  } catch (e) {
+    await mf.dispose().catch(() => {});
+    throw e;
+  }
+  // The port workerd listens on: the one asked for, else (port 0) the one of the URL Miniflare reports,
+  // which is the listen socket's for these hosts.
+  const bound = port !== 0 ? port : Number(new URL(url).port);
+  const address = `${config.listenHost === undefined ? '*' : host.includes(':') ? `[${host}]` : host}:${bound}`;
+  return { url, address, mf, close: () => mf.dispose() };
 }
 
 if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop()!)) {
+  // Signals are handled from the start: one that comes while Miniflare is starting stops workerd as soon
+  // as it is up, instead of killing this process and leaving workerd serving.
+  let running: { close(): Promise<void> } | null = null;
+  let stopping = false;
+  const exitAfter = (close: () => Promise<void>) =>
+    close().then(
+      () => process.exit(0),
+      (e: unknown) => {
+        log.error('shutdown', { error: String(e) });
+        process.exit(1);
+      },
+    );
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info('shutdown', { signal });
+    if (running) exitAfter(() => running!.close());
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
   try {
-    const { url, close } = await startWorkerDev();
-    log.info('listening', { url, runtime: 'workerd' });
-    let stopping = false;
-    const stop = (signal: string) => {
-      if (stopping) return;
-      stopping = true;
-      log.info('shutdown', { signal });
-      close().then(
-        () => process.exit(0),
-        (e: unknown) => {
-          log.error('shutdown', { error: String(e) });
-          process.exit(1);
-        },
-      );
-    };
-    process.on('SIGTERM', () => stop('SIGTERM'));
-    process.on('SIGINT', () => stop('SIGINT'));
+    const dev = await startWorkerDev();
+    running = dev;
+    if (stopping) await exitAfter(() => dev.close());
+    else log.info('listening', { url: dev.url, address: dev.address, runtime: 'workerd' });
   } catch (e) {
     if (e instanceof ConfigError) {
       log.error('config', { error: e.message });

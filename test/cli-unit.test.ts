@@ -6,8 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Command } from 'commander';
 import { buildProgram } from '../cli/program.ts';
-import { colourEnabled } from '../cli/output.ts';
-import { configDir, normaliseServerUrl } from '../cli/config.ts';
+import { clean, colourEnabled, jsonText, pageForTerminal, terminalSafe } from '../cli/output.ts';
+import { checkRepoId, configDir, normaliseServerUrl, repoIdProblem } from '../cli/config.ts';
 import { Api, DEFAULT_LIMITS, DEFAULT_TIMEOUT_MS } from '../cli/api.ts';
 import { packPushes } from '../cli/commands/sync.ts';
 import { frontmatterTrouble } from '../cli/pagecheck.ts';
@@ -189,5 +189,50 @@ describe('server URLs (item 12)', () => {
     expect(normaliseServerUrl('kr.example.com')).toBe('http://kr.example.com');
     expect(normaliseServerUrl('https://kr.example.com/')).toBe('https://kr.example.com');
     expect(() => normaliseServerUrl('ftp://x')).toThrow('unsupported URL scheme ftp:');
+  });
+});
+
+describe('text for the terminal (issue 27 item 8)', () => {
+  const EVIL = '\u001b]0;x\u0007\u001b[2J\nforged\u009b2J';
+
+  it('clean: one value on one line, every control character but tab as "?"', () => {
+    expect(clean(`a\t${EVIL}`)).toBe('a\t?]0;x??[2J?forged?2J');
+  });
+
+  it('terminalSafe: lines and tabs stay; kr\'s own colours only when colour is on', () => {
+    const red = `\u001b[31merror:\u001b[39m`;
+    expect(terminalSafe(`${red} x\n\ty${EVIL}`, true)).toBe(`${red} x\n\ty?]0;x??[2J\nforged?2J`);
+    expect(terminalSafe(`${red} x`, false)).toBe('?[31merror:?[39m x');
+  });
+
+  it('pageForTerminal: CRLF line ends stay, a lone carriage return does not', () => {
+    expect(pageForTerminal(`a\r\nb\rc\t${EVIL}`)).toBe('a\r\nb?c\t?]0;x??[2J\nforged?2J');
+  });
+
+  it('jsonText: the same JSON value, with the C1 controls and DEL escaped too', () => {
+    const value = { e: EVIL + '\u007f' };
+    const text = jsonText(value, 2);
+    expect(text).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
+    expect(JSON.parse(text)).toEqual(value);
+  });
+
+  it("the server's error text is cleaned before it becomes a message", async () => {
+    const api = new Api({ baseUrl: 'http://x', token: 't', fetch: async () => new Response(JSON.stringify({ error: `bad ${EVIL}` }), { status: 400 }) });
+    await expect(api.repos()).rejects.toMatchObject({ message: 'bad ?]0;x??[2J?forged?2J', code: 'bad_request' });
+  });
+});
+
+describe('repository ids the server would strip (issue 27 item 9)', () => {
+  it('names the id it would become', () => {
+    expect(repoIdProblem('team;x')).toBe(
+      'invalid repository id "team;x" (letters, digits, _ and -, at most 64): the server would strip it to "teamx", another repository; if you mean teamx, give that',
+    );
+    expect(repoIdProblem('x\u001b')).toContain('invalid repository id "x\\u001b"');
+    expect(repoIdProblem('ok')).toBe('invalid repository id "ok" (letters, digits, _ and -, at most 64)');
+    expect(repoIdProblem(`${'a'.repeat(65)};`)).toBe(
+      `invalid repository id "${'a'.repeat(65)};" (letters, digits, _ and -, at most 64): even with the other characters stripped it is 65 characters long`,
+    );
+    expect(() => checkRepoId('a b', '/p/.kr/state.json')).toThrow('invalid repository id "a b" in /p/.kr/state.json (letters');
+    expect(checkRepoId('a_b-1')).toBe('a_b-1');
   });
 });

@@ -11,7 +11,7 @@ import { ApiError, type Api } from '../api.ts';
 import { connect, repoOf } from '../config.ts';
 import { refused, usageError } from '../errors.ts';
 import { findProject, parseType, resolvePage, type Project } from '../project.ts';
-import { clean, out, paint, printJson, shortSha, table, utc } from '../output.ts';
+import { clean, out, pageForTerminal, paint, printJson, shortSha, table, utc } from '../output.ts';
 import { hasFieldAddsOrRemoves, listFieldsOf, renderDiff, summaryLines } from '../render.ts';
 
 interface Common {
@@ -99,13 +99,17 @@ export async function pages(opts: Common): Promise<void> {
   out(table(res.pages.map((pg) => [pg.path, shortSha(pg.sha), pg.time, pg.email]), ['PATH', 'SHA', 'TIME (UTC)', 'LAST CHANGED BY']));
 }
 
-/** `kr show <page>`: the page as the server has it now. */
+/**
+ * `kr show <page>`: the page as the server has it now: its exact text into a pipe or a file, and on a
+ * terminal without the control characters that would act on it (cli/output.ts pageForTerminal).
+ */
 export async function show(arg: string, opts: Common & { type?: string }): Promise<void> {
   const { path, session, repo } = await pageTarget(arg, opts);
   const page = await session.api.page(repo, path);
   if (!page) throw refused(`no page ${path} in ${repo}`, 'not_found');
   if (opts.json) return printJson({ path, sha: page.sha, content: page.content });
-  process.stdout.write(page.content.endsWith('\n') || page.content === '' ? page.content : page.content + '\n');
+  const text = page.content.endsWith('\n') || page.content === '' ? page.content : page.content + '\n';
+  process.stdout.write(process.stdout.isTTY ? pageForTerminal(text) : text);
 }
 
 export async function history(arg: string, opts: Common & { type?: string; limit?: string }): Promise<void> {

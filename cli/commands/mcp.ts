@@ -2,7 +2,7 @@
 import { relative } from 'node:path';
 import { usageError } from '../errors.ts';
 import { findProjectRoot, KR_DIR } from '../project.ts';
-import { note, out, printJson } from '../output.ts';
+import { clean, note, out, printJson } from '../output.ts';
 import { CONFIG_FILES, install, installed, MCP_TOOLS, uninstall, type McpTool } from '../../mcp/clients.ts';
 
 /** `--tool` values: a comma-separated list of claude, cursor, codex. */
@@ -48,7 +48,9 @@ export async function status(opts: { json?: boolean }): Promise<void> {
   if (opts.json) return printJson({ project: project ?? null, agents: rows.map((r) => ({ tool: r.tool, file: r.file, configured: r.present, command: r.command ?? null })) });
   out(`Project folder: ${project ? `${project}/${KR_DIR}` : `none (kr mcp is dormant here: run "kr init")`}`);
   for (const r of rows) {
-    out(`  ${r.tool.padEnd(7)} ${shown(r.file).padEnd(20)} ${r.present ? `configured${r.command ? `: ${r.command.command} ${r.command.args.join(' ')}` : ''}` : 'not configured'}`);
+    // The command comes from a configuration file that may have come with the project: shown cleaned.
+    const command = r.command ? `: ${clean(r.command.command)} ${r.command.args.map(clean).join(' ')}` : '';
+    out(`  ${r.tool.padEnd(7)} ${clean(shown(r.file)).padEnd(20)} ${r.present ? `configured${command}` : 'not configured'}`);
   }
   if (!rows.some((r) => r.present)) note('("kr mcp install --tool claude|cursor|codex" writes one)');
 }

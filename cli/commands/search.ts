@@ -43,12 +43,16 @@ export async function search(words: string[], opts: SearchOptions): Promise<void
     return out(res.total === 0 ? 'No page matches.' : `No more results (${res.total} in all).`);
   }
   const p = paint();
-  for (const r of res.results) {
+  // Relevance is shown as the rank, best first. The server's score (bm25, negated) only orders results:
+  // its size depends on the query and on every page of the repositories (0.00000176 in one, 4.2 in
+  // another), so a number would suggest a comparison it cannot make. --json keeps the score.
+  const from = (offset ?? 0) + 1;
+  const width = String(from + res.results.length - 1).length;
+  res.results.forEach((r, i) => {
     const where = opts.repo ? r.path : `${r.repo_id}/${r.path}`;
     const title = r.title ? `  ${p.bold(clean(r.title))}` : '';
-    out(`${p.cyan(clean(where))}${title}  ${p.dim(`${shortSha(r.sha)} · ${Number(r.score.toPrecision(3))}`)}`);
-    if (r.snippet) out(`    ${highlight(r.snippet, p)}`);
-  }
-  const from = (offset ?? 0) + 1;
-  out(p.dim(`${from}–${from + res.results.length - 1} of ${res.total}`));
+    out(`${`${from + i}.`.padStart(width + 1)} ${p.cyan(clean(where))}${title}  ${p.dim(shortSha(r.sha))}`);
+    if (r.snippet) out(`${' '.repeat(width + 2)}${highlight(r.snippet, p)}`);
+  });
+  out(p.dim(`${from}–${from + res.results.length - 1} of ${res.total}, best first`));
 }

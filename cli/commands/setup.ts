@@ -15,7 +15,7 @@ import {
 } from '../config.ts';
 import { CliError, refused, usageError } from '../errors.ts';
 import { findProject, initProject, KR_DIR, LAYOUT_DIRS, loadState, Project, type StateFile } from '../project.ts';
-import { note, out, printJson, promptSecret, readStdin, warn } from '../output.ts';
+import { clean, note, out, printJson, promptSecret, readStdin, warn } from '../output.ts';
 import { join, relative } from 'node:path';
 
 const isLoopback = (url: string): boolean => {
@@ -151,7 +151,7 @@ function report(server: string, identity: Identity, json: boolean | undefined): 
     printJson({ server_url: server, identity: identity.kind === 'user' ? { email: identity.email, name: identity.name } : 'legacy' });
     return;
   }
-  if (identity.kind === 'user') out(`Logged in to ${server} as ${identity.email}.`);
+  if (identity.kind === 'user') out(`Logged in to ${server} as ${clean(identity.email)}.`);
   else {
     out(`Logged in to ${server} with the legacy shared key.`);
     note('Note: the shared key has no identity: joining, invites and access tokens need a user token.');
@@ -232,12 +232,12 @@ export async function remoteGet(opts: { repo?: string; json?: boolean }): Promis
     });
     return;
   }
-  out(`server:      ${server ?? '(not set)'}${from ? `  (from ${from === 'credentials' ? credentialsPath() : configPath()})` : ''}`);
+  out(`server:      ${server === null ? '(not set)' : clean(server)}${from ? `  (from ${from === 'credentials' ? credentialsPath() : configPath()})` : ''}`);
   out(`repository:  ${current ? `${current.id}  (${current.from === 'project' ? 'this folder' : current.from === 'default' ? 'the default' : 'from --repo'}: ${repoFrom})` : '(none: "kr init --repo <id>" links this folder)'}`);
-  if (current?.from !== 'default' && config.repo) out(`default:     ${config.repo}  (${configPath()}; for folders not linked to a repository)`);
+  if (current?.from !== 'default' && config.repo) out(`default:     ${clean(config.repo)}  (${configPath()}; for folders not linked to a repository)`);
   out(`logged in:   ${creds ? 'yes' : `no (${credsProblem})`}`);
   if (creds?.server_url && config.server_url && creds.server_url !== config.server_url) {
-    note(`(the config names ${config.server_url}; the credentials' URL wins)`);
+    note(`(the config names ${clean(config.server_url)}; the credentials' URL wins)`);
   }
 }
 

@@ -9,7 +9,7 @@ import { ApiError, DEFAULT_LIMITS, type Api } from '../api.ts';
 import { connect, repoOf, type Session } from '../config.ts';
 import { CliError, refused } from '../errors.ts';
 import { openProject, parseType, resolveSlug, sha256, type Project, type SkippedFile } from '../project.ts';
-import { busy, note, out, paint, printJson, progress, shortSha, clean, warn } from '../output.ts';
+import { busy, note, out, paint, printJson, progress, shortSha, clean, utc, warn } from '../output.ts';
 import { conflictSummary } from '../render.ts';
 import { frontmatterTrouble } from '../pagecheck.ts';
 
@@ -20,6 +20,7 @@ import { frontmatterTrouble } from '../pagecheck.ts';
  */
 export const NEW_PAGE_PARENT = '0'.repeat(40);
 
+const nowSeconds = (): number => Math.floor(Date.now() / 1000);
 const fromBase64 = (s: string): string => Buffer.from(s, 'base64').toString('utf8');
 const utf8Bytes = (s: string): number => Buffer.byteLength(s, 'utf8');
 
@@ -149,7 +150,10 @@ export async function sendPushes(
           outcome.gone.push(f.wire.path);
         }
       }
-      if (data.pushed.some((p) => !p.unchanged && sent.get(p.path))) outcome.heads.push(data.new_head);
+      if (data.pushed.some((p) => !p.unchanged && sent.get(p.path))) {
+        outcome.heads.push(data.new_head);
+        project.state.pushed = { head: data.new_head, at: nowSeconds() };
+      }
       await project.save();
     }
   } finally {
@@ -171,19 +175,19 @@ function reportConflicts(conflicts: PushResponse['conflicts'], sent: Map<string,
           ? 'the page already exists on the server (you have not pulled it)'
           : `the server has ${shortSha(c.current_sha)}, your copy is based on ${shortSha(c.expected_parent_sha)}`;
       if (f?.kind === 'deleted') {
-        out(`${p.red('conflict')}  ${c.path}: ${why}; you deleted the page, and it changed on the server since. Nothing was deleted.`);
+        out(`${p.red('conflict')}  ${clean(c.path)}: ${why}; you deleted the page, and it changed on the server since. Nothing was deleted.`);
         out(`    ("kr pull --full" brings the server's version back; "kr resolve <slug>" then "kr push" deletes it anyway)`);
         continue;
       }
       const ours = f?.wire.content ?? '';
       const theirs = fromBase64(c.current_content);
       const ancestor = c.ancestor_content !== undefined ? fromBase64(c.ancestor_content) : undefined;
-      out(`${p.red('conflict')}  ${c.path}: ${why}; your file was left as it is. Sections (yours vs the server's):`);
+      out(`${p.red('conflict')}  ${clean(c.path)}: ${why}; your file was left as it is. Sections (yours vs the server's):`);
       for (const line of conflictSummary(ours, theirs, ancestor, p)) out(line);
     }
   }
   return new CliError(
-    `${conflicts.length} page(s) not pushed because they changed on the server: ${conflicts.map((c) => c.path).join(', ')}\n` +
+    `${conflicts.length} page(s) not pushed because they changed on the server: ${conflicts.map((c) => clean(c.path)).join(', ')}\n` +
       `  next: "kr pull", compare with "kr diff <slug> --local", merge into your file, then "kr resolve <slug>" and "kr push"`,
     1,
     'conflict',
@@ -193,7 +197,7 @@ function reportConflicts(conflicts: PushResponse['conflicts'], sent: Map<string,
 function reportSkipped(project: Project, skipped: SkippedFile[], json: boolean | undefined): void {
   if (json || skipped.length === 0) return;
   note(`${skipped.length} file(s) under ${project.display('')}/ skipped (not sent):`);
-  for (const s of skipped) note(`  ${clean(s.file)}: ${s.reason}`);
+  for (const s of skipped) note(`  ${clean(s.file)}: ${clean(s.reason)}`);
 }
 
 /** What a push would send: the files (new, modified, deleted), the files skipped, the frontmatter troubles. */
@@ -284,7 +288,7 @@ export async function push(args: string[], opts: Common & { type?: string; messa
   }
   const { tooLarge, fitting, batches } = packPlan({ files, skipped, troubles: sentTroubles, message }, limits);
   const tooLargeText = (f: Outgoing) =>
-    `${f.wire.path} is ${mib(f.bytes)} as sent, over the server's limit of ${mib(limits.max_body_bytes)} per push (max_body_bytes ${limits.max_body_bytes})`;
+    `${clean(f.wire.path)} is ${mib(f.bytes)} as sent, over the server's limit of ${mib(limits.max_body_bytes)} per push (max_body_bytes ${limits.max_body_bytes})`;
 
   if (opts.dryRun) {
     if (opts.json) {
@@ -299,7 +303,7 @@ export async function push(args: string[], opts: Common & { type?: string; messa
     else {
       if (fitting.length) {
         out(`Would push ${fitting.length} page(s)${batches.length > 1 ? ` in ${batches.length} pushes (server limit ${mib(limits.max_body_bytes)} per push)` : ''}:`);
-        for (const f of [...fitting].sort((a, b) => (a.wire.path < b.wire.path ? -1 : 1))) out(`  ${f.kind.padEnd(8)}  ${f.wire.path}`);
+        for (const f of [...fitting].sort((a, b) => (a.wire.path < b.wire.path ? -1 : 1))) out(`  ${f.kind.padEnd(8)}  ${clean(f.wire.path)}`);
       }
       for (const f of tooLarge) out(`Would not push ${tooLargeText(f)}.`);
       if (!limitsKnown) note('(the server was not asked for its limits: checked against the defaults)');
@@ -336,16 +340,16 @@ export async function push(args: string[], opts: Common & { type?: string; messa
       out(`Pushed ${committed.length} page(s) to ${repo} ${as}:`);
       for (const x of [...committed].sort((a, b) => (a.path < b.path ? -1 : 1))) {
         const kind = sent.get(x.path)?.kind ?? '';
-        out(`  ${(kind === 'deleted' ? p.red : p.green)(kind.padEnd(8))}  ${x.path}`);
+        out(`  ${(kind === 'deleted' ? p.red : p.green)(kind.padEnd(8))}  ${clean(x.path)}`);
       }
     }
     const same = res.pushed.filter((x) => x.unchanged);
     if (same.length) out(`${same.length} page(s) already had this content on the server.`);
     if (res.inSync.length) {
       out(`${res.inSync.length} page(s) were already on the server exactly as yours (an earlier push whose answer was lost); recorded as pushed:`);
-      for (const path of res.inSync) out(`  ${path}`);
+      for (const path of res.inSync) out(`  ${clean(path)}`);
     }
-    if (res.gone.length) out(`${res.gone.length} page(s) deleted here were already gone from the server: ${res.gone.join(', ')}`);
+    if (res.gone.length) out(`${res.gone.length} page(s) deleted here were already gone from the server: ${res.gone.map(clean).join(', ')}`);
   }
   const conflict = reportConflicts(res.conflicts, sent, opts.json);
   if (tooLarge.length) {
@@ -378,7 +382,7 @@ export async function rm(args: string[], opts: Common & { type?: string; message
     if (opts.json) printJson({ dry_run: true, files: files.map((f) => ({ path: f.wire.path, kind: 'deleted', parent_sha: f.wire.parent_sha })) });
     else {
       out(`Would delete ${files.length} page(s) on the server and here:`);
-      for (const f of files) out(`  deleted   ${f.wire.path}`);
+      for (const f of files) out(`  deleted   ${clean(f.wire.path)}`);
     }
     return;
   }
@@ -399,7 +403,7 @@ export async function rm(args: string[], opts: Common & { type?: string; message
   if (opts.json) printJson({ new_head: res.heads[res.heads.length - 1] ?? null, deleted: removed, conflicts: res.conflicts.map((c) => ({ path: c.path, current_sha: c.current_sha })) });
   else if (removed.length) {
     out(`Deleted ${removed.length} page(s) from ${repo}${res.heads.length ? ` as ${res.heads.map(shortSha).join(', ')}` : ''}:`);
-    for (const r of removed) out(`  ${paint().red('deleted ')}  ${r}`);
+    for (const r of removed) out(`  ${paint().red('deleted ')}  ${clean(r)}`);
   }
   const conflict = reportConflicts(res.conflicts, new Map(files.map((f) => [f.wire.path, f])), opts.json);
   if (conflict) throw conflict;
@@ -504,6 +508,7 @@ export async function pullPages(project: Project, api: Api, repo: string, fullAs
   }
   bar.done();
   project.state.head = res.new_head;
+  project.state.pulled_at = nowSeconds();
   await project.save();
   return { new_head: res.new_head, added, updated, deleted: removed, conflicts };
 }
@@ -524,18 +529,18 @@ export async function pull(opts: Common & { full?: boolean }): Promise<void> {
       out(`Pulled ${repo} at ${shortSha(res.new_head)}: ${added.length} added, ${updated.length} updated, ${removed.length} deleted.`);
       const LIST = 50;
       const lines = [
-        ...added.map((w) => `  ${p.green('added  ')}  ${w}`),
-        ...updated.map((w) => `  ${p.green('updated')}  ${w}`),
-        ...removed.map((r) => `  ${p.red('deleted')}  ${r}`),
+        ...added.map((w) => `  ${p.green('added  ')}  ${clean(w)}`),
+        ...updated.map((w) => `  ${p.green('updated')}  ${clean(w)}`),
+        ...removed.map((r) => `  ${p.red('deleted')}  ${clean(r)}`),
       ];
       for (const l of lines.slice(0, LIST)) out(l);
       if (lines.length > LIST) out(`  … and ${lines.length - LIST} more (--json lists them all)`);
-      for (const c of conflicts) out(`  ${p.red('conflict')} ${c.path}: ${c.why}; your file was kept`);
+      for (const c of conflicts) out(`  ${p.red('conflict')} ${clean(c.path)}: ${c.why}; your file was kept`);
     }
   }
   if (conflicts.length) {
     throw new CliError(
-      `${conflicts.length} page(s) need resolving: ${conflicts.map((c) => c.path).join(', ')}\n` +
+      `${conflicts.length} page(s) need resolving: ${conflicts.map((c) => clean(c.path)).join(', ')}\n` +
         `  compare with "kr diff <slug> --local", merge into your file, then "kr resolve <slug>" (or "kr resolve <slug> --theirs") and "kr push"`,
       1,
       'conflict',
@@ -618,23 +623,63 @@ export async function pageStatuses(project: Project, api: Api, repo: string): Pr
   return { rows, inSync, absent };
 }
 
+/** The newest commit of the repository (its head), or null when it has none or does not exist yet. */
+async function serverHead(api: Api, repo: string): Promise<{ sha: string; email: string; time: string } | null> {
+  try {
+    const c = (await api.timeline(repo, 1)).commits[0];
+    return c ? { sha: c.sha, email: c.email, time: c.time } : null;
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 404 && e.message === 'repo not found') return null;
+    throw e;
+  }
+}
+
+/**
+ * What this folder last did with the server, in words: `last pull 356509b at <time>; last push 9f2c1d0 at
+ * <time>` (`never` for either). A push does not count as a pull: it does not bring other people's changes.
+ */
+export function syncHistory(state: Project['state']): string {
+  const at = (t: number | undefined) => (t === undefined ? '' : ` at ${utc(t)}`);
+  const pull = state.head === '' ? 'never' : `${shortSha(state.head)}${at(state.pulled_at)}`;
+  const push = state.pushed ? `${shortSha(state.pushed.head)}${at(state.pushed.at)}` : 'never';
+  return `last pull ${pull}; last push ${push}`;
+}
+
 export async function status(opts: Common): Promise<void> {
   const project = await openProject();
   const session = await connect();
   const repo = repoOf(session, opts.repo, project);
   const { rows, inSync, absent } = await pageStatuses(project, session.api, repo);
+  const head = absent ? null : await serverHead(session.api, repo);
+  const { state } = project;
   if (opts.json) {
-    printJson({ repo, server_url: session.serverUrl, head: project.state.head, pages: rows, in_sync: inSync, skipped: project.skipped });
+    printJson({
+      repo,
+      server_url: session.serverUrl,
+      head: state.head,
+      server_head: head?.sha ?? null,
+      last_pull: state.head === '' ? null : { head: state.head, at: state.pulled_at ?? null },
+      last_push: state.pushed ? { head: state.pushed.head, at: state.pushed.at } : null,
+      up_to_date: rows.length === 0,
+      pages: rows,
+      in_sync: inSync,
+      skipped: project.skipped,
+    });
     return;
   }
   const p = paint();
-  out(`Repository ${repo} on ${session.serverUrl}; last pull at ${shortSha(project.state.head)}.`);
+  out(`Repository ${repo} on ${session.serverUrl}: ${syncHistory(state)}.`);
   if (absent) note(`(${repo} does not exist on the server yet: the first push creates it)`);
   for (const path of inSync) {
     out(`  ${p.green('in sync ')}  ${clean(path)}: the server already has your version (a push whose answer was lost); recorded as pushed`);
   }
+  // Every page compared equal: the folder is level with the server's head, whoever made it.
+  const level =
+    head === null
+      ? 'Up to date: nothing to push or pull.'
+      : `Up to date with the server at ${shortSha(head.sha)} (${head.sha === state.pushed?.head ? 'your push' : `by ${clean(head.email)}`}, ${clean(head.time)}): nothing to push or pull.`;
   if (rows.length === 0 && project.skipped.length === 0) {
-    out('Up to date: nothing to push or pull.');
+    out(level);
     return;
   }
   const colour: Record<PageStatus, (s: string) => string> = {
@@ -645,8 +690,8 @@ export async function status(opts: Common): Promise<void> {
     conflict: p.red,
   };
   for (const r of rows) out(`  ${colour[r.status](r.status.padEnd(8))}  ${clean(r.path)}`);
-  for (const s of project.skipped) out(`  ${p.dim('skipped ')}  ${clean(s.file)}: ${s.reason}`);
-  if (rows.length === 0) out('Up to date: nothing to push or pull.');
+  for (const s of project.skipped) out(`  ${p.dim('skipped ')}  ${clean(s.file)}: ${clean(s.reason)}`);
+  if (rows.length === 0) out(level);
   const hints: string[] = [];
   if (rows.some((r) => r.status === 'new' || r.status === 'modified')) hints.push('"kr push" sends new and modified pages');
   if (rows.some((r) => r.status === 'deleted')) hints.push('"kr push" deletes pages deleted here on the server too; "kr pull --full" brings them back instead');
@@ -671,23 +716,23 @@ export async function resolveConflict(slug: string, opts: Common & { type?: stri
     if (server) {
       await project.writePage(target, server.content);
       project.state.pages[path] = { sha: server.sha, hash: sha256(Buffer.from(server.content, 'utf8')) };
-      message = `${path}: replaced your file with the server's version ${shortSha(server.sha)}.`;
+      message = `${clean(path)}: replaced your file with the server's version ${shortSha(server.sha)}.`;
     } else {
       await project.deletePage(target);
       delete project.state.pages[path];
-      message = `${path}: the page is gone from the server; removed your file.`;
+      message = `${clean(path)}: the page is gone from the server; removed your file.`;
     }
   } else if (server) {
     const serverHash = sha256(Buffer.from(server.content, 'utf8'));
     project.state.pages[path] = { sha: server.sha, hash: serverHash };
     message = !local
-      ? `${path}: your deletion is now based on the server's version ${shortSha(server.sha)}; "kr push" deletes the page.`
+      ? `${clean(path)}: your deletion is now based on the server's version ${shortSha(server.sha)}; "kr push" deletes the page.`
       : local.hash === serverHash
-        ? `${path}: your file equals the server's version ${shortSha(server.sha)}; nothing to push.`
-        : `${path}: your file is now based on the server's version ${shortSha(server.sha)}; "kr push" sends it.`;
+        ? `${clean(path)}: your file equals the server's version ${shortSha(server.sha)}; nothing to push.`
+        : `${clean(path)}: your file is now based on the server's version ${shortSha(server.sha)}; "kr push" sends it.`;
   } else {
     delete project.state.pages[path];
-    message = local ? `${path}: not on the server; "kr push" creates it from your file.` : `${path}: gone here and on the server; nothing to do.`;
+    message = local ? `${clean(path)}: not on the server; "kr push" creates it from your file.` : `${clean(path)}: gone here and on the server; nothing to do.`;
   }
   await project.save();
   if (opts.json) printJson({ path, server_sha: server?.sha ?? null, theirs: opts.theirs === true });

@@ -1,7 +1,8 @@
 /** `kr repos`, `kr invite`, `kr join`, `kr members`, `kr pats`. */
-import { checkRepoId, configPath, connect, currentRepo, repoOf, saveConfig, saveCredentials } from '../config.ts';
+import { REPO_ID_PATTERN } from '../../lib/page/path.ts';
+import { checkRepoId, configPath, connect, currentRepo, repoIdProblem, repoOf, saveConfig, saveCredentials } from '../config.ts';
 import { refused, usageError } from '../errors.ts';
-import { note, out, paint, printJson, shortSha, table, utc } from '../output.ts';
+import { clean, note, out, paint, printJson, shortSha, table, utc } from '../output.ts';
 import { findProject } from '../project.ts';
 import { intOption } from './inspect.ts';
 import { linkFolder } from './setup.ts';
@@ -11,8 +12,6 @@ interface Common {
   json?: boolean;
 }
 
-/** The create route's id pattern (API.md "Repositories"). */
-const CREATE_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
 /**
  * A repository the user just created or joined becomes the current one where it can (issue 14: the
@@ -44,7 +43,7 @@ export async function reposList(opts: Common): Promise<void> {
         r.id === current ? `* ${r.id}` : `  ${r.id}`,
         r.role ?? '-',
         String(r.page_count),
-        r.last_commit ? `${shortSha(r.last_commit.sha)} ${r.last_commit.time} ${r.last_commit.email}` : '-',
+        r.last_commit ? `${shortSha(r.last_commit.sha)} ${clean(r.last_commit.time)} ${clean(r.last_commit.email)}` : '-',
       ]),
       ['  ID', 'ROLE', 'PAGES', 'LAST COMMIT'],
     ),
@@ -52,15 +51,17 @@ export async function reposList(opts: Common): Promise<void> {
 }
 
 export async function reposCreate(id: string, opts: Common): Promise<void> {
-  if (!CREATE_ID.test(id)) throw usageError(`invalid repository id: ${id} (must match [A-Za-z0-9][A-Za-z0-9_-]{0,63})`);
+  // The create route's id pattern (API.md "Repositories").
+  if (!REPO_ID_PATTERN.test(id)) throw usageError(repoIdProblem(id, 'must match [A-Za-z0-9][A-Za-z0-9_-]{0,63}'));
   const session = await connect();
   const res = await session.api.createRepo(id);
+  checkRepoId(res.id);
   if (opts.json) {
     printJson(res);
     await quietly(() => adopt(res.id));
     return;
   }
-  out(`Created repository ${res.id}; you are its owner.`);
+  out(`Created repository ${clean(res.id)}; you are its owner.`);
   await adopt(res.id);
 }
 
@@ -81,10 +82,10 @@ export async function inviteCreate(opts: Common & { label?: string }): Promise<v
   const res = await session.api.createInvite(repo, opts.label);
   if (opts.json) return printJson(res);
   const p = paint();
-  out(`Invite key ${res.key.id} for ${repo}${res.key.label ? ` (${res.key.label})` : ''}, expires ${utc(res.key.expires_at)}.`);
+  out(`Invite key ${clean(res.key.id)} for ${repo}${res.key.label ? ` (${clean(res.key.label)})` : ''}, expires ${utc(res.key.expires_at)}.`);
   out(`Token (shown only this once; share it privately):`);
-  out(`  ${p.bold(res.token)}`);
-  out(`The invitee runs: kr join ${res.token}`);
+  out(`  ${p.bold(clean(res.token))}`);
+  out(`The invitee runs: kr join ${clean(res.token)}`);
 }
 
 export async function inviteList(opts: Common): Promise<void> {
@@ -106,7 +107,7 @@ export async function inviteRevoke(keyId: string, opts: Common): Promise<void> {
   const repo = repoOf(session, opts.repo, await findProject());
   await session.api.revokeInvite(repo, keyId);
   if (opts.json) return printJson({ revoked: keyId });
-  out(`Revoked invite key ${keyId}.`);
+  out(`Revoked invite key ${clean(keyId)}.`);
 }
 
 export async function join(token: string, opts: Common): Promise<void> {
@@ -119,7 +120,7 @@ export async function join(token: string, opts: Common): Promise<void> {
     await quietly(() => adopt(res.repo_id));
     return;
   }
-  out(`Joined ${res.repo_id} as ${res.role}.`);
+  out(`Joined ${res.repo_id} as ${clean(res.role)}.`);
   await adopt(res.repo_id);
   out(`Next: "kr init" in your project folder (if not done yet), then "kr pull".`);
 }
@@ -138,10 +139,10 @@ export async function membersRemove(email: string, opts: Common): Promise<void> 
   const { members } = await session.api.members(repo);
   const wanted = email.trim().toLowerCase();
   const member = members.find((m) => m.email.toLowerCase() === wanted);
-  if (!member) throw refused(`${email} is not a member of ${repo}`);
+  if (!member) throw refused(`${clean(email)} is not a member of ${repo}`);
   await session.api.removeMember(repo, member.user_id);
   if (opts.json) return printJson({ removed: { user_id: member.user_id, email: member.email } });
-  out(`Removed ${member.email} from ${repo}. Their past commits keep their name and email.`);
+  out(`Removed ${clean(member.email)} from ${repo}. Their past commits keep their name and email.`);
 }
 
 export async function patsCreate(opts: Common & { label?: string; expiresInDays?: string; save?: boolean }): Promise<void> {
@@ -151,11 +152,11 @@ export async function patsCreate(opts: Common & { label?: string; expiresInDays?
   const res = await session.api.createPat({ ...(opts.label !== undefined ? { label: opts.label } : {}), ...(days ? { expires_in_days: days } : {}) });
   if (opts.save) await saveCredentials({ server_url: session.serverUrl, token: res.token });
   if (opts.json) return printJson(res);
-  out(`Personal access token ${res.pat.id}${res.pat.label ? ` (${res.pat.label})` : ''}${res.pat.expires_at ? `, expires ${utc(res.pat.expires_at)}` : ', no expiry'}.`);
+  out(`Personal access token ${clean(res.pat.id)}${res.pat.label ? ` (${clean(res.pat.label)})` : ''}${res.pat.expires_at ? `, expires ${utc(res.pat.expires_at)}` : ', no expiry'}.`);
   if (opts.save) out('Saved as your credentials: kr now uses it.');
   else {
     out('Token (shown only this once):');
-    out(`  ${res.token}`);
+    out(`  ${clean(res.token)}`);
   }
 }
 
@@ -177,5 +178,5 @@ export async function patsRevoke(id: string, opts: Common): Promise<void> {
   const session = await connect();
   await session.api.revokePat(id);
   if (opts.json) return printJson({ revoked: id });
-  out(`Revoked personal access token ${id}.`);
+  out(`Revoked personal access token ${clean(id)}.`);
 }
