@@ -3,16 +3,19 @@
  * exactly like `npm start` — the same `SERVICE_*` and `IDP_*` variables from the environment, the same
  * listen address (`SERVICE_LISTEN_ADDR` or `:$PORT`) — with D1 and the Durable Objects persisted under
  * `$SERVICE_DATA_ROOT/workers/`. It prints the same `listening` log line as the Node server and stops
- * cleanly on SIGTERM or SIGINT.
+ * cleanly on SIGTERM or SIGINT. While it runs, the admin command's `--target worker-local` reaches its D1
+ * and repositories through it (scripts/dev-worker-admin.ts).
  */
 import { Miniflare } from 'miniflare';
 import type { Readable } from 'node:stream';
 import { mkdir } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { ConfigError, loadConfig } from '../lib/config.ts';
 import { jsonLogger } from '../lib/log.ts';
 import { buildWorker } from './build-worker.ts';
+import { COMPATIBILITY_DATE, D1_DATABASE_ID, RATE_LIMITER_CLASS, REPO_CLASS, devWorkerStorage } from './dev-worker-storage.ts';
+import { openAdminChannel } from './dev-worker-admin.ts';
 
 const log = jsonLogger(
   (line) => process.stdout.write(`${line}\n`),
@@ -45,23 +48,23 @@ export async function startWorkerDev(opts: WorkerDevOptions = {}): Promise<{ url
     // As on Node: a random secret for this run, so sessions end when it stops.
     bindings.SERVICE_SESSION_SECRET = randomBytes(32).toString('base64url');
   }
-  const persist = join(config.dataRoot, 'workers');
-  await mkdir(persist, { recursive: true });
+  const storage = devWorkerStorage(config.dataRoot);
+  await mkdir(storage.dir, { recursive: true });
   const scriptPath = opts.bundle ?? (await buildWorker());
   const mf = new Miniflare({
     modules: true,
     scriptPath,
     modulesRoot: dirname(scriptPath),
-    compatibilityDate: '2025-09-01',
+    compatibilityDate: COMPATIBILITY_DATE,
     compatibilityFlags: ['nodejs_compat'],
-    d1Databases: { DB: 'kr' },
+    d1Databases: { DB: D1_DATABASE_ID },
     durableObjects: {
-      REPO: { className: 'RepoObject', useSQLite: true },
-      RATE_LIMITER: { className: 'RateLimiterObject', useSQLite: true },
+      REPO: { className: REPO_CLASS, useSQLite: true },
+      RATE_LIMITER: { className: RATE_LIMITER_CLASS, useSQLite: true },
     },
     bindings,
-    d1Persist: join(persist, 'd1'),
-    durableObjectsPersist: join(persist, 'do'),
+    d1Persist: storage.d1Persist,
+    durableObjectsPersist: storage.durableObjectsPersist,
     handleRuntimeStdio(stdout: Readable, stderr: Readable) {
       for (const [stream, sink] of [
         [stdout, process.stdout],
@@ -83,7 +86,19 @@ export async function startWorkerDev(opts: WorkerDevOptions = {}): Promise<{ url
     port: config.listenPort,
   });
   const url = (await mf.ready).toString().replace(/\/$/, '');
-  return { url, mf, close: () => mf.dispose() };
+  // The admin command's way in while this runs (it must not open the same files with a workerd of its own).
+  const channel = await openAdminChannel(mf, storage.dir).catch(async (e: unknown) => {
+    await mf.dispose();
+    throw e;
+  });
+  return {
+    url,
+    mf,
+    async close() {
+      await channel.close();
+      await mf.dispose();
+    },
+  };
 }
 
 if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop()!)) {
