@@ -10,11 +10,12 @@
  *   through `workers/admin-channel.json`) runs the SQL on the Worker's own D1 binding and asks each
  *   repository's own object for its page count.
  * - dev:worker stopped: the files themselves, one command at a time (`workers/admin.lock`). D1 through a
- *   workerd of this command's (Miniflare, a loopback port of its own) and D1Database as the Worker uses it; a repository's pages from its Durable Object's
- *   SQLite file, opened read-only with libSQL and read by the same git store over the same file layout as
- *   the object itself (lib/git/do-fs.ts), counted from git as for the Node build. Miniflare names the file
- *   (the object id `idFromName` gives, under the class's directory); a repository whose object was never
- *   made has no file, and no pages.
+ *   workerd of this command's (Miniflare, a loopback port of its own) and D1Database as the Worker uses
+ *   it. A repository's pages from its Durable Object's SQLite file, opened read-only with libSQL and read
+ *   by the same git store over the same file layout as the object itself (lib/git/do-fs.ts), counted from
+ *   git as for the Node build; the object's code never runs here. Miniflare names the file (the object id
+ *   `idFromName` gives, under the class's directory); a repository whose object was never made has no
+ *   file, and no pages.
  */
 import { existsSync } from 'node:fs';
 import { readFile, rm, writeFile } from 'node:fs/promises';
