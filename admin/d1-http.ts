@@ -76,10 +76,7 @@ class HttpStatement implements D1StatementLike {
 }
 
 export class D1Http implements D1Like {
-  constructor(
-    private readonly config: D1HttpConfig,
-    private readonly fetchFn: typeof fetch = fetch,
-  ) {}
+  constructor(private readonly config: D1HttpConfig) {}
 
   prepare(sql: string): HttpStatement {
     return new HttpStatement(this, sql);
@@ -101,7 +98,7 @@ export class D1Http implements D1Like {
     let res: Response;
     let text: string;
     try {
-      res = await this.fetchFn(this.config.endpoint, {
+      res = await fetch(this.config.endpoint, {
         method: 'POST',
         headers: { authorization: `Bearer ${this.config.apiToken}`, 'content-type': 'application/json' },
         body: JSON.stringify(body),
@@ -115,12 +112,13 @@ export class D1Http implements D1Like {
       const cause = (err.cause as Error | undefined)?.message ?? err.message;
       throw new AdminError(`cannot reach ${peer}: ${cause}`);
     }
-    let env: Envelope;
+    let env: Envelope | null = null;
     try {
       env = JSON.parse(text) as Envelope;
     } catch {
-      throw new AdminError(`${peer} answered HTTP ${res.status} with something other than JSON`);
+      // Refused below.
     }
+    if (typeof env !== 'object' || env === null) throw new AdminError(`${peer} answered HTTP ${res.status} with something other than a JSON object`);
     const errors = (env.errors ?? []).map((e) => `${e.message ?? 'error'}${e.code !== undefined ? ` (code ${e.code})` : ''}`).join('; ');
     const status = `HTTP ${res.status}${errors ? `: ${errors}` : ''}`;
     if (res.status === 401 || res.status === 403) {
