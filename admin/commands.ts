@@ -1,8 +1,14 @@
 /**
- * The admin commands themselves. Each takes the opened data root and returns what to print: `text` for a
+ * The admin commands themselves. Each takes the opened target and returns what to print: `text` for a
  * person (stdout), `json` for a script (--json), and an optional `note` that only a person sees (stderr,
  * so that `token` prints nothing but the token on stdout).
+ *
+ * Names, emails and issuers come from identity providers, labels and ids from users: every such value is
+ * passed through `clean` before it reaches `text` or `note`, so that control characters (an escape
+ * sequence retitling the terminal, a newline forging a row) are shown as `?`. `json` carries them as they
+ * are, escaped by JSON (admin/main.ts).
  */
+import { clean } from '../cli/output.ts';
 import { ADMIN_ISSUER, type User } from '../lib/db/users.ts';
 import { isSafeRepoId } from '../lib/page/path.ts';
 import { AdminError, type AdminContext } from './context.ts';
@@ -27,9 +33,9 @@ export function checkEmail(raw: string): string {
 /** RFC 3339 UTC, whole seconds (as the API writes times). */
 export const utc = (seconds: number): string => new Date(seconds * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
-/** Rows in columns two spaces apart; the last column is not padded. */
+/** Rows in columns two spaces apart, every cell cleaned; the last column is not padded. */
 function table(header: string[], rows: string[][]): string {
-  const all = [header, ...rows];
+  const all = [header, ...rows.map((r) => r.map(clean))];
   const width = header.map((_, c) => Math.max(...all.map((r) => [...(r[c] ?? '')].length)));
   return all
     .map((r) => r.map((cell, c) => (c === r.length - 1 ? cell : cell.padEnd(width[c]!))).join('  '))
@@ -48,10 +54,10 @@ async function findUser(ctx: AdminContext, arg: string): Promise<User> {
   }
   const email = arg.trim().toLowerCase();
   const found = await ctx.users.byEmail(email);
-  if (found.length === 0) throw new AdminError(`no user with email ${email} (see: user list)`);
+  if (found.length === 0) throw new AdminError(`no user with email ${clean(email)} (see: user list)`);
   if (found.length > 1) {
-    const which = found.map((u) => `${u.id} (${u.issuer})`).join(', ');
-    throw new AdminError(`several accounts have the email ${email}: ${which}; give the user id instead`);
+    const which = found.map((u) => `${u.id} (${clean(u.issuer)})`).join(', ');
+    throw new AdminError(`several accounts have the email ${clean(email)}: ${which}; give the user id instead`);
   }
   return found[0]!;
 }
@@ -76,14 +82,14 @@ export async function userAdd(ctx: AdminContext, rawEmail: string, opts: { name?
   const email = checkEmail(rawEmail);
   const name = opts.name ?? '';
   // Only needed while no user exists; whether this is the first user is decided again inside the batch.
-  const repoIds = (await ctx.users.any()) ? [] : await ctx.git.list();
+  const repoIds = (await ctx.users.any()) ? [] : await ctx.repos.list();
   const res = await ctx.users.addUnlessEmailTaken({ issuer: ADMIN_ISSUER, subject: email, email, name }, repoIds, ctx.members);
   if (!res.created) {
     const u = res.existing;
-    throw new AdminError(`user ${email} already exists (id ${u.id}, issuer ${u.issuer})`);
+    throw new AdminError(`user ${email} already exists (id ${u.id}, issuer ${clean(u.issuer)})`);
   }
   const { user, adopted } = res;
-  const lines = [`added ${user.email}${user.name ? ` (${user.name})` : ''}, user id ${user.id}`];
+  const lines = [`added ${user.email}${user.name ? ` (${clean(user.name)})` : ''}, user id ${user.id}`];
   if (adopted.length > 0) lines.push(`first user: now owner of ${adopted.length} ownerless repositor${adopted.length === 1 ? 'y' : 'ies'}: ${adopted.join(', ')}`);
   return { text: lines.join('\n'), json: { id: user.id, email: user.email, name: user.name } };
 }
@@ -107,8 +113,8 @@ export async function userDisable(ctx: AdminContext, arg: string): Promise<Outpu
   const after = await ctx.users.setDisabled(user.id, Math.floor(ctx.clock.now() / 1000));
   if (!after?.disabled_at) throw new AdminError(`no user with id ${user.id}`);
   const json = { id: after.id, email: after.email, disabled_at: after.disabled_at };
-  if (user.disabled_at !== undefined) return { text: `${after.email} was already disabled (since ${utc(after.disabled_at)})`, json };
-  return { text: `disabled ${after.email}: their sessions and access tokens no longer work, and they cannot sign in`, json };
+  if (user.disabled_at !== undefined) return { text: `${clean(after.email)} was already disabled (since ${utc(after.disabled_at)})`, json };
+  return { text: `disabled ${clean(after.email)}: their sessions and access tokens no longer work, and they cannot sign in`, json };
 }
 
 /** `user enable <user>`: undoes `disable`; the user's unexpired sessions and PATs work again. */
@@ -117,8 +123,8 @@ export async function userEnable(ctx: AdminContext, arg: string): Promise<Output
   const after = await ctx.users.setDisabled(user.id, null);
   if (!after) throw new AdminError(`no user with id ${user.id}`);
   const json = { id: after.id, email: after.email };
-  if (user.disabled_at === undefined) return { text: `${after.email} is not disabled`, json };
-  return { text: `enabled ${after.email}`, json };
+  if (user.disabled_at === undefined) return { text: `${clean(after.email)} is not disabled`, json };
+  return { text: `enabled ${clean(after.email)}`, json };
 }
 
 // --- tokens -----------------------------------------------------------------------------------------------
@@ -126,7 +132,7 @@ export async function userEnable(ctx: AdminContext, arg: string): Promise<Output
 /** `token <user> [--label] [--days]`: a PAT minted exactly as `POST /v1/pats` mints one, shown once. */
 export async function token(ctx: AdminContext, arg: string, opts: { label?: string; days?: number }): Promise<Output> {
   const user = await findUser(ctx, arg);
-  if (user.disabled_at !== undefined) throw new AdminError(`${user.email} is disabled (user enable ${user.email} first)`);
+  if (user.disabled_at !== undefined) throw new AdminError(`${clean(user.email)} is disabled (user enable ${clean(user.email)} first)`);
   const { pat, token } = await ctx.pats.create(user.id, {
     label: opts.label ?? 'admin',
     ...(opts.days !== undefined ? { expiresInDays: opts.days } : {}),
@@ -135,7 +141,7 @@ export async function token(ctx: AdminContext, arg: string, opts: { label?: stri
   return {
     text: token,
     json: { token, ...(pat.expires_at !== undefined ? { expires_at: pat.expires_at } : {}) },
-    note: `personal access token for ${user.email} (label ${JSON.stringify(pat.label)}, ${expiry}); it is shown only this once`,
+    note: `personal access token for ${clean(user.email)} (label ${clean(JSON.stringify(pat.label))}, ${expiry}); it is shown only this once`,
   };
 }
 
@@ -144,8 +150,8 @@ export async function token(ctx: AdminContext, arg: string, opts: { label?: stri
 /** The exact repository id, or AdminError naming the case variant that exists instead. */
 async function existingRepo(ctx: AdminContext, repo: string): Promise<string> {
   if (!isSafeRepoId(repo)) throw new AdminError(`invalid repo id: ${JSON.stringify(repo)} (1 to 64 of A-Z a-z 0-9 _ -)`);
-  if (await ctx.git.exists(repo)) return repo;
-  const variant = await ctx.git.caseVariant(repo);
+  if (await ctx.repos.exists(repo)) return repo;
+  const variant = await ctx.repos.caseVariant(repo);
   if (variant !== null) throw new AdminError(`repository ${repo} not found; ${variant} exists (ids are exact: use ${variant})`);
   throw new AdminError(`repository ${repo} not found (see: repo list)`);
 }
@@ -157,31 +163,44 @@ async function existingRepo(ctx: AdminContext, repo: string): Promise<string> {
 export async function repoOwner(ctx: AdminContext, repoArg: string, arg: string): Promise<Output> {
   const repo = await existingRepo(ctx, repoArg);
   const user = await findUser(ctx, arg);
-  if (user.disabled_at !== undefined) throw new AdminError(`${user.email} is disabled (user enable ${user.email} first)`);
+  if (user.disabled_at !== undefined) throw new AdminError(`${clean(user.email)} is disabled (user enable ${clean(user.email)} first)`);
   const before = await ctx.members.makeOwner(repo, user.id);
   const json = { repo, user_id: user.id, email: user.email, role: 'owner', ...(before !== null ? { previous_role: before } : {}) };
   const text =
     before === 'owner'
-      ? `${user.email} is already an owner of ${repo}`
-      : `${user.email} is now an owner of ${repo}${before === 'member' ? ' (was a member)' : ''}`;
+      ? `${clean(user.email)} is already an owner of ${repo}`
+      : `${clean(user.email)} is now an owner of ${repo}${before === 'member' ? ' (was a member)' : ''}`;
   return { text, json };
 }
 
-/** `repo list`: every repository, its owners' emails, its member count (owners included), its pages at head. */
+/**
+ * `repo list`: every repository, its owners' emails, its member count (owners included), its pages at head.
+ * Against a deployed Worker the page counts are unknown (null, `?`): they live in Durable Objects.
+ */
 export async function repoList(ctx: AdminContext): Promise<Output> {
   const repos = [];
-  for (const id of await ctx.git.list()) {
+  for (const id of await ctx.repos.list()) {
     const members = await ctx.members.list(id);
-    // Pages from git itself (read only), not the server's derived index, which may lag behind.
-    const pageCount = (await ctx.git.listFiles(id, await ctx.git.head(id))).size;
-    repos.push({ id, owners: members.filter((m) => m.role === 'owner').map((m) => m.email), members: members.length, page_count: pageCount });
+    repos.push({
+      id,
+      owners: members.filter((m) => m.role === 'owner').map((m) => m.email),
+      members: members.length,
+      page_count: await ctx.repos.pageCount(id),
+    });
   }
   const text =
     repos.length === 0
       ? 'no repositories'
       : table(
           ['ID', 'OWNERS', 'MEMBERS', 'PAGES'],
-          repos.map((r) => [r.id, r.owners.length > 0 ? r.owners.join(',') : '(none)', String(r.members), String(r.page_count)]),
+          repos.map((r) => [r.id, r.owners.length > 0 ? r.owners.join(',') : '(none)', String(r.members), r.page_count === null ? '?' : String(r.page_count)]),
         );
-  return { text, json: { repos } };
+  const unknown = repos.some((r) => r.page_count === null);
+  return {
+    text,
+    json: { repos },
+    ...(unknown
+      ? { note: "PAGES ?: a repository's pages live in its Durable Object, which only the deployed Worker reads (GET /v1/admin/repos lists them)" }
+      : {}),
+  };
 }

@@ -1,14 +1,20 @@
 /**
  * The command tree of the server's admin command (commander, in the style of cli/program.ts). Every
- * command takes `--json`; each action opens the data root only once its arguments parsed.
+ * command takes `--json`, and `--target` (with `--database-id`) anywhere on the line; each action opens
+ * the target only once its arguments parsed.
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
-import type { AdminContext } from './context.ts';
+import { TARGETS, type AdminContext, type TargetOptions } from './context.ts';
 import * as commands from './commands.ts';
 import type { Output } from './commands.ts';
 
-/** Runs a command against the opened data root and prints its output. */
-export type Runner = (json: boolean, fn: (ctx: AdminContext) => Promise<Output>) => Promise<void>;
+/** How a command runs: its output form and its target. */
+export interface RunOptions extends TargetOptions {
+  json: boolean;
+}
+
+/** Runs a command against the opened target and prints its output. */
+export type Runner = (opts: RunOptions, fn: (ctx: AdminContext) => Promise<Output>) => Promise<void>;
 
 const MAX_TEXT = 200;
 
@@ -31,12 +37,24 @@ function days(value: string): number {
   return Number(value);
 }
 
+/** `--database-id`: a D1 database id (a UUID, as `wrangler d1 create` prints it). */
+function databaseId(value: string): string {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value)) throw new InvalidArgumentError('must be a D1 database id (a UUID)');
+  return value;
+}
+
 function examples(cmd: Command, lines: string[]): Command {
   return cmd.addHelpText('after', `\nExamples:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n`);
 }
 
 const json = () => new Option('--json', 'print JSON (errors too, as {"error"} on stderr)');
 type Opts = { json?: boolean; name?: string; label?: string; days?: number };
+
+/** The run options of the command being run: its own --json, the program's --target and --database-id. */
+function runOptions(cmd: Command): RunOptions {
+  const o = cmd.optsWithGlobals<{ json?: boolean; target: TargetOptions['target']; databaseId?: string }>();
+  return { json: !!o.json, target: o.target, ...(o.databaseId !== undefined ? { databaseId: o.databaseId } : {}) };
+}
 
 /**
  * The program; `jsonErrors` (the command line has --json) turns commander's own usage errors into
@@ -45,8 +63,8 @@ type Opts = { json?: boolean; name?: string; label?: string; days?: number };
 export function buildProgram(run: Runner, jsonErrors = false): Command {
   const program = new Command('admin')
     .description(
-      "The server's admin command: users, tokens and repository owners, straight on the server's data root " +
-        '(SERVICE_DATA_ROOT). Safe while the server runs; needs no identity provider and no running server.',
+      "The server's admin command: users, tokens and repository owners, straight on the server's data " +
+        '(SERVICE_DATA_ROOT, or the hosted build\'s D1 with --target). Safe while the server runs; needs no identity provider and no running server.',
     )
     .exitOverride()
     .configureOutput({
@@ -54,6 +72,15 @@ export function buildProgram(run: Runner, jsonErrors = false): Command {
         write(jsonErrors ? `${JSON.stringify({ error: str.replace(/^error:\s*/, '').trim() })}\n` : str),
     });
   if (!jsonErrors) program.showHelpAfterError('(run with --help for usage)');
+  program
+    .addOption(
+      new Option('--target <target>', "which build's data: the Node server's data root, npm run dev:worker's D1 and Durable Objects, or a deployed Worker's D1")
+        .choices(TARGETS)
+        .default('node'),
+    )
+    .addOption(
+      new Option('--database-id <id>', "worker-remote: the D1 database (default: wrangler.toml's database_id of the DB binding)").argParser(databaseId),
+    );
   program.addHelpText(
     'after',
     `
@@ -63,10 +90,16 @@ Run it from a checkout as \`npm run --silent admin -- <command>\`, in the contai
 Users are given as an email or a user id. Exit codes: 0 done, 1 refused (not found, already exists,
 invalid email or repository id, disabled user), 2 bad usage.
 
+Targets: node (default) works on SERVICE_DATA_ROOT; worker-local on the same data root as
+\`npm run dev:worker\` keeps it (running or not); worker-remote on a deployed Worker's D1 through the
+Cloudflare API, with CLOUDFLARE_ACCOUNT_ID and CLOUDFLARE_API_TOKEN set.
+
 Examples:
   $ npm run --silent admin -- user add alice@example.com --name Alice
   $ npm run --silent admin -- token alice@example.com --label laptop
-  $ npm run --silent admin -- repo owner acme bob@example.com`,
+  $ npm run --silent admin -- repo owner acme bob@example.com
+  $ npm run --silent admin -- --target worker-local token alice@example.com
+  $ npm run --silent admin -- --target worker-remote user list`,
   );
 
   const user = program.command('user').description('add, list, disable and enable users');
@@ -77,7 +110,7 @@ Examples:
       .argument('<email>', "the user's email")
       .option('--name <name>', 'display name (commit author name)', text('name'))
       .addOption(json())
-      .action(async (email: string, o: Opts) => run(!!o.json, (ctx) => commands.userAdd(ctx, email, { name: o.name }))),
+      .action(async (email: string, o: Opts, cmd: Command) => run(runOptions(cmd), (ctx) => commands.userAdd(ctx, email, { name: o.name }))),
     ['admin user add alice@example.com --name "Alice Martin"', 'admin user add bob@example.com --json'],
   );
   examples(
@@ -85,7 +118,7 @@ Examples:
       .command('list')
       .description('every user, oldest first: email, name, issuer (admin or the identity provider), status, id')
       .addOption(json())
-      .action(async (o: Opts) => run(!!o.json, (ctx) => commands.userList(ctx))),
+      .action(async (_o: Opts, cmd: Command) => run(runOptions(cmd), (ctx) => commands.userList(ctx))),
     ['admin user list', 'admin user list --json'],
   );
   examples(
@@ -94,7 +127,7 @@ Examples:
       .description('disable a user: every session and access token of theirs stops working at once, and signing in is refused')
       .argument('<user>', 'email or user id')
       .addOption(json())
-      .action(async (who: string, o: Opts) => run(!!o.json, (ctx) => commands.userDisable(ctx, who))),
+      .action(async (who: string, _o: Opts, cmd: Command) => run(runOptions(cmd), (ctx) => commands.userDisable(ctx, who))),
     ['admin user disable bob@example.com'],
   );
   examples(
@@ -103,7 +136,7 @@ Examples:
       .description("enable a disabled user again (their unexpired sessions and access tokens work again)")
       .argument('<user>', 'email or user id')
       .addOption(json())
-      .action(async (who: string, o: Opts) => run(!!o.json, (ctx) => commands.userEnable(ctx, who))),
+      .action(async (who: string, _o: Opts, cmd: Command) => run(runOptions(cmd), (ctx) => commands.userEnable(ctx, who))),
     ['admin user enable bob@example.com'],
   );
 
@@ -115,8 +148,8 @@ Examples:
       .option('--label <text>', 'label shown by kr pats list (default "admin")', text('label'))
       .option('--days <n>', 'expire after n days, 1 to 366 (default: no expiry)', days)
       .addOption(json())
-      .action(async (who: string, o: Opts) =>
-        run(!!o.json, (ctx) => commands.token(ctx, who, { label: o.label, days: o.days })),
+      .action(async (who: string, o: Opts, cmd: Command) =>
+        run(runOptions(cmd), (ctx) => commands.token(ctx, who, { label: o.label, days: o.days })),
       ),
     ['admin token alice@example.com', 'admin token bob@example.com --label laptop --days 90 --json'],
   );
@@ -129,7 +162,7 @@ Examples:
       .argument('<repo>', 'repository id (exact)')
       .argument('<user>', 'email or user id')
       .addOption(json())
-      .action(async (id: string, who: string, o: Opts) => run(!!o.json, (ctx) => commands.repoOwner(ctx, id, who))),
+      .action(async (id: string, who: string, _o: Opts, cmd: Command) => run(runOptions(cmd), (ctx) => commands.repoOwner(ctx, id, who))),
     ['admin repo owner acme alice@example.com'],
   );
   examples(
@@ -137,7 +170,7 @@ Examples:
       .command('list')
       .description('every repository: owners (emails), members (owners included), pages at head')
       .addOption(json())
-      .action(async (o: Opts) => run(!!o.json, (ctx) => commands.repoList(ctx))),
+      .action(async (_o: Opts, cmd: Command) => run(runOptions(cmd), (ctx) => commands.repoList(ctx))),
     ['admin repo list', 'admin repo list --json'],
   );
   return program;

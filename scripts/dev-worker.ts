@@ -4,7 +4,8 @@
  * listen address (`SERVICE_LISTEN_ADDR` or `:$PORT`) — with D1 and the Durable Objects persisted under
  * `$SERVICE_DATA_ROOT/workers/`. It prints a `listening` log line like the Node server's (`url`, and
  * `address` with the port workerd really listens on) and stops cleanly on SIGTERM or SIGINT, also when the
- * signal comes while it is still starting: workerd is stopped before it exits.
+ * signal comes while it is still starting: workerd is stopped before it exits. While it runs, the admin
+ * command's `--target worker-local` reaches its D1 and repositories through it (scripts/dev-worker-admin.ts).
  *
  * package.json runs it as `exec node --import tsx …`: npm's shell is replaced by this one node process, so
  * a SIGTERM sent to npm reaches it (a `tsx` parent in between would be left behind, its child serving on).
@@ -14,11 +15,13 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type { Readable } from 'node:stream';
 import { mkdir } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { ConfigError, loadConfig } from '../lib/config.ts';
 import { jsonLogger } from '../lib/log.ts';
 import { buildWorker } from './build-worker.ts';
+import { COMPATIBILITY_DATE, D1_DATABASE_ID, RATE_LIMITER_CLASS, REPO_CLASS, devWorkerStorage } from './dev-worker-storage.ts';
+import { openAdminChannel } from './dev-worker-admin.ts';
 
 const log = jsonLogger(
   (line) => process.stdout.write(`${line}\n`),
@@ -71,8 +74,8 @@ export async function startWorkerDev(
     // As on Node: a random secret for this run, so sessions end when it stops.
     bindings.SERVICE_SESSION_SECRET = randomBytes(32).toString('base64url');
   }
-  const persist = join(config.dataRoot, 'workers');
-  await mkdir(persist, { recursive: true });
+  const storage = devWorkerStorage(config.dataRoot);
+  await mkdir(storage.dir, { recursive: true });
   const scriptPath = opts.bundle ?? (await buildWorker());
   const host = config.listenHost ?? '0.0.0.0';
   const port = config.listenPort === 0 && !LOCALLY_REACHABLE.has(host) ? await freePort(host) : config.listenPort;
@@ -80,16 +83,16 @@ export async function startWorkerDev(
     modules: true,
     scriptPath,
     modulesRoot: dirname(scriptPath),
-    compatibilityDate: '2025-09-01',
+    compatibilityDate: COMPATIBILITY_DATE,
     compatibilityFlags: ['nodejs_compat'],
-    d1Databases: { DB: 'kr' },
+    d1Databases: { DB: D1_DATABASE_ID },
     durableObjects: {
-      REPO: { className: 'RepoObject', useSQLite: true },
-      RATE_LIMITER: { className: 'RateLimiterObject', useSQLite: true },
+      REPO: { className: REPO_CLASS, useSQLite: true },
+      RATE_LIMITER: { className: RATE_LIMITER_CLASS, useSQLite: true },
     },
     bindings,
-    d1Persist: join(persist, 'd1'),
-    durableObjectsPersist: join(persist, 'do'),
+    d1Persist: storage.d1Persist,
+    durableObjectsPersist: storage.durableObjectsPersist,
     handleRuntimeStdio(stdout: Readable, stderr: Readable) {
       for (const [stream, sink] of [
         [stdout, process.stdout],
@@ -121,7 +124,20 @@ export async function startWorkerDev(
   // which is the listen socket's for these hosts.
   const bound = port !== 0 ? port : Number(new URL(url).port);
   const address = `${config.listenHost === undefined ? '*' : host.includes(':') ? `[${host}]` : host}:${bound}`;
-  return { url, address, mf, close: () => mf.dispose() };
+  // The admin command's way in while this runs (it must not open the same files with a workerd of its own).
+  const channel = await openAdminChannel(mf, storage.dir).catch(async (e: unknown) => {
+    await mf.dispose();
+    throw e;
+  });
+  return {
+    url,
+    address,
+    mf,
+    async close() {
+      await channel.close();
+      await mf.dispose();
+    },
+  };
 }
 
 if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop()!)) {

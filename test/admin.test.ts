@@ -6,7 +6,7 @@
  * disabled user's session and PAT stop at once, an owner given by the command can act as one.
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -346,6 +346,14 @@ describe('admin command against a running server', () => {
     expect(viaBundle.code).toBe(0);
     expect(viaBundle.stdout).toBe(viaTsx.stdout);
     expect(JSON.parse(viaBundle.stdout).users.map((u: { email: string }) => u.email)).toContain('erin@example.com');
+    // The image installs no dev dependencies: the bundle loads only runtime ones (Miniflare, which only
+    // --target worker-local needs, is imported when that target runs).
+    const bundle = await readFile(join(PROJECT_ROOT, 'dist/admin.mjs'), 'utf8');
+    const runtime = Object.keys(JSON.parse(await readFile(join(PROJECT_ROOT, 'package.json'), 'utf8')).dependencies);
+    const loaded = [...bundle.matchAll(/^import\b[^'"]*["']([^"']+)["'];?$/gm)].map((m) => m[1]!).filter((s) => !s.startsWith('node:'));
+    expect(loaded.length).toBeGreaterThan(0);
+    expect(loaded.filter((s) => !runtime.includes(s))).toEqual([]);
+    expect(bundle).toContain('await import("miniflare")');
   });
 });
 
