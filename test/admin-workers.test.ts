@@ -113,7 +113,7 @@ describe('admin --target worker-local: npm run dev:worker\'s data, while it runs
     tokens.alice = t.stdout.trim();
 
     // The Worker's first request: its own migration pass finds nothing left to apply.
-    expect(await api('/v1/me', tokens.alice)).toEqual({ status: 200, body: { id: ids.alice, email: 'alice@example.com', name: 'Alice' } });
+    expect(await api('/v1/me', tokens.alice)).toEqual({ status: 200, body: { id: ids.alice, email: 'alice@example.com', name: 'Alice', server: { hosted: false } } });
     const pushed = await push(tokens.alice, 'notes', 'wiki/start.md', '# Start\n\nFirst page.\n');
     expect(pushed.status).toBe(200);
     const page = await fetch(`${dev!.url}/v1/repos/notes/pages/wiki/start.md`, { headers: { authorization: `Bearer ${tokens.alice}` } });
@@ -281,7 +281,7 @@ describe('admin --target worker-local: npm run dev:worker\'s data, while it runs
         SERVICE_RATELIMIT_DISABLE: '1',
       },
     });
-    expect(await api('/v1/me', JSON.parse(token.stdout).token)).toEqual({ status: 200, body: { id: ids.alice, email: 'alice@example.com', name: 'Alice' } });
+    expect(await api('/v1/me', JSON.parse(token.stdout).token)).toEqual({ status: 200, body: { id: ids.alice, email: 'alice@example.com', name: 'Alice', server: { hosted: false } } });
     const page = await fetch(`${dev.url}/v1/repos/notes/pages/busy/11.md`, { headers: { authorization: `Bearer ${LEGACY}` } });
     expect(await page.text()).toBe('# 11\n');
   }, 180_000);
