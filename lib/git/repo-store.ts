@@ -5,7 +5,6 @@ import { PathIndex, type HeadEntry, type IndexedCommit, type PageContents } from
 import type { Stmt } from '../db/sql.ts';
 import { KeyedMutex, LockTimeoutError, type HeldLock, type Progress } from './lock.ts';
 import { LruCache } from './lru.ts';
-import { mapBounded } from '../bounded.ts';
 import { foldPathCase } from '../page/path.ts';
 import { parseQuery } from '../search/query.ts';
 import type { SearchOptions, SearchPage } from '../search/results.ts';
@@ -71,9 +70,6 @@ export interface PushResult {
   /** The paths the commit changed, in push order. */
   committedPaths: string[];
 }
-
-/** Blob reads a pull keeps in flight. */
-const PULL_READS_IN_FLIGHT = 32;
 
 /** What a cached head entry holds in memory, estimated (strings at 2 bytes a character). */
 const headEntryBytes = (e: HeadEntry | null) =>
@@ -390,11 +386,9 @@ export class RepoStore implements Repos {
       const from = await this.index.resolve(id, since);
       ({ present, deleted } = await this.index.changedSince(id, from.seq));
     }
-    // Bounded: a thousand blob reads at once hold a thousand inflate buffers at the peak.
-    const files = await mapBounded(present, PULL_READS_IN_FLIGHT, async (entry) => ({
-      entry,
-      content: await this.git.readBlob(id, entry.blob),
-    }));
+    // In pack order (GitStore.readBlobs): a full pull reads each pack a run of records at a time.
+    const contents = await this.git.readBlobs(id, present.map((e) => e.blob));
+    const files = present.map((entry, i) => ({ entry, content: contents[i]! }));
     return { head, files, deleted };
   }
 
