@@ -219,8 +219,9 @@ export interface ObjectReaderOptions {
    */
   codec?: ObjectCodec;
   /**
-   * Bytes kept of what the packs' indexes say, over all repositories: index pages 3/4, pack lists and
-   * fan-outs 1/8, records' ends (web-standard inflate only) 1/8.
+   * Bytes kept of what the packs' indexes say, over all repositories: index pages 5/8, pack lists and
+   * fan-outs 1/4 (without its own, every read of a repository lists its packs again), records' ends
+   * (web-standard inflate only) 1/8.
    */
   cacheBytes: number;
 }
@@ -249,9 +250,9 @@ export class ObjectReader {
     this.codec = opts.codec ?? opts.fs.codec ?? webCodec;
     this.windows = this.codec.inflate !== undefined;
     const bytes = Math.max(0, opts.cacheBytes);
-    this.repos = new LruCache(Math.floor(bytes / 8), repoBytes);
+    this.repos = new LruCache(Math.floor(bytes / 4), repoBytes);
     this.ends = new LruCache(Math.floor(bytes / 8), (e) => e.byteLength + 96);
-    this.pages = new TablePages(this.fs, bytes - 2 * Math.floor(bytes / 8));
+    this.pages = new TablePages(this.fs, bytes - Math.floor(bytes / 4) - Math.floor(bytes / 8));
   }
 
   /** Bytes held now: pack lists, index pages, records' ends. */
@@ -270,8 +271,9 @@ export class ObjectReader {
   /**
    * The objects `oids` (in that order; an id may repeat), read as `read` reads one but in pack order: their
    * places are looked up in id order (each index page read once), then each pack's records are read a run
-   * at a time (RUN_BYTES at most, no gap over RUN_GAP). What is not found that way (loose objects, deltas,
-   * long records, packs merged meanwhile) is read one by one. Throws as `read` does.
+   * at a time (RUN_BYTES at most, no gap over RUN_GAP); a delta or a record longer than the run from its
+   * place. What no pack holds (loose objects, packs merged meanwhile) is read one by one. Throws as `read`
+   * does.
    */
   async readMany(gitdir: string, oids: readonly string[]): Promise<RawObject[]> {
     const found = new Map<string, RawObject>();
@@ -445,12 +447,23 @@ export class ObjectReader {
       const end = Math.min(last, run[run.length - 1]!.offset + RUN_TAIL);
       const bytes = start >= 12 && end > start ? await readAt(this.fs, pack.path, start, end - start) : null;
       for (const r of run) {
-        const got = bytes && (await this.fromRun(pack, bytes, start, r.offset, r.oid));
+        // What the run cannot give (a delta, a long record) is read from its place, already known.
+        const got = (bytes && (await this.fromRun(pack, bytes, start, r.offset, r.oid))) || (await this.fromKnown(gitdir, r));
         if (got) found.set(r.oid, got);
         else left.push(r.oid);
       }
     }
     return left;
+  }
+
+  /** The object at `at` as `read` gives it, or null when its pack is gone (then it is looked up again). */
+  private async fromKnown(gitdir: string, at: Location & { oid: string }): Promise<RawObject | null> {
+    try {
+      return await this.fromPack(gitdir, at.pack, at.offset, at.oid, 0);
+    } catch (e) {
+      if (e instanceof StaleIndex) return null;
+      throw e;
+    }
   }
 
   /**
