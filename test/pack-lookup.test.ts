@@ -456,5 +456,13 @@ describe('the MIDX format', () => {
     expect(damaged((x) => new DataView(x.buffer).setUint32(oidf + 0x10 * 4, 5))).toBeNull();
     expect(parseMidxHead(good.subarray(0, 40))).toBeNull();
     await expect(buildMidx(nodeCodec, [{ name: 'a'.repeat(40), idx: new Uint8Array(10) }])).rejects.toThrow(RangeError);
+    // A chunk table that puts OIDF a terabyte in: not read that far, not used.
+    const far = good.slice();
+    new DataView(far.buffer).setBigUint64(12 + 12 + 4, 2n ** 40n);
+    const asked: number[] = [];
+    const fs = memoryFs(new Map([['/m', far]]));
+    const spy: StoreFs = { ...fs, readRange: (p, at, n) => (asked.push(n), fs.readRange!(p, at, n)) };
+    expect(await openMidx(spy, '/m')).toBeNull();
+    expect(Math.max(...asked)).toBeLessThanOrEqual(4096);
   });
 });

@@ -33,6 +33,8 @@ export const MIDX_LARGE = 0x80000000;
 const HEAD = 12;
 /** Bytes of the header a reader fetches first: header, chunk table and PNAM fit for some 60 packs. */
 export const MIDX_HEAD_GUESS = 4096;
+/** The most a head may take (PNAM for some 20,000 packs): a damaged chunk table is not read past it. */
+const MIDX_HEAD_MAX = 1024 * 1024;
 
 /** The .idx file name a MIDX lists for the pack `name` (a 40-hex checksum). */
 export const idxName = (name: string) => `pack-${name}.idx`;
@@ -242,7 +244,7 @@ export async function openMidx(fs: StoreFs, path: string): Promise<{ head: MidxH
     let bytes = await readAt(fs, path, 0, MIDX_HEAD_GUESS);
     if (!bytes) return null;
     const need = midxHeadBytes(bytes);
-    if (need === null) return null;
+    if (need === null || need > MIDX_HEAD_MAX) return null;
     if (need > bytes.byteLength) bytes = await readAt(fs, path, 0, need);
     return bytes;
   };

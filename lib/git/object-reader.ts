@@ -63,6 +63,11 @@ const OFS_DELTA = 6;
 const REF_DELTA = 7;
 /** Bytes read first for one record: its header, and the whole of a small one. */
 const FIRST_WINDOW = 4096;
+/**
+ * The longest window read for one record (a page of the largest push body fits); a record that may be
+ * longer is read to its exact end, so that a damaged header claiming a huge size costs no more than that.
+ */
+const MAX_WINDOW = 16 * 1024 * 1024;
 /** readMany: bytes of a pack read at once at most, … */
 const RUN_BYTES = 1024 * 1024;
 /** … the widest gap between two wanted records within one read, … */
@@ -402,7 +407,9 @@ export class ObjectReader {
         const at = await this.locate(repo, oid, hex);
         return at && (await this.fromPack(gitdir, at.pack, at.offset, hex, depth));
       } catch (e) {
-        if (!(e instanceof StaleIndex) || attempt + 1 >= LIST_ATTEMPTS) throw e;
+        if (!(e instanceof StaleIndex)) throw e;
+        // Listed again and again, an index still reads short: it is damaged, not replaced.
+        if (attempt + 1 >= LIST_ATTEMPTS) throw new CorruptObjectError(hex, e.message);
         repo = await this.list(gitdir);
       }
     }
@@ -432,7 +439,9 @@ export class ObjectReader {
         }
         break;
       } catch (e) {
-        if (!(e instanceof StaleIndex) || attempt + 1 >= LIST_ATTEMPTS) throw e;
+        if (!(e instanceof StaleIndex)) throw e;
+        // Read one by one, each then says what is wrong.
+        if (attempt + 1 >= LIST_ATTEMPTS) return oids;
         repo = await this.list(gitdir);
       }
     }
@@ -543,12 +552,14 @@ export class ObjectReader {
       let bytes = await this.packRange(p, offset, Math.min(last, offset + FIRST_WINDOW));
       const head = recordHead(bytes.subarray(0, 32), offset, oid);
       const end = Math.min(last, offset + head.at + deflatedBound(head.size));
-      if (end - offset > bytes.byteLength) bytes = await this.packRange(p, offset, end);
-      try {
-        const data = await inflate(this.codec, bytes.subarray(head.at, end - offset), head.size);
-        if (data.byteLength === head.size) return { type: head.type, data: ownBuffer(data), base: head.base };
-      } catch {
-        // Read again to its exact end below.
+      if (end - offset <= MAX_WINDOW) {
+        if (end - offset > bytes.byteLength) bytes = await this.packRange(p, offset, end);
+        try {
+          const data = await inflate(this.codec, bytes.subarray(head.at, end - offset), head.size);
+          if (data.byteLength === head.size) return { type: head.type, data: ownBuffer(data), base: head.base };
+        } catch {
+          // Read again to its exact end below.
+        }
       }
     }
     const end = await this.recordEnd(p, offset);
