@@ -179,6 +179,76 @@ describe('ObjectReader against git', () => {
   });
 });
 
+describe('ObjectReader.readMany', () => {
+  it('gives what read gives, in the order asked (repeats too): packed with deltas, in two packs, loose; through zlib and DecompressionStream', async () => {
+    const { work, gitdir } = gitRepo();
+    run(['--git-dir', gitdir, 'gc', '-q', '--aggressive', '--prune=now'], gitdir);
+    // A second pack (a later commit, packed incrementally) and a loose object beside them.
+    nodeFs.writeFileSync(join(work, 'later.md'), '# later\n');
+    run(['add', '-A'], work);
+    run(['commit', '-q', '-m', 'later'], work);
+    run(['--git-dir', gitdir, 'repack', '-q', '-d'], gitdir);
+    const loose = run(['--git-dir', gitdir, 'hash-object', '-w', '--stdin'], gitdir, 'loose page\n').trim();
+    expect(nodeFs.readdirSync(join(gitdir, 'objects', 'pack')).filter((f) => f.endsWith('.idx'))).toHaveLength(2);
+    expect(deltaCount(gitdir)).toBeGreaterThan(50);
+    const objects = [...allObjects(gitdir), { oid: loose, type: 'blob' }];
+    // Reversed, every third twice: nothing like id order or pack order.
+    const asked = objects.map((o) => o.oid).reverse();
+    asked.push(...asked.filter((_, i) => i % 3 === 0));
+    const want = new Map(objects.map((o) => [o.oid, { type: o.type, content: Buffer.from(catBytes(gitdir, o.type, o.oid)) }]));
+    for (const codec of [undefined, webCodec]) {
+      const got = await readerOf(codec).readMany(gitdir, asked);
+      expect(got).toHaveLength(asked.length);
+      got.forEach((o, i) => {
+        expect(o.type, asked[i]).toBe(want.get(asked[i]!)!.type);
+        expect(Buffer.from(o.content).equals(want.get(asked[i]!)!.content), asked[i]).toBe(true);
+      });
+    }
+    await expect(readerOf().readMany(gitdir, [loose, 'f'.repeat(40)])).rejects.toBeInstanceOf(ObjectMissingError);
+    await expect(readerOf().readMany(gitdir, ['../../etc/passwd'])).rejects.toBeInstanceOf(ObjectMissingError);
+    expect(await readerOf().readMany(gitdir, [])).toEqual([]);
+  });
+
+  it('a record longer than any zlib stream of its size (a valid stream padded with empty blocks) still reads', async () => {
+    const gitdir = join(dir.path, 'p.git');
+    run(['init', '-q', '--bare', gitdir], dir.path);
+    const content = enc('padded page\n');
+    const oid = run(['hash-object', '--stdin'], dir.path, 'padded page\n').trim();
+    // zlib header, 200 empty stored blocks, the content as the final stored block, Adler-32.
+    const adler = (d: Uint8Array) => {
+      let a = 1;
+      let b = 0;
+      for (const x of d) {
+        a = (a + x) % 65521;
+        b = (b + a) % 65521;
+      }
+      return ((b << 16) | a) >>> 0;
+    };
+    const n = content.byteLength;
+    const stream = Uint8Array.from([
+      0x78, 0x01,
+      ...Array.from({ length: 200 }, () => [0x00, 0x00, 0x00, 0xff, 0xff]).flat(),
+      0x01, n & 0xff, n >> 8, ~n & 0xff, (~n >> 8) & 0xff, ...content,
+      ...[24, 16, 8, 0].map((sh) => (adler(content) >>> sh) & 0xff),
+    ]);
+    const neighbour = enc('a neighbour\n');
+    const neighbourOid = run(['hash-object', '--stdin'], dir.path, 'a neighbour\n').trim();
+    const built = await buildPack(webCodec, [
+      { oid, record: packRecord(3, n, stream) },
+      { oid: neighbourOid, record: packRecord(3, neighbour.byteLength, deflateSync(neighbour)) },
+    ]);
+    const base = join(gitdir, 'objects', 'pack', `pack-${built.name}`);
+    await writeFile(`${base}.pack`, built.pack);
+    await writeFile(`${base}.idx`, built.idx);
+    expect(catBytes(gitdir, 'blob', oid)).toEqual(new Uint8Array(content));
+    for (const codec of [undefined, webCodec]) {
+      expect(new TextDecoder().decode((await readerOf(codec).read(gitdir, oid)).content)).toBe('padded page\n');
+      const many = await readerOf(codec).readMany(gitdir, [neighbourOid, oid]);
+      expect(many.map((o) => new TextDecoder().decode(o.content))).toEqual(['a neighbour\n', 'padded page\n']);
+    }
+  });
+});
+
 describe('ObjectReader on damaged files', () => {
   /** A store-written pack of three blobs in a bare repository; returns its paths. */
   async function onePack(records?: (r: Uint8Array[]) => void) {

@@ -43,4 +43,9 @@ export class LruCache<V> {
   get bytes(): number {
     return this.used;
   }
+
+  /** The most bytes it holds. */
+  get limit(): number {
+    return this.capacity;
+  }
 }

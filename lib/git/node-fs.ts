@@ -55,7 +55,10 @@ export const nodeCodec: ObjectCodec = {
   },
   sha1: (data) => createHash('sha1').update(data).digest(),
   deflate: (data) => deflateSync(data, DEFLATE),
-  inflate: (data, maxBytes) => inflateSync(data, { maxOutputLength: Math.max(1, maxBytes) }),
+  // Output chunks no larger than the object (a pack record declares its size): zlib's default of 16 KiB a
+  // chunk, allocated per call, was most of what reading many small objects allocated.
+  inflate: (data, maxBytes) =>
+    inflateSync(data, { maxOutputLength: Math.max(1, maxBytes), chunkSize: Math.min(16 * 1024, Math.max(64, maxBytes + 64)) }),
 };
 
 const isMissing = (e: unknown) => (e as NodeJS.ErrnoException)?.code === 'ENOENT';

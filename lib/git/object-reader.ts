@@ -3,15 +3,26 @@
  * (pack v2 with its idx v2, gitformat-pack), with the deltas git's own packs hold (OFS_DELTA and
  * REF_DELTA) resolved. Web-standard only (the codec supplies inflate), so either runtime bundles it.
  *
- * What it keeps in memory is the idx of each pack (about 28 bytes an object) and, once a pack is read, its
- * records' offsets in order (8 bytes an object), for the repositories read most recently within a byte
- * budget. An object is read from its pack by its byte range alone (StoreFs.readRange), never the whole
- * pack; inflated objects are not kept here (the store caches what it decodes).
+ * Finding an object costs the same however many packs a repository has: the packs the multi-pack-index
+ * lists (lib/git/midx.ts; the store keeps one for every pack of SMALL_PACK_BYTES or more) are searched
+ * through it, once, and only the few small packs it does not list through their own .idx. No index is held
+ * whole: per repository, what is kept is the list of its packs and the fan-out of each index searched
+ * (1 KiB each); ids and offsets are read a page at a time through a cache (lib/git/id-table.ts). Both are
+ * bounded by `cacheBytes`, whatever the repositories' sizes.
+ *
+ * A record is read by its byte range alone (StoreFs.readRange), never the whole pack. Where it ends is not
+ * in any index: with the codec's own inflate, which stops at the end of the record's zlib stream, a window
+ * as long as the record can be at most is read (its header gives the inflated size; deflate adds at most
+ * about an eighth to it); the web-standard inflate refuses bytes after the stream, so there the record's
+ * exact end is taken from its pack's offsets in order (4 bytes an object, read once per pack and kept
+ * within the budget). readMany reads many objects in pack order, the records of a pack a run at a time.
+ * Inflated objects are not kept here (the store caches what it decodes).
  */
 import type { StoreFs } from './fs.ts';
 import { hexToBytes, inflate, toHex, webCodec, type ObjectCodec } from './objects.ts';
 import { LruCache } from './lru.ts';
-import { IDX_HEAD, idxOffset, viewIdx, type IdxView } from './pack.ts';
+import { idxTable, openIdx, readAt, StaleIndex, TablePages, type IdTable, type PageMemo } from './id-table.ts';
+import { MIDX_FILE, openMidx } from './midx.ts';
 
 export type RawType = 'blob' | 'tree' | 'commit' | 'tag';
 
@@ -50,71 +61,60 @@ const TYPES: Record<number, RawType> = { 1: 'commit', 2: 'tree', 3: 'blob', 4: '
 const LIST_ATTEMPTS = 8;
 const OFS_DELTA = 6;
 const REF_DELTA = 7;
+/** Bytes read first for one record: its header, and the whole of a small one. */
+const FIRST_WINDOW = 4096;
+/**
+ * The longest window read for one record (a page of the largest push body fits); a record that may be
+ * longer is read to its exact end, so that a damaged header claiming a huge size costs no more than that.
+ */
+const MAX_WINDOW = 16 * 1024 * 1024;
+/** readMany: bytes of a pack read at once at most, … */
+const RUN_BYTES = 1024 * 1024;
+/** … the widest gap between two wanted records within one read, … */
+const RUN_GAP = 64 * 1024;
+/** … and what is read past the last record's start (a record longer than this is read on its own). */
+const RUN_TAIL = 16 * 1024;
 const decoder = new TextDecoder();
 
-/** One pack as its idx describes it. */
-interface Pack extends IdxView {
+/**
+ * Bytes a zlib stream of `size` inflated bytes takes at most: zlib's deflateBound for any settings (stored
+ * blocks are the worst case), with room for the zlib header and checksum.
+ */
+export const deflatedBound = (size: number) => size + Math.ceil(size / 8) + Math.ceil(size / 64) + 64;
+
+/** One pack of a repository. */
+interface Pack {
   name: string;
   /** Path of the .pack file. */
   path: string;
   /** Bytes of the .pack file (its records end 20 bytes before). */
-  packBytes: number;
-  /** Every record's offset, ascending (a record ends where the next begins); made on the first read. */
-  ends: Float64Array | null;
+  bytes: number;
+  /** Its place in the listing (orders readMany's reads). */
+  ordinal: number;
 }
 
-/** The pack a record was to be read from is gone (a merge deleted it): list the packs again. */
-class PackGone extends Error {}
+/** What is known of a repository's packs. */
+interface RepoPacks {
+  /** The packs the multi-pack-index does not list, each with its own .idx (newest written first). */
+  singles: Array<{ pack: Pack; table: IdTable }>;
+  /** The multi-pack-index and its packs by number, or null (none, or not usable: it names a missing pack). */
+  midx: { table: IdTable; packs: Pack[] } | null;
+  /** How many packs in all (ordinals are below it). */
+  count: number;
+}
 
-/** What a repository's packs hold in memory: each idx, and the offsets in order made on its first read. */
-const packBytesOf = (packs: Pack[]) => 64 + packs.reduce((n, p) => n + 96 + p.idx.byteLength + p.n * 8, 0);
+/** Where an object's record is. */
+interface Location {
+  pack: Pack;
+  offset: number;
+}
+
+/** What a repository's pack list holds in memory, estimated: the packs, each fan-out held. */
+const repoBytes = (r: RepoPacks) => 128 + (r.singles.length + (r.midx ? 1 : 0)) * 1280 + r.count * 200;
 
 function oidBytes(oid: string): Uint8Array {
   if (!/^[0-9a-f]{40}$/.test(oid)) throw new ObjectMissingError(oid);
   return hexToBytes(oid);
-}
-
-/** The pack named `name`, at `path`, as its idx describes it; null when the idx is not one. */
-function openPack(name: string, path: string, idx: Uint8Array, packBytes: number): Pack | null {
-  const x = viewIdx(idx);
-  return x && { ...x, name, path, packBytes, ends: null };
-}
-
-/** Where `oid` is in the pack (a byte offset), or -1. */
-function findIn(p: Pack, oid: Uint8Array): number {
-  const first = oid[0]!;
-  let lo = first === 0 ? 0 : p.view.getUint32(8 + (first - 1) * 4);
-  let hi = Math.min(p.view.getUint32(8 + first * 4), p.n);
-  const idx = p.idx;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    const at = IDX_HEAD + mid * 20;
-    let cmp = 0;
-    for (let k = 0; k < 20 && cmp === 0; k++) cmp = idx[at + k]! - oid[k]!;
-    if (cmp === 0) return idxOffset(p, mid);
-    if (cmp < 0) lo = mid + 1;
-    else hi = mid;
-  }
-  return -1;
-}
-
-/** Where the record at `offset` ends: the next record's offset, or the pack's checksum. */
-function recordEnd(p: Pack, offset: number): number {
-  if (!p.ends) {
-    const ends = new Float64Array(p.n);
-    for (let i = 0; i < p.n; i++) ends[i] = idxOffset(p, i);
-    ends.sort();
-    p.ends = ends;
-  }
-  const ends = p.ends;
-  let lo = 0;
-  let hi = ends.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (ends[mid]! <= offset) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < ends.length ? ends[lo]! : p.packBytes - 20;
 }
 
 /** Reads a little-endian base-128 number (a delta's sizes) at `at`. */
@@ -164,11 +164,70 @@ export function applyDelta(base: Uint8Array, delta: Uint8Array): Uint8Array {
   return out;
 }
 
+/** A record's header: its type, inflated size, delta base, and where its zlib stream starts. */
+interface RecordHead {
+  type: number;
+  size: number;
+  /** OFS_DELTA: the base's offset in the same pack; REF_DELTA: the base's id. */
+  base?: number | string;
+  /** Bytes of the header (the stream starts there). */
+  at: number;
+}
+
+/** The header of the record at `offset` whose first bytes are `bytes`. */
+function recordHead(bytes: Uint8Array, offset: number, oid: string): RecordHead {
+  let at = 0;
+  if (bytes.length === 0) throw new CorruptObjectError(oid, 'record header');
+  let b = bytes[at++]!;
+  const type = (b >> 4) & 7;
+  let size = b & 15;
+  let shift = 16;
+  while (b & 0x80) {
+    if (at >= bytes.length || shift > 2 ** 35) throw new CorruptObjectError(oid, 'record header');
+    b = bytes[at++]!;
+    size += (b & 0x7f) * shift;
+    shift *= 128;
+  }
+  let base: number | string | undefined;
+  if (type === OFS_DELTA) {
+    if (at >= bytes.length) throw new CorruptObjectError(oid, 'record header');
+    b = bytes[at++]!;
+    let back = b & 0x7f;
+    while (b & 0x80) {
+      if (at >= bytes.length || back > 2 ** 45) throw new CorruptObjectError(oid, 'record header');
+      b = bytes[at++]!;
+      back = (back + 1) * 128 + (b & 0x7f);
+    }
+    base = offset - back;
+    if (base < 12) throw new CorruptObjectError(oid, 'delta base before the pack');
+  } else if (type === REF_DELTA) {
+    if (at + 20 > bytes.length) throw new CorruptObjectError(oid, 'record header');
+    base = toHex(bytes.subarray(at, at + 20));
+    at += 20;
+  }
+  if (size > MAX_OBJECT_BYTES) throw new CorruptObjectError(oid, `${size} bytes`);
+  return { type, size, base, at };
+}
+
+/**
+ * `data` in a buffer of its own size: an inflate may hand back a view into a larger chunk (zlib's are 16 KiB
+ * unless told otherwise), which would otherwise stay alive with every small object kept (a pull holds every
+ * page; the store's caches count only the object's own bytes).
+ */
+const ownBuffer = (data: Uint8Array) => (data.buffer.byteLength > data.byteLength + 1024 ? data.slice() : data);
+
 export interface ObjectReaderOptions {
   fs: StoreFs;
-  /** The codec's inflate (Node: zlib's); the web-standard DecompressionStream when absent. */
+  /**
+   * The codec's inflate (Node: zlib's, which stops at the end of a stream, so records are read in windows);
+   * the web-standard DecompressionStream when absent (records then read to their exact ends).
+   */
   codec?: ObjectCodec;
-  /** Bytes of pack indexes kept, over all repositories. An idx larger than this is read again on each lookup. */
+  /**
+   * Bytes kept of what the packs' indexes say, over all repositories: index pages 5/8, pack lists and
+   * fan-outs 1/4 (without its own, every read of a repository lists its packs again), records' ends
+   * (web-standard inflate only) 1/8.
+   */
   cacheBytes: number;
 }
 
@@ -183,18 +242,27 @@ interface Step {
 export class ObjectReader {
   private readonly fs: StoreFs;
   private readonly codec: ObjectCodec;
-  /** Each repository's packs as last listed (newest written first). */
-  private readonly repos: LruCache<Pack[]>;
+  /** Whether the codec's inflate ignores bytes after the stream (records read in windows). */
+  private readonly windows: boolean;
+  /** Each repository's packs as last listed. */
+  private readonly repos: LruCache<RepoPacks>;
+  private readonly pages: TablePages;
+  /** Each pack's record offsets in order (exact ends), by pack name. */
+  private readonly ends: LruCache<Float64Array>;
 
   constructor(opts: ObjectReaderOptions) {
     this.fs = opts.fs;
     this.codec = opts.codec ?? opts.fs.codec ?? webCodec;
-    this.repos = new LruCache(Math.max(0, opts.cacheBytes), packBytesOf);
+    this.windows = this.codec.inflate !== undefined;
+    const bytes = Math.max(0, opts.cacheBytes);
+    this.repos = new LruCache(Math.floor(bytes / 4), repoBytes);
+    this.ends = new LruCache(Math.floor(bytes / 8), (e) => e.byteLength + 96);
+    this.pages = new TablePages(this.fs, bytes - Math.floor(bytes / 4) - Math.floor(bytes / 8));
   }
 
-  /** Bytes of pack indexes held now. */
+  /** Bytes held now: pack lists, index pages, records' ends. */
   get cachedBytes(): number {
-    return this.repos.bytes;
+    return this.repos.bytes + this.pages.bytes + this.ends.bytes;
   }
 
   /**
@@ -203,6 +271,22 @@ export class ObjectReader {
    */
   read(gitdir: string, oid: string): Promise<RawObject> {
     return this.find(gitdir, oid, 0);
+  }
+
+  /**
+   * The objects `oids` (in that order; an id may repeat), read as `read` reads one but in pack order: their
+   * places are looked up in id order (each index page read once), then each pack's records are read a run
+   * at a time (RUN_BYTES at most, no gap over RUN_GAP); a delta or a record longer than the run from its
+   * place. What no pack holds (loose objects, packs merged meanwhile) is read one by one. Throws as `read`
+   * does.
+   */
+  async readMany(gitdir: string, oids: readonly string[]): Promise<RawObject[]> {
+    const found = new Map<string, RawObject>();
+    let rest = [...new Set(oids)].sort();
+    for (const oid of rest) if (!/^[0-9a-f]{40}$/.test(oid)) throw new ObjectMissingError(oid);
+    if (this.fs.packs && rest.length > 0) rest = await this.readPacked(gitdir, rest, found);
+    for (const oid of rest) found.set(oid, await this.find(gitdir, oid, 0));
+    return oids.map((oid) => found.get(oid)!);
   }
 
   /** read, as the base of a delta `depth` steps down a chain. */
@@ -231,51 +315,184 @@ export class ObjectReader {
   /** Makes a pack the store has just written known without listing the directory again. */
   added(gitdir: string, name: string, idx: Uint8Array, packBytes: number): void {
     const repo = this.repos.get(gitdir);
-    if (!repo || repo.some((p) => p.name === name)) return;
-    const pack = openPack(name, `${gitdir}/objects/pack/pack-${name}.pack`, idx, packBytes);
-    if (!pack) return;
+    if (!repo || repo.singles.some((s) => s.pack.name === name) || repo.midx?.packs.some((p) => p.name === name)) return;
+    const path = `${gitdir}/objects/pack/pack-${name}`;
+    const table = idxTable(`pack:${name}`, `${path}.idx`, idx);
+    if (!table) return;
+    const pack: Pack = { name, path: `${path}.pack`, bytes: packBytes, ordinal: repo.count };
     // Newest first: recent objects are read most.
-    this.repos.set(gitdir, [pack, ...repo]);
+    this.repos.set(gitdir, { ...repo, singles: [{ pack, table }, ...repo.singles], count: repo.count + 1 });
   }
 
-  /** Forgets what is known of the repository's packs (after packs were deleted). */
+  /** Forgets what is known of the repository's packs (after packs were deleted, or the MIDX rewritten). */
   forget(gitdir: string): void {
     this.repos.delete(gitdir);
   }
 
-  /** The repository's packs as listed now; listed again while a listed idx vanishes before it is read. */
-  private async list(gitdir: string): Promise<Pack[]> {
+  /**
+   * The repository's packs as listed now: the multi-pack-index, if it lists only packs that are there, and
+   * the head of each pack's .idx it does not list. Listed again while an .idx vanishes before it is read.
+   */
+  private async list(gitdir: string): Promise<RepoPacks> {
     const dir = `${gitdir}/objects/pack`;
-    let packs: Pack[] = [];
+    let repo: RepoPacks = { singles: [], midx: null, count: 0 };
     for (let attempt = 0; attempt < LIST_ATTEMPTS; attempt++) {
       const listed = (await this.fs.packs?.list(dir)) ?? [];
-      packs = [];
+      const packs = new Map<string, Pack>(
+        listed.map(({ name, bytes }, ordinal) => [name, { name, path: `${dir}/pack-${name}.pack`, bytes, ordinal }]),
+      );
+      repo = { singles: [], midx: null, count: packs.size };
+      const midx = packs.size > 0 ? await openMidx(this.fs, `${dir}/${MIDX_FILE}`) : null;
+      if (midx && midx.head.packs.every((name) => packs.has(name))) {
+        repo.midx = { table: midx.table, packs: midx.head.packs.map((name) => packs.get(name)!) };
+      }
+      const listedByMidx = new Set(repo.midx ? midx!.head.packs : []);
       let vanished = false;
-      for (const { name, bytes } of listed) {
-        const idx = await this.fs.readFile(`${dir}/pack-${name}.idx`);
-        if (!idx) vanished = true;
-        const pack = idx && openPack(name, `${dir}/pack-${name}.pack`, idx, bytes);
-        if (pack) packs.push(pack);
+      for (const pack of packs.values()) {
+        if (listedByMidx.has(pack.name)) continue;
+        const table = await openIdx(this.fs, `pack:${pack.name}`, `${dir}/pack-${pack.name}.idx`);
+        if (table) repo.singles.push({ pack, table });
+        else if (!(await this.fs.exists(`${dir}/pack-${pack.name}.idx`))) vanished = true;
       }
       if (!vanished) break;
     }
-    this.repos.set(gitdir, packs);
-    return packs;
+    this.repos.set(gitdir, repo);
+    return repo;
   }
 
-  /** The object from `packs`, null when none holds it; lists them again while a pack it was in went away. */
-  private async fromPacks(gitdir: string, packs: Pack[], oid: Uint8Array, hex: string, depth: number): Promise<RawObject | null> {
+  /** Where `oid` is in the repository's packs, or null. */
+  private async locate(repo: RepoPacks, oid: Uint8Array, hex: string): Promise<Location | null> {
+    for (const s of repo.singles) {
+      const row = await this.pages.find(s.table, oid);
+      if (row >= 0) return { pack: s.pack, offset: (await this.pages.entry(s.table, row)).offset };
+    }
+    if (repo.midx) {
+      const row = await this.pages.find(repo.midx.table, oid);
+      if (row >= 0) {
+        const e = await this.pages.entry(repo.midx.table, row);
+        const pack = repo.midx.packs[e.pack];
+        if (!pack) throw new CorruptObjectError(hex, `the multi-pack-index names pack number ${e.pack} of ${repo.midx.packs.length}`);
+        return { pack, offset: e.offset };
+      }
+    }
+    return null;
+  }
+
+  /** locate from cached pages alone: undefined when it would have to read one. */
+  private locateNow(repo: RepoPacks, oid: Uint8Array, memo: PageMemo): Location | null | undefined {
+    for (const s of repo.singles) {
+      const row = this.pages.findNow(s.table, oid, memo);
+      if (row === undefined) return undefined;
+      if (row >= 0) {
+        const e = this.pages.entryNow(s.table, row, memo);
+        return e && { pack: s.pack, offset: e.offset };
+      }
+    }
+    if (repo.midx) {
+      const row = this.pages.findNow(repo.midx.table, oid, memo);
+      if (row === undefined) return undefined;
+      if (row >= 0) {
+        const e = this.pages.entryNow(repo.midx.table, row, memo);
+        const pack = e && repo.midx.packs[e.pack];
+        return pack ? { pack, offset: e.offset } : undefined;
+      }
+    }
+    return null;
+  }
+
+  /** The object from `repo`'s packs, null when none holds it; lists them again while one it used went away. */
+  private async fromPacks(gitdir: string, repo: RepoPacks, oid: Uint8Array, hex: string, depth: number): Promise<RawObject | null> {
     for (let attempt = 0; ; attempt++) {
       try {
-        for (const p of packs) {
-          const offset = findIn(p, oid);
-          if (offset >= 0) return await this.fromPack(gitdir, p, offset, hex, depth);
-        }
-        return null;
+        const at = await this.locate(repo, oid, hex);
+        return at && (await this.fromPack(gitdir, at.pack, at.offset, hex, depth));
       } catch (e) {
-        if (!(e instanceof PackGone) || attempt + 1 >= LIST_ATTEMPTS) throw e;
-        packs = await this.list(gitdir);
+        if (!(e instanceof StaleIndex)) throw e;
+        // Listed again and again, an index still reads short: it is damaged, not replaced.
+        if (attempt + 1 >= LIST_ATTEMPTS) throw new CorruptObjectError(hex, e.message);
+        repo = await this.list(gitdir);
       }
+    }
+  }
+
+  /**
+   * readMany's pack-order part: the places of `oids` (sorted), then each pack's records in offset order, a
+   * run of them per read. Fills `found`; returns the ids left for one-by-one reads.
+   */
+  private async readPacked(gitdir: string, oids: string[], found: Map<string, RawObject>): Promise<string[]> {
+    let repo = this.repos.get(gitdir) ?? (await this.list(gitdir));
+    const left: string[] = [];
+    let at: Array<Location & { oid: string }> = [];
+    for (let attempt = 0; ; attempt++) {
+      try {
+        at = [];
+        left.length = 0;
+        const bin = new Uint8Array(20);
+        const memo: PageMemo = new Map();
+        for (const oid of oids) {
+          hexToBytes(oid, bin);
+          // In id order, the pages one lookup reads serve the next ones: most need no read at all.
+          let loc = this.locateNow(repo, bin, memo);
+          if (loc === undefined) loc = await this.locate(repo, bin, oid);
+          if (loc) at.push({ pack: loc.pack, offset: loc.offset, oid });
+          else left.push(oid);
+        }
+        break;
+      } catch (e) {
+        if (!(e instanceof StaleIndex)) throw e;
+        // Read one by one, each then says what is wrong.
+        if (attempt + 1 >= LIST_ATTEMPTS) return oids;
+        repo = await this.list(gitdir);
+      }
+    }
+    at.sort((a, b) => a.pack.ordinal - b.pack.ordinal || a.offset - b.offset);
+    for (let i = 0; i < at.length; ) {
+      const { pack, offset: start } = at[i]!;
+      let j = i + 1;
+      while (j < at.length && at[j]!.pack === pack && at[j]!.offset - at[j - 1]!.offset <= RUN_GAP && at[j]!.offset - start < RUN_BYTES) j++;
+      const last = pack.bytes - 20;
+      const run = at.slice(i, j);
+      i = j;
+      const end = Math.min(last, run[run.length - 1]!.offset + RUN_TAIL);
+      const bytes = start >= 12 && end > start ? await readAt(this.fs, pack.path, start, end - start) : null;
+      for (const r of run) {
+        // What the run cannot give (a delta, a long record) is read from its place, already known.
+        const got = (bytes && (await this.fromRun(pack, bytes, start, r.offset, r.oid))) || (await this.fromKnown(gitdir, r));
+        if (got) found.set(r.oid, got);
+        else left.push(r.oid);
+      }
+    }
+    return left;
+  }
+
+  /** The object at `at` as `read` gives it, or null when its pack is gone (then it is looked up again). */
+  private async fromKnown(gitdir: string, at: Location & { oid: string }): Promise<RawObject | null> {
+    try {
+      return await this.fromPack(gitdir, at.pack, at.offset, at.oid, 0);
+    } catch (e) {
+      if (e instanceof StaleIndex) return null;
+      throw e;
+    }
+  }
+
+  /**
+   * The whole object whose record starts at `offset`, from `bytes` (the pack's bytes from `start`), or null
+   * when it cannot be had from them alone: a delta, a record running past them, anything that does not
+   * decode (read one by one, which says why).
+   */
+  private async fromRun(p: Pack, bytes: Uint8Array, start: number, offset: number, oid: string): Promise<RawObject | null> {
+    try {
+      const rel = offset - start;
+      if (offset < 12 || rel >= bytes.byteLength) return null;
+      const head = recordHead(bytes.subarray(rel, rel + 32), offset, oid);
+      const type = TYPES[head.type];
+      if (!type) return null;
+      const end = this.windows ? Math.min(offset + head.at + deflatedBound(head.size), p.bytes - 20) : await this.recordEnd(p, offset);
+      if (end - start > bytes.byteLength) return null;
+      const data = await inflate(this.codec, bytes.subarray(rel + head.at, end - start), head.size);
+      return data.byteLength === head.size ? { type, content: ownBuffer(data) } : null;
+    } catch {
+      return null;
     }
   }
 
@@ -315,47 +532,72 @@ export class ObjectReader {
     }
   }
 
-  /** One record of a pack: its header decoded and its data inflated. */
+  /** The pack's bytes [from, to); StaleIndex when the pack is gone. */
+  private async packRange(p: Pack, from: number, to: number): Promise<Uint8Array> {
+    const bytes = await readAt(this.fs, p.path, from, to - from);
+    if (!bytes) throw new StaleIndex(`${p.path} is gone`);
+    return bytes;
+  }
+
+  /**
+   * One record of a pack: its header decoded and its data inflated. In windows (see the file's head): the
+   * first FIRST_WINDOW bytes, then up to the longest the record can be; a record that does not decode from
+   * its window is read again to its exact end (a stream longer than deflatedBound, or damage: then it is
+   * corrupt either way).
+   */
   private async record(p: Pack, offset: number, oid: string): Promise<Step> {
-    const end = recordEnd(p, offset);
-    if (offset < 12 || end <= offset || end > p.packBytes - 20) throw new CorruptObjectError(oid, 'pack and idx disagree');
-    const bytes = this.fs.readRange
-      ? await this.fs.readRange(p.path, offset, end - offset)
-      : (await this.fs.readFile(p.path))?.subarray(offset, end) ?? null;
-    if (!bytes) throw new PackGone();
-    if (bytes.byteLength !== end - offset) throw new CorruptObjectError(oid, 'pack truncated');
-    let at = 0;
-    let b = bytes[at++]!;
-    const type = (b >> 4) & 7;
-    let size = b & 15;
-    let shift = 16;
-    while (b & 0x80) {
-      if (at >= bytes.length || shift > 2 ** 35) throw new CorruptObjectError(oid, 'record header');
-      b = bytes[at++]!;
-      size += (b & 0x7f) * shift;
-      shift *= 128;
-    }
-    let base: number | string | undefined;
-    if (type === OFS_DELTA) {
-      if (at >= bytes.length) throw new CorruptObjectError(oid, 'record header');
-      b = bytes[at++]!;
-      let back = b & 0x7f;
-      while (b & 0x80) {
-        if (at >= bytes.length || back > 2 ** 45) throw new CorruptObjectError(oid, 'record header');
-        b = bytes[at++]!;
-        back = (back + 1) * 128 + (b & 0x7f);
+    const last = p.bytes - 20;
+    if (offset < 12 || offset >= last) throw new CorruptObjectError(oid, 'pack and idx disagree');
+    if (this.windows) {
+      let bytes = await this.packRange(p, offset, Math.min(last, offset + FIRST_WINDOW));
+      const head = recordHead(bytes.subarray(0, 32), offset, oid);
+      const end = Math.min(last, offset + head.at + deflatedBound(head.size));
+      if (end - offset <= MAX_WINDOW) {
+        if (end - offset > bytes.byteLength) bytes = await this.packRange(p, offset, end);
+        try {
+          const data = await inflate(this.codec, bytes.subarray(head.at, end - offset), head.size);
+          if (data.byteLength === head.size) return { type: head.type, data: ownBuffer(data), base: head.base };
+        } catch {
+          // Read again to its exact end below.
+        }
       }
-      base = offset - back;
-      if (base < 12) throw new CorruptObjectError(oid, 'delta base before the pack');
-    } else if (type === REF_DELTA) {
-      if (at + 20 > bytes.length) throw new CorruptObjectError(oid, 'record header');
-      base = toHex(bytes.subarray(at, at + 20));
-      at += 20;
     }
-    if (size > MAX_OBJECT_BYTES) throw new CorruptObjectError(oid, `${size} bytes`);
-    const data = await this.inflate(oid, bytes.subarray(at), size);
-    if (data.byteLength !== size) throw new CorruptObjectError(oid, `${data.byteLength} bytes inflated, ${size} declared`);
-    return { type, data, base };
+    const end = await this.recordEnd(p, offset);
+    if (end <= offset || end > last) throw new CorruptObjectError(oid, 'pack and idx disagree');
+    const bytes = await this.packRange(p, offset, end);
+    if (bytes.byteLength !== end - offset) throw new CorruptObjectError(oid, 'pack truncated');
+    const head = recordHead(bytes, offset, oid);
+    const data = await this.inflate(oid, bytes.subarray(head.at), head.size);
+    if (data.byteLength !== head.size) throw new CorruptObjectError(oid, `${data.byteLength} bytes inflated, ${head.size} declared`);
+    return { type: head.type, data: ownBuffer(data), base: head.base };
+  }
+
+  /** Where the record at `offset` of `p` ends: the next record's offset, or the pack's checksum. */
+  private async recordEnd(p: Pack, offset: number): Promise<number> {
+    let ends = this.ends.get(p.name);
+    if (!ends) {
+      const path = p.path.replace(/\.pack$/, '.idx');
+      const t = await openIdx(this.fs, `pack:${p.name}`, path);
+      if (!t) throw new StaleIndex(`${path} is gone`);
+      const raw = await readAt(this.fs, path, t.offsets, t.n * 4);
+      if (!raw || raw.byteLength !== t.n * 4) throw new StaleIndex(`${path} is gone`);
+      const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
+      ends = new Float64Array(t.n);
+      for (let i = 0; i < t.n; i++) {
+        const off = view.getUint32(i * 4);
+        ends[i] = off & 0x80000000 ? (await this.pages.entry(t, i)).offset : off;
+      }
+      ends.sort();
+      this.ends.set(p.name, ends);
+    }
+    let lo = 0;
+    let hi = ends.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (ends[mid]! <= offset) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < ends.length ? ends[lo]! : p.bytes - 20;
   }
 
   private async inflate(oid: string, data: Uint8Array, max: number): Promise<Uint8Array> {
@@ -377,7 +619,7 @@ export class ObjectReader {
     if (!m) throw new CorruptObjectError(oid, 'loose object header');
     const content = raw.subarray(nul + 1);
     if (content.byteLength !== Number(m[2])) throw new CorruptObjectError(oid, `${content.byteLength} bytes, ${m[2]} declared`);
-    return { type: m[1] as RawType, content };
+    return { type: m[1] as RawType, content: ownBuffer(content) };
   }
 }
 

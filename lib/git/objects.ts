@@ -25,8 +25,10 @@ export interface ObjectCodec {
   /** zlib deflate of `data`; the web-standard one when absent. */
   deflate?(data: Uint8Array): Uint8Array | Promise<Uint8Array>;
   /**
-   * zlib inflate of `data` (one zlib stream, nothing after it); throws when the output would exceed
-   * `maxBytes`. The web-standard one when absent.
+   * zlib inflate of the stream `data` starts with; throws when the output would exceed `maxBytes`. Bytes
+   * after the stream's end are ignored (as zlib's inflate does): a pack's records are read in windows that
+   * may run past them (lib/git/object-reader.ts). The web-standard one when absent, which refuses such
+   * bytes: `data` is then read to the stream's exact end.
    */
   inflate?(data: Uint8Array, maxBytes: number): Uint8Array | Promise<Uint8Array>;
 }

@@ -6,7 +6,6 @@ import type { Stmt } from '../db/sql.ts';
 import { ownerStmt } from '../db/members.ts';
 import { KeyedMutex, LockTimeoutError, type HeldLock, type Progress } from './lock.ts';
 import { LruCache } from './lru.ts';
-import { mapBounded } from '../bounded.ts';
 import { foldPathCase } from '../page/path.ts';
 import { parseQuery } from '../search/query.ts';
 import { mergePages } from '../differ/merge.ts';
@@ -86,9 +85,6 @@ export interface PushResult {
   /** The paths the commit changed, in push order. */
   committedPaths: string[];
 }
-
-/** Blob reads a pull keeps in flight. */
-const PULL_READS_IN_FLIGHT = 32;
 
 /** What a cached head entry holds in memory, estimated (strings at 2 bytes a character). */
 const headEntryBytes = (e: HeadEntry | null) =>
@@ -431,11 +427,9 @@ export class RepoStore implements Repos {
       const from = await this.index.resolve(id, since);
       ({ present, deleted } = await this.index.changedSince(id, from.seq));
     }
-    // Bounded: a thousand blob reads at once hold a thousand inflate buffers at the peak.
-    const files = await mapBounded(present, PULL_READS_IN_FLIGHT, async (entry) => ({
-      entry,
-      content: await this.git.readBlob(id, entry.blob),
-    }));
+    // In pack order (GitStore.readBlobs): a full pull reads each pack a run of records at a time.
+    const contents = await this.git.readBlobs(id, present.map((e) => e.blob));
+    const files = present.map((entry, i) => ({ entry, content: contents[i]! }));
     return { head, files, deleted };
   }
 

@@ -13,6 +13,7 @@ import {
   type ObjectType,
 } from './objects.ts';
 import { buildPacks, copyableRecords, type PackEntry } from './pack.ts';
+import { syncMidx } from './midx.ts';
 import { ObjectReader, parseCommit, parseTree, type RawObject } from './object-reader.ts';
 import { replacedName, type StoreFs } from './fs.ts';
 import { HttpError } from '../http/errors.ts';
@@ -42,8 +43,10 @@ const decoder = new TextDecoder();
 export const DEFAULT_CACHE_BYTES = 32 * 1024 * 1024;
 /**
  * Packs below this size are merged (MAX_SMALL_PACKS); larger ones (a large push, or a merge's result) stay
- * as they are. Reading a pack costs no memory for its size (lib/git/object-reader.ts reads a record by its
- * byte range); a merge reads the small packs whole, so together they stay below MAX_SMALL_PACKS × this.
+ * as they are, and the multi-pack-index (lib/git/midx.ts) lists every one of them, so that a lookup costs
+ * the same however many there are. Reading a pack costs no memory for its size (lib/git/object-reader.ts
+ * reads a record by its byte range); a merge reads the small packs whole, so together they stay below
+ * MAX_SMALL_PACKS × this.
  */
 export const SMALL_PACK_BYTES = 1024 * 1024;
 /**
@@ -248,6 +251,8 @@ export class GitStore {
   private readonly commits: LruCache<CommitMeta>;
   /** Small packs per repository as last counted (absent: not counted since boot). */
   private readonly smallPacks = new Map<string, number>();
+  /** Repositories whose multi-pack-index lists every large pack, as last checked (absent: not since boot). */
+  private readonly indexed = new Set<string>();
   /** Pack merges queued or running, per repository. */
   private readonly merges = new Map<string, Promise<void>>();
 
@@ -496,10 +501,47 @@ export class GitStore {
     return blob;
   }
 
+  /**
+   * Several blobs at once (a pull): those cached from memory, the others read in pack order
+   * (ObjectReader.readMany), in the order asked. Each as readBlob gives it (StoreError for an object that
+   * is not a blob).
+   */
+  async readBlobs(id: string, oids: readonly string[]): Promise<Uint8Array[]> {
+    const out: Uint8Array[] = new Array(oids.length);
+    const missing: number[] = [];
+    const inFlight = this.inFlight.get(id);
+    oids.forEach((oid, i) => {
+      const hit = this.blobs.get(`${id}:${oid}`) ?? inFlight?.blobs.get(oid);
+      if (hit) out[i] = hit;
+      else missing.push(i);
+    });
+    if (missing.length === 0) return out;
+    const read = await this.reader.readMany(this.gitdir(id), missing.map((i) => oids[i]!));
+    // A read that would fill more than half the blob cache (a full pull) is not kept: it would only push
+    // out what is read often.
+    const keep = read.reduce((n, o) => n + o.content.byteLength + 96, 0) <= this.blobs.limit / 2;
+    read.forEach((o, k) => {
+      const oid = oids[missing[k]!]!;
+      if (o.type !== 'blob') throw new StoreError(`object ${oid} is a ${o.type}, not a blob`);
+      out[missing[k]!] = o.content;
+      if (keep) this.blobs.set(`${id}:${oid}`, o.content);
+    });
+    return out;
+  }
+
   /** Any object's type and raw content (what git hashes after its `<type> <size>\0` header). */
   async readObject(id: string, oid: string): Promise<{ type: ObjectType; content: Uint8Array }> {
     const o = await this.raw(id, oid);
     return { type: o.type as ObjectType, content: o.content };
+  }
+
+  /** Several objects as readObject gives each, read in pack order (ObjectReader.readMany), in the order asked. */
+  async readObjects(id: string, oids: readonly string[]): Promise<Array<{ type: ObjectType; content: Uint8Array }>> {
+    const read = await this.reader.readMany(this.gitdir(id), oids);
+    return read.map((o, i) => {
+      if (o.type === 'tag') throw new StoreError(`object ${oids[i]} is a tag, not a blob, tree or commit`);
+      return { type: o.type, content: o.content };
+    });
   }
 
   /** The blob id of `path` in the tree of `commit`, or null when the commit lacks it. */
@@ -801,20 +843,27 @@ export class GitStore {
     }
     const known = this.smallPacks.get(id);
     if (known !== undefined) this.smallPacks.set(id, known + built.filter((b) => b.pack.byteLength < SMALL_PACK_BYTES).length);
+    if (built.some((b) => b.pack.byteLength >= SMALL_PACK_BYTES)) this.indexed.delete(id);
   }
 
   /**
-   * After a group's branch move: when the repository may hold more than MAX_SMALL_PACKS small packs (or
-   * they were not counted since boot), a merge is queued behind the repository's writers (withLock), so it
-   * never runs beside one and never delays the answer of the group that triggered it. At most one queued.
+   * After a group's branch move: when the repository may hold more than MAX_SMALL_PACKS small packs, or a
+   * large pack its multi-pack-index does not list (or neither was checked since boot), the packs' upkeep —
+   * a merge, then the multi-pack-index — is queued behind the repository's writers (withLock), so it never
+   * runs beside one and never delays the answer of the group that triggered it. At most one queued.
    */
   private scheduleMerge(id: string): void {
     const n = this.smallPacks.get(id);
-    if ((n !== undefined && n <= MAX_SMALL_PACKS) || this.merges.has(id)) return;
-    const run = this.withLock(id, () => this.mergePacks(id), { owner: 'pack-merge', step: 'merge packs' })
+    if ((n !== undefined && n <= MAX_SMALL_PACKS && this.indexed.has(id)) || this.merges.has(id)) return;
+    const upkeep = async () => {
+      await this.mergePacks(id);
+      await this.indexPacks(id);
+    };
+    const run = this.withLock(id, upkeep, { owner: 'pack-merge', step: 'merge packs' })
       .catch(() => {
-        // Not merged this time (lock wait, disk error): counted again after the next group.
+        // Not done this time (lock wait, disk error): counted and checked again after the next group.
         this.smallPacks.delete(id);
+        this.indexed.delete(id);
       })
       .finally(() => {
         if (this.merges.get(id) === run) this.merges.delete(id);
@@ -891,12 +940,29 @@ export class GitStore {
     const built = await buildPacks(codec, entries);
     for (const b of built) await packs.write(dir, b.name, b.pack, b.idx);
     const kept = new Set(built.map((b) => b.name));
-    await packs.remove(
-      dir,
-      merged.filter((n) => !kept.has(n)),
-    );
+    const removed = merged.filter((n) => !kept.has(n));
+    // The multi-pack-index names none of the packs about to go (git refuses one that names a missing pack).
+    await this.indexPacks(id, removed);
+    await packs.remove(dir, removed);
     this.reader.forget(gitdir);
     this.smallPacks.set(id, small.length - merged.length + built.filter((b) => b.pack.byteLength < SMALL_PACK_BYTES).length);
+  }
+
+  /**
+   * Makes the repository's multi-pack-index list exactly its large packs (SMALL_PACK_BYTES or more, which
+   * are never merged), leaving out `removing` (packs about to be deleted): rewritten when a large pack was
+   * written since, or when it is missing or names anything else (lib/git/midx.ts syncMidx). The few small
+   * packs are looked up through their own .idx. Callers hold withLock.
+   */
+  async indexPacks(id: string, removing: readonly string[] = []): Promise<void> {
+    const packs = this.fs.packs;
+    if (!packs) return;
+    const gitdir = this.gitdir(id);
+    const dir = `${gitdir}/objects/pack`;
+    const gone = new Set(removing);
+    const large = (await packs.list(dir)).filter((p) => p.bytes >= SMALL_PACK_BYTES && !gone.has(p.name)).map((p) => p.name);
+    if (await syncMidx(this.fs, dir, large, `${gitdir}/objects`)) this.reader.forget(gitdir);
+    if (gone.size === 0) this.indexed.add(id);
   }
 
   /** Gives `main.lock` back without moving the branch. */
