@@ -180,6 +180,10 @@ describe('the quota seam', () => {
         when: { sql: '0' },
         refusal: { code: 'quota_members', message: 'member limit reached', limit: 3, upgradeUrl: 'https://billing.example/upgrade' },
       }),
+      promote: () => ({
+        when: { sql: '0' },
+        refusal: { code: 'quota_repos', message: "repository limit reached for the new owner's plan", limit: 1, upgradeUrl: 'https://billing.example/upgrade' },
+      }),
     };
     const k = await mint('proj', alice.token);
     srv.deps.quota = refusing;
