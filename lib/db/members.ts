@@ -90,8 +90,8 @@ export class Members {
 
   /**
    * Makes `userId` an owner of `repoId` whatever it held before: adds the row, or promotes a member (the
-   * server's admin command, `admin repo owner`; no route promotes). One atomic batch. Returns the role held
-   * before, null when the user was not a member.
+   * server's admin command, `admin repo owner`, which needs no owner and takes non-members too; the role
+   * route uses setRole). One atomic batch. Returns the role held before, null when the user was not a member.
    */
   async makeOwner(repoId: string, userId: string): Promise<Role | null> {
     const [before] = await this.db.batch([
