@@ -21,7 +21,8 @@ import {
   type PushRequest,
 } from '../schema/wire/sync.ts';
 import { EvolutionResponse, SectionDiff } from '../schema/wire/diff.ts';
-import { InviteKeysResponse, JoinResponse, MembersResponse, MintInviteResponse } from '../schema/wire/members.ts';
+import { InviteKeysResponse, JoinResponse, MembersResponse, MintInviteResponse, SetRoleResponse } from '../schema/wire/members.ts';
+import { LinksResponse } from '../schema/wire/links.ts';
 import { LimitsResponse } from '../schema/wire/limits.ts';
 import { SearchResponse } from '../schema/wire/search.ts';
 import { CliError } from './errors.ts';
@@ -319,6 +320,18 @@ export class Api {
   // --- repositories -----------------------------------------------------------------------------------
   repos = async () => (await this.call('GET', '/v1/repos', ReposResponse)).data;
   createRepo = async (id: string) => (await this.call('POST', '/v1/repos', CreateRepoResponse, { body: { id } })).data;
+  /** `DELETE /v1/repos/:id?confirm=<id>`: the repository and everything about it, for good. */
+  async deleteRepo(repo: string): Promise<void> {
+    const res = await this.send('DELETE', `/v1/repos/${seg(repo)}`, { query: { confirm: repo } });
+    if (!res.ok) throw await this.refusal(res);
+    await res.body?.cancel();
+  }
+  /** `GET /v1/repos/:id/export`: the repository as a git bundle. */
+  async exportRepo(repo: string): Promise<Uint8Array> {
+    const res = await this.send('GET', `/v1/repos/${seg(repo)}/export`);
+    if (!res.ok) throw await this.refusal(res);
+    return this.bytes(res);
+  }
 
   // --- pages and sync ---------------------------------------------------------------------------------
   pages = async (repo: string) => (await this.call('GET', `/v1/repos/${seg(repo)}/pages`, PagesResponse)).data;
@@ -364,6 +377,9 @@ export class Api {
   activity = async (repo: string, q: { limit?: number; offset?: number }) =>
     (await this.call('GET', `/v1/repos/${seg(repo)}/activity`, ActivityResponse, { query: q })).data;
 
+  /** `GET /v1/repos/:id/links/<path>`: what the page links to, and what links to it. */
+  links = async (repo: string, path: string) => (await this.call('GET', `/v1/repos/${seg(repo)}/links/${encodePath(path)}`, LinksResponse)).data;
+
   /** `GET /v1/repos/:id/search` with `repo`, else `GET /v1/search` (every repository of the caller). */
   search = async (p: { q: string; repo?: string; type?: string; tag?: string; limit?: number; offset?: number }) =>
     (
@@ -375,6 +391,8 @@ export class Api {
   // --- members and invite keys ------------------------------------------------------------------------
   members = async (repo: string) => (await this.call('GET', `/v1/repos/${seg(repo)}/members`, MembersResponse)).data;
   removeMember = (repo: string, userId: string) => this.noContent('DELETE', `/v1/repos/${seg(repo)}/members/${seg(userId)}`);
+  setRole = async (repo: string, userId: string, role: 'owner' | 'member') =>
+    (await this.call('POST', `/v1/repos/${seg(repo)}/members/${seg(userId)}/role`, SetRoleResponse, { body: { role } })).data;
   createInvite = async (repo: string, label?: string) =>
     (await this.call('POST', `/v1/repos/${seg(repo)}/invite-keys`, MintInviteResponse, { body: label === undefined ? {} : { label } })).data;
   listInvites = async (repo: string) => (await this.call('GET', `/v1/repos/${seg(repo)}/invite-keys`, InviteKeysResponse)).data;

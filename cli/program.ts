@@ -33,6 +33,8 @@ const inspect = () => import('./commands/inspect.ts');
 const team = () => import('./commands/team.ts');
 const mcpCmd = () => import('./commands/mcp.ts');
 const searchCmd = () => import('./commands/search.ts');
+const linksCmd = () => import('./commands/links.ts');
+const lifecycle = () => import('./commands/lifecycle.ts');
 
 export function buildProgram(opts: { jsonErrors?: boolean } = {}): Command {
   const program = new Command('kr')
@@ -287,6 +289,19 @@ Examples:
     ['kr evolution decision-log', 'kr evolution decision-log -n 5 --json'],
   );
 
+  examples(
+    act(
+      program
+        .command('links')
+        .description('what a page links to ([[slug]], [[type/slug]], relative .md links) and the pages that link to it, as the server resolves them now')
+        .argument('<page>', 'slug (looked up in the local page folders) or page path (wiki/concepts/x.md)')
+        .addOption(typeOpt())
+        .addOption(json()),
+      async ([page], o) => (await linksCmd()).links(page!, o as never),
+    ),
+    ['kr links decision-log', 'kr --repo acme links wiki/entities/postgres.md --json'],
+  );
+
   // --- search -------------------------------------------------------------------------------------------
   examples(
     act(
@@ -350,7 +365,34 @@ Examples:
     ),
     ['kr repos create acme'],
   );
-  examples(repos, ['kr repos', 'kr repos create acme']);
+  examples(
+    act(
+      repos
+        .command('delete')
+        .argument('<id>', 'the repository to delete')
+        .description('delete a repository on the server, for everyone: pages, history, members, invite keys, activity (owners only; no undo). Offers an export first and asks you to type the id')
+        .option('-y, --yes', 'do not ask (no export is offered: see --export)')
+        .option('--confirm <id>', 'the id again: delete without asking')
+        .option('--export <file>', 'first write the repository\'s git bundle to this file (nothing is deleted if that fails)')
+        .addOption(json()),
+      async ([id], o) => (await lifecycle()).reposDelete(id!, o as never),
+    ),
+    ['kr repos delete acme', 'kr repos delete acme --export acme.bundle --confirm acme', 'kr repos delete old-notes --yes --json'],
+  );
+  examples(repos, ['kr repos', 'kr repos create acme', 'kr repos delete acme']);
+
+  examples(
+    act(
+      program
+        .command('export')
+        .description('the repository as a git bundle file: every page and the whole history (owners only); "git clone <file>" restores it')
+        .option('-o, --output <file>', 'where to write it (default: <repo>.bundle here)')
+        .option('-f, --force', 'replace the file if it exists')
+        .addOption(json()),
+      async (_a, o) => (await lifecycle()).exportRepo(o as never),
+    ),
+    ['kr export', 'kr --repo acme export -o backups/acme.bundle'],
+  );
 
   const invite = program.command('invite').description('invite keys of the current repository (owners only); alone, lists them');
   examples(
@@ -394,7 +436,19 @@ Examples:
     ),
     ['kr members remove bob@example.com'],
   );
-  examples(members, ['kr members', 'kr members remove bob@example.com']);
+  examples(
+    act(
+      members
+        .command('role')
+        .argument('<email>', "the member's email (any case)")
+        .argument('<role>', 'owner or member')
+        .description("change a member's role (owners only); the last owner stays one")
+        .addOption(json()),
+      async ([email, role], o) => (await lifecycle()).membersRole(email!, role!, o as never),
+    ),
+    ['kr members role bob@example.com owner', 'kr members role alice@example.com member'],
+  );
+  examples(members, ['kr members', 'kr members remove bob@example.com', 'kr members role bob@example.com owner']);
 
   const pats = program.command('pats').description('your personal access tokens');
   examples(

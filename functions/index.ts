@@ -13,14 +13,17 @@ import reposCreate from './repos/create.ts';
 import reposCreateLegacy from './repos/create-legacy.ts';
 import membersList from './members/list.ts';
 import membersRemove from './members/remove.ts';
+import membersRole from './members/role.ts';
 import invitesCreate from './invites/create.ts';
 import invitesList from './invites/list.ts';
 import invitesRevoke from './invites/revoke.ts';
 import invitesJoin from './invites/join.ts';
 import reposList from './repos/list.ts';
 import reposExport from './repos/export.ts';
+import reposDelete from './repos/delete.ts';
 import pagesList from './pages/list.ts';
 import pagesRead from './pages/read.ts';
+import pagesLinks from './pages/links.ts';
 import syncPush from './sync/push.ts';
 import syncPull from './sync/pull.ts';
 import historyTimeline from './history/timeline.ts';
@@ -48,11 +51,13 @@ export const routes: RouteDef[] = [
   reposCreateLegacy,
   membersList,
   membersRemove,
+  membersRole,
   invitesCreate,
   invitesList,
   invitesRevoke,
   pagesList,
   pagesRead,
+  pagesLinks,
   syncPush,
   syncPull,
   historyTimeline,
@@ -61,6 +66,7 @@ export const routes: RouteDef[] = [
   diffEvolution,
   activityList,
   reposExport,
+  reposDelete,
   searchRepo,
   searchAll,
 ];

@@ -7,7 +7,7 @@ import { quotaError } from './quota.ts';
 export const REMOVED = 'removed from this repo; ask an owner for a new invite key';
 
 /**
- * Joining and leaving: redeeming an invite key, removing a member. The role rules of SPEC.md "States
+ * Joining and leaving: redeeming an invite key, removing a member, changing a member's role. The role rules of SPEC.md "States
  * and transitions" live here; who may call them is lib/policy.ts's business.
  */
 
@@ -51,4 +51,27 @@ export async function removeMember(deps: Deps, repoId: string, userId: string): 
   const result = await deps.members.remove(repoId, userId);
   if (result === 'not_member') throw new HttpError(404, 'not a member of this repo');
   if (result === 'last_owner') throw new HttpError(409, "can't remove the last owner");
+}
+
+/**
+ * Gives a member the role `role` (API.md "Members and invite keys", the role route): 404 when the target
+ * is not a member, 409 when it would demote the last owner, and on the hosted build 402 when it would make
+ * an owner of a user at their plan's repository cap (lib/hosted/quota.ts). Giving the role they have changes
+ * nothing and is answered the same. Atomic (lib/db/members.ts setRole): owners demoting each other at once
+ * never leave the repository without one.
+ */
+export async function changeRole(deps: Deps, repoId: string, userId: string, role: Role): Promise<{ user_id: string; email: string; role: Role }> {
+  const cap = role === 'owner' ? deps.quota.promote(userId) : null;
+  const result = await deps.members.setRole(repoId, userId, role, cap?.when ?? null);
+  switch (result.outcome) {
+    case 'not_member':
+      throw new HttpError(404, 'not a member of this repo');
+    case 'last_owner':
+      throw new HttpError(409, "can't remove the last owner");
+    case 'refused':
+      throw quotaError(cap!.refusal);
+    case 'changed': // the role moved
+    case 'unchanged': // the member already held it
+      return { user_id: userId, email: result.email, role };
+  }
 }

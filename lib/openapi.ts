@@ -17,6 +17,7 @@ import * as common from '../schema/wire/common.ts';
 import * as diff from '../schema/wire/diff.ts';
 import * as hosted from '../schema/wire/hosted.ts';
 import * as limits from '../schema/wire/limits.ts';
+import * as links from '../schema/wire/links.ts';
 import * as members from '../schema/wire/members.ts';
 import * as query from '../schema/wire/query.ts';
 import * as repos from '../schema/wire/repos.ts';
@@ -37,7 +38,7 @@ export interface OpenApiInput {
   hostedRoutes?: RouteDef[];
 }
 
-const WIRE_MODULES: Record<string, unknown>[] = [common, auth, repos, sync, diff, members, limits, service, query, hosted, search];
+const WIRE_MODULES: Record<string, unknown>[] = [common, auth, repos, sync, diff, members, limits, service, query, hosted, search, links];
 
 const JSON_TYPE = 'application/json';
 const COMPONENT = '#/components/schemas/';
@@ -282,7 +283,7 @@ function operation(r: RouteDef, doc: RouteDoc, hostedOnly: boolean, withQuota: b
   };
   if (!r.public) add(401, ...AUTH_ERRORS);
   for (const [status, messages] of Object.entries(doc.errors ?? {})) add(Number(status), ...messages);
-  if (withQuota) for (const q of doc.quota ?? []) add(402, QUOTA_MESSAGES[q]);
+  if (withQuota) for (const q of doc.quota ?? []) add(402, doc.quotaMessage?.[q] ?? QUOTA_MESSAGES[q]);
   if (bodyKind !== 'none') {
     if (doc.body && (doc.body.contentType ?? JSON_TYPE) === JSON_TYPE) add(400, 'invalid JSON body');
     add(400, 'request body incomplete');

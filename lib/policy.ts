@@ -37,7 +37,9 @@ export type Action =
   | 'invite.list'
   | 'invite.revoke'
   | 'member.remove'
-  | 'repo.export';
+  | 'member.role'
+  | 'repo.export'
+  | 'repo.delete';
 
 export type Decision = { allow: true } | { allow: false; status: 401 | 403; error: string };
 
@@ -65,7 +67,9 @@ export const REPO_SCOPED: ReadonlySet<Action> = new Set<Action>([
   'invite.list',
   'invite.revoke',
   'member.remove',
+  'member.role',
   'repo.export',
+  'repo.delete',
 ]);
 
 const OWNER_ONLY: Partial<Record<Action, string>> = {
@@ -74,6 +78,8 @@ const OWNER_ONLY: Partial<Record<Action, string>> = {
   'invite.revoke': 'only an owner can manage invite keys',
   'member.remove': 'only an owner can remove members',
   'repo.export': 'only an owner can export',
+  'member.role': 'only an owner can change roles',
+  'repo.delete': 'only an owner can delete a repository',
 };
 
 /** Under the legacy key: the shared admin passes every membership and owner check, but has no user. */
@@ -99,7 +105,9 @@ const LEGACY_TABLE: Record<Action, Decision> = {
   'invite.list': ALLOW,
   'invite.revoke': ALLOW,
   'member.remove': ALLOW,
+  'member.role': ALLOW,
   'repo.export': ALLOW,
+  'repo.delete': ALLOW,
 };
 
 /**

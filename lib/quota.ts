@@ -3,7 +3,7 @@ import type { Stmt } from './db/sql.ts';
 import { HttpError } from './http/errors.ts';
 
 /**
- * The quota seam. Repository creation (all three paths) and joining ask it first; the self-hosted build
+ * The quota seam. Repository creation (all three paths), joining and promotion to owner ask it first; the self-hosted build
  * plugs in `unlimitedQuota`, the hosted build its plan caps. A cap is not checked ahead of the write: it is
  * an SQL condition the write itself evaluates (the owner row of a new repository, the member row of a first
  * join), so however many requests race, the cap holds (API.md "Hosted build only"). A refusal is a 402
@@ -32,11 +32,14 @@ export interface QuotaPolicy {
   repoCreate(user: UserIdentity): QuotaGuard | null;
   /** The cap on the members of this repository, for a first join (re-joins never count), or null. */
   join(repoId: string): QuotaGuard | null;
+  /** The cap on the repositories this user owns, for making them an owner of one more (a promotion), or null. */
+  promote(userId: string): QuotaGuard | null;
 }
 
 export const unlimitedQuota: QuotaPolicy = {
   repoCreate: () => null,
   join: () => null,
+  promote: () => null,
 };
 
 export function quotaError(r: QuotaRefusal): HttpError {

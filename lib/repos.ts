@@ -3,6 +3,7 @@ import type { Identity, UserIdentity } from './auth/identity.ts';
 import type { Role } from './db/members.ts';
 import type { Deps } from './deps.ts';
 import { HttpError } from './http/errors.ts';
+import { RepoNotFoundError } from './git/store.ts';
 import { repoIdParam } from './http/params.ts';
 import { authorizeRepo, type Action } from './policy.ts';
 import { quotaError } from './quota.ts';
@@ -119,14 +120,31 @@ export async function listRepos(deps: Deps, identity: Identity): Promise<RepoSum
   }
   const out = await Promise.all(
     entries.map(async (e) => {
-      const { pageCount, lastCommit } = await deps.repos.summary(e.id);
-      const s: RepoSummary = { id: e.id, page_count: pageCount };
-      if (lastCommit) s.last_commit = commitJson(lastCommit);
+      let summary;
+      try {
+        summary = await deps.repos.summary(e.id);
+      } catch (err) {
+        // Deleted meanwhile (on Workers, a deletion cut short between its two steps): not listed.
+        if (err instanceof RepoNotFoundError || (err instanceof HttpError && err.status === 404)) return null;
+        throw err;
+      }
+      const s: RepoSummary = { id: e.id, page_count: summary.pageCount };
+      if (summary.lastCommit) s.last_commit = commitJson(summary.lastCommit);
       if (e.role) s.role = e.role;
       return s;
     }),
   );
-  return out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return out.filter((s) => s !== null).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+/**
+ * `DELETE /v1/repos/:id`: the repository, its history and every row about it are gone (Repos.remove); the
+ * id may be created again. Serialised with creations and pushes of the id (its creation lock), so none
+ * starts while it runs; a push already in flight finishes first. 404 when it no longer exists.
+ */
+export async function deleteRepo(deps: Deps, id: string): Promise<void> {
+  const removed = await deps.repos.creation.run(creationKey(id), () => deps.repos.remove(id));
+  if (!removed) throw new HttpError(404, 'repo not found');
 }
 
 /** `GET /v1/repos/:id/export`: the repository as a git bundle; 409 while it has no commit to bundle. */

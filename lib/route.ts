@@ -70,6 +70,8 @@ export interface RouteDoc {
   errors?: Record<number, string[]>;
   /** The hosted build's caps this route may refuse with 402 (`quota_repos`, `quota_members`). */
   quota?: Array<'quota_repos' | 'quota_members'>;
+  /** The 402 `error` of a cap this route words its own way (whose plan it is), by code. */
+  quotaMessage?: Partial<Record<'quota_repos' | 'quota_members', string>>;
 }
 
 export interface RouteDocResponse {

@@ -2,7 +2,7 @@
  * The tools of the agent tool server (issue 16). Each one is the CLI's own logic (cli/commands/sync.ts,
  * cli/commands/inspect.ts, cli/project.ts, lib/differ) answering in text an agent can act on. A failure is
  * a result with `isError: true` and the message (the CLI's wording), never a crashed server (mcp/answer.ts).
- * The history tools are in mcp/history-tools.ts.
+ * The history tools are in mcp/history-tools.ts, kr_links in mcp/link-tools.ts.
  *
  * Every string that came from a page, a commit or another person (paths, titles, headings, commit
  * messages, authors) is inside a fence (mcp/safety.ts); every answer is at most MAX_ANSWER_CHARS
@@ -17,6 +17,7 @@ import { KR_DIR } from '../cli/project.ts';
 import { guarded, pageRef, pathList, sha8 } from './answer.ts';
 import { authorOf, commitOf, pageCommits, type KrContext } from './context.ts';
 import { registerHistoryTools } from './history-tools.ts';
+import { registerLinkTools } from './link-tools.ts';
 import { PAGE_CHARS } from './limits.ts';
 import { mergeBrief } from './merge.ts';
 import { indexOf, listPages, readPage, search, writePage } from './pages.ts';
@@ -228,6 +229,7 @@ export function registerTools(server: McpServer, ctx: KrContext): void {
   );
 
   registerHistoryTools(server, ctx);
+  registerLinkTools(server, ctx);
 }
 
 export { indexOf };

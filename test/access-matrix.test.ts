@@ -31,6 +31,11 @@ const MATRIX: Record<string, Row> = {
   'GET /v1/repos/:id/export': { legacy: 200, owner: 200, member: 403, nonMember: 403, ownerPat: 200 },
   // No q: a member gets as far as the query check.
   'GET /v1/repos/:id/search': { legacy: 400, owner: 400, member: 400, nonMember: 403, ownerPat: 400 },
+  'GET /v1/repos/:id/links/:path{.+}': { legacy: 200, owner: 200, member: 200, nonMember: 403, ownerPat: 200 },
+  // No role in the body: an owner gets as far as the body check.
+  'POST /v1/repos/:id/members/:userId/role': { legacy: 400, owner: 400, member: 403, nonMember: 403, ownerPat: 400 },
+  // No confirm: an owner gets as far as the confirmation (and nothing is deleted).
+  'DELETE /v1/repos/:id': { legacy: 400, owner: 400, member: 403, nonMember: 403, ownerPat: 400 },
 };
 
 const repoScoped = routes.filter((r) => r.path.startsWith('/v1/repos/:id')).map((r) => `${r.method} ${r.path}`);

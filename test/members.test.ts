@@ -180,6 +180,10 @@ describe('the quota seam', () => {
         when: { sql: '0' },
         refusal: { code: 'quota_members', message: 'member limit reached', limit: 3, upgradeUrl: 'https://billing.example/upgrade' },
       }),
+      promote: () => ({
+        when: { sql: '0' },
+        refusal: { code: 'quota_repos', message: "repository limit reached for the new owner's plan", limit: 1, upgradeUrl: 'https://billing.example/upgrade' },
+      }),
     };
     const k = await mint('proj', alice.token);
     srv.deps.quota = refusing;
@@ -202,6 +206,17 @@ describe('the quota seam', () => {
       expect(await srv.deps.members.roleOf('proj', carol.user.id)).toBeNull();
       // Re-joins never count: an existing member passes the cap.
       expect(await join_(alice.token, k.body.token)).toEqual({ status: 200, body: { repo_id: 'proj', role: 'owner' } });
+      // A promotion asks the cap too (a role already held is no promotion).
+      await srv.deps.members.add('proj', carol.user.id, 'member');
+      const promote = (who: SignedIn) => api(`/v1/repos/proj/members/${who.user.id}/role`, alice.token, { method: 'POST', json: { role: 'owner' } });
+      const refusedPromotion = await promote(carol);
+      expect([refusedPromotion.status, await refusedPromotion.json()]).toEqual([
+        402,
+        { error: "repository limit reached for the new owner's plan", code: 'quota_repos', limit: 1, upgrade_url: 'https://billing.example/upgrade' },
+      ]);
+      expect(await srv.deps.members.roleOf('proj', carol.user.id)).toBe('member');
+      expect((await promote(alice)).status).toBe(200);
+      await srv.deps.members.remove('proj', carol.user.id);
     } finally {
       srv.deps.quota = unlimitedQuota;
     }

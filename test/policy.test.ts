@@ -52,6 +52,8 @@ const TABLE: Record<Action, Record<Who, Decision>> = {
   'invite.revoke': { legacy: ok, owner: ok, member: ownerInvites, nonMember: notMember },
   'member.remove': { legacy: ok, owner: ok, member: ownerRemove, nonMember: notMember },
   'repo.export': { legacy: ok, owner: ok, member: { allow: false, status: 403, error: 'only an owner can export' }, nonMember: notMember },
+  'member.role': { legacy: ok, owner: ok, member: { allow: false, status: 403, error: 'only an owner can change roles' }, nonMember: notMember },
+  'repo.delete': { legacy: ok, owner: ok, member: { allow: false, status: 403, error: 'only an owner can delete a repository' }, nonMember: notMember },
 };
 const ACTIONS = Object.keys(TABLE) as Action[];
 
@@ -83,7 +85,19 @@ describe('decide(): the full table', () => {
 
   it('repository-scoped actions are exactly the member/owner rows', () => {
     expect([...REPO_SCOPED].sort()).toEqual(
-      ['repo.read', 'repo.push', 'members.list', 'activity.read', 'invite.mint', 'invite.list', 'invite.revoke', 'member.remove', 'repo.export'].sort(),
+      [
+        'repo.read',
+        'repo.push',
+        'members.list',
+        'activity.read',
+        'invite.mint',
+        'invite.list',
+        'invite.revoke',
+        'member.remove',
+        'member.role',
+        'repo.export',
+        'repo.delete',
+      ].sort(),
     );
   });
 

@@ -43,7 +43,7 @@ function checkoutFor(project: Project | null, flag: string | undefined): Project
 }
 
 /** The page an argument names (a slug of the local folder, or a page path) and the repository to ask. */
-async function pageTarget(arg: string, opts: Common & { type?: string }) {
+export async function pageTarget(arg: string, opts: Common & { type?: string }) {
   const type = parseType(opts.type);
   const found = await findProject();
   const session = await connect();

@@ -13,6 +13,13 @@ export interface MemberRow {
 
 export type RemoveResult = 'removed' | 'not_member' | 'last_owner';
 
+/**
+ * What a role change did: `changed`, or nothing because the member already had that role (`unchanged`), is
+ * not a member (`not_member`), is the last owner and was to be demoted (`last_owner`), or was to be promoted
+ * past the cap that applies (`refused`).
+ */
+export type SetRoleResult = { outcome: 'changed' | 'unchanged'; email: string } | { outcome: 'not_member' | 'last_owner' | 'refused' };
+
 /** Repository membership: who belongs to which repository, in which role. */
 export class Members {
   constructor(
@@ -83,8 +90,8 @@ export class Members {
 
   /**
    * Makes `userId` an owner of `repoId` whatever it held before: adds the row, or promotes a member (the
-   * server's admin command, `admin repo owner`; no route promotes). One atomic batch. Returns the role held
-   * before, null when the user was not a member.
+   * server's admin command, `admin repo owner`, which needs no owner and takes non-members too; the role
+   * route uses setRole). One atomic batch. Returns the role held before, null when the user was not a member.
    */
   async makeOwner(repoId: string, userId: string): Promise<Role | null> {
     const [before] = await this.db.batch([
@@ -104,6 +111,31 @@ export class Members {
    */
   adoptStmts(repoIds: string[], userId: string, when: Stmt): Stmt[] {
     return repoIds.map((repoId) => claimStmt(repoId, userId, this.now(), when));
+  }
+
+  /**
+   * Gives a member another role, in one statement: a demotion only while another owner remains (two owners
+   * demoting each other at once leave one), a promotion only where `when` holds (the new owner's plan cap,
+   * lib/quota.ts), both evaluated by the UPDATE itself. One atomic batch with the read of the outcome.
+   */
+  async setRole(repoId: string, userId: string, role: Role, when: Stmt | null = null): Promise<SetRoleResult> {
+    const [updated, after] = await this.db.batch([
+      {
+        sql: `UPDATE members SET role = ? WHERE repo_id = ? AND user_id = ? AND role <> ?
+              AND (? = 'owner' OR (SELECT COUNT(*) FROM members WHERE repo_id = ? AND role = 'owner') > 1)
+              AND (${when?.sql ?? '1'})`,
+        args: [role, repoId, userId, role, role, repoId, ...(when?.args ?? [])],
+      },
+      {
+        sql: 'SELECT m.role, u.email FROM members m JOIN users u ON u.id = m.user_id WHERE m.repo_id = ? AND m.user_id = ?',
+        args: [repoId, userId],
+      },
+    ]);
+    const row = after!.rows[0];
+    if (!row) return { outcome: 'not_member' };
+    if (updated!.changes > 0) return { outcome: 'changed', email: String(row.email) };
+    if (row.role === role) return { outcome: 'unchanged', email: String(row.email) };
+    return { outcome: role === 'member' ? 'last_owner' : 'refused' };
   }
 
   /**

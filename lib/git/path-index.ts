@@ -5,12 +5,14 @@ import { foldPathCase } from '../page/path.ts';
 import { searchDocument, type SearchDocument } from '../search/document.ts';
 import { FullTextIndex, searchStmts } from '../search/fts.ts';
 import type { SearchOptions, SearchPage } from '../search/results.ts';
+import { LinkIndex, linkDocument, linkStmts, type LinkDocument } from '../links/index.ts';
+import type { LinksResponse } from '../../schema/wire/links.ts';
 
 /**
  * The derived commit/path index in libSQL. It answers per-path history, "the previous commit touching
  * this path", pages at head and pull-since in O(result), and full-text search over the pages at head
- * (lib/search/fts.ts, whose rows are written in the same batch as the commit's). It is never the source of
- * truth: `sync` compares it with the branch in git and replays (or rebuilds) what is missing, so a deleted or
+ * (lib/search/fts.ts, whose rows are written in the same batch as the commit's), and the links between pages
+ * (lib/links/, whose rows are too). It is never the source of truth: `sync` compares it with the branch in git and replays (or rebuilds) what is missing, so a deleted or
  * stale database loses nothing.
  */
 
@@ -65,6 +67,8 @@ export class PathIndex {
   private readonly searchOn: boolean;
   /** The full-text rows (lib/search/fts.ts); kept in step by `record` and `sync`. */
   private readonly fts: FullTextIndex;
+  /** The link rows (lib/links/); kept in step by `record` and `sync`. */
+  private readonly linkIndex: LinkIndex;
 
   constructor(
     private readonly db: Database,
@@ -72,6 +76,7 @@ export class PathIndex {
   ) {
     this.searchOn = opts.search ?? true;
     this.fts = new FullTextIndex(db);
+    this.linkIndex = new LinkIndex(db);
   }
 
   /** The database the index lives in (statements of other tables may join its batches when it is theirs). */
@@ -261,7 +266,7 @@ export class PathIndex {
   /**
    * Statements recording one commit on top of the current head (seq = previous + 1). With `docs`, the
    * full-text rows of every changed path are replaced in the same batch (a path missing from `docs` loses
-   * its row; sync's catch-up puts it back).
+   * its row; sync's catch-up puts it back); with `links`, the link rows of every changed path it holds.
    */
   private recordStmts(
     repo: string,
@@ -269,6 +274,7 @@ export class PathIndex {
     meta: CommitMeta,
     changes: PathChange[],
     docs?: ReadonlyMap<string, SearchDocument | null>,
+    links?: ReadonlyMap<string, LinkDocument | null>,
   ): Stmt[] {
     const stmts: Stmt[] = [
       {
@@ -291,6 +297,8 @@ export class PathIndex {
             },
       );
       if (docs) stmts.push(...searchStmts(repo, ch.path, ch.blob === null ? null : { blob: ch.blob, doc: docs.get(ch.path) ?? null }));
+      const linked = links?.get(ch.path);
+      if (linked !== undefined) stmts.push(...linkStmts(repo, ch.path, ch.blob === null || linked === null ? null : { blob: ch.blob, doc: linked }));
     }
     return stmts;
   }
@@ -305,7 +313,8 @@ export class PathIndex {
 
   /**
    * Records a chain of commits (each the parent of the next, the first on top of the indexed head) in one
-   * batch, with `extra` statements (e.g. activity rows) in the same transaction. `fullText: false` leaves
+   * batch, with `extra` statements (e.g. activity rows) in the same transaction, and the link rows of the
+   * changed pages (lib/links/). `fullText: false` leaves
    * the changed pages' full-text rows behind head, for `catchUpSearch` (RepoStore does it later, for many
    * pushes at once). `head`: the indexed head the chain builds on, when the caller read it under the
    * repository's lock (one query less a push); read here otherwise.
@@ -332,7 +341,15 @@ export class PathIndex {
           docs.set(ch.path, bytes ? searchDocument(ch.path, bytes) : null);
         }
       }
-      stmts.push(...this.recordStmts(repo, seq, meta, changes, docs));
+      // A page whose bytes are not at hand keeps its rows, which then describe an older blob: sync's
+      // catch-up makes them again.
+      const links = new Map<string, LinkDocument | null>();
+      for (const ch of changes) {
+        const bytes = ch.blob === null ? null : contents.get(ch.path);
+        if (ch.blob === null) links.set(ch.path, null);
+        else if (bytes) links.set(ch.path, linkDocument(ch.path, bytes));
+      }
+      stmts.push(...this.recordStmts(repo, seq, meta, changes, docs, links));
       out.push({ sha: meta.sha, seq, author: meta.author, email: meta.email, time: meta.time, message: meta.message });
     }
     await this.db.batch([...stmts, ...extra]);
@@ -349,6 +366,7 @@ export class PathIndex {
     const replayed = await this.replay(repo, store);
     await this.fillFolds(repo);
     if (this.searchOn) await this.fts.catchUp(repo, (blob) => store.readBlob(repo, blob));
+    await this.linkIndex.catchUp(repo, (blob) => store.readBlob(repo, blob));
     return replayed;
   }
 
@@ -371,6 +389,31 @@ export class PathIndex {
    */
   search(repo: string, q: string, opts: SearchOptions): Promise<SearchPage> {
     return this.fts.search(repo, q, opts);
+  }
+
+  /**
+   * The links of the page at `path`, which the caller found at head (lib/links/index.ts): what it links to
+   * and the pages that link to it.
+   */
+  links(repo: string, path: string): Promise<LinksResponse> {
+    return this.linkIndex.forPage(repo, path);
+  }
+
+  /**
+   * Statements deleting every row this index holds for a repository (its deletion: lib/git/repo-store.ts
+   * `remove`): commits, changes, head, full-text and link rows.
+   */
+  async removalStmts(repo: string): Promise<Stmt[]> {
+    // search_fts is made on first use: a database that never indexed a page has none to delete from.
+    await this.fts.ensureTable();
+    return [
+      { sql: 'DELETE FROM git_commits WHERE repo_id = ?', args: [repo] },
+      { sql: 'DELETE FROM git_changes WHERE repo_id = ?', args: [repo] },
+      { sql: 'DELETE FROM git_head WHERE repo_id = ?', args: [repo] },
+      { sql: 'DELETE FROM search_fts WHERE rowid IN (SELECT id FROM search_docs WHERE repo_id = ?)', args: [repo] },
+      { sql: 'DELETE FROM search_docs WHERE repo_id = ?', args: [repo] },
+      ...LinkIndex.removalStmts(repo),
+    ];
   }
 
   /**

@@ -19,6 +19,11 @@ import type { SearchOptions } from '../search/results.ts';
  *
  * The Worker reaches it through `call` (lib/runtime/workers-repos.ts). Errors cross as their HTTP form
  * (`toHttpError`), which is all the Worker side does with them.
+ *
+ * Deleting the repository (`destroy`) wipes the object's whole storage (`deleteAll`) and leaves a tombstone:
+ * from then on a call answers 404 `repo not found` instead of making the repository on first use, so a
+ * Worker isolate that still takes the id for an existing one cannot bring it back. Only `create` (called
+ * once D1 has registered the id again) lifts it.
  */
 
 export const REPO_ROOT = '/repos';
@@ -37,6 +42,7 @@ const METHODS = {
   timeline: (s: RepoStore, id: string, limit: number) => s.timeline(id, limit),
   summary: (s: RepoStore, id: string) => s.summary(id),
   search: (s: RepoStore, id: string, q: string, opts: SearchOptions) => s.search(id, q, opts),
+  links: (s: RepoStore, id: string, path: string) => s.links(id, path),
   pull: (s: RepoStore, id: string, since?: string) => s.pull(id, since),
   commitFiles: (s: RepoStore, ...a: Parameters<RepoStore['commitFiles']>) => s.commitFiles(...a),
   readBlob: (s: RepoStore, id: string, oid: string) => s.readBlob(id, oid),
@@ -50,7 +56,11 @@ const METHODS = {
     (await s.ready(id), s.index.lastTouch(id, path, atSeq)),
 } as const;
 
-export type RepoMethod = keyof typeof METHODS;
+/** `destroy` deletes the repository (RepoObject.destroy); the others are METHODS. */
+export type RepoMethod = keyof typeof METHODS | 'destroy';
+
+/** The storage key of the tombstone a deleted repository leaves (its value: when, in ms). */
+const TOMBSTONE = 'kr:deleted';
 
 /** A call's outcome as it crosses to the Worker: the value, or the error's HTTP form. */
 export type RpcResult =
@@ -59,26 +69,62 @@ export type RpcResult =
 
 export class RepoObject extends DurableObject {
   private store: RepoStore | null = null;
+  /** The repository was deleted and not created again (the tombstone is in storage). */
+  private deleted = false;
 
   constructor(ctx: DurableObjectState, env: unknown) {
     super(ctx, env);
     void ctx.blockConcurrencyWhile(async () => {
-      const db = new DoSqlDatabase(ctx.storage);
-      // The index tables come from the same numbered migrations as everywhere (the rest of them stay empty).
-      await migrate(db, BUNDLED_MIGRATIONS, Math.floor(Date.now() / 1000));
-      const git = new GitStore({ fs: new DoFs(ctx.storage).storeFs(), root: REPO_ROOT, cacheBytes: 16 * 1024 * 1024 });
-      this.store = new RepoStore(git, new PathIndex(db), systemClock);
+      this.store = await this.open();
+      this.deleted = (await ctx.storage.get(TOMBSTONE)) !== undefined;
+    });
+  }
+
+  /** The repository store over this object's storage, its tables made where missing. */
+  private async open(): Promise<RepoStore> {
+    const db = new DoSqlDatabase(this.ctx.storage);
+    // The index tables come from the same numbered migrations as everywhere (the rest of them stay empty).
+    await migrate(db, BUNDLED_MIGRATIONS, Math.floor(Date.now() / 1000));
+    const git = new GitStore({ fs: new DoFs(this.ctx.storage).storeFs(), root: REPO_ROOT, cacheBytes: 16 * 1024 * 1024 });
+    return new RepoStore(git, new PathIndex(db), systemClock);
+  }
+
+  /**
+   * Deletes the repository: once no push or index work is in flight (the store's lock), the object's whole
+   * storage goes, the tombstone is written, and a fresh store starts over the empty storage. Calls that
+   * waited behind the lock with the old store find no repository (404).
+   */
+  private async destroy(id: string): Promise<void> {
+    const old = this.store!;
+    await old.whileQuiet(id, async () => {
+      // The old store forgets the repository, so that its waiters see it gone.
+      if (await old.git.exists(id)) await old.git.retire(id);
+      await this.ctx.storage.deleteAll();
+      await this.ctx.storage.put(TOMBSTONE, Date.now());
+      this.deleted = true;
+      this.store = await this.open();
     });
   }
 
   async call(method: string, args: unknown[]): Promise<RpcResult> {
-    const fn = Object.hasOwn(METHODS, method) ? (METHODS[method as RepoMethod] as (s: RepoStore, ...a: unknown[]) => Promise<unknown>) : null;
-    if (!fn || !this.store) return { ok: false, status: 500, error: `no such repository method: ${method}` };
+    const fn = Object.hasOwn(METHODS, method) ? (METHODS[method as keyof typeof METHODS] as (s: RepoStore, ...a: unknown[]) => Promise<unknown>) : null;
+    if ((!fn && method !== 'destroy') || !this.store) return { ok: false, status: 500, error: `no such repository method: ${method}` };
     try {
+      const id = String(args[0]);
+      if (method === 'destroy') {
+        await this.destroy(id);
+        return { ok: true, value: null };
+      }
+      if (method === 'create' && this.deleted) {
+        // D1 registered the id again: a new repository, in the storage destroy emptied.
+        await this.ctx.storage.delete(TOMBSTONE);
+        this.deleted = false;
+      }
+      if (this.deleted) return { ok: false, status: 404, error: 'repo not found' };
       // The repository is made on first use too: the registry row in D1 is what says it exists, and a
       // creation that died between writing that row and calling `create` here must not leave it unusable.
-      if (method !== 'create') await this.store.create(String(args[0]));
-      return { ok: true, value: await fn(this.store, ...args) };
+      if (method !== 'create') await this.store.create(id);
+      return { ok: true, value: await fn!(this.store, ...args) };
     } catch (e) {
       const http = toHttpError(e);
       if (!http) throw e;

@@ -4,6 +4,8 @@ import { buildBundle } from './bundle.ts';
 import { PathIndex, type HeadEntry, type IndexedCommit, type PageContents } from './path-index.ts';
 import type { Stmt } from '../db/sql.ts';
 import { ownerStmt } from '../db/members.ts';
+import { repositoryRowsDeletion } from '../db/repo-rows.ts';
+import type { LinksResponse } from '../../schema/wire/links.ts';
 import { KeyedMutex, LockTimeoutError, type HeldLock, type Progress } from './lock.ts';
 import { LruCache } from './lru.ts';
 import { foldPathCase } from '../page/path.ts';
@@ -403,6 +405,77 @@ export class RepoStore implements Repos {
     }
   }
 
+  /** The links of the page at head (lib/links/), or null when there is no such page. */
+  async links(id: string, path: string): Promise<LinksResponse | null> {
+    await this.ready(id);
+    if (!(await this.headEntry(id, path))) return null;
+    return this.index.links(id, path);
+  }
+
+  /**
+   * Runs `fn` while nothing else works on the repository: it holds the write lock, so no push (or index
+   * work) is in flight, and waiters start after it. Afterwards what this process remembers of the repository
+   * (index sync, head entries, full-text work due) is forgotten: `fn` may have taken it away. Callers hold
+   * its creation lock (`creation`), so that no push or creation starts on it meanwhile.
+   */
+  async whileQuiet<T>(id: string, fn: () => Promise<T>, owner = 'delete repository'): Promise<T> {
+    return this.git.withLock(
+      id,
+      async () => {
+        try {
+          return await fn();
+        } finally {
+          const due = this.searchDue.get(id);
+          if (due?.timer) clearTimeout(due.timer);
+          this.searchDue.delete(id);
+          this.invalidate(id);
+        }
+      },
+      { owner, step: 'delete repository' },
+    );
+  }
+
+  /**
+   * Repos.remove on Node. Under the repository's lock: its directory is renamed out of the repositories (the
+   * moment it stops existing: GitStore.retire), then every row the database holds for it — accounts side
+   * (lib/db/repo-rows.ts) and index — goes in one batch, then the directory is removed. A failed batch
+   * renames the directory back (nothing happened); a crash after the rename is finished at the next start
+   * (`finishRemovals`), before anything is served, so rows and directory never disagree for long: the id is
+   * gone or whole. False when the repository does not exist (any more). Callers hold its creation lock.
+   */
+  async remove(id: string): Promise<boolean> {
+    return this.whileQuiet(id, async () => {
+      if (!(await this.git.exists(id))) return false;
+      const dir = await this.git.retire(id);
+      try {
+        await this.dropRows(id);
+      } catch (e) {
+        await this.git.reinstate(id, dir);
+        throw e;
+      }
+      // Left behind when it fails: the next start removes it (the repository is gone either way).
+      await this.git.fs.removeTree(dir).catch(() => undefined);
+      return true;
+    });
+  }
+
+  /** Every row of the database about the repository, accounts side and index, in one batch. */
+  private async dropRows(id: string): Promise<void> {
+    await this.index.database.batch([...repositoryRowsDeletion(id), ...(await this.index.removalStmts(id))]);
+  }
+
+  /**
+   * Finishes the deletions a crash (or a failed removal) left half-way: the rows of a retired repository
+   * whose id has not been created again are deleted, and its directory removed. Call once at boot, before
+   * serving.
+   */
+  async finishRemovals(): Promise<void> {
+    for (const { id, dir } of await this.git.retired()) {
+      if (!(await this.git.exists(id))) await this.dropRows(id);
+      await this.git.fs.removeTree(dir);
+    }
+  }
+
   async summary(id: string): Promise<{ pageCount: number; lastCommit: IndexedCommit | null }> {
     await this.ready(id);
     const [pageCount, lastCommit] = await Promise.all([this.index.pageCount(id), this.index.headCommit(id)]);
@@ -554,6 +627,8 @@ export class RepoStore implements Repos {
    * thrown from here concerns the whole group (nothing of it was answered).
    */
   private async commitGroup(id: string, group: QueuedPush[], progress: Progress): Promise<void> {
+    // Deleted while the group waited for the lock: nothing may be written where it was.
+    if (!(await this.git.exists(id))) throw new RepoNotFoundError(id);
     // The index is level with git (ready()); if git moved since, the ref's check-and-set refuses the
     // chain and runGroup re-syncs and retries.
     progress.step('read index');

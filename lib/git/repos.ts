@@ -2,6 +2,7 @@ import type { HeadEntry, IndexedCommit } from './path-index.ts';
 import type { PushFile, PushResult } from './repo-store.ts';
 import type { SearchOptions, SearchPage } from '../search/results.ts';
 import type { Stmt } from '../db/sql.ts';
+import type { LinksResponse } from '../../schema/wire/links.ts';
 
 /**
  * Repositories as handlers and lib/ see them, whatever holds them: on Node, RepoStore over bare
@@ -30,6 +31,12 @@ export interface Repos {
   creatorOf(id: string): Promise<string | null>;
   /** Serialises creating (and claiming) one id: `key` is the id folded to lower case. */
   readonly creation: { run<T>(key: string, fn: () => Promise<T>): Promise<T> };
+  /**
+   * Deletes the repository: its history, its derived index, and every row of the accounts database about it
+   * (lib/db/repo-rows.ts); the id may be created again afterwards. False when it does not exist. Callers
+   * hold the creation lock of the id (`creation`).
+   */
+  remove(id: string): Promise<boolean>;
 
   /** Waits until the derived index reflects the branch in git. */
   ready(id: string): Promise<void>;
@@ -46,6 +53,8 @@ export interface Repos {
    * lib/search/query.ts (SearchQueryError, a 400, when it cannot be searched).
    */
   search(id: string, q: string, opts: SearchOptions): Promise<SearchPage>;
+  /** The links of the page at head (what it links to, what links to it: lib/links/), or null when there is no such page. */
+  links(id: string, path: string): Promise<LinksResponse | null>;
   pull(
     id: string,
     since?: string,

@@ -31,6 +31,8 @@ import { isSafeRepoId, pagePathProblem, storedPathProblem } from '../page/path.t
  */
 
 export const BRANCH = 'main';
+/** Name prefix of a retired (deleted) repository's directory until it is removed (GitStore.retire). */
+export const RETIRED_PREFIX = '.deleted-';
 const REF = `refs/heads/${BRANCH}`;
 const STALE_LOCK_MS = 30_000;
 /** How long a writer waits for a repository's lock before giving up with RepoBusyError. */
@@ -307,7 +309,7 @@ export class GitStore {
   }
 
   async exists(id: string): Promise<boolean> {
-    // Repositories are never deleted by the service, so a repository seen once stays known.
+    // A repository seen once stays known until it is retired (`retire`, under its lock).
     if (this.known.has(id)) return true;
     if (!(await this.fs.exists(`${this.gitdir(id)}/HEAD`))) return false;
     // On a case-insensitive filesystem `ACME.git/HEAD` opens `acme.git/HEAD`: only the exact spelling
@@ -382,6 +384,37 @@ export class GitStore {
     } finally {
       await this.fs.removeTree(tmp);
     }
+  }
+
+  /**
+   * Takes a repository out of the store in one rename (the moment it stops existing): its directory becomes
+   * `<root>/.deleted-<id>-<random>`, which no listing takes for a repository, and what the store remembers of
+   * it is forgotten. Returns that directory, for `reinstate` or removal. Callers hold withLock.
+   */
+  async retire(id: string): Promise<string> {
+    const gitdir = this.gitdir(id);
+    const dir = `${this.root}/${RETIRED_PREFIX}${id}-${Math.random().toString(36).slice(2)}`;
+    await this.fs.renameDurable(gitdir, dir);
+    this.known.delete(id);
+    this.reader.forget(gitdir);
+    this.smallPacks.delete(id);
+    return dir;
+  }
+
+  /** Puts back a repository `retire` took out (its deletion could not be completed). Callers hold withLock. */
+  async reinstate(id: string, dir: string): Promise<void> {
+    await this.fs.renameDurable(dir, this.gitdir(id));
+  }
+
+  /** The directories of retired repositories still on disk (a crash or a failure came before their removal). */
+  async retired(): Promise<Array<{ id: string; dir: string }>> {
+    const out: Array<{ id: string; dir: string }> = [];
+    for (const n of await this.fs.readdir(this.root)) {
+      if (!n.startsWith(RETIRED_PREFIX)) continue;
+      const id = n.slice(RETIRED_PREFIX.length, n.lastIndexOf('-'));
+      if (isSafeRepoId(id)) out.push({ id, dir: `${this.root}/${n}` });
+    }
+    return out;
   }
 
   /**

@@ -8,7 +8,10 @@ import { unlimitedQuota, type QuotaPolicy } from '../quota.ts';
  *   legacy key owns nothing and is never capped;
  * - a first join: a repository none of whose owners is subscribed holds at most SERVICE_PLAN_FREE_MEMBERS
  *   members, owners included. The cap is the owners' plan, never the joiner's; re-joins never get here
- *   (lib/membership.ts asks only for first joins).
+ *   (lib/membership.ts asks only for first joins);
+ * - a promotion to owner: the promoted user then owns one more repository, so the repository cap is theirs
+ *   (not the promoter's): a user who is not subscribed and already owns SERVICE_PLAN_FREE_REPOS is refused.
+ *   Demotions, and promoting a subscribed user (which lifts the repository's member cap), are never capped.
  * Each cap is a condition the writing statement evaluates (lib/db/billing.ts), so racing creations or
  * joins never pass it. A cancelled subscription caps new actions only: nothing already owned or joined is
  * taken away.
@@ -21,6 +24,17 @@ export function planQuota(config: Config): QuotaPolicy {
         refusal: {
           code: 'quota_repos',
           message: `repository limit reached for your plan (${config.planFreeRepos})`,
+          limit: config.planFreeRepos,
+          upgradeUrl: config.billingUpgradeUrl,
+        },
+      };
+    },
+    promote(userId) {
+      return {
+        when: repoCapCondition(userId, config.planFreeRepos),
+        refusal: {
+          code: 'quota_repos',
+          message: `repository limit reached for the new owner's plan (${config.planFreeRepos})`,
           limit: config.planFreeRepos,
           upgradeUrl: config.billingUpgradeUrl,
         },

@@ -292,6 +292,42 @@ export function splitSections(
   return { preamble, sections };
 }
 
+/**
+ * The lines of a normalised text (see {@link normalizeText}) that a Markdown renderer shows as prose: the
+ * body after a closed frontmatter block, without fenced code blocks (their opening and closing lines
+ * included), by the same fence rule as {@link splitSections}. For scanners of page text (lib/links/).
+ */
+export function proseLines(text: string): string[] {
+  const lines = text.split('\n');
+  let start = 0;
+  if (isFrontmatterFence(lines[0])) {
+    for (let i = 1; i < lines.length; i++) {
+      if (isFrontmatterFence(lines[i])) {
+        start = i + 1;
+        break;
+      }
+    }
+  }
+  const out: string[] = [];
+  let fenceChar = '';
+  let fenceLen = 0;
+  for (let i = start; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (fenceChar) {
+      if (isClosingFence(line, fenceChar, fenceLen)) fenceChar = '';
+      continue;
+    }
+    const open = openingFence(line);
+    if (open) {
+      fenceChar = open.char;
+      fenceLen = open.len;
+      continue;
+    }
+    out.push(line);
+  }
+  return out;
+}
+
 /** A line without its trailing spaces/tabs (a loop: `/[ \t]+$/` is quadratic on long inner runs). */
 function trimEndBlanks(line: string): string {
   let end = line.length;

@@ -55,6 +55,8 @@ export async function openNodeDeps(
   // Nothing else writes these repositories: leftovers of a crash are safe to clear before serving.
   await git.recoverAll();
   const repos = new RepoStore(git, new PathIndex(db), clock);
+  // A repository deletion that a crash cut short is finished (rows and directory) before serving.
+  await repos.finishRemovals();
   return { config, clock, db, repos, log: opts.log, members: new Members(db, clock),
     users: new Users(db, clock),
     pats: new Pats(db, clock),

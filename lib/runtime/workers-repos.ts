@@ -1,5 +1,6 @@
 import type { SqlDatabase, Stmt } from '../db/sql.ts';
 import { ownerStmt } from '../db/members.ts';
+import { repositoryRowsDeletion } from '../db/repo-rows.ts';
 import type { Clock } from '../clock.ts';
 import { HttpError } from '../http/errors.ts';
 import type { RepoIndex, Repos } from '../git/repos.ts';
@@ -7,6 +8,7 @@ import type { RepoMethod, RpcResult } from '../git/repo-object.ts';
 import type { PushFile, PushResult } from '../git/repo-store.ts';
 import type { HeadEntry, IndexedCommit } from '../git/path-index.ts';
 import type { SearchOptions, SearchPage } from '../search/results.ts';
+import type { LinksResponse } from '../../schema/wire/links.ts';
 
 /**
  * The hosted build's repositories as handlers see them (lib/git/repos.ts): each repository's content
@@ -14,7 +16,8 @@ import type { SearchOptions, SearchPage } from '../search/results.ts';
  * object's name; which repositories exist is kept in D1 (`repo_registry`), since objects cannot be listed.
  * Creation is atomic there: the unique `id_fold` lets exactly one of two racing creators of an id (or of
  * two spellings of it) in, and a user's creation records its owner row (within the plan cap) in the same
- * batch (`createOwned`).
+ * batch (`createOwned`). Deletion (`remove`) empties the object first, which then refuses to be made again
+ * until D1 registers the id anew, then deletes the registry row with every row of D1 about the repository.
  */
 
 /** The part of the Durable Object namespace binding used here. */
@@ -33,7 +36,11 @@ export class RemoteRepos implements Repos {
    */
   readonly creation = { run: <T>(_key: string, fn: () => Promise<T>): Promise<T> => fn() };
   readonly index: RepoIndex;
-  /** Repositories are never deleted: one seen once stays known to this isolate. */
+  /**
+   * Repositories seen to exist by this isolate. One deleted through another isolate may stay here: its
+   * object then answers 404 `repo not found` (the tombstone of lib/git/repo-object.ts), which is all the
+   * stale entry can lead to.
+   */
   private readonly known = new Set<string>();
 
   constructor(
@@ -112,6 +119,21 @@ export class RemoteRepos implements Repos {
     return 'created';
   }
 
+  /**
+   * Repos.remove on Workers. The object is emptied first (its storage `deleteAll`, and a tombstone: no
+   * request of any isolate can bring the repository back on first use), then one D1 batch deletes the
+   * registry row and every row about the repository (lib/db/repo-rows.ts): the owner's repository count
+   * drops with it. A failure between the two leaves the id registered with its members and an empty,
+   * tombstoned object that answers 404: the owner deletes it again.
+   */
+  async remove(id: string): Promise<boolean> {
+    if ((await this.db.get('SELECT 1 AS x FROM repo_registry WHERE id = ?', [id])) === undefined) return false;
+    await this.call(id, 'destroy');
+    await this.db.batch(repositoryRowsDeletion(id));
+    this.known.delete(id);
+    return true;
+  }
+
   ready(id: string): Promise<void> {
     return this.call(id, 'ready');
   }
@@ -141,6 +163,9 @@ export class RemoteRepos implements Repos {
   }
   search(id: string, q: string, opts: SearchOptions): Promise<SearchPage> {
     return this.call(id, 'search', q, opts);
+  }
+  links(id: string, path: string): Promise<LinksResponse | null> {
+    return this.call(id, 'links', path);
   }
   pull(id: string, since?: string): ReturnType<Repos['pull']> {
     return this.call(id, 'pull', since);

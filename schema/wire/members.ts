@@ -28,3 +28,13 @@ export type InviteKeysResponse = z.infer<typeof InviteKeysResponse>;
 export const JoinRequest = z.object({ key: z.unknown().optional() });
 export const JoinResponse = z.object({ repo_id: z.string(), role: z.enum(['owner', 'member']) });
 export type JoinResponse = z.infer<typeof JoinResponse>;
+
+/** (ours) `POST /v1/repos/:id/members/:userId/role`: anything but "owner" or "member" is 400 `role must be owner or member`. */
+export const SetRoleRequest = z.object({
+  role: z
+    .unknown()
+    .optional()
+    .meta({ description: 'Required: `"owner"` or `"member"`; anything else, or none: 400 `role must be owner or member`.', enum: ['owner', 'member'] }),
+});
+export const SetRoleResponse = z.object({ user_id: z.string(), email: z.string(), role: z.enum(['owner', 'member']) });
+export type SetRoleResponse = z.infer<typeof SetRoleResponse>;

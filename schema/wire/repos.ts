@@ -24,3 +24,8 @@ export const ActivityEvent = z.object({
 });
 export const ActivityResponse = z.object({ events: z.array(ActivityEvent), total: z.number().int() });
 export type ActivityResponse = z.infer<typeof ActivityResponse>;
+
+/** (ours) `DELETE /v1/repos/:id`: the deletion is confirmed by repeating the id. */
+export const DeleteRepoQuery = z.object({
+  confirm: z.string().describe('The repository id again, exactly; missing or different: 400 `confirm the deletion with ?confirm=<id>`.'),
+});

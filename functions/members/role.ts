@@ -1,0 +1,39 @@
+import { defineRoute } from '../../lib/route.ts';
+import { openRepo } from '../../lib/repos.ts';
+import { parseBody } from '../../lib/http/parse.ts';
+import { HttpError } from '../../lib/http/errors.ts';
+import { changeRole } from '../../lib/membership.ts';
+import { SetRoleRequest, SetRoleResponse } from '../../schema/wire/members.ts';
+
+/** POST /v1/repos/:id/members/:userId/role — owners give a member another role; the last owner stays one. */
+export default defineRoute({
+  method: 'POST',
+  path: '/v1/repos/:id/members/:userId/role',
+  body: 'small',
+  doc: {
+    operationId: 'setMemberRole',
+    summary: "Change a member's role",
+    description:
+      'Promotes a member to owner or demotes an owner to member. A demotion needs another owner to remain: two owners demoting each other at once leave one. ' +
+      'Giving a member the role they hold changes nothing and answers the same. ' +
+      "On the hosted build the new owner's plan caps the repositories they own: promoting a user who is not subscribed and already owns the plan's number of repositories is refused with 402.",
+    tag: 'Members',
+    access: 'owners, and the legacy key.',
+    body: { schema: SetRoleRequest },
+    responses: { 200: { description: 'The member with their role now.', schema: SetRoleResponse } },
+    errors: {
+      400: ['invalid repo id', 'role must be owner or member', 'invalid request: <field>: <problem>'],
+      403: ['not a member of this repo', 'only an owner can change roles'],
+      404: ['repo not found', 'not a member of this repo'],
+      409: ["can't remove the last owner"],
+    },
+    quota: ['quota_repos'],
+    quotaMessage: { quota_repos: "repository limit reached for the new owner's plan (<limit>)" },
+  },
+  handler: async (c) => {
+    const { id } = await openRepo(c, 'member.role');
+    const { role } = await parseBody(c, SetRoleRequest);
+    if (role !== 'owner' && role !== 'member') throw new HttpError(400, 'role must be owner or member');
+    return c.json(await changeRole(c.get('deps'), id, c.req.param('userId') ?? '', role));
+  },
+});
