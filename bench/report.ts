@@ -59,9 +59,12 @@ function cell(s: Side, which: 'median' | 'p95'): string {
   // NaN (null once written as JSON): nothing to show, e.g. the p95 of a single wall time.
   if (v === null || !Number.isFinite(v)) return '—';
   if (which === 'p95' && s.p95Unit) return `${fmtMs(v)} lat.`;
+  // A row that reports p99 (W11) shows it beside p95, in the same unit.
+  if (which === 'p95' && s.p99 !== undefined && Number.isFinite(s.p99)) return `${cell({ ...s, p99: undefined }, 'p95')}, p99 ${cell({ ...s, p95: s.p99, p99: undefined }, 'p95')}`;
   if (s.unit === 'req/s') return `${fmtInt(v)} req/s`;
   if (s.unit === 'push/s') return which === 'median' ? `${v.toFixed(1)} push/s` : '—';
   if (s.unit === 'MiB') return which === 'median' ? `${v.toFixed(1)} MiB` : '—';
+  if (s.unit === 'KiB') return which === 'median' ? `${fmtInt(v)} KiB` : '—';
   if (s.unit === 's') return which === 'median' ? `${v.toFixed(2)} s` : `${v.toFixed(2)} s`;
   return fmtMs(v);
 }

@@ -40,10 +40,13 @@ import { SCALES, type Ctx, type Row, type Side, type Workload } from './workload
 import { w1, w2, w7 } from './workloads/push.ts';
 import { w3, w4, w5, w6 } from './workloads/read.ts';
 import { w8 } from './workloads/search.ts';
+import { w7page } from './workloads/merge.ts';
+import { w9, w12 } from './workloads/growth.ts';
+import { w10 } from './workloads/repos.ts';
+import { w11 } from './workloads/workers.ts';
+import { w13 } from './workloads/events.ts';
 
-const WORKLOADS: Workload[] = [w1, w2, w3, w4, w5, w6, w7, w8];
-/** MEM target: the server's peak RSS within this factor of the bare Hono reference's, same run. */
-const MEM_FACTOR = 1.3;
+const WORKLOADS: Workload[] = [w1, w2, w3, w4, w5, w6, w7, w7page, w8, w9, w10, w11, w12, w13];
 /** BOOT target: `npm start` → first /health 200, seconds. */
 const BOOT_TARGET_S = 0.5;
 
@@ -78,12 +81,16 @@ if (scaleName !== 'small' && scaleName !== 'full') {
   process.exit(2);
 }
 const scale = SCALES[scaleName];
-const ids = values.only ? values.only.split(',').map((s) => s.trim().toUpperCase()).filter(Boolean) : WORKLOADS.map((w) => w.id);
-for (const id of ids) {
-  if (!WORKLOADS.some((w) => w.id === id)) {
-    process.stderr.write(`unknown workload ${id}; known: ${WORKLOADS.map((w) => w.id).join(', ')}\n`);
+// `--only w7page`, `W7.page` and `W7·page` name the same workload.
+const idKey = (s: string) => s.trim().toUpperCase().replace(/[·.\-_]/g, '');
+const ids: string[] = [];
+for (const name of values.only ? values.only.split(',').filter((s) => s.trim() !== '') : WORKLOADS.map((w) => w.id)) {
+  const w = WORKLOADS.find((x) => idKey(x.id) === idKey(name));
+  if (!w) {
+    process.stderr.write(`unknown workload ${name}; known: ${WORKLOADS.map((x) => x.id).join(', ')}\n`);
     process.exit(2);
   }
+  if (!ids.includes(w.id)) ids.push(w.id);
 }
 if (values['git-fsync']) setGitConfig(GIT_FSYNC_CONFIG);
 
@@ -158,6 +165,7 @@ const ctx: Ctx = {
   work,
   apiKey,
   server: () => server!,
+  resetPeak: () => takePeak(),
   restart: async () => {
     await stop('restart');
     await start();
@@ -325,7 +333,7 @@ const peakKb = runPeakKb;
 if (Number.isFinite(peakKb)) {
   const ours = round(peakKb / 1024, 1);
   const ref = honoMem?.peakMib;
-  const { ratio, met } = memoryVerdict(ours, ref, MEM_FACTOR);
+  const { ratio } = memoryVerdict(ours, ref);
   rows.push({
     id: 'MEM',
     title: 'peak memory of the server (whole run, seeding included)',
@@ -356,7 +364,8 @@ if (Number.isFinite(peakKb)) {
       : null,
     ratio,
     ratioBasis: 'peak / peak',
-    target: { text: `≤ ${MEM_FACTOR}× the Hono peak`, met },
+    // Retired as a target (issue 28): what this disk and Node allow sits above it; recorded for context.
+    target: { text: '(context)', met: null },
     notes: [
       `${(peakKb * 1024 / 1e6).toFixed(1)} MB (10^6 bytes); after boot ${bootRss[0]} MiB`,
       ...(honoMem?.tsxPeakMib !== undefined ? [`the same reference run through tsx (as before issue 18) peaked at ${honoMem.tsxPeakMib} MiB`] : []),
@@ -365,7 +374,7 @@ if (Number.isFinite(peakKb)) {
   if (honoMem?.tsxPeakMib !== undefined) {
     // The reference as the harness ran it before issue 18 (TypeScript through tsx, which adds about 30 MiB):
     // the figure the issue's "87 MiB last time" came from.
-    const tsx = memoryVerdict(ours, honoMem.tsxPeakMib, MEM_FACTOR);
+    const tsx = memoryVerdict(ours, honoMem.tsxPeakMib);
     rows.push({
       id: 'MEM·tsx',
       title: 'MEM against the reference run through tsx, as before issue 18 (context)',
