@@ -40,6 +40,8 @@ class HealthWatch {
   private running = true;
   private readonly loop: Promise<void>;
   phase: string | null = null;
+  /** Polls whose connection the server had closed (sent again on a new one). */
+  resets = 0;
   readonly samples = new Map<string, number[]>();
 
   constructor(url: string) {
@@ -48,7 +50,15 @@ class HealthWatch {
     this.loop = (async () => {
       while (this.running) {
         const phase = this.phase;
-        const r = await api.send('GET', '/health').catch((e: unknown) => ({ status: 0, ms: Number.NaN, error: e }));
+        const t = performance.now();
+        let r = await api.send('GET', '/health').catch((e: unknown) => ({ status: 0, ms: Number.NaN, error: e }));
+        if (r.status === 0) {
+          // The server closed the idle keep-alive connection as the request went out (its keep-alive timer
+          // fired late, after its event loop was held): once more on a new connection, timed from the first try.
+          this.resets++;
+          r = await api.send('GET', '/health').catch((e: unknown) => ({ status: 0, ms: Number.NaN, error: e }));
+          r.ms = performance.now() - t;
+        }
         if (r.status !== 200) {
           this.failure = `GET /health → ${r.status === 0 ? String((r as { error: unknown }).error) : r.status}`;
           return;
@@ -85,8 +95,9 @@ interface SizeState {
 
 interface W9State {
   sizes: [SizeState, SizeState];
-  /** /health latencies while seeding (context, no target). */
+  /** /health latencies while seeding (context, no target), and the polls sent again on a new connection. */
   seedHealth: number[];
+  seedResets: number;
 }
 
 async function seedSize(ctx: Ctx, repo: string, pages: number, seed: number): Promise<SizeState> {
@@ -97,6 +108,8 @@ async function seedSize(ctx: Ctx, repo: string, pages: number, seed: number): Pr
   const pushMs: number[] = [];
   const batch = ctx.scale.w9Batch;
   try {
+    // The page that W9's one-more pushes change, in a push of its own (a seeding push holds exactly `batch` pages).
+    await api.json<PushResponse>('POST', `/v1/repos/${repo}/sync/push`, pushBody(`seed ${repo} hot page`, [{ path: HOT, content: makePage(rng, 'Hot page', { minBytes: 200, maxBytes: 500 }).render() }]));
     for (let start = 0; start < pages; start += batch) {
       const files = [];
       for (let i = start; i < Math.min(pages, start + batch); i++) {
@@ -104,7 +117,6 @@ async function seedSize(ctx: Ctx, repo: string, pages: number, seed: number): Pr
         paths.push(f.path);
         files.push(f);
       }
-      if (start === 0) files.push({ path: HOT, content: makePage(rng, 'Hot page', { minBytes: 200, maxBytes: 500 }).render() });
       const r = await api.json<PushResponse>('POST', `/v1/repos/${repo}/sync/push`, pushBody(`seed ${repo} ${start}`, files));
       if (r.data.pushed.length !== files.length) throw new Error(`W9: ${repo} pushed ${r.data.pushed.length} of ${files.length}`);
       pushMs.push(r.ms);
@@ -128,11 +140,13 @@ export const w9: Workload = {
     try {
       // The two repositories at once: pushes into one repository take turns, into two they need not.
       const sizes = await Promise.all([seedSize(ctx, `w9-${small}`, small, 901), seedSize(ctx, `w9-${large}`, large, 902)]);
-      ctx.shared.set('w9', { sizes, seedHealth: [] } satisfies W9State);
+      ctx.shared.set('w9', { sizes, seedHealth: [], seedResets: 0 } satisfies W9State);
     } finally {
       await watch.stop();
     }
-    (ctx.shared.get('w9') as W9State).seedHealth.push(...(watch.samples.get('seed') ?? []));
+    const st = ctx.shared.get('w9') as W9State;
+    st.seedHealth.push(...(watch.samples.get('seed') ?? []));
+    st.seedResets = watch.resets;
   },
   async measure(ctx) {
     const st = ctx.shared.get('w9') as W9State;
@@ -351,7 +365,8 @@ export const w9: Workload = {
       ratioBasis: 'worst / worst',
       target: { text: `worst ≤ ${TARGETS.w9HealthMs} ms`, met: atMost(worstAll, TARGETS.w9HealthMs) },
       notes: [
-        `p50 ${hl.extra!.p50_ms} ms and ${hs.extra!.p50_ms} ms; while both repositories were seeded (context): worst ${round(st.seedHealth.length ? Math.max(...st.seedHealth) : Number.NaN)} ms over ${st.seedHealth.length} polls`,
+        `p50 ${hl.extra!.p50_ms} ms and ${hs.extra!.p50_ms} ms; ${watch.resets} polls sent again after the server had closed their idle connection (timed from the first try)`,
+        `while both repositories were seeded (context): worst ${round(st.seedHealth.length ? Math.max(...st.seedHealth) : Number.NaN)} ms over ${st.seedHealth.length} polls, ${st.seedResets} sent again`,
       ],
     });
     return rows;

@@ -22,11 +22,15 @@ const PLAIN_PATH = 'shared/plain.md';
 const heading = (c: number) => `## Client ${c + 1}`;
 const marker = (c: number, u: number) => `Last write: client ${c + 1} update ${u + 1}.`;
 
-/** The shared page: frontmatter, a preamble, one section per client (a marker line, then filler), about 4 KB for 16 clients. */
-export function sharedPage(clients: number, rng: Rng): string {
-  const out = ['---', 'title: Shared page', 'type: note', 'tags: [bench, merge]', '---', '', '# Shared page', '', sentence(rng), ''];
-  for (let c = 0; c < clients; c++) out.push(heading(c), '', 'Last write: none.', sentence(rng), sentence(rng), '');
-  return out.join('\n');
+/** The shared page: frontmatter, a preamble, one section per client (a marker line, then filler), at least `minBytes`. */
+export function sharedPage(clients: number, rng: Rng, minBytes = 4096): string {
+  const intro = sentence(rng);
+  const bodies = Array.from({ length: clients }, () => ['Last write: none.', sentence(rng)]);
+  const render = () =>
+    ['---', 'title: Shared page', 'type: note', 'tags: [bench, merge]', '---', '', '# Shared page', '', intro, '', ...bodies.flatMap((b, c) => [heading(c), '', ...b, ''])].join('\n');
+  // Filler round-robin over the sections until the page reaches its size.
+  for (let i = 0; Buffer.byteLength(render()) < minBytes; i++) bodies[i % clients]!.push(sentence(rng));
+  return render();
 }
 
 /** `text` with client `c`'s marker line rewritten to its update `u`. Throws when the section is missing. */
