@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { makePage, Rng } from '../content.ts';
 import { Api, encodePath, pushBody, type PushResponse } from '../http.ts';
 import { startService } from '../procs.ts';
-import { percentile, round, summarize } from '../stats.ts';
+import { fmtMs, percentile, round, summarize } from '../stats.ts';
 import { TARGETS, atMost, growthRow, ratioOf } from '../targets.ts';
 import { createRepo, type Ctx, type Row, type Side, type Workload } from './types.ts';
 
@@ -344,7 +344,7 @@ export const w9: Workload = {
       const xs = watch.samples.get(which) ?? [];
       const worst = xs.length ? Math.max(...xs) : Number.NaN;
       return {
-        label: `worst GET /health while the ${at(s)} requests ran (${xs.length} polls)`,
+        label: `worst GET /health while the requests on ${at(s)} ran (${xs.length} polls)`,
         command: 'GET /health every 20 ms on its own keep-alive connection, all along the requests above',
         unit: 'ms',
         median: round(worst),
@@ -365,8 +365,8 @@ export const w9: Workload = {
       ratioBasis: 'worst / worst',
       target: { text: `worst ≤ ${TARGETS.w9HealthMs} ms`, met: atMost(worstAll, TARGETS.w9HealthMs) },
       notes: [
-        `p50 ${hl.extra!.p50_ms} ms and ${hs.extra!.p50_ms} ms; ${watch.resets} polls sent again after the server had closed their idle connection (timed from the first try)`,
-        `while both repositories were seeded (context): worst ${round(st.seedHealth.length ? Math.max(...st.seedHealth) : Number.NaN)} ms over ${st.seedHealth.length} polls, ${st.seedResets} sent again`,
+        `p50 ${fmtMs(Number(hl.extra!.p50_ms))} and ${fmtMs(Number(hs.extra!.p50_ms))}; ${watch.resets} polls sent again after the server had closed their idle connection (timed from the first try)`,
+        `while both repositories were seeded (context): worst ${fmtMs(st.seedHealth.length ? Math.max(...st.seedHealth) : Number.NaN)} over ${st.seedHealth.length} polls, ${st.seedResets} sent again`,
       ],
     });
     return rows;
