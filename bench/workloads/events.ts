@@ -1,4 +1,5 @@
 import { request, type ClientRequest, type IncomingMessage } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { makePage, Rng } from '../content.ts';
 import { pushBody, type PushResponse } from '../http.ts';
 import { REPO_ROOT } from '../procs.ts';
@@ -128,7 +129,7 @@ export const w13: Workload = {
       streams.push(r.stream);
     }
     for (const s of streams.splice(0)) s.req.destroy();
-    const before = { rssKb: ctx.server().memory().rssKb, heap: await ctx.server().heap() };
+    const before = { rssKb: await settledRss(ctx), heap: await ctx.server().heap() };
     const rssBefore = before.rssKb;
     try {
       for (let s = 0; s < n; s++) {
@@ -136,7 +137,7 @@ export const w13: Workload = {
         if (!r.ok) throw new Error(`W13: stream ${s + 1} → ${r.status}: ${r.body.slice(0, 300)}`);
         streams.push(r.stream);
       }
-      const rssOpen = ctx.server().memory().rssKb;
+      const rssOpen = await settledRss(ctx);
       const heapOpen = await ctx.server().heap();
       const perStreamKiB = (rssOpen - rssBefore) / n;
       // The V8 heap and external memory, for context: the RSS delta also moves with garbage collected meanwhile.
@@ -196,7 +197,7 @@ export const w13: Workload = {
           title: `${title}: memory per idle stream`,
           ours: {
             label: 'server RSS with the streams open minus before, ÷ streams',
-            command: '/proc/‹server pid›/status VmRSS before opening the streams and once all answered 200',
+            command: '/proc/‹server pid›/status VmRSS before opening the streams and once all answered 200, each read once RSS stopped moving',
             unit: 'KiB',
             median: round(perStreamKiB, 1),
             p95: round(perStreamKiB, 1),
@@ -218,6 +219,21 @@ export const w13: Workload = {
     }
   },
 };
+
+/**
+ * The server's RSS once it has stopped moving (four reads 250 ms apart within 256 KiB, at most 10 s): V8
+ * gives memory back a few seconds after work stops, and a read in between would count that as the streams'.
+ */
+async function settledRss(ctx: Ctx): Promise<number> {
+  const reads = [ctx.server().memory().rssKb];
+  for (let i = 0; i < 40; i++) {
+    await sleep(250);
+    reads.push(ctx.server().memory().rssKb);
+    const last = reads.slice(-4);
+    if (last.length === 4 && Math.max(...last) - Math.min(...last) < 256) break;
+  }
+  return reads[reads.length - 1]!;
+}
 
 /** A JSON request with another bearer than the legacy key; insists on `expect`. */
 async function sendAs(ctx: Ctx, bearer: string, method: string, path: string, body: unknown, expect: number): Promise<unknown> {
