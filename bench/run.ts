@@ -3,17 +3,20 @@
  * `npm run bench -- --readme`   (no run: the README's table from bench/results/latest.json, if final)
  *
  * Starts the real server (`node dist/server.mjs`, what `npm start` runs) as a child process on a temporary data root with
- * rate limits off, seeds every repository through the HTTP API, runs workloads W1–W8 with keep-alive
+ * rate limits off, seeds every repository through the HTTP API, runs workloads W1–W13 with keep-alive
  * clients on loopback, and measures, in the same run and on the same bare repositories, the `git` command
  * doing the equivalent work (on copies where it moves refs) and a bare Hono route (W4's throughput, MEM's
- * peak RSS under the same load). Then BOOT: `npm start` → first /health 200 on a fresh and on the run's
+ * peak RSS under the same load). Some workloads compare the service with itself in the same run: W9 a
+ * large repository with a small one, W10 many repositories with the first 10, W12 a search beside the large
+ * repository with one on a server of its own; W11 runs the Workers build under workerd, W13 a server of its
+ * own (see bench/workloads/). Then BOOT: `npm start` → first /health 200 on a fresh and on the run's
  * data root. Memory is measured per workload: the server's peak RSS while seeding it and while measuring
  * it (VmHWM, reset before each), its RSS and V8 heap after. Prints a table and writes it as JSON to
  * bench/results/latest.json and a timestamped file, with the commit and whether the tree was clean: only
  * a complete full-scale run on a clean tree is final, and only a final one goes into the README.
  *
- *   --only W1,W3     run these workloads (their prerequisites are seeded too)
- *   --scale small    a quick check (under a minute); default full, the sizes of issue 7
+ *   --only W1,W3     run these workloads (their prerequisites are seeded too; W7·page is also W7page)
+ *   --scale small    a quick check (a few minutes); default full, the sizes of issues 7, 28 and 30
  *   --profile        run each workload's measurement against a server started with `node --cpu-prof`
  *                    (seeding uses a separate, unprofiled server) and print its hotspots; the figures of a
  *                    profiled run are slower than normal, so such a run does not update latest.json
