@@ -36,7 +36,7 @@ import { GIT_FSYNC_CONFIG, gitText, setGitConfig } from './git.ts';
 import { makePage, Rng } from './content.ts';
 import { REPO_ROOT, buildServer, bundleHonoReference, startHonoReference, startService, timeNpmStart, type Child, type HeapFigures } from './procs.ts';
 import { median, percentile, round } from './stats.ts';
-import { memoryVerdict, notFinalBecause, renderTable, spliceReadme, type Results } from './report.ts';
+import { memoryRatio, notFinalBecause, renderTable, spliceReadme, type Results } from './report.ts';
 import { honoLoad } from './workloads/read.ts';
 import { formatProfile, summarizeProfile, type ProfileSummary } from './profile.ts';
 import { SCALES, type Ctx, type Row, type Side, type Workload } from './workloads/types.ts';
@@ -336,7 +336,7 @@ const peakKb = runPeakKb;
 if (Number.isFinite(peakKb)) {
   const ours = round(peakKb / 1024, 1);
   const ref = honoMem?.peakMib;
-  const { ratio } = memoryVerdict(ours, ref);
+  const ratio = memoryRatio(ours, ref);
   rows.push({
     id: 'MEM',
     title: 'peak memory of the server (whole run, seeding included)',
@@ -377,7 +377,7 @@ if (Number.isFinite(peakKb)) {
   if (honoMem?.tsxPeakMib !== undefined) {
     // The reference as the harness ran it before issue 18 (TypeScript through tsx, which adds about 30 MiB):
     // the figure the issue's "87 MiB last time" came from.
-    const tsx = memoryVerdict(ours, honoMem.tsxPeakMib);
+    const tsxRatio = memoryRatio(ours, honoMem.tsxPeakMib);
     rows.push({
       id: 'MEM·tsx',
       title: 'MEM against the reference run through tsx, as before issue 18 (context)',
@@ -390,7 +390,7 @@ if (Number.isFinite(peakKb)) {
         p95: honoMem.tsxPeakMib,
         n: 1,
       },
-      ratio: tsx.ratio,
+      ratio: tsxRatio,
       ratioBasis: 'peak / peak',
       target: { text: '(context)', met: null },
       notes: [],
