@@ -110,14 +110,22 @@ async function seedSize(ctx: Ctx, repo: string, pages: number, seed: number): Pr
   try {
     // The page that W9's one-more pushes change, in a push of its own (a seeding push holds exactly `batch` pages).
     await api.json<PushResponse>('POST', `/v1/repos/${repo}/sync/push`, pushBody(`seed ${repo} hot page`, [{ path: HOT, content: makePage(rng, 'Hot page', { minBytes: 200, maxBytes: 500 }).render() }]));
-    for (let start = 0; start < pages; start += batch) {
+    const makeBatch = (start: number) => {
       const files = [];
       for (let i = start; i < Math.min(pages, start + batch); i++) {
         const f = growthPage(rng, i);
         paths.push(f.path);
         files.push(f);
       }
-      const r = await api.json<PushResponse>('POST', `/v1/repos/${repo}/sync/push`, pushBody(`seed ${repo} ${start}`, files));
+      return files;
+    };
+    let next = makeBatch(0);
+    for (let start = 0; start < pages; start += batch) {
+      const files = next;
+      const pending = api.json<PushResponse>('POST', `/v1/repos/${repo}/sync/push`, pushBody(`seed ${repo} ${start}`, files));
+      // The next batch's pages are made while the server takes this one.
+      if (start + batch < pages) next = makeBatch(start + batch);
+      const r = await pending;
       if (r.data.pushed.length !== files.length) throw new Error(`W9: ${repo} pushed ${r.data.pushed.length} of ${files.length}`);
       pushMs.push(r.ms);
       ctx.log(`W9 seed: ${repo} ${Math.min(pages, start + batch).toLocaleString('en-US')}/${pages.toLocaleString('en-US')} pages (push ${Math.round(r.ms)} ms)`);
