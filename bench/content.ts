@@ -37,7 +37,8 @@ const HEADINGS = [
   'Background', 'Design', 'Interfaces', 'Testing', 'Operations', 'Metrics', 'Timeline', 'References',
 ];
 
-function sentence(rng: Rng): string {
+/** A sentence of 8–16 words from the benchmark's vocabulary. */
+export function sentence(rng: Rng): string {
   const n = rng.int(8, 16);
   const words: string[] = [];
   for (let i = 0; i < n; i++) words.push(rng.pick(WORDS));

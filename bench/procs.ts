@@ -152,6 +152,11 @@ export interface ServiceOptions {
   logFile: string;
   /** Directory for a V8 CPU profile (`node --cpu-prof`), written when the server exits. */
   cpuProfDir?: string;
+  /**
+   * `node --expose-gc` and KR_BENCH_GC=1: each heap() probe collects garbage first, so that RSS read right
+   * after it holds only what is live (W13's memory per stream).
+   */
+  gcOnProbe?: boolean;
 }
 
 let built = false;
@@ -188,8 +193,15 @@ export function startService(o: ServiceOptions): Promise<Child> {
   buildServer();
   // What `npm start` runs once the bundle is fresh: node dist/server.mjs (scripts/start.mjs imports it in
   // its own process), here with the memory probe preloaded (it does nothing until asked).
-  const args = [...serverNodeFlags(), ...(o.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`] : []), '--import', `./${MEM_PROBE}`, 'dist/server.mjs'];
-  return startChild(args, serviceEnv(o), o.logFile, 'server');
+  const args = [
+    ...serverNodeFlags(),
+    ...(o.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`] : []),
+    ...(o.gcOnProbe ? ['--expose-gc'] : []),
+    '--import',
+    `./${MEM_PROBE}`,
+    'dist/server.mjs',
+  ];
+  return startChild(args, { ...serviceEnv(o), ...(o.gcOnProbe ? { KR_BENCH_GC: '1' } : {}) }, o.logFile, 'server');
 }
 
 /** A TCP port free right now on 127.0.0.1. */

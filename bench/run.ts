@@ -3,17 +3,20 @@
  * `npm run bench -- --readme`   (no run: the README's table from bench/results/latest.json, if final)
  *
  * Starts the real server (`node dist/server.mjs`, what `npm start` runs) as a child process on a temporary data root with
- * rate limits off, seeds every repository through the HTTP API, runs workloads W1–W8 with keep-alive
+ * rate limits off, seeds every repository through the HTTP API, runs workloads W1–W13 with keep-alive
  * clients on loopback, and measures, in the same run and on the same bare repositories, the `git` command
  * doing the equivalent work (on copies where it moves refs) and a bare Hono route (W4's throughput, MEM's
- * peak RSS under the same load). Then BOOT: `npm start` → first /health 200 on a fresh and on the run's
+ * peak RSS under the same load). Some workloads compare the service with itself in the same run: W9 a
+ * large repository with a small one, W10 many repositories with the first 10, W12 a search beside the large
+ * repository with one on a server of its own; W11 runs the Workers build under workerd, W13 a server of its
+ * own (see bench/workloads/). Then BOOT: `npm start` → first /health 200 on a fresh and on the run's
  * data root. Memory is measured per workload: the server's peak RSS while seeding it and while measuring
  * it (VmHWM, reset before each), its RSS and V8 heap after. Prints a table and writes it as JSON to
  * bench/results/latest.json and a timestamped file, with the commit and whether the tree was clean: only
  * a complete full-scale run on a clean tree is final, and only a final one goes into the README.
  *
- *   --only W1,W3     run these workloads (their prerequisites are seeded too)
- *   --scale small    a quick check (under a minute); default full, the sizes of issue 7
+ *   --only W1,W3     run these workloads (their prerequisites are seeded too; W7·page is also W7page)
+ *   --scale small    a quick check (a few minutes); default full, the sizes of issues 7, 28 and 30
  *   --profile        run each workload's measurement against a server started with `node --cpu-prof`
  *                    (seeding uses a separate, unprofiled server) and print its hotspots; the figures of a
  *                    profiled run are slower than normal, so such a run does not update latest.json
@@ -33,17 +36,20 @@ import { GIT_FSYNC_CONFIG, gitText, setGitConfig } from './git.ts';
 import { makePage, Rng } from './content.ts';
 import { REPO_ROOT, buildServer, bundleHonoReference, startHonoReference, startService, timeNpmStart, type Child, type HeapFigures } from './procs.ts';
 import { median, percentile, round } from './stats.ts';
-import { memoryVerdict, notFinalBecause, renderTable, spliceReadme, type Results } from './report.ts';
+import { memoryRatio, notFinalBecause, renderTable, spliceReadme, type Results } from './report.ts';
 import { honoLoad } from './workloads/read.ts';
 import { formatProfile, summarizeProfile, type ProfileSummary } from './profile.ts';
 import { SCALES, type Ctx, type Row, type Side, type Workload } from './workloads/types.ts';
 import { w1, w2, w7 } from './workloads/push.ts';
 import { w3, w4, w5, w6 } from './workloads/read.ts';
 import { w8 } from './workloads/search.ts';
+import { w7page } from './workloads/merge.ts';
+import { w9, w12 } from './workloads/growth.ts';
+import { w10 } from './workloads/repos.ts';
+import { w11 } from './workloads/workers.ts';
+import { w13 } from './workloads/events.ts';
 
-const WORKLOADS: Workload[] = [w1, w2, w3, w4, w5, w6, w7, w8];
-/** MEM target: the server's peak RSS within this factor of the bare Hono reference's, same run. */
-const MEM_FACTOR = 1.3;
+const WORKLOADS: Workload[] = [w1, w2, w3, w4, w5, w6, w7, w7page, w8, w9, w10, w11, w12, w13];
 /** BOOT target: `npm start` → first /health 200, seconds. */
 const BOOT_TARGET_S = 0.5;
 
@@ -78,12 +84,16 @@ if (scaleName !== 'small' && scaleName !== 'full') {
   process.exit(2);
 }
 const scale = SCALES[scaleName];
-const ids = values.only ? values.only.split(',').map((s) => s.trim().toUpperCase()).filter(Boolean) : WORKLOADS.map((w) => w.id);
-for (const id of ids) {
-  if (!WORKLOADS.some((w) => w.id === id)) {
-    process.stderr.write(`unknown workload ${id}; known: ${WORKLOADS.map((w) => w.id).join(', ')}\n`);
+// `--only w7page`, `W7.page` and `W7·page` name the same workload.
+const idKey = (s: string) => s.trim().toUpperCase().replace(/[·.\-_]/g, '');
+const ids: string[] = [];
+for (const name of values.only ? values.only.split(',').filter((s) => s.trim() !== '') : WORKLOADS.map((w) => w.id)) {
+  const w = WORKLOADS.find((x) => idKey(x.id) === idKey(name));
+  if (!w) {
+    process.stderr.write(`unknown workload ${name}; known: ${WORKLOADS.map((x) => x.id).join(', ')}\n`);
     process.exit(2);
   }
+  if (!ids.includes(w.id)) ids.push(w.id);
 }
 if (values['git-fsync']) setGitConfig(GIT_FSYNC_CONFIG);
 
@@ -158,6 +168,7 @@ const ctx: Ctx = {
   work,
   apiKey,
   server: () => server!,
+  resetPeak: () => takePeak(),
   restart: async () => {
     await stop('restart');
     await start();
@@ -325,7 +336,7 @@ const peakKb = runPeakKb;
 if (Number.isFinite(peakKb)) {
   const ours = round(peakKb / 1024, 1);
   const ref = honoMem?.peakMib;
-  const { ratio, met } = memoryVerdict(ours, ref, MEM_FACTOR);
+  const ratio = memoryRatio(ours, ref);
   rows.push({
     id: 'MEM',
     title: 'peak memory of the server (whole run, seeding included)',
@@ -356,7 +367,8 @@ if (Number.isFinite(peakKb)) {
       : null,
     ratio,
     ratioBasis: 'peak / peak',
-    target: { text: `≤ ${MEM_FACTOR}× the Hono peak`, met },
+    // Retired as a target (issue 28): what this disk and Node allow sits above it; recorded for context.
+    target: { text: '(context)', met: null },
     notes: [
       `${(peakKb * 1024 / 1e6).toFixed(1)} MB (10^6 bytes); after boot ${bootRss[0]} MiB`,
       ...(honoMem?.tsxPeakMib !== undefined ? [`the same reference run through tsx (as before issue 18) peaked at ${honoMem.tsxPeakMib} MiB`] : []),
@@ -365,7 +377,7 @@ if (Number.isFinite(peakKb)) {
   if (honoMem?.tsxPeakMib !== undefined) {
     // The reference as the harness ran it before issue 18 (TypeScript through tsx, which adds about 30 MiB):
     // the figure the issue's "87 MiB last time" came from.
-    const tsx = memoryVerdict(ours, honoMem.tsxPeakMib, MEM_FACTOR);
+    const tsxRatio = memoryRatio(ours, honoMem.tsxPeakMib);
     rows.push({
       id: 'MEM·tsx',
       title: 'MEM against the reference run through tsx, as before issue 18 (context)',
@@ -378,7 +390,7 @@ if (Number.isFinite(peakKb)) {
         p95: honoMem.tsxPeakMib,
         n: 1,
       },
-      ratio: tsx.ratio,
+      ratio: tsxRatio,
       ratioBasis: 'peak / peak',
       target: { text: '(context)', met: null },
       notes: [],

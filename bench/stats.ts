@@ -57,7 +57,8 @@ export function fmtMs(ms: number): string {
 
 export function fmtRatio(r: number): string {
   if (!Number.isFinite(r)) return 'n/a';
-  return r >= 100 ? `${r.toFixed(0)}×` : r >= 10 ? `${r.toFixed(1)}×` : `${r.toFixed(2)}×`;
+  // Below 0.01 two significant digits, so a small share (a merge against a push) does not read as 0.00×.
+  return r >= 100 ? `${r.toFixed(0)}×` : r >= 10 ? `${r.toFixed(1)}×` : r >= 0.01 || r === 0 ? `${r.toFixed(2)}×` : `${r.toPrecision(2)}×`;
 }
 
 export function fmtInt(n: number): string {

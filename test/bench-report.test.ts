@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { median, percentile, summarize, fmtMs, fmtRatio } from '../bench/stats.ts';
-import { memoryVerdict, notFinalBecause, README_END, README_START, renderTable, spliceReadme, type Results } from '../bench/report.ts';
+import { memoryRatio, notFinalBecause, README_END, README_START, renderTable, spliceReadme, type Results } from '../bench/report.ts';
 import type { Row } from '../bench/workloads/types.ts';
+import { TARGETS, atLeast, atMost, growthRow, limitSide, notAvailableRow, ratioOf } from '../bench/targets.ts';
+import { parseSchedstat, parseStat } from '../bench/cpu.ts';
+import { SseParser } from '../bench/sse.ts';
+import { Rng } from '../bench/content.ts';
+import { editSection, mergeCost, missingWrites, sharedPage } from '../bench/workloads/merge.ts';
 
 /** The benchmark harness's pure parts: statistics, the table, and the refusal to call a dirty run final. */
 
@@ -31,6 +36,7 @@ describe('stats', () => {
     expect(fmtMs(1234)).toBe('1.23 s');
     expect(fmtRatio(0.123)).toBe('0.12×');
     expect(fmtRatio(150)).toBe('150×');
+    expect(fmtRatio(0.0016)).toBe('0.0016×');
   });
 });
 
@@ -125,11 +131,111 @@ describe('final results only', () => {
   });
 });
 
-describe('memoryVerdict', () => {
-  it('ours ≤ 1.3× the reference peak is met; no reference, no verdict', () => {
-    expect(memoryVerdict(100, 80)).toEqual({ ratio: 1.25, met: true });
-    expect(memoryVerdict(105, 80).met).toBe(false);
-    expect(memoryVerdict(100, undefined)).toEqual({ ratio: null, met: null });
-    expect(memoryVerdict(100, Number.NaN)).toEqual({ ratio: null, met: null });
+describe('memoryRatio', () => {
+  it("MEM is context now: the ratio to the Hono peak, no verdict; no reference, no ratio", () => {
+    expect(memoryRatio(100, 80)).toBe(1.25);
+    expect(memoryRatio(100, undefined)).toBeNull();
+    expect(memoryRatio(100, Number.NaN)).toBeNull();
+    expect(memoryRatio(Number.NaN, 80)).toBeNull();
+  });
+});
+
+describe('targets (issues 28, 30, 31)', () => {
+  it('ratios need two finite figures; verdicts need a ratio', () => {
+    expect(ratioOf(15, 10)).toBe(1.5);
+    expect(ratioOf(Number.NaN, 10)).toBeNull();
+    expect(ratioOf(1, 0)).toBeNull();
+    expect(atMost(1.5, 1.5)).toBe(true);
+    expect(atMost(1.51, 1.5)).toBe(false);
+    expect(atMost(null, 1.5)).toBeNull();
+    expect(atLeast(0.5, 0.5)).toBe(true);
+    expect(atLeast(0.49, 0.5)).toBe(false);
+  });
+
+  it('the issue 28 targets, and neither retired one (W1 against plumbing, MEM against Hono)', () => {
+    expect(TARGETS).toMatchObject({ w1OverFloor: 1.25, w4OverHono: 0.5, w9FullPull: 12, w9Op: 1.5, w9ExportAboveMib: 64, w9HealthMs: 100, w10Rss: 1.3, w11CpuMs: 10, w12: 1.5, w13P95Ms: 100, mergeMs: 0.25 });
+    expect(Object.keys(TARGETS).some((k) => /plumbing|hono.*mem|mem/i.test(k))).toBe(false);
+  });
+
+  it('a W9 row puts the large size against the small one, judged on p50', () => {
+    const side = (median: number) => ({ label: 'x', command: 'x', unit: 'ms' as const, median, p95: median * 2, n: 5 });
+    const r = growthRow({ id: 'W9·pull', title: 'full pull', large: side(110), small: side(10), factor: 12 });
+    expect(r.ratio).toBe(11);
+    expect(r.target).toEqual({ text: 'p50 ≤ 12×', met: true });
+    expect(growthRow({ id: 'W9·read', title: 'read', large: side(1.6), small: side(1), factor: 1.5 }).target.met).toBe(false);
+    expect(renderTable([r])).toContain('| W9·pull full pull | 110 ms | 220 ms | x | 10.0 ms | 20.0 ms | 11.0× | p50 ≤ 12× | met |');
+  });
+
+  it('W11 shows p99 beside p95, against a limit that is not a measurement', () => {
+    const r = row({
+      id: 'W11·push',
+      ours: { label: 'cpu', command: 'c', unit: 'ms', median: 4.2, p95: 7.5, p99: 12.25, n: 60 },
+      reference: limitSide('Workers free plan: CPU limit per request', 10, 'ms'),
+      ratio: 0.42,
+      ratioBasis: 'p50 / 10 ms',
+    });
+    expect(renderTable([r]).split('\n')[2]).toBe(
+      '| W11·push push-one | 4.20 ms | 7.50 ms, p99 12.3 ms | Workers free plan: CPU limit per request | 10.0 ms | — | 0.42× (p50 / 10 ms) | p50 ≤ 0.15× | met |',
+    );
+  });
+
+  it('W13 on a server without live events: a row that says so, with no figure and no verdict', () => {
+    const r = notAvailableRow('W13', '200 open event streams', 'p95 ≤ 100 ms', 'GET /v1/repos/:id/events answered 404');
+    expect(r.target).toEqual({ text: 'p95 ≤ 100 ms', met: null });
+    expect(r.notes).toEqual(['not available: GET /v1/repos/:id/events answered 404']);
+    expect(renderTable([r]).split('\n')[2]).toBe('| W13 200 open event streams — not available | — | — | — | — | — | — | p95 ≤ 100 ms | — |');
+  });
+
+  it('KiB figures and small ratios', () => {
+    const r = row({ id: 'W13·mem', ours: { label: 'per stream', command: 'c', unit: 'KiB', median: 37.4, p95: 37.4, n: 200 }, reference: null, ratio: 0.0016, ratioBasis: 'merge / push p50' });
+    expect(renderTable([r]).split('\n')[2]).toContain('| 37 KiB | — | — | — | — | 0.0016× (merge / push p50) |');
+    expect(fmtRatio(0)).toBe('0.00×');
+  });
+});
+
+describe('workerd CPU from /proc', () => {
+  it('schedstat: nanoseconds on a CPU', () => {
+    expect(parseSchedstat('4461529876 8605118253 1656\n')).toBe(4461529876);
+    expect(parseSchedstat('garbage')).toBeNaN();
+  });
+
+  it('stat: a command with spaces and parentheses, its parent, utime + stime', () => {
+    const line = '4242 (work (er) d) S 17 4242 17 0 -1 4194560 100 0 0 0 250 31 0 0 20 0 9 0 123 456 789';
+    expect(parseStat(line)).toEqual({ comm: 'work (er) d', ppid: 17, cpuTicks: 281 });
+    expect(parseStat('no parentheses')).toBeNull();
+  });
+});
+
+describe('event streams as W13 reads them', () => {
+  it('events split over chunks, CRLF, several data lines, comments', () => {
+    const p = new SseParser();
+    expect(p.push(': ping\n\nid: 7\nevent: pu')).toEqual([]);
+    expect(p.push('sh\r\ndata: {"sha":"ab"}\r')).toEqual([]);
+    expect(p.push('\n\r\ndata:a\ndata: b\n\n')).toEqual([
+      { id: '7', event: 'push', data: '{"sha":"ab"}' },
+      { id: '7', event: 'message', data: 'a\nb' },
+    ]);
+  });
+});
+
+describe('W7·page: one shared page, a section per client', () => {
+  it('the page is at least 4 KB, each client edits only its own section, and a missing last write is counted', () => {
+    const base = sharedPage(16, new Rng(711));
+    expect(Buffer.byteLength(base)).toBeGreaterThanOrEqual(4096);
+    const a = editSection(base, 2, 0);
+    const b = editSection(a, 2, 1);
+    expect(b.split('\n').filter((l, i) => l !== base.split('\n')[i])).toEqual(['Last write: client 3 update 2.']);
+    expect(missingWrites(b, 16, 2)).toBe(15);
+    let all = base;
+    for (let c = 0; c < 16; c++) all = editSection(all, c, 1);
+    expect(missingWrites(all, 16, 2)).toBe(0);
+    expect(() => editSection(base, 16, 0)).toThrow(/no ## Client 17/);
+  });
+
+  it('the merge it times is clean and keeps both sides', () => {
+    const { perMergeMs, perMergeCpuMs, bytes } = mergeCost(sharedPage(16, new Rng(711)), 2, 3);
+    expect(perMergeMs).toHaveLength(2);
+    expect(perMergeCpuMs).toHaveLength(2);
+    expect(bytes).toBeGreaterThanOrEqual(4096);
   });
 });

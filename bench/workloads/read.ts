@@ -7,6 +7,7 @@ import { timedGit } from '../git.ts';
 import { startHonoReference } from '../procs.ts';
 import { median, percentile, round, summarize } from '../stats.ts';
 import { createRepo, repeat, repoDir, type Ctx, type Side, type Workload } from './types.ts';
+import { TARGETS, atLeast } from '../targets.ts';
 
 /** W3 pull-full, W4 read-page, W5 history, W6 diff-blame: reads against the git command and bare Hono. */
 
@@ -212,7 +213,7 @@ export const w4: Workload = {
         reference: r,
         ratio,
         ratioBasis: 'req/s, higher is better',
-        target: { text: '≥ 0.5× req/s', met: ratio >= 0.5 },
+        target: { text: `≥ ${TARGETS.w4OverHono}× req/s`, met: atLeast(ratio, TARGETS.w4OverHono) },
         notes: ['median = req/s (median over rounds, each timed from first request to last response); p95 = request latency'],
       },
     ];

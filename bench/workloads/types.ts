@@ -1,7 +1,10 @@
 import type { Api } from '../http.ts';
 import type { Child } from '../procs.ts';
 
-/** Sizes of one benchmark scale. `full` is what issue 7 specifies; `small` is a quick check (< 1 min). */
+/**
+ * Sizes of one benchmark scale. `full` is what issues 7, 28 and 30 specify; `small` is a quick check (a few
+ * minutes: W9 then compares 1,000 with 10,000 pages, W10 has 100 repositories, W11 1,000 pages).
+ */
 export interface Scale {
   name: 'small' | 'full';
   /** W1: sequential pushes, over this many pages. */
@@ -26,6 +29,19 @@ export interface Scale {
   /** W7: concurrent clients, updates each. */
   w7Clients: number;
   w7Updates: number;
+  /** W7·page: clients editing their own section of one shared page, pushes each. */
+  w7pageClients: number;
+  w7pageUpdates: number;
+  /** W9: the two repository sizes compared (pages), and the pages per seeding push. */
+  w9Pages: readonly [number, number];
+  w9Batch: number;
+  /** W10: repositories, pages in each. */
+  w10Repos: number;
+  w10Pages: number;
+  /** W11: pages in the repository the Workers build serves. */
+  w11Pages: number;
+  /** W13: open event streams. */
+  w13Streams: number;
 }
 
 export const SCALES: Record<Scale['name'], Scale> = {
@@ -47,6 +63,14 @@ export const SCALES: Record<Scale['name'], Scale> = {
     w6Reps: 30,
     w7Clients: 16,
     w7Updates: 25,
+    w7pageClients: 16,
+    w7pageUpdates: 25,
+    w9Pages: [10_000, 100_000],
+    w9Batch: 10_000,
+    w10Repos: 1000,
+    w10Pages: 100,
+    w11Pages: 10_000,
+    w13Streams: 200,
   },
   small: {
     name: 'small',
@@ -66,6 +90,14 @@ export const SCALES: Record<Scale['name'], Scale> = {
     w6Reps: 5,
     w7Clients: 16,
     w7Updates: 3,
+    w7pageClients: 16,
+    w7pageUpdates: 4,
+    w9Pages: [1_000, 10_000],
+    w9Batch: 10_000,
+    w10Repos: 100,
+    w10Pages: 100,
+    w11Pages: 1_000,
+    w13Streams: 200,
   },
 };
 
@@ -74,12 +106,14 @@ export interface Side {
   label: string;
   /** The exact command or request, for the record. */
   command: string;
-  unit: 'ms' | 'req/s' | 'push/s' | 'MiB' | 's';
+  unit: 'ms' | 'req/s' | 'push/s' | 'MiB' | 'KiB' | 's';
   median: number;
   p95: number;
   /** When p95 is not in `unit` (W4: request latency in ms while the median is req/s). */
   p95Unit?: string;
   n: number;
+  /** The 99th percentile, where a row reports it (W11): shown beside p95. */
+  p99?: number;
   /** Anything else measured (first/cold request, totals, latencies of a throughput run, ...). */
   extra?: Record<string, unknown>;
 }
@@ -105,6 +139,11 @@ export interface Ctx {
   apiKey: string;
   /** The running server (it may be restarted between seeding and measuring). */
   server(): Child;
+  /**
+   * Resets the server's peak RSS (VmHWM) for a measurement of its own (W9's export), first folding the peak so
+   * far into the run's; returns the memory read before the reset, in KiB.
+   */
+  resetPeak(): { peakKb: number; rssKb: number };
   /**
    * Stops the server and starts it again on the same data root: its caches are empty, so the next request
    * of a kind is a cold one. Clients from api()/newApi() before it are closed.
