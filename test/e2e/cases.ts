@@ -264,7 +264,7 @@ export function e2eCases(kind: TargetKind): void {
       const activity = await call('/v1/repos/team/activity', { token: aliceKey });
       expect(activity.body.events.map((e: { email: string; action: string; detail?: unknown }) => [e.email, e.action, e.detail])).toEqual([
         ['alice@example.test', 'pull', { client: 'e2e' }],
-        ['bob@example.test', 'push', { paths: ['wiki/concepts/x.md'] }],
+        ['bob@example.test', 'push', { paths: ['wiki/concepts/x.md'], message: 'e2e' }],
       ]);
       expect(activity.body.total).toBe(2);
 
