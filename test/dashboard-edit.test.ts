@@ -287,36 +287,36 @@ describe.skipIf(!hasChromium)('writing pages in the dashboard', () => {
     expect((await serverText('notes/plain.md'))!.text).toBe('one\ntwo, mine\n');
   });
 
-  it('creates a page: type, slug and title, its path from the client layout; an existing path is refused', async () => {
+  it('creates a page in one step: type, slug, title and text; its path from the client layout; an existing path is refused', async () => {
     await go('#/repo/acme');
     await heading('acme').waitFor();
     await page.getByRole('link', { name: 'New page' }).click();
     await heading('New page in acme').waitFor();
+    await page.locator('.cm-content').waitFor();
+    expect(await page.getByLabel('Type').inputValue()).toBe('concept');
     await page.getByLabel('Type').selectOption('entity');
     await page.getByLabel('Title').fill('Postgres Database');
+    // The slug follows the title until it is typed.
     expect(await page.getByLabel('Slug').inputValue()).toBe('postgres-database');
     await page.getByLabel('Slug').fill('postgres');
     await page.getByText('The page will be wiki/entities/postgres.md.').waitFor();
-    await noSeriousAxe('the new page form');
+    await noSeriousAxe('the new page');
     await h.shot('new-page');
     await fits375('new-page');
-    // An existing page's path is refused, with a way to it.
+    // An existing page's path is refused, with a way to it; so is a slug that is no file name.
     await page.getByLabel('Type').selectOption('concept');
     await page.getByLabel('Slug').fill('decision-log');
     await page.getByText('which already exists').waitFor();
-    await page.getByRole('button', { name: 'Write the page' }).click();
-    await page.getByRole('alert').filter({ hasText: `A page already lives at ${LOG}.` }).waitFor();
+    await page.getByRole('button', { name: 'Create page' }).click();
+    await page.getByRole('alert').filter({ hasText: `A page already lives at ${LOG}: pick another slug, or edit that page.` }).waitFor();
     await page.getByLabel('Slug').fill('a/b');
-    await page.getByRole('button', { name: 'Write the page' }).click();
+    await page.getByRole('button', { name: 'Create page' }).click();
     await page.getByRole('alert').filter({ hasText: '“a/b” cannot be a slug' }).waitFor();
+    expect(await serverText(LOG)).not.toBeNull();
 
     await page.getByLabel('Type').selectOption('entity');
     await page.getByLabel('Slug').fill('postgres');
-    await page.getByRole('button', { name: 'Write the page' }).click();
-    await heading('New page: Postgres Database').waitFor();
-    expect(await page.getByLabel('Type').inputValue()).toBe('entity');
-    await page.locator('.cm-content').click();
-    await page.keyboard.type('A relational database.');
+    await page.getByRole('textbox', { name: 'Page text (Markdown)' }).fill('A relational database.');
     const pushes = await pushesDuring(async () => {
       await page.getByRole('button', { name: 'Create page' }).click();
       await heading('Postgres Database').waitFor();
@@ -326,14 +326,39 @@ describe.skipIf(!hasChromium)('writing pages in the dashboard', () => {
     expect(pushes).toEqual([{ message: 'Create Postgres Database', merge: 'sections', files: [{ path: 'wiki/entities/postgres.md', content, parent_sha: '0'.repeat(40) }] }]);
     expect((await serverText('wiki/entities/postgres.md'))!.text).toBe(content);
     await page.getByRole('status').filter({ hasText: 'Page created.' }).waitFor();
+    expect(await storedDraft('/new')).toBeNull();
+  });
+
+  it('keeps a new page that was never created as a draft, offered back with its slug', async () => {
+    await go('#/repo/acme/new');
+    await heading('New page in acme').waitFor();
+    await page.locator('.cm-content').waitFor();
+    await page.getByLabel('Title').fill('Half written');
+    await page.locator('.cm-content').click();
+    await page.keyboard.type('Not yet.');
+    await expect.poll(async () => (await storedDraft('/new')) ?? '').toContain('Not yet.');
+    page.once('dialog', (d) => void d.accept());
+    await page.reload();
+    await page.getByText('This browser kept a new page that was never created.').waitFor();
+    await page.getByRole('button', { name: 'Restore draft' }).click();
+    await page.locator('.cm-content').waitFor();
+    expect(await page.getByLabel('Slug').inputValue()).toBe('half-written');
+    expect(await page.getByLabel('Title').inputValue()).toBe('Half written');
+    expect(await editorText()).toBe('Not yet.');
+    await page.getByRole('button', { name: 'Discard changes to wiki/concepts/half-written.md' }).click();
+    await page.getByRole('button', { name: 'Yes, discard' }).click();
+    await heading('acme').waitFor();
+    expect(await storedDraft('/new')).toBeNull();
+    expect(await serverText('wiki/concepts/half-written.md')).toBeNull();
   });
 
   it('never overwrites a page created at the same path meanwhile', async () => {
     await go('#/repo/acme/new?type=analysis&slug=race');
     await heading('New page in acme').waitFor();
+    await page.locator('.cm-content').waitFor();
+    expect(await page.getByLabel('Type').inputValue()).toBe('analysis');
     await page.getByLabel('Title').fill('Race');
-    await page.getByRole('button', { name: 'Write the page' }).click();
-    await heading('New page: Race').waitFor();
+    expect(await page.getByLabel('Slug').inputValue()).toBe('race');
     await page.locator('.cm-content').click();
     await page.keyboard.type('Mine.');
     await push(bob, [{ path: 'wiki/analyses/race.md', content: '---\ntype: analysis\ntitle: Race\n---\nTheirs.\n' }], 'race');
@@ -343,6 +368,7 @@ describe.skipIf(!hasChromium)('writing pages in the dashboard', () => {
     expect(await item.locator('legend').textContent()).toBe('The whole page');
     // No base: only theirs and mine are shown.
     expect(await item.locator('.side h4').allTextContents()).toEqual(['Theirs (on the server now)', 'Yours']);
+    expect(await item.locator('.side pre').allTextContents()).toEqual(['---\ntype: analysis\ntitle: Race\n---\nTheirs.\n', '---\ntype: analysis\ntitle: Race\n---\nMine.']);
     expect((await serverText('wiki/analyses/race.md'))!.text).toContain('Theirs.');
     await item.getByLabel('Take theirs').check();
     await page.getByRole('button', { name: 'Save the resolved page' }).click();

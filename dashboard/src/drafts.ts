@@ -11,6 +11,8 @@ export interface Draft {
   parentSha: string | null;
   /** Unix milliseconds of the last change. */
   savedAt: number;
+  /** A new page's slug (its type is in the text): the path it will have. */
+  slug?: string;
 }
 
 const PREFIX = 'kr.draft:';
@@ -23,7 +25,9 @@ export function loadDraft(server: string, repo: string, path: string): Draft | n
     if (!raw) return null;
     const d = JSON.parse(raw) as Partial<Draft>;
     if (typeof d.text !== 'string' || typeof d.savedAt !== 'number') return null;
-    return { text: d.text, parentSha: typeof d.parentSha === 'string' ? d.parentSha : null, savedAt: d.savedAt };
+    const draft: Draft = { text: d.text, parentSha: typeof d.parentSha === 'string' ? d.parentSha : null, savedAt: d.savedAt };
+    if (typeof d.slug === 'string') draft.slug = d.slug;
+    return draft;
   } catch {
     return null;
   }

@@ -88,7 +88,7 @@ function BodyEditor({ text, version, label, onChange }: { text: string; version:
 
 // ---------------------------------------------------------------- fields
 
-function FieldsForm({ model, onField }: { model: EditModel; onField: (k: FieldKey, v: string) => void }) {
+function FieldsForm({ model, onField, requireType }: { model: EditModel; onField: (k: FieldKey, v: string) => void; requireType?: boolean }) {
   if (model.mode === 'raw') {
     return (
       <p class="note">
@@ -98,7 +98,7 @@ function FieldsForm({ model, onField }: { model: EditModel; onField: (k: FieldKe
     );
   }
   const types = [...PAGE_TYPES] as string[];
-  if (model.fields.type && !types.includes(model.fields.type)) types.push(model.fields.type);
+  if (model.fields.type && !types.includes(model.fields.type) && !requireType) types.push(model.fields.type);
   const locked = (k: FieldKey) => model.locked.includes(k);
   return (
     <fieldset class="card fields">
@@ -110,7 +110,7 @@ function FieldsForm({ model, onField }: { model: EditModel; onField: (k: FieldKe
       <div class="field">
         <label for="f-type">Type</label>
         <select id="f-type" value={model.fields.type} disabled={locked('type')} onChange={(e) => onField('type', (e.target as HTMLSelectElement).value)}>
-          <option value="">(none)</option>
+          {!requireType && <option value="">(none)</option>}
           {types.map((t) => (
             <option key={t} value={t}>
               {TYPE_LABELS[t] ?? t}
@@ -268,22 +268,57 @@ interface Loaded {
   pages: PageSummary[];
 }
 
+/** Where a new page's draft is kept: a key no page path can be (a page path never starts with "/"). */
+const NEW_DRAFT = '/new';
+
 export function EditView({ api, repo, path, title }: { api: Api; repo: string; path: string; title?: string }) {
   // A fresh editor per page: nothing of another page's edit lingers.
   return <Editor key={`${repo}\n${path}`} api={api} repo={repo} path={path} title={title} />;
 }
 
-function Editor({ api, repo, path, title }: { api: Api; repo: string; path: string; title?: string }) {
+/** A new page: its type, slug and title, and its text, created with one push (the path from the layout). */
+export function NewPageView({ api, repo, type, slug }: { api: Api; repo: string; type?: string; slug?: string }) {
+  return <Editor key={`${repo}\nnew\n${type ?? ''}\n${slug ?? ''}`} api={api} repo={repo} path={null} newType={type} newSlug={slug} />;
+}
+
+/** A title as a slug: lower case, words joined by "-", only what a slug may hold. */
+export function slugOf(title: string): string {
+  return title
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 80);
+}
+
+/** The layout path of a new page, or why there is none. */
+function newPath(type: string, slug: string): { path: string } | { problem: string } {
+  if (!(PAGE_TYPES as readonly string[]).includes(type)) return { problem: 'Pick the page’s type.' };
+  if (slug.trim() === '') return { problem: 'Give the page a slug: its file name.' };
+  if (!isValidSlug(slug)) return { problem: `“${slug}” cannot be a slug: use letters, digits and "-", no "/".` };
+  return { path: pagePathFor(type as (typeof PAGE_TYPES)[number], slug) };
+}
+
+/**
+ * `path`: the page edited (a page not there yet is created at it); null: a new page, whose path follows the
+ * type and slug picked here.
+ */
+function Editor(props: { api: Api; repo: string; path: string | null; title?: string; newType?: string; newSlug?: string }) {
+  const { api, repo } = props;
+  const creating = props.path === null;
   // The pages list first: a page that is not there is new, and is never asked for (no 404).
   const loaded = useLoad<Loaded>(async () => {
     const pages = await api.pages(repo);
-    const page = pages.some((p) => p.path === path) ? await api.page(repo, path) : null;
+    const page = props.path !== null && pages.some((p) => p.path === props.path) ? await api.page(repo, props.path) : null;
     return { page, pages };
-  }, [api, repo, path]);
+  }, [api, repo, props.path]);
   const server = api.baseUrl;
   const [model, setModel] = useState<EditModel>();
   const [start, setStart] = useState('');
   const [parentSha, setParentSha] = useState<string | null>(null);
+  const [slug, setSlug] = useState(props.newSlug ?? '');
+  const [slugTouched, setSlugTouched] = useState(props.newSlug !== undefined);
   const [version, setVersion] = useState(0);
   const [pendingDraft, setPendingDraft] = useState<Draft | null>(null);
   const [message, setMessage] = useState('');
@@ -292,23 +327,30 @@ function Editor({ api, repo, path, title }: { api: Api; repo: string; path: stri
   const [error, setError] = useState<string>();
   const [conflict, setConflict] = useState<Conflict>();
   const [draftRefused, setDraftRefused] = useState(false);
+  const draftKey = props.path ?? NEW_DRAFT;
+
+  const target = creating ? (model ? newPath(model.fields.type, slug) : { problem: '' }) : { path: props.path! };
+  const path = 'path' in target ? target.path : null;
+  const exists = creating && path !== null && (loaded.data?.pages ?? []).some((p) => p.path === path);
 
   // The page as loaded, and any draft of it kept in this browser.
   useEffect(() => {
     const d = loaded.data;
     if (!d) return;
-    const initial = d.page ? modelOf(d.page.text) : newPageModel(typeOfPath(path) ?? '', title ?? '');
+    const type = creating ? (PAGE_TYPES.includes(props.newType as never) ? props.newType! : 'concept') : (typeOfPath(props.path!) ?? '');
+    const initial = d.page ? modelOf(d.page.text) : newPageModel(type, props.title ?? '');
     setModel(initial);
     setStart(textOf(initial));
     setParentSha(d.page?.sha ?? null);
     setVersion((v) => v + 1);
-    const draft = loadDraft(server, repo, path);
-    if (draft && draft.text !== textOf(initial)) setPendingDraft(draft);
-    else if (draft) clearDraft(server, repo, path);
+    const draft = loadDraft(server, repo, draftKey);
+    // A new page's draft is offered whatever slug this link brings: never overwritten unasked.
+    if (draft && (draft.text !== textOf(initial) || (creating && (draft.slug ?? '') !== (props.newSlug ?? '')))) setPendingDraft(draft);
+    else if (draft) clearDraft(server, repo, draftKey);
   }, [loaded.data]);
 
   const text = model ? textOf(model) : '';
-  const dirty = model !== undefined && text !== start;
+  const dirty = model !== undefined && (text !== start || (creating && slug !== (props.newSlug ?? '')));
 
   // The draft follows every change, a moment after typing pauses, and at once when the tab hides or closes.
   const pending = useRef<{ timer?: ReturnType<typeof setTimeout>; write?: () => void }>({});
@@ -320,12 +362,12 @@ function Editor({ api, repo, path, title }: { api: Api; repo: string; path: stri
   useEffect(() => {
     if (!model || pendingDraft) return;
     const write = () => {
-      if (!dirty) clearDraft(server, repo, path);
-      else setDraftRefused(!saveDraft(server, repo, path, { text, parentSha, savedAt: Date.now() }));
+      if (!dirty) clearDraft(server, repo, draftKey);
+      else setDraftRefused(!saveDraft(server, repo, draftKey, { text, parentSha, savedAt: Date.now(), ...(creating ? { slug } : {}) }));
     };
     clearTimeout(pending.current.timer);
     pending.current = { write, timer: setTimeout(flushDraft, DRAFT_DELAY_MS) };
-  }, [text, parentSha, pendingDraft]);
+  }, [text, parentSha, pendingDraft, slug]);
   useEffect(() => {
     const onHide = () => flushDraft();
     const onLeave = (e: BeforeUnloadEvent) => {
@@ -346,11 +388,19 @@ function Editor({ api, repo, path, title }: { api: Api; repo: string; path: stri
   dirtyRef.current = dirty && !busy;
 
   const pageSet = useMemo(() => new Set((loaded.data?.pages ?? []).map((p) => p.path)), [loaded.data]);
-  const ctx = useMemo(() => ({ repo, path, pages: pageSet }), [repo, path, pageSet]);
-  const isNew = loaded.data !== undefined && loaded.data.page === null && parentSha === null;
-  const name = model?.fields.title.trim() || pageName(path);
+  const ctx = useMemo(() => ({ repo, path: path ?? '', pages: pageSet }), [repo, path, pageSet]);
+  const isNew = creating || (loaded.data !== undefined && loaded.data.page === null && parentSha === null);
+  const name = model?.fields.title.trim() || (path ? pageName(path) : 'a new page');
 
   const save = async (content: string, parent: string | null) => {
+    if (!path) {
+      setError('problem' in target ? target.problem : 'The page has no path yet.');
+      return;
+    }
+    if (exists && parent === null) {
+      setError(`A page already lives at ${path}: pick another slug, or edit that page.`);
+      return;
+    }
     setBusy(true);
     setError(undefined);
     try {
@@ -365,7 +415,7 @@ function Editor({ api, repo, path, title }: { api: Api; repo: string; path: stri
       }
       const pushed = answer.body.pushed.find((p) => p.path === path);
       pending.current = {};
-      clearDraft(server, repo, path);
+      clearDraft(server, repo, draftKey);
       dirtyRef.current = false;
       if (pushed?.merged) {
         const merged = pushed.content ? decode(pushed.content) : content;
@@ -396,56 +446,106 @@ function Editor({ api, repo, path, title }: { api: Api; repo: string; path: stri
     setModel(m);
     setParentSha(parent);
     setVersion((v) => v + 1);
-    saveDraft(server, repo, path, { text: resolved, parentSha: parent, savedAt: Date.now() });
+    saveDraft(server, repo, draftKey, { text: resolved, parentSha: parent, savedAt: Date.now(), ...(creating ? { slug } : {}) });
     setConflict(undefined);
     void save(resolved, parent);
   };
 
   const restore = (d: Draft) => {
-    const m = modelOf(d.text);
-    setModel(m);
+    setModel(modelOf(d.text));
     setParentSha(d.parentSha);
+    if (creating && d.slug !== undefined) {
+      setSlug(d.slug);
+      setSlugTouched(true);
+    }
     setVersion((v) => v + 1);
     setPendingDraft(null);
   };
   const discard = async () => {
-    clearDraft(server, repo, path);
+    clearDraft(server, repo, draftKey);
     pending.current = {};
     dirtyRef.current = false;
     setPendingDraft(null);
     return true;
   };
 
+  const onField = (k: FieldKey, v: string) => {
+    setModel((m) => m && { ...m, fields: { ...m.fields, [k]: v } });
+    if (creating && k === 'title' && !slugTouched) setSlug(slugOf(v));
+  };
+
+  const back = loaded.data?.page && props.path ? href({ name: 'page', repo, path: props.path }) : href({ name: 'repo', repo });
   const crumbs = (
     <Crumbs
       items={[
         { label: 'Repositories', to: '#/' },
         { label: repo, to: href({ name: 'repo', repo }) },
-        ...(loaded.data?.page ? [{ label: pageMeta(loaded.data.page.text).title ?? pageName(path), to: href({ name: 'page', repo, path }) }] : []),
+        ...(loaded.data?.page && props.path ? [{ label: pageMeta(loaded.data.page.text).title ?? pageName(props.path), to: back }] : []),
         { label: isNew ? 'New page' : 'Edit' },
       ]}
     />
   );
-  const back = loaded.data?.page ? href({ name: 'page', repo, path }) : href({ name: 'repo', repo });
 
   return (
     <section class="editor">
       {crumbs}
-      <h1 tabIndex={-1}>{isNew ? `New page: ${name}` : `Edit ${name}`}</h1>
-      <p class="meta">
-        <code>{path}</code>
-      </p>
+      <h1 tabIndex={-1}>{creating ? `New page in ${repo}` : isNew ? `New page: ${name}` : `Edit ${name}`}</h1>
+      {!creating && (
+        <p class="meta">
+          <code>{props.path}</code>
+        </p>
+      )}
       <ErrorMessage message={loaded.error} />
-      {loaded.loading && !loaded.data && <Loading what="the page" />}
+      {loaded.loading && !loaded.data && <Loading what={creating ? 'the repository’s pages' : 'the page'} />}
       {pendingDraft && model && (
-        <DraftQuestion draft={pendingDraft} currentSha={loaded.data?.page?.sha ?? null} onRestore={() => restore(pendingDraft)} onDiscard={discard} />
+        <DraftQuestion
+          draft={pendingDraft}
+          currentSha={loaded.data?.page?.sha ?? null}
+          isNew={creating}
+          onRestore={() => restore(pendingDraft)}
+          onDiscard={discard}
+        />
       )}
       {model && !pendingDraft && conflict && (
         <ConflictPanel conflict={conflict} mine={text} busy={busy} onSave={saveResolved} onBack={() => setConflict(undefined)} />
       )}
       {model && !pendingDraft && !conflict && (
-        <form onSubmit={submit} onKeyDown={(e) => (e.ctrlKey || e.metaKey) && e.key === 's' && submit(e)}>
-          <FieldsForm model={model} onField={(k, v) => setModel((m) => m && { ...m, fields: { ...m.fields, [k]: v } })} />
+        <form onSubmit={submit} noValidate onKeyDown={(e) => (e.ctrlKey || e.metaKey) && e.key === 's' && submit(e)}>
+          <FieldsForm model={model} onField={onField} requireType={creating} />
+          {creating && (
+            <div class="card field">
+              <label for="new-slug">Slug</label>
+              <input
+                id="new-slug"
+                class="wide mono"
+                value={slug}
+                autoComplete="off"
+                spellcheck={false}
+                aria-describedby="new-path"
+                aria-invalid={slug !== '' && !isValidSlug(slug) ? 'true' : undefined}
+                onInput={(e) => {
+                  setSlugTouched(true);
+                  setSlug((e.target as HTMLInputElement).value.trim());
+                }}
+              />
+              <p class="hint" id="new-path">
+                {path ? (
+                  <>
+                    The page will be <code>{path}</code>
+                    {exists && (
+                      <>
+                        {' '}
+                        — which already exists: <a href={href({ name: 'edit', repo, path })}>edit it</a>
+                      </>
+                    )}
+                    .
+                  </>
+                ) : (
+                  'Its file name: letters, digits and "-", e.g. decision-log. The type picks the folder.'
+                )}
+              </p>
+            </div>
+          )}
           <div class="toolbar" role="group" aria-label="Editor view">
             <button type="button" aria-pressed={tab === 'write'} onClick={() => setTab('write')}>
               Write
@@ -490,8 +590,8 @@ function Editor({ api, repo, path, title }: { api: Api; repo: string; path: stri
             {dirty && (
               <ConfirmButton
                 label="Discard changes"
-                what={`to ${path}`}
-                question="Discard your unsaved changes? The page stays as it is on the server."
+                what={path ? `to ${path}` : 'to the new page'}
+                question={isNew ? 'Discard this new page? Nothing of it has been saved.' : 'Discard your unsaved changes? The page stays as it is on the server.'}
                 confirmLabel="Yes, discard"
                 onConfirm={async () => {
                   await discard();
@@ -510,15 +610,16 @@ function Editor({ api, repo, path, title }: { api: Api; repo: string; path: stri
   );
 }
 
-function DraftQuestion({ draft, currentSha, onRestore, onDiscard }: { draft: Draft; currentSha: string | null; onRestore: () => void; onDiscard: () => Promise<boolean> }) {
+function DraftQuestion(props: { draft: Draft; currentSha: string | null; isNew: boolean; onRestore: () => void; onDiscard: () => Promise<boolean> }) {
+  const { draft, currentSha } = props;
   const when = showTime(new Date(draft.savedAt).toISOString());
-  const moved = draft.parentSha !== currentSha;
+  const moved = !props.isNew && draft.parentSha !== currentSha;
   return (
     <div class="card draft" role="region" aria-labelledby="draft-h">
       <h2 id="draft-h" class="flush">
         Unsaved changes from {when}
       </h2>
-      <p>This browser kept changes to this page that were never saved.</p>
+      <p>{props.isNew ? 'This browser kept a new page that was never created.' : 'This browser kept changes to this page that were never saved.'}</p>
       {moved && currentSha !== null && (
         <p class="note">
           The page has changed since (it is now at <code>{shortSha(currentSha)}</code>): saving merges your changes with it section by
@@ -527,126 +628,11 @@ function DraftQuestion({ draft, currentSha, onRestore, onDiscard }: { draft: Dra
       )}
       {moved && currentSha === null && draft.parentSha !== null && <p class="note">The page has been deleted since: saving creates it again.</p>}
       <div class="row">
-        <button type="button" class="primary" onClick={onRestore}>
+        <button type="button" class="primary" onClick={props.onRestore}>
           Restore draft
         </button>
-        <ConfirmButton label="Discard draft" what="" question="Discard these unsaved changes for good?" confirmLabel="Yes, discard" onConfirm={onDiscard} />
+        <ConfirmButton label="Discard draft" what="" question="Discard these unsaved changes for good?" confirmLabel="Yes, discard" onConfirm={props.onDiscard} />
       </div>
     </div>
-  );
-}
-
-// ---------------------------------------------------------------- new page
-
-/** A title as a slug: lower case, words joined by "-", only what a slug may hold. */
-export function slugOf(title: string): string {
-  return title
-    .normalize('NFKD')
-    .replace(/[\u0300-\u036f]/g, '')
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '')
-    .slice(0, 80);
-}
-
-export function NewPageView({ api, repo, type: initialType, slug: initialSlug }: { api: Api; repo: string; type?: string; slug?: string }) {
-  const pages = useLoad(() => api.pages(repo), [api, repo]);
-  const [type, setType] = useState<string>(PAGE_TYPES.includes(initialType as never) ? initialType! : 'concept');
-  const [slug, setSlug] = useState(initialSlug ?? '');
-  const [slugTouched, setSlugTouched] = useState(initialSlug !== undefined);
-  const [title, setTitle] = useState('');
-  const [error, setError] = useState<string>();
-  const validSlug = isValidSlug(slug);
-  const path = validSlug ? pagePathFor(type as (typeof PAGE_TYPES)[number], slug) : null;
-  const exists = path !== null && (pages.data ?? []).some((p) => p.path === path);
-
-  const submit = (ev: Event) => {
-    ev.preventDefault();
-    if (!validSlug || !path) {
-      setError(slug.trim() === '' ? 'Give the page a slug: its file name.' : `“${slug}” cannot be a slug: use letters, digits and "-", no "/".`);
-      return;
-    }
-    if (exists) {
-      setError(`A page already lives at ${path}.`);
-      return;
-    }
-    if (!pages.data) {
-      setError('The repository’s pages are still loading: try again in a moment.');
-      return;
-    }
-    location.hash = href({ name: 'edit', repo, path, title: title.trim() || undefined });
-  };
-
-  return (
-    <section>
-      <Crumbs items={[{ label: 'Repositories', to: '#/' }, { label: repo, to: href({ name: 'repo', repo }) }, { label: 'New page' }]} />
-      <h1 tabIndex={-1}>New page in {repo}</h1>
-      <ErrorMessage message={pages.error} />
-      <form class="card" onSubmit={submit} noValidate>
-        <div class="field">
-          <label for="new-type">Type</label>
-          <select id="new-type" value={type} onChange={(e) => setType((e.target as HTMLSelectElement).value)}>
-            {PAGE_TYPES.map((t) => (
-              <option key={t} value={t}>
-                {TYPE_LABELS[t]}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div class="field">
-          <label for="new-title">Title</label>
-          <input
-            id="new-title"
-            class="wide"
-            value={title}
-            autoComplete="off"
-            onInput={(e) => {
-              const v = (e.target as HTMLInputElement).value;
-              setTitle(v);
-              if (!slugTouched) setSlug(slugOf(v));
-            }}
-          />
-        </div>
-        <div class="field">
-          <label for="new-slug">Slug</label>
-          <input
-            id="new-slug"
-            class="wide mono"
-            value={slug}
-            autoComplete="off"
-            spellcheck={false}
-            aria-describedby="new-path"
-            aria-invalid={slug !== '' && !validSlug ? 'true' : undefined}
-            onInput={(e) => {
-              setSlugTouched(true);
-              setSlug((e.target as HTMLInputElement).value.trim());
-            }}
-          />
-          <p class="hint" id="new-path">
-            {path ? (
-              <>
-                The page will be <code>{path}</code>
-                {exists && (
-                  <>
-                    {' '}
-                    — which already exists: <a href={href({ name: 'edit', repo, path })}>edit it</a>
-                  </>
-                )}
-                .
-              </>
-            ) : (
-              'Its file name: letters, digits and "-", e.g. decision-log.'
-            )}
-          </p>
-        </div>
-        <ErrorMessage message={error} />
-        <div class="row">
-          <button type="submit" class="primary">
-            Write the page
-          </button>
-          <a href={href({ name: 'repo', repo })}>Cancel</a>
-        </div>
-      </form>
-    </section>
   );
 }
