@@ -227,7 +227,7 @@ title: Hostile
 
 <table background="${t}/bg.png"><tr><td background="${t}/td.png">cell</td></tr></table>
 
-[elsewhere](//evil.example/path) and [plain](https://example.com/)
+[elsewhere](//evil.example/path), [plain](https://example.com/) and <a href="https:evil.example/x" download>no slashes</a>
 `;
     await push(alice, 'acme', [{ path: 'notes/hostile.md', content: hostile }], 'Hostile');
     const before = connections.length;
@@ -237,7 +237,7 @@ title: Hostile
     const article = page.locator('article.markdown');
     await article.getByText('Your session expired').waitFor();
     // Nothing of the page's own attributes that could dress it up as the app, or take focus.
-    expect(await article.locator('[role], [id], [style], [aria-live], [data-x], [tabindex], [background], [srcset]').count()).toBe(0);
+    expect(await article.locator('[role], [id], [style], [aria-live], [data-x], [tabindex], [background], [srcset], [download]').count()).toBe(0);
     const classes = await article.locator('[class]').evaluateAll((els) => els.map((e) => e.className));
     expect(classes.every((c) => ['media-blocked'].includes(c))).toBe(true);
     expect(await page.getByRole('alert').count()).toBe(0);
@@ -248,7 +248,7 @@ title: Hostile
     expect(await article.locator('span.media-blocked').textContent()).toBe(`The image “pixel” from ${host} is not loaded (not a secure address): open it in a new tab`);
     expect(await article.locator('img').evaluateAll((imgs) => imgs.map((i) => i.getAttribute('src')))).toEqual(['data:image/gif;base64,R0lGODlhAQABAAAAACw=']);
     // Links out of the page: a new tab, without this window or the address it came from.
-    for (const name of ['elsewhere', 'plain']) {
+    for (const name of ['elsewhere', 'plain', 'no slashes']) {
       const a = article.getByRole('link', { name, exact: true });
       expect(await a.getAttribute('target')).toBe('_blank');
       expect(await a.getAttribute('rel')).toBe('noopener noreferrer');

@@ -43,7 +43,8 @@ const marked = new Marked({ gfm: true, breaks: false, async: false });
  * What page HTML may not carry. Tags: anything that submits, embeds, runs or draws over the app (`dialog`).
  * Attributes: `class`, `id`, `style`, `role`, `tabindex` and ARIA/data attributes, so a page can never dress
  * up as the app's own alerts, buttons or focus order; `name` (DOM clobbering); and the ones that fetch behind
- * the reader's back (`background`, `srcset`, `sizes`), media being handled below.
+ * the reader's back (`background`, `srcset`, `sizes`), media being handled below; `download` (a link into
+ * this dashboard would save its page instead of opening it).
  */
 const SANITIZE = {
   USE_PROFILES: { html: true },
@@ -63,6 +64,7 @@ const SANITIZE = {
     'popovertargetaction',
     'command',
     'commandfor',
+    'download',
   ],
   ALLOW_ARIA_ATTR: false,
   ALLOW_DATA_ATTR: false,
@@ -129,12 +131,13 @@ export function withoutInlineStyles(html: string): string {
   return out + html.slice(at);
 }
 
-const EXTERNAL = /^(https?:)?\/\//i;
+/** A link out of the dashboard: any http(s) address, with or without its `//`, or protocol-relative `//host`. */
+const EXTERNAL = /^\s*(https?:|\/\/)/i;
 
 function fixLinks(body: HTMLElement, ctx: RenderContext | undefined): void {
   for (const a of Array.from(body.querySelectorAll<HTMLElement>('a[href], area[href]'))) {
     const target = a.getAttribute('href') ?? '';
-    if (EXTERNAL.test(target.trim())) {
+    if (EXTERNAL.test(target)) {
       a.setAttribute('target', '_blank');
       a.setAttribute('rel', 'noopener noreferrer');
       continue;
@@ -270,11 +273,12 @@ function holdMedia(doc: Document, body: HTMLElement, load: ReadonlySet<number>):
       // Plain http (the policy forbids it) or an address relative to the page: never loaded here.
       const s = doc.createElement('span');
       s.className = 'media-blocked';
-      const host = hosts.find((h) => h !== null);
+      const at = hosts.findIndex((h) => h !== null);
+      const host = at >= 0 ? hosts[at] : null;
       s.textContent = host ? `The ${what} from ${host} is not loaded (not a secure address): ` : `The ${what} (${remote[0]}) is not available here.`;
       if (host) {
         const a = doc.createElement('a');
-        a.href = remote[0]!.trim();
+        a.href = remote[at]!.trim();
         a.target = '_blank';
         a.rel = 'noopener noreferrer';
         a.textContent = 'open it in a new tab';
