@@ -3,6 +3,7 @@ import type { Role } from './db/members.ts';
 import type { Deps } from './deps.ts';
 import { HttpError } from './http/errors.ts';
 import { quotaError } from './quota.ts';
+import type { MemberChange } from '../schema/wire/events.ts';
 
 export const REMOVED = 'removed from this repo; ask an owner for a new invite key';
 
@@ -26,7 +27,8 @@ export async function redeemInvite(deps: Deps, user: UserIdentity, token: string
   if (await deps.invites.excludes(found.key.id, user.userId)) throw new HttpError(403, REMOVED);
   const refusal = await deps.quota.checkJoin(found.repoId, user);
   if (refusal) throw quotaError(refusal);
-  const { role } = await deps.members.add(found.repoId, user.userId, 'member');
+  const { role, added } = await deps.members.add(found.repoId, user.userId, 'member');
+  if (added) await announceMember(deps, found.repoId, { userId: user.userId, email: user.email }, 'joined', role);
   return { repoId: found.repoId, role };
 }
 
@@ -44,9 +46,39 @@ export async function roleIn(deps: Pick<Deps, 'members' | 'repos'>, repoId: stri
   return deps.members.roleOf(repoId, userId);
 }
 
-/** Removes a member: 404 when the target is not one, 409 for the last owner. */
+/**
+ * Removes a member: 404 when the target is not one, 409 for the last owner. The `member` event that follows
+ * ends the removed user's event streams of the repository at once.
+ */
 export async function removeMember(deps: Deps, repoId: string, userId: string): Promise<void> {
+  const user = await deps.users.byId(userId);
   const result = await deps.members.remove(repoId, userId);
   if (result === 'not_member') throw new HttpError(404, 'not a member of this repo');
   if (result === 'last_owner') throw new HttpError(409, "can't remove the last owner");
+  await announceMember(deps, repoId, { userId, email: user?.email ?? '' }, 'removed');
+}
+
+/**
+ * The `member` event of a membership change that has been made (API.md "Live events"): `joined` (with the
+ * role held), `removed`, or `role` (with the new role; for the route that changes roles). The change stands
+ * whatever happens here: an event that cannot be recorded is logged, not answered as a failure.
+ */
+export async function announceMember(
+  deps: Pick<Deps, 'live' | 'log'>,
+  repoId: string,
+  user: { userId: string; email: string },
+  change: MemberChange,
+  role?: Role,
+): Promise<void> {
+  try {
+    await deps.live.member(repoId, {
+      repo_id: repoId,
+      user_id: user.userId,
+      email: user.email,
+      change,
+      ...(role !== undefined && change !== 'removed' ? { role } : {}),
+    });
+  } catch (e) {
+    deps.log.warn('member_event', { repo: repoId, user: user.userId, change, error: e instanceof Error ? e.message : String(e) });
+  }
 }

@@ -32,12 +32,15 @@ export type Action =
   | 'repo.push'
   | 'members.list'
   | 'activity.read'
+  | 'events.read' // GET /v1/repos/:id/events
+  | 'webhook.list'
   // Repository-scoped: owners only
   | 'invite.mint'
   | 'invite.list'
   | 'invite.revoke'
   | 'member.remove'
-  | 'repo.export';
+  | 'repo.export'
+  | 'webhook.manage'; // create, delete, test, deliveries
 
 export type Decision = { allow: true } | { allow: false; status: 401 | 403; error: string };
 
@@ -66,6 +69,9 @@ export const REPO_SCOPED: ReadonlySet<Action> = new Set<Action>([
   'invite.revoke',
   'member.remove',
   'repo.export',
+  'events.read',
+  'webhook.list',
+  'webhook.manage',
 ]);
 
 const OWNER_ONLY: Partial<Record<Action, string>> = {
@@ -74,6 +80,7 @@ const OWNER_ONLY: Partial<Record<Action, string>> = {
   'invite.revoke': 'only an owner can manage invite keys',
   'member.remove': 'only an owner can remove members',
   'repo.export': 'only an owner can export',
+  'webhook.manage': 'only an owner can manage webhooks',
 };
 
 /** Under the legacy key: the shared admin passes every membership and owner check, but has no user. */
@@ -100,6 +107,9 @@ const LEGACY_TABLE: Record<Action, Decision> = {
   'invite.revoke': ALLOW,
   'member.remove': ALLOW,
   'repo.export': ALLOW,
+  'events.read': ALLOW,
+  'webhook.list': ALLOW,
+  'webhook.manage': ALLOW,
 };
 
 /**

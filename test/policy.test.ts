@@ -46,12 +46,20 @@ const TABLE: Record<Action, Record<Who, Decision>> = {
   'repo.push': { legacy: ok, owner: ok, member: ok, nonMember: notMember },
   'members.list': { legacy: ok, owner: ok, member: ok, nonMember: notMember },
   'activity.read': { legacy: ok, owner: ok, member: ok, nonMember: notMember },
+  'events.read': { legacy: ok, owner: ok, member: ok, nonMember: notMember },
+  'webhook.list': { legacy: ok, owner: ok, member: ok, nonMember: notMember },
   // Owners only; the legacy key passes ownership checks except for minting (needs a user).
   'invite.mint': { legacy: userRequired, owner: ok, member: ownerInvites, nonMember: notMember },
   'invite.list': { legacy: ok, owner: ok, member: ownerInvites, nonMember: notMember },
   'invite.revoke': { legacy: ok, owner: ok, member: ownerInvites, nonMember: notMember },
   'member.remove': { legacy: ok, owner: ok, member: ownerRemove, nonMember: notMember },
   'repo.export': { legacy: ok, owner: ok, member: { allow: false, status: 403, error: 'only an owner can export' }, nonMember: notMember },
+  'webhook.manage': {
+    legacy: ok,
+    owner: ok,
+    member: { allow: false, status: 403, error: 'only an owner can manage webhooks' },
+    nonMember: notMember,
+  },
 };
 const ACTIONS = Object.keys(TABLE) as Action[];
 
@@ -83,7 +91,20 @@ describe('decide(): the full table', () => {
 
   it('repository-scoped actions are exactly the member/owner rows', () => {
     expect([...REPO_SCOPED].sort()).toEqual(
-      ['repo.read', 'repo.push', 'members.list', 'activity.read', 'invite.mint', 'invite.list', 'invite.revoke', 'member.remove', 'repo.export'].sort(),
+      [
+        'repo.read',
+        'repo.push',
+        'members.list',
+        'activity.read',
+        'events.read',
+        'webhook.list',
+        'invite.mint',
+        'invite.list',
+        'invite.revoke',
+        'member.remove',
+        'repo.export',
+        'webhook.manage',
+      ].sort(),
     );
   });
 

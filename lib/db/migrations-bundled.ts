@@ -12,6 +12,7 @@ import m0005 from '../../schema/migrations/0005_repo_registry.sql';
 import m0006 from '../../schema/migrations/0006_user_disabled.sql';
 import m0007 from '../../schema/migrations/0007_search.sql';
 import m0008 from '../../schema/migrations/0008_activity_commit.sql';
+import m0011 from '../../schema/migrations/0011_events.sql';
 
 export const BUNDLED_MIGRATION_FILES = [
   { name: '0001_init.sql', sql: m0001 },
@@ -22,6 +23,7 @@ export const BUNDLED_MIGRATION_FILES = [
   { name: '0006_user_disabled.sql', sql: m0006 },
   { name: '0007_search.sql', sql: m0007 },
   { name: '0008_activity_commit.sql', sql: m0008 },
+  { name: '0011_events.sql', sql: m0011 },
 ];
 
 export const BUNDLED_MIGRATIONS = migrationsFromFiles(BUNDLED_MIGRATION_FILES);

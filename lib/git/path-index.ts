@@ -314,7 +314,12 @@ export class PathIndex {
     repo: string,
     commits: ReadonlyArray<{ meta: CommitMeta; changes: PathChange[]; contents: PageContents }>,
     extra: Stmt[] = [],
-    opts: { fullText?: boolean; head?: IndexedCommit | null } = {},
+    opts: {
+      fullText?: boolean;
+      head?: IndexedCommit | null;
+      /** Told the results of the `extra` statements, in order. */
+      extraResults?: (results: Array<{ changes: number; rows: Record<string, unknown>[] }>) => void;
+    } = {},
   ): Promise<IndexedCommit[]> {
     const fullText = this.searchOn && opts.fullText !== false;
     if (fullText) await this.fts.ensureTable();
@@ -335,7 +340,8 @@ export class PathIndex {
       stmts.push(...this.recordStmts(repo, seq, meta, changes, docs));
       out.push({ sha: meta.sha, seq, author: meta.author, email: meta.email, time: meta.time, message: meta.message });
     }
-    await this.db.batch([...stmts, ...extra]);
+    const results = await this.db.batch([...stmts, ...extra]);
+    opts.extraResults?.(results.slice(stmts.length));
     return out;
   }
 
@@ -411,13 +417,17 @@ export class PathIndex {
     const baseSeq = base?.seq ?? 0;
     if (!indexed || indexed.seq !== baseSeq) {
       // The index is ahead of or beside git: cut it back to the common point and rebuild head state. Push
-      // events recorded with those commits go too: git never reached them, so no push was acknowledged.
+      // events recorded with those commits go too (activity, the event log, webhook deliveries): git never
+      // reached them, so no push was acknowledged.
+      const cut = (table: string): Stmt => ({
+        sql: `DELETE FROM ${table} WHERE repo_id = ? AND commit_sha IN (
+                SELECT sha FROM git_commits WHERE repo_id = ? AND seq > ?)`,
+        args: [repo, repo, baseSeq],
+      });
       await this.db.batch([
-        {
-          sql: `DELETE FROM activity WHERE repo_id = ? AND commit_sha IN (
-                  SELECT sha FROM git_commits WHERE repo_id = ? AND seq > ?)`,
-          args: [repo, repo, baseSeq],
-        },
+        cut('activity'),
+        cut('repo_events'),
+        cut('webhook_deliveries'),
         { sql: 'DELETE FROM git_commits WHERE repo_id = ? AND seq > ?', args: [repo, baseSeq] },
         { sql: 'DELETE FROM git_changes WHERE repo_id = ? AND seq > ?', args: [repo, baseSeq] },
         { sql: 'DELETE FROM git_head WHERE repo_id = ?', args: [repo] },
