@@ -60,6 +60,11 @@ export function deliveryBody(d: Pick<DueDelivery, 'id' | 'event' | 'data'>): str
 
 export class Deliverer {
   private readonly inFlight = new Set<string>();
+  /**
+   * The first run releases every held delivery whatever its age: none can belong to a push of this
+   * instance still under way, so all were held by an earlier one that stopped (a restart, a crash).
+   */
+  private firstRun = true;
 
   constructor(private readonly opts: DelivererOptions) {}
 
@@ -69,7 +74,9 @@ export class Deliverer {
    */
   async run(): Promise<number | null> {
     const { store, clock } = this.opts;
-    for (const repo of await store.heldRepos(Math.floor(clock.now() / 1000) - HELD_GRACE_S)) {
+    const grace = this.firstRun ? -1 : HELD_GRACE_S;
+    this.firstRun = false;
+    for (const repo of await store.heldRepos(Math.floor(clock.now() / 1000) - grace)) {
       try {
         await this.opts.releaseHeld(repo);
       } catch (e) {

@@ -63,9 +63,10 @@ export function isIpHost(hostname: string): boolean {
 
 /**
  * The URL's own rules, before any name is resolved: its length, scheme, no credentials in it, and — unless
- * private addresses are allowed — no literal non-public address and no `localhost` name. Throws the 400.
+ * private addresses are allowed — no literal non-public address. Where names are not resolved
+ * (`resolvesNames` false: Workers), `localhost` and `*.localhost` are refused by name. Throws the 400.
  */
-export function parseWebhookUrl(text: string, policy: UrlPolicy): URL {
+export function parseWebhookUrl(text: string, policy: UrlPolicy, resolvesNames = false): URL {
   if (text.length > MAX_WEBHOOK_URL_CHARS) throw notAllowed(`longer than ${MAX_WEBHOOK_URL_CHARS} characters`);
   let url: URL;
   try {
@@ -81,7 +82,7 @@ export function parseWebhookUrl(text: string, policy: UrlPolicy): URL {
   if (isIpHost(host)) {
     const problem = addressProblem(host);
     if (problem) throw notAllowed(`${host} is ${problem}`);
-  } else if (host === 'localhost' || host.endsWith('.localhost')) {
+  } else if (!resolvesNames && (host === 'localhost' || host.endsWith('.localhost'))) {
     throw notAllowed(`${host} is a loopback name`);
   }
   return url;
@@ -102,7 +103,7 @@ export function resolvedProblem(host: string, addresses: readonly string[]): str
  * given) every address the name resolves to. Without a resolver (Workers) names are left to the platform.
  */
 export async function checkWebhookUrl(text: string, policy: UrlPolicy, resolve?: HostResolver): Promise<URL> {
-  const url = parseWebhookUrl(text, policy);
+  const url = parseWebhookUrl(text, policy, resolve !== undefined);
   if (policy.allowPrivate || !resolve || isIpHost(url.hostname)) return url;
   let addresses: string[];
   try {

@@ -195,7 +195,7 @@ export class WebhookStore {
     return changes;
   }
 
-  /** Repositories with deliveries held since before `beforeSeconds` (their push's release was lost). */
+  /** Repositories with deliveries held since before `beforeSeconds` (their push's release may have been lost). */
   async heldRepos(beforeSeconds: number): Promise<string[]> {
     const rows = await this.db.all<Row>(
       `SELECT DISTINCT repo_id FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_ms IS NULL AND created_at < ?`,
@@ -227,6 +227,11 @@ export class WebhookStore {
         url: String(r.url),
         secret: String(r.secret),
       }));
+  }
+
+  /** Whether any delivery is pending, held or due. */
+  async anyPending(): Promise<boolean> {
+    return (await this.db.get(`SELECT 1 AS x FROM webhook_deliveries WHERE status = 'pending' LIMIT 1`)) !== undefined;
   }
 
   /** When the next pending delivery is due (clock ms), or null when none is waiting. */

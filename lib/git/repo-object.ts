@@ -141,6 +141,9 @@ export class RepoObject extends DurableObject {
         retryMs: config.webhookRetryMs,
       });
       this.live = new LocalLive(store, hub, () => void this.deliverSoon(), log);
+      // Deliveries left pending by an earlier life of this object (evicted, restarted, crashed between a push
+      // and its release) are looked at by an alarm now, if none is set already.
+      if (await store.webhooks.anyPending()) await this.deliverSoon();
     });
   }
 

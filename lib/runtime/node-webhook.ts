@@ -44,7 +44,7 @@ export function nodeWebhookSender(policy: UrlPolicy, timeoutMs = DELIVERY_TIMEOU
     new Promise<WebhookResult>((resolve) => {
       let url: URL;
       try {
-        url = parseWebhookUrl(req.url, policy);
+        url = parseWebhookUrl(req.url, policy, true);
       } catch (e) {
         resolve({ error: e instanceof HttpError ? e.message : String(e) });
         return;
