@@ -93,8 +93,10 @@ describe('parseWebhookUrl and checkWebhookUrl', () => {
     expect(await refusal(checkWebhookUrl('https://mapped.test/h', strict, resolve))).toBe(
       'webhook url not allowed: mapped.test resolves to ::ffff:169.254.169.254, an IPv4-mapped link-local address (169.254.169.254)',
     );
-    expect(await refusal(checkWebhookUrl('https://empty.test/h', strict, resolve))).toBe('webhook url not allowed: empty.test does not resolve');
-    expect(await refusal(checkWebhookUrl('https://nowhere.test/h', strict, resolve))).toBe('webhook url not allowed: nowhere.test does not resolve');
+    // A name that does not resolve now names no address: accepted, and checked again at each delivery.
+    expect(await refusal(checkWebhookUrl('https://empty.test/h', strict, resolve))).toBe('accepted');
+    expect(await refusal(checkWebhookUrl('https://nowhere.test/h', strict, resolve))).toBe('accepted');
+    expect(resolvedProblem('empty.test', [])).toBe('empty.test does not resolve');
     // No resolver (Workers): names pass, but localhost names.
     expect((await checkWebhookUrl('https://mixed.test/h', strict)).hostname).toBe('mixed.test');
     expect(await refusal(checkWebhookUrl('https://app.localhost/h', strict))).toBe('webhook url not allowed: app.localhost is a loopback name');

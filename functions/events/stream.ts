@@ -31,11 +31,14 @@ export default defineRoute({
       403: ['not a member of this repo'],
       404: ['repo not found'],
       429: ['too many event streams'],
+      503: ['server stopping'],
     },
   },
   handler: async (c) => {
     const { id, identity } = await openRepo(c, 'events.read');
-    const after = c.req.header('last-event-id') ?? c.req.query('after') ?? null;
+    // An empty value is no id (a browser's EventSource sends the header only once it has an id).
+    const given = (v: string | undefined) => (v === undefined || v.trim() === '' ? undefined : v);
+    const after = given(c.req.header('last-event-id')) ?? given(c.req.query('after')) ?? null;
     const grant = streamGrant(identity, bearerToken(c.req.header('authorization')));
     const body = await c.get('deps').live.stream(id, grant, after);
     // Proxies that buffer responses (nginx) are asked not to: events must go out as they happen.

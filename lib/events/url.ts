@@ -99,8 +99,10 @@ export function resolvedProblem(host: string, addresses: readonly string[]): str
 }
 
 /**
- * The whole check of a webhook URL: parseWebhookUrl, then (private addresses not allowed, a name, a resolver
- * given) every address the name resolves to. Without a resolver (Workers) names are left to the platform.
+ * The whole check of a webhook URL at its creation: parseWebhookUrl, then (private addresses not allowed, a
+ * name, a resolver given) every address the name resolves to. A name that does not resolve now is accepted:
+ * it names no address yet, and each delivery checks it again (a typo shows in the deliveries). Without a
+ * resolver (Workers) names are left to the platform.
  */
 export async function checkWebhookUrl(text: string, policy: UrlPolicy, resolve?: HostResolver): Promise<URL> {
   const url = parseWebhookUrl(text, policy, resolve !== undefined);
@@ -109,9 +111,9 @@ export async function checkWebhookUrl(text: string, policy: UrlPolicy, resolve?:
   try {
     addresses = await resolve(url.hostname);
   } catch {
-    throw notAllowed(`${url.hostname} does not resolve`);
+    return url;
   }
-  const problem = resolvedProblem(url.hostname, addresses);
+  const problem = addresses.length > 0 ? resolvedProblem(url.hostname, addresses) : null;
   if (problem) throw notAllowed(problem);
   return url;
 }
