@@ -65,8 +65,14 @@ export class Deliverer {
    * instance still under way, so all were held by an earlier one that stopped (a restart, a crash).
    */
   private firstRun = true;
+  private halted = false;
 
   constructor(private readonly opts: DelivererOptions) {}
+
+  /** Takes no new delivery from now on (the server is stopping); attempts under way finish and are recorded. */
+  halt(): void {
+    this.halted = true;
+  }
 
   /**
    * Releases deliveries whose release was lost, then sends every delivery due now. Returns when the next
@@ -83,12 +89,12 @@ export class Deliverer {
         this.opts.logger.warn('webhook_release', { repo, error: String(e) });
       }
     }
-    for (let round = 0; round < ROUNDS; round++) {
+    for (let round = 0; round < ROUNDS && !this.halted; round++) {
       const due = await store.due(clock.now(), ROUND, this.inFlight);
       if (due.length === 0) break;
       let next = 0;
       const worker = async () => {
-        while (next < due.length) await this.attempt(due[next++]!);
+        while (next < due.length && !this.halted) await this.attempt(due[next++]!);
       };
       await Promise.all(Array.from({ length: Math.min(SENDS_IN_FLIGHT, due.length) }, worker));
       if (due.length < ROUND) break;
@@ -194,9 +200,10 @@ export class DeliveryLoop {
       });
   }
 
-  /** Stops taking work and waits for the run in progress. */
+  /** Stops taking work and waits for the attempts under way. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.deliverer.halt();
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
     await this.running;
