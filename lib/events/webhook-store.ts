@@ -92,7 +92,7 @@ export class WebhookStore {
   async create(repoId: string, url: string, events: readonly EventKind[]): Promise<{ webhook: Webhook; secret: string } | null> {
     const id = crypto.randomUUID();
     const secret = randomToken(WEBHOOK_SECRET_PREFIX);
-    const kinds = (['push', 'member'] as const).filter((k) => events.includes(k));
+    const kinds = [...new Set(events)];
     const createdAt = this.seconds();
     const { changes } = await this.db.run(
       `INSERT INTO webhooks (id, repo_id, url, events, secret, created_at)

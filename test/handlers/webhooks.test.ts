@@ -38,9 +38,12 @@ describe('POST /v1/repos/:id/webhooks (functions/webhooks/create.ts)', () => {
       webhook: { id: expect.any(String), url: 'http://127.0.0.1:9/hook', events: ['push'], created_at: expect.any(Number) },
       secret: expect.stringMatching(/^whsec_/),
     });
+    // The kinds as asked for, each once.
+    const both = await alice.request('/v1/repos/notes/webhooks', { method: 'POST', json: { url: 'http://127.0.0.1:9/both', events: ['member', 'push', 'member'] } });
+    expect(((await both.json()) as any).webhook.events).toEqual(['member', 'push']);
     const denied = await bob.request('/v1/repos/notes/webhooks', { method: 'POST', json: { url: 'http://127.0.0.1:9/x' } });
     expect([denied.status, await denied.json()]).toEqual([403, { error: 'only an owner can manage webhooks' }]);
-    for (let i = 1; i < 20; i++) expect((await alice.request('/v1/repos/notes/webhooks', { method: 'POST', json: { url: `http://127.0.0.1:9/${i}` } })).status).toBe(201);
+    for (let i = 2; i < 20; i++) expect((await alice.request('/v1/repos/notes/webhooks', { method: 'POST', json: { url: `http://127.0.0.1:9/${i}` } })).status).toBe(201);
     const full = await alice.request('/v1/repos/notes/webhooks', { method: 'POST', json: { url: 'http://127.0.0.1:9/21' } });
     expect([full.status, await full.json()]).toEqual([409, { error: 'too many webhooks (max 20)' }]);
   });
