@@ -33,7 +33,8 @@ export class RemoteLive implements Live {
     );
     if (res.status !== 200 || !res.body) {
       const body = (await res.json().catch(() => ({}))) as { error?: string };
-      throw new HttpError(res.status, body.error ?? 'internal error');
+      const retryAfter = res.headers.get('retry-after');
+      throw new HttpError(res.status, body.error ?? 'internal error', undefined, retryAfter ? { 'Retry-After': retryAfter } : {});
     }
     return res.body;
   }
