@@ -23,7 +23,7 @@ import type { LinksResponse } from '../../schema/wire/links.ts';
 /** The part of the Durable Object namespace binding used here. */
 export interface RepoNamespace {
   idFromName(name: string): unknown;
-  get(id: unknown): { call(method: string, args: unknown[]): Promise<RpcResult> };
+  get(id: unknown): { call(method: string, args: unknown[]): Promise<RpcResult>; fetch(request: Request): Promise<Response> };
 }
 
 const fold = (id: string) => id.replace(/[A-Z]/g, (c) => c.toLowerCase());
