@@ -186,6 +186,23 @@ export function eventsCases(kind: TargetKind): void {
       await owner.reader.close();
     });
 
+    it('deleting the repository ends its streams with `revoked`; its webhooks and events are gone when the id is made again', async () => {
+      const alice = await h.signIn('ev-alice', 'alice@events.test');
+      await h.repo('evdel', alice.token);
+      const hook = await h.call('/v1/repos/evdel/webhooks', { method: 'POST', token: alice.token, json: { url: 'https://hooks.example.com/kr' } });
+      expect(hook.status).toBe(201);
+      const s = await h.open('evdel', alice.token);
+      expect(s.status).toBe(200);
+      expect((await h.call('/v1/repos/evdel?confirm=evdel', { method: 'DELETE', token: alice.token })).status).toBe(204);
+      expect((await s.reader.rest()).map((e) => [e.event, JSON.parse(e.data)])).toEqual([['revoked', { reason: 'repository deleted' }]]);
+      await h.repo('evdel', alice.token);
+      expect((await h.call('/v1/repos/evdel/webhooks', { token: alice.token })).body).toEqual({ webhooks: [] });
+      // The new repository's log starts empty: the old stream's last id is unknown to it.
+      const again = await h.open('evdel', alice.token, { after: '1' });
+      expect((await again.reader.nextJson()).event).toBe('reset');
+      await again.reader.close();
+    });
+
     it('resumes after Last-Event-ID or ?after=: the retained events in order, then live; an unknown id starts with `reset`', async () => {
       const alice = await h.signIn('ev-alice', 'alice@events.test');
       await h.repo('ev3', alice.token);

@@ -135,6 +135,13 @@ export class Hub {
     for (const s of [...repo.streams]) if (s.grant.userId === userId) s.end('revoked', reason);
   }
 
+  /** Ends every stream of the repository with `event: revoked` (the repository was deleted). */
+  endRepo(repoId: string, reason: string): void {
+    const repo = this.repos.get(repoId);
+    if (!repo) return;
+    for (const s of [...repo.streams]) s.end('revoked', reason);
+  }
+
   /** Ends every stream (the server is stopping); no stream opens afterwards. */
   close(): void {
     this.closed = true;

@@ -32,7 +32,16 @@ export interface Live {
   testWebhook(repoId: string, webhookId: string): Promise<boolean>;
   /** Newest first; null when the repository has no such webhook. */
   deliveries(repoId: string, webhookId: string, limit: number): Promise<Delivery[] | null>;
+  /**
+   * The repository was deleted: its streams end with `event: revoked`. (Its event log, webhooks and deliveries
+   * went with its rows: PathIndex.removalStmts on Node, the Durable Object's storage on Workers, which ends its
+   * streams itself.)
+   */
+  deleted(repoId: string): void;
 }
+
+/** Why the streams of a deleted repository end. */
+export const REPO_DELETED = 'repository deleted';
 
 /** Why a removed member's streams end. */
 export const REMOVED_FROM_REPO = 'removed from this repo';
@@ -60,6 +69,10 @@ export class LocalLive implements Live {
 
   stream(repoId: string, grant: StreamGrant, after: string | null): Promise<ReadableStream<Uint8Array>> {
     return this.hub.open(repoId, grant, after);
+  }
+
+  deleted(repoId: string): void {
+    this.hub.endRepo(repoId, REPO_DELETED);
   }
 
   async member(repoId: string, data: MemberEventData): Promise<void> {

@@ -16,7 +16,7 @@ import { Members } from '../db/members.ts';
 import { Pats } from '../db/pats.ts';
 import { Users } from '../db/users.ts';
 import { Hub } from '../events/hub.ts';
-import { LocalLive, type Live } from '../events/live.ts';
+import { LocalLive, REPO_DELETED, type Live } from '../events/live.ts';
 import { accessLost } from '../events/access.ts';
 import { Deliverer } from '../events/deliver.ts';
 import { fetchSender } from '../events/fetch-sender.ts';
@@ -180,6 +180,7 @@ export class RepoObject extends DurableObject {
     await old.whileQuiet(id, async () => {
       // The old store forgets the repository, so that its waiters see it gone.
       if (await old.git.exists(id)) await old.git.retire(id);
+      this.live?.hub.endRepo(id, REPO_DELETED);
       this.live?.hub.close();
       await this.ctx.storage.deleteAlarm();
       await this.ctx.storage.deleteAll();

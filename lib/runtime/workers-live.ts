@@ -39,6 +39,9 @@ export class RemoteLive implements Live {
     return res.body;
   }
 
+  /** Nothing to do here: the repository's object ends its own streams as it deletes its storage. */
+  deleted(): void {}
+
   member(repoId: string, data: MemberEventData): Promise<void> {
     return this.call(repoId, 'member', data);
   }
