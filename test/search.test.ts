@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { copyFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createClient } from '@libsql/client';
-import { parseQuery, MAX_TERMS, SearchQueryError } from '../lib/search/query.ts';
+import { parseQuery, MAX_PREFIXES, MAX_WORDS, MIN_PREFIX_CHARS, SearchQueryError } from '../lib/search/query.ts';
 import { searchDocument, tagKey, tagNeedle } from '../lib/search/document.ts';
 import { shapeSnippet, scoreOf } from '../lib/search/results.ts';
 import { startTestServer, tempDir, type TestServer } from './helpers/env.ts';
@@ -36,7 +36,7 @@ describe('query language → FTS5 MATCH', () => {
     expect(match('title:secret')).toBe('"title:secret"');
     expect(match('{title body}:x')).toBe('"{title" AND "body}:x"');
     expect(match('^start +plus')).toBe('"^start" AND "+plus"');
-    expect(match('x*y*')).toBe('"x*y"*');
+    expect(match('xx*yyy*')).toBe('"xx*yyy"*');
     // Nothing but FTS strings, AND, NOT, OR, parentheses and * outside the strings.
     for (const q of ['a) OR (b', "' OR 1=1 --", 'rank MATCH x', 'col : "x" *']) {
       const m = match(q);
@@ -70,14 +70,45 @@ describe('query language → FTS5 MATCH', () => {
     expect(refusal('*')).toBe('invalid query: nothing to search for (only operators or punctuation)');
     expect(refusal('- * "" :: ()')).toBe('invalid query: nothing to search for (only operators or punctuation)');
     expect(refusal('-a -b')).toBe('invalid query: only exclusions; add a word to search for');
-    expect(refusal('w '.repeat(MAX_TERMS))).toBeNull();
-    expect(refusal('w '.repeat(MAX_TERMS + 1))).toBe('invalid query: more than 32 terms');
-    expect(refusal('a '.repeat(5000))).toBe('invalid query: more than 32 terms');
     expect(refusal('x'.repeat(200))).toBeNull();
     expect(refusal('x'.repeat(201))).toBe('invalid query: a term is longer than 200 characters');
     expect(refusal(`"${'y '.repeat(150)}"`)).toBe('invalid query: a term is longer than 200 characters');
-    // Dropped terms still count against the cap (a 10 KB query of stars is refused quickly).
-    expect(refusal('* '.repeat(5000))).toBe('invalid query: more than 32 terms');
+  });
+
+  it('keeps every query within its cost budget: words, prefixes, prefix length', () => {
+    const refusal = (q: string) => {
+      try {
+        parseQuery(q);
+        return null;
+      } catch (e) {
+        expect(e).toBeInstanceOf(SearchQueryError);
+        return (e as Error).message;
+      }
+    };
+    expect([MAX_WORDS, MAX_PREFIXES, MIN_PREFIX_CHARS]).toEqual([16, 4, 3]);
+    const words = 'invalid query: more than 16 words';
+    expect(refusal('w '.repeat(16))).toBeNull();
+    expect(refusal('w '.repeat(17))).toBe(words);
+    expect(refusal('a '.repeat(5000))).toBe(words);
+    // A phrase's words count one each, as do exclusions and a word's parts (`foo-bar` is two).
+    expect(refusal(`"${'y '.repeat(16)}"`)).toBeNull();
+    expect(refusal(`"${'y '.repeat(17)}"`)).toBe(words);
+    expect(refusal(`${'y '.repeat(8)} "${'z '.repeat(8)}" -extra`)).toBe(words);
+    expect(refusal('a-b-c-d-e-f-g-h-i-j-k-l-m-n-o-p')).toBeNull();
+    expect(refusal('a-b-c-d-e-f-g-h-i-j-k-l-m-n-o-p-q')).toBe(words);
+    // Terms with nothing to search for cost nothing: a 10 KB query of stars is read, and has nothing in it.
+    expect(refusal('* '.repeat(5000))).toBe('invalid query: nothing to search for (only operators or punctuation)');
+    expect(refusal(`${'- '.repeat(100)} word`)).toBeNull();
+
+    const prefixes = 'invalid query: more than 4 prefixes (word*)';
+    expect(refusal('abc* bcd* cde* -def*')).toBeNull();
+    expect(refusal('abc* bcd* cde* def* efg*')).toBe(prefixes);
+    expect(refusal('abc* bcd* "cde fgh"* -def* efg*')).toBe(prefixes);
+    const short = 'invalid query: a prefix needs at least 3 letters or digits before *';
+    for (const q of ['ab*', 'a*', '-ab*', '"blue he"*', 'abc-d*', 'x*y*', 'ab**']) expect(refusal(q), q).toBe(short);
+    for (const q of ['abc*', '"blue her"*', 'été*', '中文字*', '123*', 'abc**']) expect(refusal(q), q).toBeNull();
+    // The word count comes first: a long query is refused for its length, whatever its prefixes.
+    expect(refusal(`${'w '.repeat(17)} a*`)).toBe(words);
   });
 });
 
