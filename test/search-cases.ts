@@ -235,7 +235,7 @@ export function searchCases(kind: TargetKind): void {
       expect((await all(alice.access_token)).body.results.map((r) => `${r.repo_id}/${r.path}`)).toEqual(['aviary/n.md']);
       // The legacy key searches every repository.
       await push('rank', [{ path: 'nightjar.md', content: 'a nightjar in the body' }]);
-      // (Their order depends on each index's word statistics: bm25's are per repository on Workers.)
+      // (Their order depends on each repository's word statistics, from which bm25 scores.)
       expect((await all()).body.results.map((r) => `${r.repo_id}/${r.path}`).sort()).toEqual(['aviary/n.md', 'rank/nightjar.md']);
       // Bob joins: aviary's pages are his to search from then on.
       const invite = await call('/v1/repos/aviary/invite-keys', { method: 'POST', token: alice.access_token, json: {} });

@@ -3,13 +3,13 @@ import type { CommitMeta, GitStore, PathChange } from './store.ts';
 import { UnknownShaError } from './store.ts';
 import { foldPathCase } from '../page/path.ts';
 import { searchDocument, type SearchDocument } from '../search/document.ts';
-import { FullTextIndex, searchStmts } from '../search/fts.ts';
+import { FullTextIndex, type TextStore } from '../search/fts.ts';
 import type { SearchOptions, SearchPage } from '../search/results.ts';
 
 /**
  * The derived commit/path index in libSQL. It answers per-path history, "the previous commit touching
  * this path", pages at head and pull-since in O(result), and full-text search over the pages at head
- * (lib/search/fts.ts, whose rows are written in the same batch as the commit's). It is never the source of
+ * (lib/search/fts.ts, whose rows live in a TextStore: per repository on Node). It is never the source of
  * truth: `sync` compares it with the branch in git and replays (or rebuilds) what is missing, so a deleted or
  * stale database loses nothing.
  */
@@ -56,6 +56,11 @@ export interface PathIndexOptions {
    * they cost (bench/workloads/search.ts); such an index answers `search` with what it held before.
    */
   search?: boolean;
+  /**
+   * Where the full-text rows live (lib/search/fts.ts): by default this index's own database, shared by every
+   * repository; the Node server gives each repository a file of its own (lib/search/index-files.ts).
+   */
+  text?: TextStore;
 }
 
 /** New page contents by path (null: deleted), as a push hands them to `record`. */
@@ -71,7 +76,12 @@ export class PathIndex {
     opts: PathIndexOptions = {},
   ) {
     this.searchOn = opts.search ?? true;
-    this.fts = new FullTextIndex(db);
+    this.fts = new FullTextIndex(db, opts.text);
+  }
+
+  /** Where the full-text rows live (lib/search/fts.ts). */
+  get text(): TextStore {
+    return this.fts.text;
   }
 
   /** The database the index lives in (statements of other tables may join its batches when it is theirs). */
@@ -258,18 +268,8 @@ export class PathIndex {
     return { present, deleted };
   }
 
-  /**
-   * Statements recording one commit on top of the current head (seq = previous + 1). With `docs`, the
-   * full-text rows of every changed path are replaced in the same batch (a path missing from `docs` loses
-   * its row; sync's catch-up puts it back).
-   */
-  private recordStmts(
-    repo: string,
-    seq: number,
-    meta: CommitMeta,
-    changes: PathChange[],
-    docs?: ReadonlyMap<string, SearchDocument | null>,
-  ): Stmt[] {
+  /** Statements recording one commit on top of the current head (seq = previous + 1). */
+  private recordStmts(repo: string, seq: number, meta: CommitMeta, changes: PathChange[]): Stmt[] {
     const stmts: Stmt[] = [
       {
         sql: 'INSERT INTO git_commits (repo_id, seq, sha, author, email, time, message) VALUES (?, ?, ?, ?, ?, ?, ?)',
@@ -290,14 +290,13 @@ export class PathIndex {
               args: [repo, ch.path, ch.blob, seq, foldPathCase(ch.path)],
             },
       );
-      if (docs) stmts.push(...searchStmts(repo, ch.path, ch.blob === null ? null : { blob: ch.blob, doc: docs.get(ch.path) ?? null }));
     }
     return stmts;
   }
 
   /**
    * Records a commit the caller just made on top of the indexed head. `contents` (the pushed bytes by path)
-   * keeps the full-text rows in step in the same batch: a page is searchable as soon as the push is answered.
+   * keeps the full-text rows in step right after: a page is searchable as soon as the push is answered.
    */
   async record(repo: string, meta: CommitMeta, changes: PathChange[], contents: PageContents): Promise<IndexedCommit> {
     return (await this.recordMany(repo, [{ meta, changes, contents }]))[0]!;
@@ -305,10 +304,11 @@ export class PathIndex {
 
   /**
    * Records a chain of commits (each the parent of the next, the first on top of the indexed head) in one
-   * batch, with `extra` statements (e.g. activity rows) in the same transaction. `fullText: false` leaves
-   * the changed pages' full-text rows behind head, for `catchUpSearch` (RepoStore does it later, for many
-   * pushes at once). `head`: the indexed head the chain builds on, when the caller read it under the
-   * repository's lock (one query less a push); read here otherwise.
+   * batch, with `extra` statements (e.g. activity rows) in the same transaction, then the changed pages'
+   * full-text rows, in their own database (were that write to fail, the commits stay recorded and the next
+   * catch-up makes the rows). `fullText: false` leaves those rows behind head, for `catchUpSearch`
+   * (RepoStore does it later, for many pushes at once). `head`: the indexed head the chain builds on, when the caller read it under the repository's lock
+   * (one query less a push); read here otherwise.
    */
   async recordMany(
     repo: string,
@@ -317,25 +317,25 @@ export class PathIndex {
     opts: { fullText?: boolean; head?: IndexedCommit | null } = {},
   ): Promise<IndexedCommit[]> {
     const fullText = this.searchOn && opts.fullText !== false;
-    if (fullText) await this.fts.ensureTable();
     const head = opts.head !== undefined ? opts.head : await this.headCommit(repo);
     let seq = head?.seq ?? 0;
     const stmts: Stmt[] = [];
     const out: IndexedCommit[] = [];
+    // The last change of each path across the chain wins.
+    const docs = new Map<string, { blob: string; doc: SearchDocument | null } | null>();
     for (const { meta, changes, contents } of commits) {
       seq += 1;
-      let docs: Map<string, SearchDocument | null> | undefined;
       if (fullText) {
-        docs = new Map();
         for (const ch of changes) {
           const bytes = ch.blob === null ? null : contents.get(ch.path);
-          docs.set(ch.path, bytes ? searchDocument(ch.path, bytes) : null);
+          docs.set(ch.path, ch.blob === null ? null : { blob: ch.blob, doc: bytes ? searchDocument(ch.path, bytes) : null });
         }
       }
-      stmts.push(...this.recordStmts(repo, seq, meta, changes, docs));
+      stmts.push(...this.recordStmts(repo, seq, meta, changes));
       out.push({ sha: meta.sha, seq, author: meta.author, email: meta.email, time: meta.time, message: meta.message });
     }
     await this.db.batch([...stmts, ...extra]);
+    if (fullText) await this.fts.record(repo, docs);
     return out;
   }
 
@@ -371,6 +371,16 @@ export class PathIndex {
    */
   search(repo: string, q: string, opts: SearchOptions): Promise<SearchPage> {
     return this.fts.search(repo, q, opts);
+  }
+
+  /** Deletes every full-text row of `repo` (its repository is deleted). */
+  dropSearch(repo: string): Promise<void> {
+    return this.fts.drop(repo);
+  }
+
+  /** Closes the full-text rows' databases (not this index's own database, which its opener closes). */
+  close(): Promise<void> {
+    return this.fts.text.close();
   }
 
   /**

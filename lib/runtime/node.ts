@@ -14,6 +14,7 @@ import { GitStore, LOCK_WAIT_MS } from '../git/store.ts';
 import { nodeStoreFs } from '../git/node-fs.ts';
 import { PathIndex } from '../git/path-index.ts';
 import { RepoStore } from '../git/repo-store.ts';
+import { dropSharedRows, IndexFiles } from '../search/index-files.ts';
 import { Members } from '../db/members.ts';
 import { Users } from '../db/users.ts';
 import { Pats } from '../db/pats.ts';
@@ -54,7 +55,10 @@ export async function openNodeDeps(
   });
   // Nothing else writes these repositories: leftovers of a crash are safe to clear before serving.
   await git.recoverAll();
-  const repos = new RepoStore(git, new PathIndex(db), clock);
+  // Each repository's full-text rows in a file of its own, searched on worker threads (lib/search/index-files.ts).
+  await mkdir(join(config.dataRoot, 'search'), { recursive: true });
+  await dropSharedRows(db);
+  const repos = new RepoStore(git, new PathIndex(db, { text: new IndexFiles(join(config.dataRoot, 'search')) }), clock);
   return { config, clock, db, repos, log: opts.log, members: new Members(db, clock),
     users: new Users(db, clock),
     pats: new Pats(db, clock),
@@ -199,6 +203,7 @@ export async function startServer(deps: NodeDeps, routes: RouteDef[], opts: Watc
         // safe: the next start's sync makes the rows, a merge cut short leaves files behind).
         await deps.repos.searchSettled();
         await deps.repos.git.packMerges();
+        await deps.repos.index.close();
         await deps.db.close();
       })();
       return closing;

@@ -161,6 +161,7 @@ export async function mountHandler(route: RouteDef | RouteDef[], opts: MountOpti
       return res.head;
     },
     async close() {
+      await deps.repos.index.close();
       await deps.db.close();
       await dir.cleanup();
     },
