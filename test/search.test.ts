@@ -6,6 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { copyFile, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createClient } from '@libsql/client';
 import { parseQuery, MAX_PREFIXES, MAX_WORDS, MIN_PREFIX_CHARS, SearchQueryError } from '../lib/search/query.ts';
@@ -280,6 +281,20 @@ describe('node: the search index is rebuilt from git', () => {
     expect(await hits('gannet')).toEqual(before);
     await consistent();
     expect(srv.logs.filter((l) => l.includes('"level":"error"'))).toEqual([]);
+  });
+
+  it("dropSearch (a repository deleted) removes the repository's file; the rows come back only from git", async () => {
+    root = await tempDir('kr-search-');
+    srv = await startTestServer({ dataRoot: root.path });
+    await push([{ path: 'a.md', content: '## Puffin\nburrows' }]);
+    expect((await hits('puffin')).map((h) => h.split('@')[0])).toEqual(['a.md']);
+    await srv.deps.repos.index.dropSearch('kb');
+    for (const f of ['', '-wal', '-shm']) expect(existsSync(`${searchFile()}${f}`), f).toBe(false);
+    // No thread still reads the old file: a search finds nothing until the rows are made from git again.
+    expect(await hits('puffin')).toEqual([]);
+    await restart();
+    expect((await hits('puffin')).map((h) => h.split('@')[0])).toEqual(['a.md']);
+    await consistent();
   });
 
   it('a search file from an older backup is caught up from the commit it was level with', async () => {
