@@ -165,8 +165,12 @@ export class FullTextIndex {
    * makes them. Callers hold the repository's lock.
    */
   async catchUp(repo: string, readBlob: (blob: string) => Promise<Uint8Array>, paths?: readonly string[]): Promise<void> {
+    const head = await this.meta.get<Row>('SELECT seq, sha FROM git_commits WHERE repo_id = ? ORDER BY seq DESC LIMIT 1', [repo]);
+    if (head !== undefined && (await this.levelWithHead(repo, head))) {
+      this.prepared.add(repo);
+      return;
+    }
     await this.write(repo, async (db) => {
-      const head = await this.meta.get<Row>('SELECT seq, sha FROM git_commits WHERE repo_id = ? ORDER BY seq DESC LIMIT 1', [repo]);
       const level = await db.get<Row>('SELECT seq, sha FROM search_level WHERE repo_id = ?', [repo]);
       const known =
         level !== undefined &&
@@ -189,6 +193,26 @@ export class FullTextIndex {
         : { sql: 'DELETE FROM search_level WHERE repo_id = ?', args: [repo] };
       await this.reindex(db, repo, behind, readBlob, levelStmt);
     });
+  }
+
+  /**
+   * Whether `repo`'s rows are level with `head` already, asked of the read side (the case of every
+   * repository at a restart: no write connection is opened for it). Any failure (no file yet, a table
+   * missing: the statement names all three) says no, and the catch-up looks for itself.
+   */
+  private async levelWithHead(repo: string, head: Row): Promise<boolean> {
+    try {
+      const rows = await this.text.read(repo, (r) =>
+        r.all<Row>(
+          `SELECT seq, sha FROM search_level WHERE repo_id = ?
+             AND NOT EXISTS (SELECT 1 FROM search_fts WHERE rowid = 0) AND NOT EXISTS (SELECT 1 FROM search_docs WHERE id = 0)`,
+          [repo],
+        ),
+      );
+      return rows.length === 1 && Number(rows[0]!.seq) === Number(head.seq) && String(rows[0]!.sha) === String(head.sha);
+    } catch {
+      return false;
+    }
   }
 
   /** Of `paths` (sorted), the pages whose row is missing or old, and the rows whose page is gone. */
