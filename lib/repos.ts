@@ -21,7 +21,9 @@ import { commitJson } from './wire.ts';
 
 /**
  * Resolves `:id`, checks the caller may perform `action` there (a non-member gets 403 whether or not
- * the repository exists) and that it exists (404 `repo not found`).
+ * the repository exists) and that it exists (404 `repo not found`). A member row for a repository that is
+ * not there — a creation still under way, whose owner row is written first — makes no one a member: a user
+ * gets the 403 then, and only the legacy key learns that the repository is missing.
  */
 export async function openRepo(
   c: Context<AppEnv>,
@@ -29,7 +31,9 @@ export async function openRepo(
 ): Promise<{ id: string; identity: Identity; role: Role | null }> {
   const id = repoIdParam(c);
   const { identity, role } = await authorizeRepo(c, action, id);
-  if (!(await c.get('deps').repos.exists(id))) throw new HttpError(404, 'repo not found');
+  if (!(await c.get('deps').repos.exists(id))) {
+    throw identity.kind === 'legacy' ? new HttpError(404, 'repo not found') : new HttpError(403, 'not a member of this repo');
+  }
   return { id, identity, role };
 }
 
