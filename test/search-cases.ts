@@ -153,6 +153,13 @@ export function searchCases(kind: TargetKind): void {
       expect(paths(await search('rank', 'migrat'))).toEqual([]);
     });
 
+    it('a query at the edge of its budget is answered: 16 words, 4 prefixes of 3 letters', async () => {
+      const sixteen = await search('rank', 'the blue heron stood still the blue heron stood still the blue heron stood still the');
+      expect([sixteen.status, paths(sixteen)]).toEqual([200, ['phrase.md']]);
+      const four = await search('rank', 'mig* pla* -wor* "the migration sta"*');
+      expect([four.status, paths(four)]).toEqual([200, ['migration.md']]);
+    });
+
     it('-excluded leaves out the pages that contain it', async () => {
       expect(paths(await search('rank', 'falcon')).sort()).toEqual(['falcon-lanner.md', 'falcon-peregrine.md', 'heading.md']);
       expect(paths(await search('rank', 'falcon -peregrine')).sort()).toEqual(['falcon-lanner.md', 'heading.md']);
@@ -228,7 +235,7 @@ export function searchCases(kind: TargetKind): void {
       expect((await all(alice.access_token)).body.results.map((r) => `${r.repo_id}/${r.path}`)).toEqual(['aviary/n.md']);
       // The legacy key searches every repository.
       await push('rank', [{ path: 'nightjar.md', content: 'a nightjar in the body' }]);
-      // (Their order depends on each index's word statistics: bm25's are per repository on Workers.)
+      // (Their order depends on each repository's word statistics, from which bm25 scores.)
       expect((await all()).body.results.map((r) => `${r.repo_id}/${r.path}`).sort()).toEqual(['aviary/n.md', 'rank/nightjar.md']);
       // Bob joins: aviary's pages are his to search from then on.
       const invite = await call('/v1/repos/aviary/invite-keys', { method: 'POST', token: alice.access_token, json: {} });
@@ -271,8 +278,13 @@ export function searchCases(kind: TargetKind): void {
         ['"unbalanced', 'invalid query: unbalanced quote'],
         ['* - ""', 'invalid query: nothing to search for (only operators or punctuation)'],
         ['-alone -"and this"', 'invalid query: only exclusions; add a word to search for'],
-        ['w '.repeat(33), 'invalid query: more than 32 terms'],
         ['x'.repeat(201), 'invalid query: a term is longer than 200 characters'],
+        // The cost budget (lib/search/query.ts).
+        ['w '.repeat(17), 'invalid query: more than 16 words'],
+        [`"${'blue heron '.repeat(8)}" stood`, 'invalid query: more than 16 words'],
+        ['abc* bcd* cde* def* efg*', 'invalid query: more than 4 prefixes (word*)'],
+        ['mi*', 'invalid query: a prefix needs at least 3 letters or digits before *'],
+        ['falcon -"small fa"*', 'invalid query: a prefix needs at least 3 letters or digits before *'],
       ];
       for (const [q, error] of cases) {
         expect(await search('rank', q), q).toEqual({ status: 400, body: { error } });

@@ -5,10 +5,11 @@
  * behind. The HTTP cases shared with the Workers build are test/search-cases.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { copyFile, rm } from 'node:fs/promises';
+import { copyFile, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createClient } from '@libsql/client';
-import { parseQuery, MAX_TERMS, SearchQueryError } from '../lib/search/query.ts';
+import { parseQuery, MAX_PREFIXES, MAX_WORDS, MIN_PREFIX_CHARS, SearchQueryError } from '../lib/search/query.ts';
 import { searchDocument, tagKey, tagNeedle } from '../lib/search/document.ts';
 import { shapeSnippet, scoreOf } from '../lib/search/results.ts';
 import { startTestServer, tempDir, type TestServer } from './helpers/env.ts';
@@ -36,7 +37,7 @@ describe('query language → FTS5 MATCH', () => {
     expect(match('title:secret')).toBe('"title:secret"');
     expect(match('{title body}:x')).toBe('"{title" AND "body}:x"');
     expect(match('^start +plus')).toBe('"^start" AND "+plus"');
-    expect(match('x*y*')).toBe('"x*y"*');
+    expect(match('xx*yyy*')).toBe('"xx*yyy"*');
     // Nothing but FTS strings, AND, NOT, OR, parentheses and * outside the strings.
     for (const q of ['a) OR (b', "' OR 1=1 --", 'rank MATCH x', 'col : "x" *']) {
       const m = match(q);
@@ -70,14 +71,45 @@ describe('query language → FTS5 MATCH', () => {
     expect(refusal('*')).toBe('invalid query: nothing to search for (only operators or punctuation)');
     expect(refusal('- * "" :: ()')).toBe('invalid query: nothing to search for (only operators or punctuation)');
     expect(refusal('-a -b')).toBe('invalid query: only exclusions; add a word to search for');
-    expect(refusal('w '.repeat(MAX_TERMS))).toBeNull();
-    expect(refusal('w '.repeat(MAX_TERMS + 1))).toBe('invalid query: more than 32 terms');
-    expect(refusal('a '.repeat(5000))).toBe('invalid query: more than 32 terms');
     expect(refusal('x'.repeat(200))).toBeNull();
     expect(refusal('x'.repeat(201))).toBe('invalid query: a term is longer than 200 characters');
     expect(refusal(`"${'y '.repeat(150)}"`)).toBe('invalid query: a term is longer than 200 characters');
-    // Dropped terms still count against the cap (a 10 KB query of stars is refused quickly).
-    expect(refusal('* '.repeat(5000))).toBe('invalid query: more than 32 terms');
+  });
+
+  it('keeps every query within its cost budget: words, prefixes, prefix length', () => {
+    const refusal = (q: string) => {
+      try {
+        parseQuery(q);
+        return null;
+      } catch (e) {
+        expect(e).toBeInstanceOf(SearchQueryError);
+        return (e as Error).message;
+      }
+    };
+    expect([MAX_WORDS, MAX_PREFIXES, MIN_PREFIX_CHARS]).toEqual([16, 4, 3]);
+    const words = 'invalid query: more than 16 words';
+    expect(refusal('w '.repeat(16))).toBeNull();
+    expect(refusal('w '.repeat(17))).toBe(words);
+    expect(refusal('a '.repeat(5000))).toBe(words);
+    // A phrase's words count one each, as do exclusions and a word's parts (`foo-bar` is two).
+    expect(refusal(`"${'y '.repeat(16)}"`)).toBeNull();
+    expect(refusal(`"${'y '.repeat(17)}"`)).toBe(words);
+    expect(refusal(`${'y '.repeat(8)} "${'z '.repeat(8)}" -extra`)).toBe(words);
+    expect(refusal('a-b-c-d-e-f-g-h-i-j-k-l-m-n-o-p')).toBeNull();
+    expect(refusal('a-b-c-d-e-f-g-h-i-j-k-l-m-n-o-p-q')).toBe(words);
+    // Terms with nothing to search for cost nothing: a 10 KB query of stars is read, and has nothing in it.
+    expect(refusal('* '.repeat(5000))).toBe('invalid query: nothing to search for (only operators or punctuation)');
+    expect(refusal(`${'- '.repeat(100)} word`)).toBeNull();
+
+    const prefixes = 'invalid query: more than 4 prefixes (word*)';
+    expect(refusal('abc* bcd* cde* -def*')).toBeNull();
+    expect(refusal('abc* bcd* cde* def* efg*')).toBe(prefixes);
+    expect(refusal('abc* bcd* "cde fgh"* -def* efg*')).toBe(prefixes);
+    const short = 'invalid query: a prefix needs at least 3 letters or digits before *';
+    for (const q of ['ab*', 'a*', '-ab*', '"blue he"*', 'abc-d*', 'x*y*', 'ab**']) expect(refusal(q), q).toBe(short);
+    for (const q of ['abc*', '"blue her"*', 'été*', '中文字*', '123*', 'abc**']) expect(refusal(q), q).toBeNull();
+    // The word count comes first: a long query is refused for its length, whatever its prefixes.
+    expect(refusal(`${'w '.repeat(17)} a*`)).toBe(words);
   });
 });
 
@@ -134,19 +166,29 @@ describe('node: the search index is rebuilt from git', () => {
     return ((await r.json()) as { results: Array<{ path: string; sha: string }> }).results.map((x) => `${x.path}@${x.sha.slice(0, 7)}`);
   };
   const dbPath = () => join(root!.path, 'service.db');
+  const searchFile = () => join(root!.path, 'search', 'kb.db');
   const restart = async () => {
     await srv!.stop();
     srv = await startTestServer({ dataRoot: root!.path });
   };
-  /** search_docs and search_fts hold exactly the pages at head. */
+  /**
+   * The repository's file (search/kb.db) holds a row for exactly the pages at head, each from its blob at
+   * head, is level with head, and service.db holds no full-text row.
+   */
   const consistent = async () => {
-    const rows = await srv!.deps.db.all<{ a: number; b: number; c: number; stale: number }>(
-      `SELECT (SELECT count(*) FROM git_head) AS a, (SELECT count(*) FROM search_docs) AS b, (SELECT count(*) FROM search_fts) AS c,
-              (SELECT count(*) FROM git_head h LEFT JOIN search_docs d ON d.repo_id = h.repo_id AND d.path = h.path
-                WHERE d.blob IS NULL OR d.blob <> h.blob) AS stale`,
-    );
-    const { a, b, c, stale } = rows[0]!;
-    expect([Number(b), Number(c), Number(stale)]).toEqual([Number(a), Number(a), 0]);
+    const head = await srv!.deps.db.all<{ path: string; blob: string }>("SELECT path, blob FROM git_head WHERE repo_id = 'kb' ORDER BY path");
+    const last = await srv!.deps.db.get<{ seq: number; sha: string }>("SELECT seq, sha FROM git_commits WHERE repo_id = 'kb' ORDER BY seq DESC LIMIT 1");
+    const c = createClient({ url: `file:${searchFile()}` });
+    try {
+      const docs = (await c.execute('SELECT repo_id, path, blob FROM search_docs ORDER BY path')).rows.map((r) => ({ ...r }));
+      expect(docs).toEqual(head.map((h) => ({ repo_id: 'kb', path: h.path, blob: h.blob })));
+      expect(Number((await c.execute('SELECT count(*) AS n FROM search_fts')).rows[0]!.n)).toBe(head.length);
+      expect((await c.execute('SELECT repo_id, seq, sha FROM search_level')).rows.map((r) => ({ ...r }))).toEqual([{ repo_id: 'kb', ...last }]);
+    } finally {
+      c.close();
+    }
+    expect(await srv!.deps.db.get("SELECT 1 AS x FROM sqlite_master WHERE name = 'search_fts'")).toBeUndefined();
+    expect(await srv!.deps.db.all('SELECT * FROM search_docs')).toEqual([]);
   };
 
   it('after service.db is deleted: a restart on the same data root finds every page again, with its sha', async () => {
@@ -169,16 +211,39 @@ describe('node: the search index is rebuilt from git', () => {
     expect(srv.logs.filter((l) => l.includes('"level":"error"'))).toEqual([]);
   });
 
-  it('a database from before the search tables (migration 0007) gets them filled on the first sync', async () => {
+  it('a server that kept the rows in service.db: they are dropped there at start, and the file is filled', async () => {
     root = await tempDir('kr-search-');
     srv = await startTestServer({ dataRoot: root.path });
     await push([{ path: 'a.md', content: '## Plover\nshore' }, { path: 'b.md', content: 'plover in passing' }]);
     expect(await hits('plover')).toHaveLength(2);
     await srv.stop();
+    // service.db as such a server left it: the FTS5 table and rows in search_docs; no file of the repository's.
+    for (const f of ['', '-wal', '-shm']) await rm(`${searchFile()}${f}`, { force: true });
+    const c = createClient({ url: `file:${dbPath()}` });
+    await c.batch(
+      [
+        "CREATE VIRTUAL TABLE search_fts USING fts5(title, tags, summary, headings, body, tokenize = 'unicode61 remove_diacritics 2')",
+        "INSERT INTO search_docs (id, repo_id, path, blob) VALUES (1, 'kb', 'a.md', 'old')",
+        "INSERT INTO search_fts (rowid, title, tags, summary, headings, body) VALUES (1, '', '', '', 'Plover', 'shore')",
+      ],
+      'write',
+    );
+    c.close();
+    srv = await startTestServer({ dataRoot: root.path });
+    expect((await hits('plover')).map((h) => h.split('@')[0])).toEqual(['a.md', 'b.md']);
+    await consistent();
+  });
+
+  it('a database from before the search tables (migration 0007): the index is whole again on the first sync', async () => {
+    root = await tempDir('kr-search-');
+    srv = await startTestServer({ dataRoot: root.path });
+    await push([{ path: 'a.md', content: '## Plover\nshore' }, { path: 'b.md', content: 'plover in passing' }]);
+    await srv.stop();
     // Back to the schema of migration 0006, with the path index itself intact.
     const c = createClient({ url: `file:${dbPath()}` });
-    await c.batch(['DROP TABLE search_fts', 'DROP TABLE search_docs', 'DELETE FROM schema_migrations WHERE version = 7'], 'write');
+    await c.batch(['DROP TABLE search_docs', 'DELETE FROM schema_migrations WHERE version = 7'], 'write');
     c.close();
+    for (const f of ['', '-wal', '-shm']) await rm(`${searchFile()}${f}`, { force: true });
     srv = await startTestServer({ dataRoot: root.path });
     expect((await hits('plover')).map((h) => h.split('@')[0])).toEqual(['a.md', 'b.md']);
     await consistent();
@@ -189,12 +254,68 @@ describe('node: the search index is rebuilt from git', () => {
     srv = await startTestServer({ dataRoot: root.path });
     await push([{ path: 'a.md', content: '## Grebe\ndives' }]);
     await srv.stop();
-    const c = createClient({ url: `file:${dbPath()}` });
+    const c = createClient({ url: `file:${searchFile()}` });
     await c.execute('DROP TABLE search_fts');
     expect(Number((await c.execute('SELECT count(*) AS n FROM search_docs')).rows[0]!.n)).toBe(1);
     c.close();
     srv = await startTestServer({ dataRoot: root.path });
     expect((await hits('grebe')).map((h) => h.split('@')[0])).toEqual(['a.md']);
+    await consistent();
+  });
+
+  it('a deleted search file, or one that is not a database, is made again from git', async () => {
+    root = await tempDir('kr-search-');
+    srv = await startTestServer({ dataRoot: root.path });
+    const head = await push([{ path: 'a.md', content: '## Gannet\nplunges' }, { path: 'b.md', content: 'a gannet colony' }]);
+    const before = await hits('gannet');
+    expect(before).toEqual([`a.md@${head.slice(0, 7)}`, `b.md@${head.slice(0, 7)}`]);
+    await srv.stop();
+    for (const f of ['', '-wal', '-shm']) await rm(`${searchFile()}${f}`, { force: true });
+    srv = await startTestServer({ dataRoot: root.path });
+    expect(await hits('gannet')).toEqual(before);
+    await consistent();
+    await srv.stop();
+    for (const f of ['-wal', '-shm']) await rm(`${searchFile()}${f}`, { force: true });
+    await writeFile(searchFile(), 'this is not a database, but it is long enough to look like one '.repeat(100));
+    srv = await startTestServer({ dataRoot: root.path });
+    expect(await hits('gannet')).toEqual(before);
+    await consistent();
+    expect(srv.logs.filter((l) => l.includes('"level":"error"'))).toEqual([]);
+  });
+
+  it("dropSearch (a repository deleted) removes the repository's file; the rows come back only from git", async () => {
+    root = await tempDir('kr-search-');
+    srv = await startTestServer({ dataRoot: root.path });
+    await push([{ path: 'a.md', content: '## Puffin\nburrows' }]);
+    expect((await hits('puffin')).map((h) => h.split('@')[0])).toEqual(['a.md']);
+    await srv.deps.repos.index.dropSearch('kb');
+    for (const f of ['', '-wal', '-shm']) expect(existsSync(`${searchFile()}${f}`), f).toBe(false);
+    // No thread still reads the old file: a search finds nothing until the rows are made from git again.
+    expect(await hits('puffin')).toEqual([]);
+    await restart();
+    expect((await hits('puffin')).map((h) => h.split('@')[0])).toEqual(['a.md']);
+    await consistent();
+  });
+
+  it('a search file from an older backup is caught up from the commit it was level with', async () => {
+    root = await tempDir('kr-search-');
+    srv = await startTestServer({ dataRoot: root.path });
+    await push([{ path: 'a.md', content: 'albatross' }, { path: 'b.md', content: 'petrel' }, { path: 'c.md', content: 'skua' }]);
+    await hits('albatross');
+    await srv.stop();
+    await copyFile(searchFile(), `${searchFile()}.backup`);
+    srv = await startTestServer({ dataRoot: root.path });
+    const head = await push([{ path: 'a.md', content: 'cormorant' }, { path: 'b.md', delete: true }, { path: 'd.md', content: 'gannet' }]);
+    expect(await hits('cormorant')).toEqual([`a.md@${head.slice(0, 7)}`]);
+    await srv.stop();
+    for (const f of ['-wal', '-shm']) await rm(`${searchFile()}${f}`, { force: true });
+    await copyFile(`${searchFile()}.backup`, searchFile());
+    srv = await startTestServer({ dataRoot: root.path });
+    expect(await hits('albatross')).toEqual([]);
+    expect(await hits('petrel')).toEqual([]);
+    expect(await hits('cormorant')).toEqual([`a.md@${head.slice(0, 7)}`]);
+    expect(await hits('gannet')).toEqual([`d.md@${head.slice(0, 7)}`]);
+    expect((await hits('skua')).map((h) => h.split('@')[0])).toEqual(['c.md']);
     await consistent();
   });
 
@@ -254,7 +375,7 @@ describe('kr search (cli/commands/search.ts)', () => {
 
     const all = await kr('search', 'rollout');
     expect(all.code, all.stderr).toBe(0);
-    expect(all.stdout).toMatch(/^acme\/wiki\/concepts\/a\.md  Rollout  [0-9a-f]{7} · [0-9.e-]+\n    «Rollout»\n/);
+    expect(all.stdout).toMatch(/^1\. acme\/wiki\/concepts\/a\.md  Rollout  [0-9a-f]{7}\n   «Rollout»\n2\. beta\/b\.md  [0-9a-f]{7}\n/);
     expect(all.stdout).toContain('beta/b.md');
     expect(all.stdout).toContain('1–2 of 2');
 

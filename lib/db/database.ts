@@ -146,20 +146,8 @@ export class LibsqlDatabase implements SqlDatabase {
 
   private execute(sql: string, args: SqlArgs): { rows: SqlRow[]; changes: number; lastId: bigint | undefined } {
     const { stmt, columns } = this.prepared(sql);
-    const bound = args.map(toSql);
-    if (columns) {
-      const raw = stmt.all(bound) as unknown[][];
-      const rows = raw.map((r) => {
-        const row: SqlRow = {};
-        for (let i = 0; i < columns.length; i++) {
-          const name = columns[i]!;
-          // A repeated column name keeps its first value, as @libsql/client's rows do.
-          if (!Object.hasOwn(row, name)) row[name] = fromSql(r[i]);
-        }
-        return row;
-      });
-      return { rows, changes: 0, lastId: undefined };
-    }
+    const bound = bindArgs(args);
+    if (columns) return { rows: rowsOf(columns, stmt.all(bound) as unknown[][]), changes: 0, lastId: undefined };
     const info = stmt.run(bound);
     return { rows: [], changes: Number(info.changes), lastId: BigInt(info.lastInsertRowid) };
   }
@@ -190,6 +178,26 @@ export class LibsqlDatabase implements SqlDatabase {
     this.queue = next.catch(() => undefined);
     return next;
   }
+}
+
+/** Arguments as the driver binds them (see the class comment for what is refused). */
+export function bindArgs(args: SqlArgs): unknown[] {
+  return args.map(toSql);
+}
+
+/**
+ * Raw rows (arrays of values, integers as bigints) as rows by column name, values as @libsql/client gives
+ * them; a repeated column name keeps its first value, as @libsql/client's rows do.
+ */
+export function rowsOf(columns: readonly string[], raw: readonly unknown[][]): SqlRow[] {
+  return raw.map((r) => {
+    const row: SqlRow = {};
+    for (let i = 0; i < columns.length; i++) {
+      const name = columns[i]!;
+      if (!Object.hasOwn(row, name)) row[name] = fromSql(r[i]);
+    }
+    return row;
+  });
 }
 
 function toSql(v: SqlValue): unknown {

@@ -72,3 +72,23 @@ export async function openDatabaseFile(file: string, nowSeconds: number): Promis
   }
   return db;
 }
+
+/**
+ * Opens (creating if needed) a database file of derived rows that git can rebuild (a repository's full-text
+ * index, lib/search/index-files.ts), without migrations: WAL (the read threads of lib/db/read-pool.ts read
+ * beside this connection's writes), synchronous NORMAL without flushes of our own (a crash may lose the last
+ * commits, never part of one: they are made again), a page cache of `cacheKib`. A file that is not a
+ * database is an error here (SQLITE_NOTADB), before anything is written to it.
+ */
+export function openDerivedFile(file: string, cacheKib: number): LibsqlDatabase {
+  const db = new LibsqlDatabase(new Database(file, { timeout: BUSY_TIMEOUT_MS }));
+  try {
+    db.exec('PRAGMA journal_mode = WAL');
+    db.exec('PRAGMA synchronous = NORMAL');
+    db.exec(`PRAGMA cache_size = -${Math.floor(cacheKib)}`);
+  } catch (e) {
+    db.connection.close();
+    throw e;
+  }
+  return db;
+}

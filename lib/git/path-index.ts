@@ -3,7 +3,7 @@ import type { CommitMeta, GitStore, PathChange } from './store.ts';
 import { UnknownShaError } from './store.ts';
 import { foldPathCase } from '../page/path.ts';
 import { searchDocument, type SearchDocument } from '../search/document.ts';
-import { FullTextIndex, searchStmts } from '../search/fts.ts';
+import { FullTextIndex, type TextStore } from '../search/fts.ts';
 import type { SearchOptions, SearchPage } from '../search/results.ts';
 import { LinkIndex, linkDocument, linkStmts, type LinkDocument } from '../links/index.ts';
 import type { LinksResponse } from '../../schema/wire/links.ts';
@@ -11,8 +11,9 @@ import type { LinksResponse } from '../../schema/wire/links.ts';
 /**
  * The derived commit/path index in libSQL. It answers per-path history, "the previous commit touching
  * this path", pages at head and pull-since in O(result), and full-text search over the pages at head
- * (lib/search/fts.ts, whose rows are written in the same batch as the commit's), and the links between pages
- * (lib/links/, whose rows are too). It is never the source of truth: `sync` compares it with the branch in git and replays (or rebuilds) what is missing, so a deleted or
+ * (lib/search/fts.ts, whose rows live in a TextStore: per repository on Node), and the links between pages
+ * (lib/links/, whose rows are written in the same batch as the commit's). It is never the source of
+ * truth: `sync` compares it with the branch in git and replays (or rebuilds) what is missing, so a deleted or
  * stale database loses nothing.
  */
 
@@ -58,6 +59,11 @@ export interface PathIndexOptions {
    * they cost (bench/workloads/search.ts); such an index answers `search` with what it held before.
    */
   search?: boolean;
+  /**
+   * Where the full-text rows live (lib/search/fts.ts): by default this index's own database, shared by every
+   * repository; the Node server gives each repository a file of its own (lib/search/index-files.ts).
+   */
+  text?: TextStore;
 }
 
 /** New page contents by path (null: deleted), as a push hands them to `record`. */
@@ -75,8 +81,13 @@ export class PathIndex {
     opts: PathIndexOptions = {},
   ) {
     this.searchOn = opts.search ?? true;
-    this.fts = new FullTextIndex(db);
+    this.fts = new FullTextIndex(db, opts.text);
     this.linkIndex = new LinkIndex(db);
+  }
+
+  /** Where the full-text rows live (lib/search/fts.ts). */
+  get text(): TextStore {
+    return this.fts.text;
   }
 
   /** The database the index lives in (statements of other tables may join its batches when it is theirs). */
@@ -264,16 +275,14 @@ export class PathIndex {
   }
 
   /**
-   * Statements recording one commit on top of the current head (seq = previous + 1). With `docs`, the
-   * full-text rows of every changed path are replaced in the same batch (a path missing from `docs` loses
-   * its row; sync's catch-up puts it back); with `links`, the link rows of every changed path it holds.
+   * Statements recording one commit on top of the current head (seq = previous + 1). With `links`, the link
+   * rows of every changed path it holds are replaced in the same batch.
    */
   private recordStmts(
     repo: string,
     seq: number,
     meta: CommitMeta,
     changes: PathChange[],
-    docs?: ReadonlyMap<string, SearchDocument | null>,
     links?: ReadonlyMap<string, LinkDocument | null>,
   ): Stmt[] {
     const stmts: Stmt[] = [
@@ -296,7 +305,6 @@ export class PathIndex {
               args: [repo, ch.path, ch.blob, seq, foldPathCase(ch.path)],
             },
       );
-      if (docs) stmts.push(...searchStmts(repo, ch.path, ch.blob === null ? null : { blob: ch.blob, doc: docs.get(ch.path) ?? null }));
       const linked = links?.get(ch.path);
       if (linked !== undefined) stmts.push(...linkStmts(repo, ch.path, ch.blob === null || linked === null ? null : { blob: ch.blob, doc: linked }));
     }
@@ -305,7 +313,7 @@ export class PathIndex {
 
   /**
    * Records a commit the caller just made on top of the indexed head. `contents` (the pushed bytes by path)
-   * keeps the full-text rows in step in the same batch: a page is searchable as soon as the push is answered.
+   * keeps the full-text rows in step right after: a page is searchable as soon as the push is answered.
    */
   async record(repo: string, meta: CommitMeta, changes: PathChange[], contents: PageContents): Promise<IndexedCommit> {
     return (await this.recordMany(repo, [{ meta, changes, contents }]))[0]!;
@@ -313,11 +321,12 @@ export class PathIndex {
 
   /**
    * Records a chain of commits (each the parent of the next, the first on top of the indexed head) in one
-   * batch, with `extra` statements (e.g. activity rows) in the same transaction, and the link rows of the
-   * changed pages (lib/links/). `fullText: false` leaves
-   * the changed pages' full-text rows behind head, for `catchUpSearch` (RepoStore does it later, for many
-   * pushes at once). `head`: the indexed head the chain builds on, when the caller read it under the
-   * repository's lock (one query less a push); read here otherwise.
+   * batch, with `extra` statements (e.g. activity rows) and the link rows of the changed pages (lib/links/) in
+   * the same transaction, then the changed pages' full-text rows, in their own database (were that write to
+   * fail, the commits stay recorded and the next catch-up makes the rows). `fullText: false` leaves those
+   * rows behind head, for `catchUpSearch` (RepoStore does it later, for many pushes at once). `head`: the
+   * indexed head the chain builds on, when the caller read it under the repository's lock (one query less a
+   * push); read here otherwise.
    */
   async recordMany(
     repo: string,
@@ -331,19 +340,18 @@ export class PathIndex {
     } = {},
   ): Promise<IndexedCommit[]> {
     const fullText = this.searchOn && opts.fullText !== false;
-    if (fullText) await this.fts.ensureTable();
     const head = opts.head !== undefined ? opts.head : await this.headCommit(repo);
     let seq = head?.seq ?? 0;
     const stmts: Stmt[] = [];
     const out: IndexedCommit[] = [];
+    // The last change of each path across the chain wins.
+    const docs = new Map<string, { blob: string; doc: SearchDocument | null } | null>();
     for (const { meta, changes, contents } of commits) {
       seq += 1;
-      let docs: Map<string, SearchDocument | null> | undefined;
       if (fullText) {
-        docs = new Map();
         for (const ch of changes) {
           const bytes = ch.blob === null ? null : contents.get(ch.path);
-          docs.set(ch.path, bytes ? searchDocument(ch.path, bytes) : null);
+          docs.set(ch.path, ch.blob === null ? null : { blob: ch.blob, doc: bytes ? searchDocument(ch.path, bytes) : null });
         }
       }
       // A page whose bytes are not at hand keeps its rows, which then describe an older blob: sync's
@@ -354,11 +362,12 @@ export class PathIndex {
         if (ch.blob === null) links.set(ch.path, null);
         else if (bytes) links.set(ch.path, linkDocument(ch.path, bytes));
       }
-      stmts.push(...this.recordStmts(repo, seq, meta, changes, docs, links));
+      stmts.push(...this.recordStmts(repo, seq, meta, changes, links));
       out.push({ sha: meta.sha, seq, author: meta.author, email: meta.email, time: meta.time, message: meta.message });
     }
     const results = await this.db.batch([...stmts, ...extra]);
     opts.extraResults?.(results.slice(stmts.length));
+    if (fullText) await this.fts.record(repo, docs);
     return out;
   }
 
@@ -397,6 +406,16 @@ export class PathIndex {
     return this.fts.search(repo, q, opts);
   }
 
+  /** Deletes every full-text row of `repo` (its repository is deleted). */
+  dropSearch(repo: string): Promise<void> {
+    return this.fts.drop(repo);
+  }
+
+  /** Closes the full-text rows' databases (not this index's own database, which its opener closes). */
+  close(): Promise<void> {
+    return this.fts.text.close();
+  }
+
   /**
    * The links of the page at `path`, which the caller found at head (lib/links/index.ts): what it links to
    * and the pages that link to it.
@@ -407,17 +426,14 @@ export class PathIndex {
 
   /**
    * Statements deleting every row this index holds for a repository (its deletion: lib/git/repo-store.ts
-   * `remove`): commits, changes, head, full-text and link rows.
+   * `remove`): commits, changes, head and link rows, the event log and webhooks. The full-text rows live in
+   * their own store: `dropSearch` deletes them.
    */
-  async removalStmts(repo: string): Promise<Stmt[]> {
-    // search_fts is made on first use: a database that never indexed a page has none to delete from.
-    await this.fts.ensureTable();
+  removalStmts(repo: string): Stmt[] {
     return [
       { sql: 'DELETE FROM git_commits WHERE repo_id = ?', args: [repo] },
       { sql: 'DELETE FROM git_changes WHERE repo_id = ?', args: [repo] },
       { sql: 'DELETE FROM git_head WHERE repo_id = ?', args: [repo] },
-      { sql: 'DELETE FROM search_fts WHERE rowid IN (SELECT id FROM search_docs WHERE repo_id = ?)', args: [repo] },
-      { sql: 'DELETE FROM search_docs WHERE repo_id = ?', args: [repo] },
       ...LinkIndex.removalStmts(repo),
       // Live events (schema/migrations/0011_events.sql): the event log, webhooks and their deliveries.
       { sql: 'DELETE FROM webhook_deliveries WHERE repo_id = ?', args: [repo] },

@@ -475,9 +475,14 @@ export class RepoStore implements Repos {
     });
   }
 
-  /** Every row of the database about the repository, accounts side and index, in one batch. */
+  /**
+   * Every row of the database about the repository, accounts side and index, in one batch; then its
+   * full-text rows, which live in a store of their own (derived: were that to fail, nothing refers to them,
+   * and a repository created again under the id rebuilds them from its own git).
+   */
   private async dropRows(id: string): Promise<void> {
-    await this.index.database.batch([...repositoryRowsDeletion(id), ...(await this.index.removalStmts(id))]);
+    await this.index.database.batch([...repositoryRowsDeletion(id), ...this.index.removalStmts(id)]);
+    await this.index.dropSearch(id);
   }
 
   /**

@@ -14,6 +14,7 @@ import { GitStore, LOCK_WAIT_MS } from '../git/store.ts';
 import { nodeStoreFs } from '../git/node-fs.ts';
 import { PathIndex } from '../git/path-index.ts';
 import { RepoStore } from '../git/repo-store.ts';
+import { dropSharedRows, IndexFiles } from '../search/index-files.ts';
 import { Members } from '../db/members.ts';
 import { Users } from '../db/users.ts';
 import { Pats } from '../db/pats.ts';
@@ -65,7 +66,10 @@ export async function openNodeDeps(
   });
   // Nothing else writes these repositories: leftovers of a crash are safe to clear before serving.
   await git.recoverAll();
-  const repos = new RepoStore(git, new PathIndex(db), clock);
+  // Each repository's full-text rows in a file of its own, searched on worker threads (lib/search/index-files.ts).
+  await mkdir(join(config.dataRoot, 'search'), { recursive: true });
+  await dropSharedRows(db);
+  const repos = new RepoStore(git, new PathIndex(db, { text: new IndexFiles(join(config.dataRoot, 'search')) }), clock);
   // A repository deletion that a crash cut short is finished (rows and directory) before serving.
   await repos.finishRemovals();
   const members = new Members(db, clock);
@@ -249,6 +253,7 @@ export async function startServer(deps: NodeDeps, routes: RouteDef[], opts: Watc
         await deps.repos.git.packMerges();
         // A delivery under way finishes and is recorded; the rest stay pending for the next start.
         await deps.deliveries.stop();
+        await deps.repos.index.close();
         await deps.db.close();
       })();
       return closing;

@@ -14,14 +14,26 @@
  * carries nothing to search for and is dropped.
  *
  * Refused with SearchQueryError (400): no `q` or nothing but separators (`q required`); an unbalanced `"`;
- * only operators, or only exclusions; more than MAX_TERMS terms; a term over MAX_TERM_CHARS characters.
+ * only operators, or only exclusions; a term over MAX_TERM_CHARS characters; a query past its cost budget.
+ *
+ * The cost budget. A query's work grows with the words it names, each one a list of every page holding it,
+ * and a prefix is as many lists as the index has words starting with it: two letters expand to thousands
+ * (measured in a 30,000-page repository: `ka*` 0.7 s, 32 words 2.6 s, four two-letter prefixes 4.4 s; one
+ * three-letter prefix 80 ms, docs/architecture.md). So a query holds at most MAX_WORDS words in all (a
+ * phrase's words and exclusions count one each), at most MAX_PREFIXES of them prefixes, each prefix at least
+ * MIN_PREFIX_CHARS letters or digits long. Decided from the text alone, before any index is read: the same
+ * answer on both builds and for every repository.
  */
 import { HttpError } from '../http/errors.ts';
 
-/** Most terms a query may have (an exclusion counts as one). */
-export const MAX_TERMS = 32;
 /** Longest term, in characters (UTF-16 code units, as typed, without its quotes and `-`/`*`). */
 export const MAX_TERM_CHARS = 200;
+/** Most words a query may name, phrases' words and exclusions included. */
+export const MAX_WORDS = 16;
+/** Most prefix terms (`word*`) a query may have. */
+export const MAX_PREFIXES = 4;
+/** Fewest letters or digits a prefix may have (the last word of `"a b"*`). */
+export const MIN_PREFIX_CHARS = 3;
 
 /** Every message a refused query may carry (for the API's reference). */
 export const QUERY_ERRORS = [
@@ -29,8 +41,10 @@ export const QUERY_ERRORS = [
   'invalid query: unbalanced quote',
   'invalid query: nothing to search for (only operators or punctuation)',
   'invalid query: only exclusions; add a word to search for',
-  `invalid query: more than ${MAX_TERMS} terms`,
   `invalid query: a term is longer than ${MAX_TERM_CHARS} characters`,
+  `invalid query: more than ${MAX_WORDS} words`,
+  `invalid query: more than ${MAX_PREFIXES} prefixes (word*)`,
+  `invalid query: a prefix needs at least ${MIN_PREFIX_CHARS} letters or digits before *`,
 ];
 
 /** A refused query: 400 with a message that says what is wrong. */
@@ -59,10 +73,10 @@ export interface ParsedQuery {
 }
 
 /**
- * What FTS5's unicode61 tokenizer keeps as word characters: letters, digits, private-use characters, and
- * (since diacritics are removed) combining marks. Anything else separates words.
+ * The words of a term as FTS5's unicode61 tokenizer cuts them: runs of letters, digits, private-use
+ * characters and (since diacritics are removed) combining marks. Anything else separates words.
  */
-const WORD_CHAR = /[\p{L}\p{N}\p{Co}\p{Mn}]/u;
+const WORDS = /[\p{L}\p{N}\p{Co}\p{Mn}]+/gu;
 const SPACE = /\s/u;
 
 /** An FTS5 string: the text between double quotes, any `"` doubled. */
@@ -77,7 +91,11 @@ export function parseQuery(q: string | undefined | null): ParsedQuery {
   // Control characters (NUL included) separate words like spaces do.
   // eslint-disable-next-line no-control-regex
   const text = q.normalize('NFC').replace(/[\u0000-\u001f\u007f]/g, ' ');
-  const raw: SearchTerm[] = [];
+  const terms: SearchTerm[] = [];
+  /** Any term at all was typed (only separators: `q required`). */
+  let seen = false;
+  let words = 0;
+  let prefixes = 0;
   let i = 0;
   while (i < text.length) {
     if (SPACE.test(text[i]!)) {
@@ -119,12 +137,22 @@ export function parseQuery(q: string | undefined | null): ParsedQuery {
     if (body.length > MAX_TERM_CHARS) {
       throw new SearchQueryError(`invalid query: a term is longer than ${MAX_TERM_CHARS} characters`);
     }
-    raw.push({ text: body, phrase, prefix, exclude });
-    if (raw.length > MAX_TERMS) throw new SearchQueryError(`invalid query: more than ${MAX_TERMS} terms`);
+    seen = true;
+    // A term with no word character has nothing to match (`*`, `-`, `:`, `""`): dropped, and free.
+    const found = body.match(WORDS);
+    if (!found) continue;
+    // Counted as the terms come, so that a long query is refused after its first MAX_WORDS words.
+    words += found.length;
+    if (words > MAX_WORDS) throw new SearchQueryError(`invalid query: more than ${MAX_WORDS} words`);
+    if (prefix) {
+      if (++prefixes > MAX_PREFIXES) throw new SearchQueryError(`invalid query: more than ${MAX_PREFIXES} prefixes (word*)`);
+      if ([...found[found.length - 1]!].length < MIN_PREFIX_CHARS) {
+        throw new SearchQueryError(`invalid query: a prefix needs at least ${MIN_PREFIX_CHARS} letters or digits before *`);
+      }
+    }
+    terms.push({ text: body, phrase, prefix, exclude });
   }
-  if (raw.length === 0) throw new SearchQueryError('q required');
-  // A term with no word character has nothing to match (`*`, `-`, `:`, `""`).
-  const terms = raw.filter((t) => WORD_CHAR.test(t.text));
+  if (!seen) throw new SearchQueryError('q required');
   if (terms.length === 0) throw new SearchQueryError('invalid query: nothing to search for (only operators or punctuation)');
   const include = terms.filter((t) => !t.exclude);
   const exclude = terms.filter((t) => t.exclude);

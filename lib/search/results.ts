@@ -4,7 +4,7 @@
  * Ranking is FTS5's bm25 with a weight per column (search_fts: title, tags, summary, headings, body): a
  * match in the title counts 10 times a match in the body, tags 8, summary and headings 5. `score` is
  * -bm25 (higher is better), to 6 significant digits; scores compare within one answer (bm25's word
- * statistics are those of the index that answered: on Node the whole service, on Workers the repository).
+ * statistics are those of the index that answered: the repository's, on both builds).
  *
  * The snippet is FTS5's snippet(): about SNIPPET_TOKENS words of the column that matched best, each match
  * between « and », `…` where the text was cut, whitespace (line breaks included) folded to single spaces.

@@ -10,7 +10,8 @@ export const SearchQuery = z.object({
     .describe(
       'The query: words (all required), "exact phrases", prefix* and -excluded terms; case and diacritics are ignored. ' +
         'Anything else is searched for as words (FTS syntax such as OR, NEAR( or col: is not interpreted). ' +
-        'At most 32 terms of at most 200 characters each.',
+        'At most 16 words (each word of a phrase counts), at most 4 prefixes, each of at least 3 letters or digits; ' +
+        'a term is at most 200 characters.',
     ),
   type: z.string().optional().describe('Only pages whose frontmatter `type` (else the type of their path) is exactly this.'),
   tag: z.string().optional().describe('Only pages whose frontmatter `tags` include exactly this one.'),

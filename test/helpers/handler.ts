@@ -164,6 +164,7 @@ export async function mountHandler(route: RouteDef | RouteDef[], opts: MountOpti
       // Open event streams end and a webhook delivery under way is recorded before the database closes.
       deps.live.hub.close();
       await deps.deliveries.stop();
+      await deps.repos.index.close();
       await deps.db.close();
       await dir.cleanup();
     },

@@ -25,7 +25,7 @@ import { algNoneSession, expiredSession, otherSecretSession } from './helpers/to
  *    only where the outcome legitimately varies "no 5xx"; the share of each is printed;
  *  - no 5xx, no timeout, the process is alive and serves, its log holds no unhandled error;
  *  - nothing outside the data root changed (the sandbox around it is snapshotted), and the data root
- *    holds only service.db* and repos/<valid id>.git;
+ *    holds only service.db*, repos/<valid id>.git and search/<valid id>.db*;
  *  - a ledger explains every change: each new commit, repository, user, PAT, invite key, membership row
  *    and activity event is attributed to an ACCEPTED answer (2xx, or a 409 push that committed other
  *    files), each removal to a 204; so nothing was written by any rejected request;
@@ -333,8 +333,9 @@ describe('hostile input', () => {
     // --- Nothing outside the data root; inside it only the database and valid repositories.
     expect(treeDiff(treeBefore, await snapshotTree(sandbox.path, outsideDataRoot))).toEqual([]);
     const { readdir } = await import('node:fs/promises');
-    expect((await readdir(dataRoot())).filter((n) => !/^(service\.db(-wal|-shm)?|repos)$/.test(n))).toEqual([]);
+    expect((await readdir(dataRoot())).filter((n) => !/^(service\.db(-wal|-shm)?|repos|search)$/.test(n))).toEqual([]);
     expect((await readdir(join(dataRoot(), 'repos'))).filter((n) => !/^[A-Za-z0-9_-]{1,64}\.git$/.test(n))).toEqual([]);
+    expect((await readdir(join(dataRoot(), 'search'))).filter((n) => !/^[A-Za-z0-9_-]{1,64}\.db(-wal|-shm)?$/.test(n))).toEqual([]);
 
     // --- The ledger: which request the server actually handled (its access log, by request id).
     const handled = new Map<string, { method: string; path: string; status: number }>();
