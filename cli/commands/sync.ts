@@ -13,6 +13,7 @@ import { busy, note, out, paint, printJson, progress, shortSha, clean, utc, warn
 import { anyWholeFile, mergeOrigins, originLabel, partLabel, type MergeOrigins } from '../merged.ts';
 import { conflictSummary } from '../render.ts';
 import { frontmatterTrouble } from '../pagecheck.ts';
+import { onlyUpdatedConflicts, takeTheirUpdated } from '../updated-stamp.ts';
 
 /**
  * `parent_sha` of a page we have never seen on the server: no commit has this sha, so the server accepts
@@ -40,6 +41,11 @@ export interface Outgoing {
   hash?: string;
   /** Bytes of this file's entry in the JSON body. */
   bytes: number;
+  /**
+   * A second sending with the server's frontmatter `updated` (cli/updated-stamp.ts): the SHA-256 of the file
+   * as read (what a merged page may replace), and both values.
+   */
+  retry?: { fileHash: string; ours: string; theirs: string };
 }
 
 /** The server paths a push looks at: the arguments (slugs, page files or folders, tracked paths), or every page. */
@@ -112,6 +118,11 @@ export interface MergedPage {
    * The file is then left as it is, on its old base, so the next push merges it again.
    */
   notWritten?: string;
+  /**
+   * Frontmatter `updated` was stamped here and on the server at once: the page was pushed again with the
+   * server's value, which the merged page keeps (cli/updated-stamp.ts).
+   */
+  updatedKept?: { ours: string; theirs: string };
 }
 
 export interface PushOutcome {
@@ -136,9 +147,10 @@ export const noPushes = (): PushOutcome => ({ heads: [], pushed: [], conflicts: 
 async function takeMerged(project: Project, f: Outgoing, p: PushResponse['pushed'][number]): Promise<MergedPage> {
   const bytes = Buffer.from(p.content!, 'base64');
   const page: MergedPage = { path: p.path, sha: p.sha, merged_with: p.merged_with ?? '', parent: f.wire.parent_sha ?? '', text: bytes.toString('utf8') };
+  if (f.retry) page.updatedKept = { ours: f.retry.ours, theirs: f.retry.theirs };
   try {
     const now = await project.read(p.path);
-    if (now?.hash !== f.hash) return { ...page, notWritten: 'your file changed while the push ran' };
+    if (now?.hash !== (f.retry?.fileHash ?? f.hash)) return { ...page, notWritten: 'your file changed while the push ran' };
     await project.writePage(await project.safeTarget(p.path), page.text);
   } catch (e) {
     return { ...page, notWritten: `cannot write ${project.display(p.path)}: ${(e as Error).message}` };
@@ -152,7 +164,9 @@ async function takeMerged(project: Project, f: Outgoing, p: PushResponse['pushed
  * the server took. A conflict whose server content equals what we sent is no conflict: an earlier push
  * went through but its answer was lost; the server's sha becomes the page's base. With `merge`, a page
  * that changed on the server since its base is merged there by section, and the merged page is written
- * into `.kr/` ({@link MergedPage}); without it the request is exactly the original client's.
+ * into `.kr/` ({@link MergedPage}); a page whose merge conflicts only on frontmatter `updated` (both sides
+ * stamped it) is sent once more with the server's value, in a push of its own (cli/updated-stamp.ts).
+ * Without `merge` the request is exactly the original client's.
  */
 export async function sendPushes(
   project: Project,
@@ -165,48 +179,64 @@ export async function sendPushes(
   const outcome = noPushes();
   const total = batches.reduce((n, b) => n + b.length, 0);
   const working = busy(`pushing ${total} page(s)${batches.length > 1 ? ` in ${batches.length} pushes` : ''}`);
+
+  /** One push of `batch`; returns the files to send again with the server's `updated`. */
+  const pushOnce = async (batch: Outgoing[], msg: string): Promise<Outgoing[]> => {
+    const { data } = await api.push(repo, { message: msg, ...(opts.merge ? { merge: 'sections' } : {}), files: batch.map((f) => f.wire) });
+    const sent = new Map(batch.map((f) => [f.wire.path, f]));
+    const answered = new Set<string>();
+    const again: Outgoing[] = [];
+    for (const p of data.pushed) {
+      answered.add(p.path);
+      const f = sent.get(p.path);
+      if (!f) continue;
+      if (f.kind === 'deleted') delete project.state.pages[p.path];
+      else if (p.merged && p.content !== undefined && p.unchanged && sha256(Buffer.from(p.content, 'base64')) === f.hash) {
+        // Merged into exactly what the server already has, which is our file: an earlier push went
+        // through but its answer was lost (as with a conflict whose content is ours, below).
+        project.state.pages[p.path] = { sha: p.sha, hash: f.hash! };
+        outcome.inSync.push(p.path);
+        continue;
+      } else if (p.merged && p.content !== undefined) outcome.merged.push(await takeMerged(project, f, p));
+      else project.state.pages[p.path] = { sha: p.sha, hash: f.hash! };
+      outcome.pushed.push(p);
+    }
+    for (const c of data.conflicts) {
+      answered.add(c.path);
+      const f = sent.get(c.path);
+      if (f && f.kind !== 'deleted' && f.wire.content !== undefined && fromBase64(c.current_content) === f.wire.content) {
+        project.state.pages[c.path] = { sha: c.current_sha, hash: f.hash! };
+        outcome.inSync.push(c.path);
+        continue;
+      }
+      const stamped = opts.merge && f && !f.retry && f.kind !== 'deleted' && f.wire.content !== undefined && onlyUpdatedConflicts(c.conflicting);
+      const retry = stamped ? takeTheirUpdated(f.wire.content!, fromBase64(c.current_content)) : null;
+      if (retry) {
+        const wire: PushFile = { ...f!.wire, content: retry.text };
+        again.push({ wire, kind: f!.kind, hash: sha256(retry.text), bytes: entryBytes(wire), retry: { fileHash: f!.hash!, ours: retry.ours, theirs: retry.theirs } });
+      } else outcome.conflicts.push(c);
+    }
+    // Not in either list: a deletion of a page the server no longer has.
+    for (const f of batch) {
+      if (!answered.has(f.wire.path) && f.kind === 'deleted') {
+        delete project.state.pages[f.wire.path];
+        outcome.gone.push(f.wire.path);
+      }
+    }
+    if (data.pushed.some((p) => !p.unchanged && sent.get(p.path))) {
+      outcome.heads.push(data.new_head);
+      project.state.pushed = { head: data.new_head, at: nowSeconds() };
+    }
+    await project.save();
+    return again;
+  };
+
   try {
     for (let i = 0; i < batches.length; i++) {
-      const batch = batches[i]!;
       const msg = batches.length > 1 ? `${message} (part ${i + 1} of ${batches.length})` : message;
-      const { data } = await api.push(repo, { message: msg, ...(opts.merge ? { merge: 'sections' } : {}), files: batch.map((f) => f.wire) });
-      const sent = new Map(batch.map((f) => [f.wire.path, f]));
-      const answered = new Set<string>();
-      for (const p of data.pushed) {
-        answered.add(p.path);
-        const f = sent.get(p.path);
-        if (!f) continue;
-        if (f.kind === 'deleted') delete project.state.pages[p.path];
-        else if (p.merged && p.content !== undefined && p.unchanged && sha256(Buffer.from(p.content, 'base64')) === f.hash) {
-          // Merged into exactly what the server already has, which is our file: an earlier push went
-          // through but its answer was lost (as with a conflict whose content is ours, below).
-          project.state.pages[p.path] = { sha: p.sha, hash: f.hash! };
-          outcome.inSync.push(p.path);
-          continue;
-        } else if (p.merged && p.content !== undefined) outcome.merged.push(await takeMerged(project, f, p));
-        else project.state.pages[p.path] = { sha: p.sha, hash: f.hash! };
-        outcome.pushed.push(p);
-      }
-      for (const c of data.conflicts) {
-        answered.add(c.path);
-        const f = sent.get(c.path);
-        if (f && f.kind !== 'deleted' && f.wire.content !== undefined && fromBase64(c.current_content) === f.wire.content) {
-          project.state.pages[c.path] = { sha: c.current_sha, hash: f.hash! };
-          outcome.inSync.push(c.path);
-        } else outcome.conflicts.push(c);
-      }
-      // Not in either list: a deletion of a page the server no longer has.
-      for (const f of batch) {
-        if (!answered.has(f.wire.path) && f.kind === 'deleted') {
-          delete project.state.pages[f.wire.path];
-          outcome.gone.push(f.wire.path);
-        }
-      }
-      if (data.pushed.some((p) => !p.unchanged && sent.get(p.path))) {
-        outcome.heads.push(data.new_head);
-        project.state.pushed = { head: data.new_head, at: nowSeconds() };
-      }
-      await project.save();
+      const again = await pushOnce(batches[i]!, msg);
+      // Once only: a page that conflicts again is reported as it is.
+      if (again.length) await pushOnce(again, msg);
     }
   } finally {
     working.done();
@@ -342,6 +372,12 @@ function mergedLines(m: MergedPage, origins: MergeOrigins | null, p: Paint): str
         ? `: ${origins.parts.map((x) => originLabel(x, origins.wholeFile)).join(', ')}`
         : '';
   const lines = [`${p.cyan('merged')} ${clean(m.path)} with ${shortSha(m.merged_with)}${what}`];
+  if (m.updatedKept) {
+    lines.push(
+      `    frontmatter "updated" was stamped here (${clean(m.updatedKept.ours)}) and on the server (${clean(m.updatedKept.theirs)}) at once: ` +
+        `pushed again with the server's value, which the page keeps`,
+    );
+  }
   if (m.notWritten !== undefined) {
     lines.push(`    ${clean(m.notWritten)}: the merged page is on the server, your file was left as it is (the next "kr push" merges it again)`);
   }
@@ -439,6 +475,7 @@ export async function push(args: string[], opts: Common & { type?: string; messa
               merged_with: m.merged_with,
               written: m.notWritten === undefined,
               parts: origins.get(m.path)?.parts ?? null,
+              ...(m.updatedKept ? { updated_kept: m.updatedKept.theirs } : {}),
             })),
           }
         : {}),
