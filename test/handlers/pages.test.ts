@@ -11,7 +11,7 @@ afterEach(async () => {
 });
 
 describe('GET /v1/repos/:id/pages/<path> (functions/pages/read.ts)', () => {
-  // The example of README.md "Testing a handler in isolation", kept here so that it keeps working.
+  // The example of docs/testing.md "Testing a handler in isolation", kept here so that it keeps working.
   it('serves a page at head (README example)', async () => {
     const h = await mountHandler(pagesRead); // real libSQL file and git repositories in a temp dir
     const sha = await h.commit('notes', { 'a.md': '# A\n' }); // creates the repository: one commit
