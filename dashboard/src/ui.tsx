@@ -2,6 +2,7 @@
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { ApiError } from './api.ts';
+import type { LiveState } from './live.ts';
 
 export interface Loaded<T> {
   data: T | undefined;
@@ -10,11 +11,15 @@ export interface Loaded<T> {
   reload: () => void;
 }
 
-/** Runs `load` whenever `deps` change; a stale answer never overwrites a newer one. */
-export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
+/**
+ * Runs `load` whenever `deps` change; a stale answer never overwrites a newer one. While `when` is false
+ * nothing is asked and the state stays loading (a view that waits for its live events to start, live.ts).
+ */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[], when = true): Loaded<T> {
   const [state, setState] = useState<{ data?: T; error?: string; loading: boolean }>({ loading: true });
   const [tick, setTick] = useState(0);
   useEffect(() => {
+    if (!when) return;
     let live = true;
     setState((s) => ({ data: s.data, loading: true }));
     load().then(
@@ -25,7 +30,7 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
       live = false;
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [...deps, tick]);
+  }, [...deps, tick, when]);
   const reload = useCallback(() => setTick((t) => t + 1), []);
   return { data: state.data, error: state.error, loading: state.loading, reload };
 }
@@ -225,3 +230,26 @@ export function ConfirmButton(props: {
   );
 }
 
+
+/**
+ * How a view's live events stand, when that needs saying: a stream interrupted (and being opened again) or
+ * stopped for good, with the reason; `hint` is said while the stream is live.
+ */
+export function LiveNote({ live, hint }: { live: LiveState; hint?: string }) {
+  if (live.status === 'stopped') {
+    return (
+      <p class="note live-note" role="status">
+        Live updates stopped. {live.reason}
+      </p>
+    );
+  }
+  if (live.status === 'retrying') {
+    return (
+      <p class="hint live-note" role="status">
+        Live updates paused. {live.reason} Reconnecting…
+      </p>
+    );
+  }
+  if (live.status === 'live' && hint) return <p class="hint live-note">{hint}</p>;
+  return null;
+}
