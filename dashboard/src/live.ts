@@ -31,7 +31,8 @@ export const IDLE_MS = 45_000;
 /** Answers that trying again will not change: the stream stops with the server's reason. */
 const FINAL_STATUSES = new Set([400, 401, 403, 404]);
 
-export type LiveStatus = 'connecting' | 'live' | 'retrying' | 'stopped';
+/** `off`: the view asked for no stream. */
+export type LiveStatus = 'connecting' | 'live' | 'retrying' | 'stopped' | 'off';
 
 export interface StreamCallbacks {
   /** The stream opened for the first time, or could not be opened: the view may load its data now. */
@@ -253,13 +254,17 @@ export interface LiveHandlers {
   member?: (data: MemberEventData) => void;
 }
 
-/** The repository's event stream while the calling view is open; `handlers` may change on every render. */
-export function useRepoEvents(api: Api, repo: string, handlers: LiveHandlers): LiveState {
+/**
+ * The repository's event stream while the calling view is open; `handlers` may change on every render.
+ * `enabled` false: no stream (status `off`, ready at once).
+ */
+export function useRepoEvents(api: Api, repo: string, handlers: LiveHandlers, enabled = true): LiveState {
   // The state belongs to one stream: another repository (or sign-in) starts from nothing.
   const [state, setState] = useState<{ of: [Api, string]; live: LiveState }>({ of: [api, repo], live: INITIAL });
   const latest = useRef(handlers);
   latest.current = handlers;
   useEffect(() => {
+    if (!enabled) return;
     let open = true;
     const of: [Api, string] = [api, repo];
     const update = (f: (s: LiveState) => LiveState) =>
@@ -276,11 +281,13 @@ export function useRepoEvents(api: Api, repo: string, handlers: LiveHandlers): L
       open = false;
       stream.stop();
     };
-  }, [api, repo]);
+  }, [api, repo, enabled]);
+  if (!enabled) return OFF;
   return state.of[0] === api && state.of[1] === repo ? state.live : INITIAL;
 }
 
 const INITIAL: LiveState = { ready: false, epoch: 0, status: 'connecting' };
+const OFF: LiveState = { ready: true, epoch: 0, status: 'off' };
 
 /** Distinct names, in order, as "Bob", "Bob and Carol", "Bob, Carol and Dan". */
 export function nameList(names: readonly string[]): string {
