@@ -27,6 +27,28 @@ export class ApiError extends Error {
   }
 }
 
+/** A readable sentence for any failure; the API's own `error` text is kept as it is. */
+export function errorText(e: unknown): string {
+  if (e instanceof ApiError) {
+    if (e.status === 0) return e.message;
+    const hint =
+      e.status === 401
+        ? ' Sign in again.'
+        : e.status === 403
+          ? ' You do not have access to this.'
+          : e.status === 429
+            ? ' Too many requests: wait a moment and try again.'
+            : '';
+    return `${capitalise(e.message)} (HTTP ${e.status}).${hint}`;
+  }
+  if (e instanceof Error) return e.message;
+  return String(e);
+}
+
+function capitalise(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
 // The wire types are the server's own (schema/wire, type-only imports: nothing of zod reaches the bundle).
 export type { SectionDiff, FieldChange, EvolutionResponse, CreatePatResponse, RepoSummary, ActivityResponse, PushResponse, Conflict };
 export type PatInfo = PatListItem;

@@ -12,10 +12,9 @@
  *    (401, 403, 404, 400).
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, type Api } from './api.ts';
+import { ApiError, errorText, type Api } from './api.ts';
 import type { MemberEventData, PushEventData } from '../../schema/wire/events.ts';
 import { SseParser } from './sse.ts';
-import { errorText } from './ui.tsx';
 
 export type { PushEventData, MemberEventData };
 

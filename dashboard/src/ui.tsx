@@ -1,7 +1,9 @@
 /** Shared pieces: data loading, error and empty states. */
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
-import { ApiError } from './api.ts';
+import { ApiError, errorText } from './api.ts';
+
+export { errorText };
 import type { LiveState } from './live.ts';
 
 export interface Loaded<T> {
@@ -33,28 +35,6 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[], when = true)
   }, [...deps, tick, when]);
   const reload = useCallback(() => setTick((t) => t + 1), []);
   return { data: state.data, error: state.error, loading: state.loading, reload };
-}
-
-/** A readable sentence for any failure; the API's own `error` text is kept as it is. */
-export function errorText(e: unknown): string {
-  if (e instanceof ApiError) {
-    if (e.status === 0) return e.message;
-    const hint =
-      e.status === 401
-        ? ' Sign in again.'
-        : e.status === 403
-          ? ' You do not have access to this.'
-          : e.status === 429
-            ? ' Too many requests: wait a moment and try again.'
-            : '';
-    return `${capitalise(e.message)} (HTTP ${e.status}).${hint}`;
-  }
-  if (e instanceof Error) return e.message;
-  return String(e);
-}
-
-function capitalise(s: string): string {
-  return s.charAt(0).toUpperCase() + s.slice(1);
 }
 
 /** A failure as shown: its sentence, and for a 402 the plan's upgrade page (an http(s) URL only). */
