@@ -108,7 +108,7 @@ export async function push(
     }
   }
   if (result.commit && identity.kind === 'user' && !joint) {
-    await deps.activity.record(repoId, identity, 'push', pushDetail(result));
+    await deps.activity.record(repoId, identity, 'push', pushDetail(result), result.commit.sha);
   }
   return { status: out.conflicts.length > 0 ? 409 : 200, body: out };
 }

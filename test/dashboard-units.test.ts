@@ -1,7 +1,8 @@
 /**
  * The dashboard's pure pieces, without a browser: link resolution (links.ts), the editor's page model
  * (fields.ts), conflict resolution (resolve.ts, against the server's own merge) and the pre-pass that keeps
- * inline styles out of the HTML parser (content.ts withoutInlineStyles).
+ * inline styles out of the HTML parser (content.ts withoutInlineStyles), the event stream's parser (sse.ts) and
+ * what the live views make of its events (live.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { isRelativeHref, parseWikiLink, resolveRelativeHref, resolveWikiTarget } from '../dashboard/src/links.ts';
@@ -9,6 +10,8 @@ import { modelOf, newPageModel, splitTags, textOf } from '../dashboard/src/field
 import { conflictItems, resolvePage, type Choice } from '../dashboard/src/resolve.ts';
 import { withoutInlineStyles } from '../dashboard/src/content.ts';
 import { mergePages } from '../lib/differ/merge.ts';
+import { MAX_LINE_CHARS, SseParser } from '../dashboard/src/sse.ts';
+import { backoffMs, changesSince, MAX_BACKOFF_MS, memberEventOf, nameList, pushEventOf } from '../dashboard/src/live.ts';
 
 const PAGES = new Set([
   'wiki/concepts/storage.md',
@@ -221,5 +224,63 @@ describe('inline styles kept out of the HTML parser', () => {
     expect(withoutInlineStyles('<a'.repeat(500_000))).toBe('<a'.repeat(500_000));
     expect(withoutInlineStyles('<style'.repeat(200_000))).toBe('');
     expect(withoutInlineStyles(`<p ${'x'.repeat(1_000_000)} style=`)).toBe(`<p ${'x'.repeat(1_000_000)} style=`);
+  });
+});
+
+describe('the event stream parser (sse.ts)', () => {
+  it('joins data lines, names the event, carries the last id; chunks cut anywhere, CRLF, CR or LF', () => {
+    const text = 'id: 41\r\nevent: push\r\ndata: {"a":\r\ndata: 1}\r\n\r\n: ping\n\nid: 42\revent: member\rdata:x\r\rdata: plain\n\n';
+    const whole = new SseParser().push(text);
+    expect(whole).toEqual([
+      { event: 'push', data: '{"a":\n1}', lastId: '41' },
+      { event: 'member', data: 'x', lastId: '42' },
+      { event: 'message', data: 'plain', lastId: '42' },
+    ]);
+    // The same text one character at a time (a CR at a chunk's end, its LF in the next): the same events.
+    const parser = new SseParser();
+    const bytewise = [...text].flatMap((c) => parser.push(c));
+    expect(bytewise).toEqual(whole);
+    expect(parser.comments).toBe(1);
+  });
+
+  it('dispatches no event without data, ignores an id with NUL, retry and unknown fields', () => {
+    const p = new SseParser();
+    expect(p.push('id: 7\nevent: push\n\n')).toEqual([]);
+    expect(p.push('id: a\0b\nretry: 10\nfoo: bar\ndata\n\n')).toEqual([{ event: 'message', data: '', lastId: '7' }]);
+  });
+
+  it('refuses a line that never ends past MAX_LINE_CHARS', () => {
+    const p = new SseParser();
+    expect(() => p.push(`data: ${'x'.repeat(MAX_LINE_CHARS)}`)).toThrow('event stream line too long');
+  });
+});
+
+describe('live events (live.ts)', () => {
+  const PUSH = { repo_id: 'acme', sha: 'a1', author: 'Bob', email: 'bob@example.com', time: '2026-05-17T10:00:00Z', message: 'm', paths: [{ path: 'x.md', status: 'modified' }] };
+
+  it('reads a push event, keeping only what the wire has; anything else is no push', () => {
+    expect(pushEventOf({ ...PUSH, more: 3, merged: ['x.md', 5], extra: '<b>' })).toEqual({ ...PUSH, more: 3, merged: ['x.md'] });
+    expect(pushEventOf({ ...PUSH, paths: [{ path: 'x.md', status: 'renamed' }] })).toBeNull();
+    expect(pushEventOf({ ...PUSH, sha: 1 })).toBeNull();
+    expect(pushEventOf([PUSH])).toBeNull();
+    expect(memberEventOf({ repo_id: 'acme', user_id: 'u', email: 'e', change: 'role', role: 'owner' })).toEqual({ repo_id: 'acme', user_id: 'u', email: 'e', change: 'role', role: 'owner' });
+    expect(memberEventOf({ repo_id: 'acme', user_id: 'u', email: 'e', change: 'left' })).toBeNull();
+  });
+
+  it('waits longer after each failed attempt, up to the cap', () => {
+    expect([0, 1, 2, 3, 10].map((n) => backoffMs(n, () => 1))).toEqual([1000, 2000, 4000, 8000, MAX_BACKOFF_MS]);
+    expect(backoffMs(0, () => 0)).toBe(500);
+    expect(backoffMs(40, () => 0)).toBe(MAX_BACKOFF_MS / 2);
+  });
+
+  it('names authors once, and finds the changes after the version shown', () => {
+    expect(nameList([])).toBe('');
+    expect(nameList(['Bob', 'Bob'])).toBe('Bob');
+    expect(nameList(['Bob', 'Carol', 'Bob', 'Dan'])).toBe('Bob, Carol and Dan');
+    const changes = [{ sha: 'a' }, { sha: 'b' }, { sha: 'c' }];
+    expect(changesSince(changes, 'b')).toEqual([{ sha: 'c' }]);
+    expect(changesSince(changes, 'c')).toEqual([]);
+    expect(changesSince(changes, 'zz')).toEqual(changes);
+    expect(changesSince(changes, null)).toEqual(changes);
   });
 });
