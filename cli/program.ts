@@ -3,10 +3,12 @@
  * `--json`. Command implementations are loaded on demand (`import()` inside each action).
  */
 import { Command, Option } from 'commander';
-import { checkRepoId, setRequestTimeout } from './config.ts';
-import { colourEnabled, paint, terminalSafe } from './output.ts';
+import { checkRepoId, setRequestTimeout } from '../client/config.ts';
+import { colourEnabled, paint, terminalSafe } from '../client/output.ts';
 
-export const VERSION = '0.1.0';
+import { VERSION } from '../client/version.ts';
+
+export { VERSION };
 
 type Opts = Record<string, unknown>;
 

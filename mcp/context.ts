@@ -4,9 +4,9 @@
  * and API client — whose requests carry, as `X-Service-Client`, the name the agent announced at
  * initialisation (SPEC.md rule 7), so the activity feed shows which agent pulled.
  */
-import { Api, type ApiOptions } from '../cli/api.ts';
-import { connect, loadCredentials, repoOf, requestTimeout } from '../cli/config.ts';
-import { Project, loadState } from '../cli/project.ts';
+import { Api, type ApiOptions } from '../client/api.ts';
+import { connect, loadCredentials, repoOf, requestTimeout } from '../client/config.ts';
+import { Project, loadState } from '../client/project.ts';
 import type { Commit } from '../schema/wire/common.ts';
 import type { PagesResponse } from '../schema/wire/sync.ts';
 

@@ -15,8 +15,8 @@
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { findProjectRoot, KR_DIR } from '../cli/project.ts';
-import { VERSION } from '../cli/program.ts';
+import { findProjectRoot, KR_DIR } from '../client/project.ts';
+import { VERSION } from '../client/version.ts';
 import { KrContext } from './context.ts';
 import { capAnswer, MAX_ANSWER_CHARS } from './limits.ts';
 import { indexOf, readPage, search } from './pages.ts';

@@ -1,6 +1,6 @@
 /**
- * The tools of the agent tool server (issue 16). Each one is the CLI's own logic (cli/commands/sync.ts,
- * cli/commands/inspect.ts, cli/project.ts, lib/differ) answering in text an agent can act on. A failure is
+ * The tools of the agent tool server (issue 16). Each one is the CLI's own logic (the client library: client/sync.ts,
+ * client/history.ts, client/project.ts, lib/differ) answering in text an agent can act on. A failure is
  * a result with `isError: true` and the message (the CLI's wording), never a crashed server (mcp/answer.ts).
  * The history tools are in mcp/history-tools.ts, kr_links in mcp/link-tools.ts.
  *
@@ -11,11 +11,11 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { PAGE_TYPES } from '../lib/page/parse.ts';
-import { ApiError, type Api } from '../cli/api.ts';
-import { noPushes, packPlan, pageStatuses, planPush, pullPages, sendPushes, type MergedPage } from '../cli/commands/sync.ts';
-import { mergeOrigins, type PartOrigin } from '../cli/merged.ts';
-import { utc } from '../cli/output.ts';
-import { KR_DIR } from '../cli/project.ts';
+import { ApiError, type Api } from '../client/api.ts';
+import { noPushes, packPlan, pageStatuses, planPush, pullPages, sendPushes, type MergedPage } from '../client/sync.ts';
+import { mergeOrigins, type PartOrigin } from '../client/merged.ts';
+import { utc } from '../client/output.ts';
+import { KR_DIR } from '../client/project.ts';
 import { guarded, pageRef, pathList, sha8 } from './answer.ts';
 import { authorOf, commitOf, pageCommits, type KrContext } from './context.ts';
 import { registerHistoryTools } from './history-tools.ts';

@@ -1,5 +1,5 @@
 /**
- * The section-merge follow-up of issue 31 in `kr push` (cli/updated-stamp.ts): two project folders edit
+ * The section-merge follow-up of issue 31 in `kr push` (client/updated-stamp.ts): two project folders edit
  * different sections of one page from the same base, each stamping frontmatter `updated` with its own time.
  * The second push's merge conflicts on `frontmatter.updated` alone; kr pushes that page once more with the
  * server's `updated`, so both pushes succeed, the page holds both sections and keeps the first push's
@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { mintSession } from '../lib/auth/session.ts';
 import { fsck, startTestServer, tempDir, type TestServer } from './helpers/env.ts';
 import { krUser, show, type KrUser } from './helpers/cli.ts';
-import { onlyUpdatedConflicts, takeTheirUpdated } from '../cli/updated-stamp.ts';
+import { onlyUpdatedConflicts, takeTheirUpdated } from '../client/updated-stamp.ts';
 
 const REPO = 'stamps';
 const PAGE = 'wiki/concepts/plan.md';

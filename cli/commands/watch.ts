@@ -1,7 +1,7 @@
 /**
  * `kr watch`: keeps the project folder in sync with its repository as changes happen (issue 31). It opens the
  * repository's event stream first, then pulls once to catch up, then pulls again on each push event — through
- * the same code as `kr pull` (cli/commands/sync.ts pullPages), so a local edit is never overwritten: a page
+ * the same code as `kr pull` (client/sync.ts pullPages), so a local edit is never overwritten: a page
  * changed here and on the server is kept and reported, once. One line per change on stdout (`--json`: one JSON
  * object per line); connection news on stderr. A dropped connection or a restarted server is followed by a
  * reconnection with `Last-Event-ID` (lib/events/sse-client.ts), so no change is missed; a connection that could
@@ -10,12 +10,12 @@
  */
 import type { PushEventData, MemberEventData } from '../../schema/wire/events.ts';
 import type { LiveEvent } from '../../lib/events/sse-client.ts';
-import { connect, repoOf } from '../config.ts';
-import { refused } from '../errors.ts';
-import { followRepo, revokedMessage } from '../live.ts';
-import { clean, jsonText, note, out, paint, shortSha } from '../output.ts';
-import { openProject } from '../project.ts';
-import { pullPages, type PullResult } from './sync.ts';
+import { connect, repoOf } from '../../client/config.ts';
+import { refused } from '../../client/errors.ts';
+import { followRepo, revokedMessage } from '../../client/live.ts';
+import { clean, jsonText, note, out, paint, shortSha } from '../../client/output.ts';
+import { openProject } from '../../client/project.ts';
+import { pullPages, type PullResult } from '../../client/sync.ts';
 
 /** Paths of a push named on its line; the rest are counted. */
 const LINE_PATHS = 10;

@@ -182,7 +182,8 @@ describe('DELETE /v1/repos/:id?confirm=<id> (functions/repos/delete.ts)', () => 
       ['activity', 'git_changes', 'git_commits', 'git_head', 'invite_key_exclusions', 'invite_keys', 'members', 'page_link_sources', 'page_links'].sort(),
     );
     // The full-text rows live in the repository's own search file (lib/search/index-files.ts).
-    const searchFiles = () => readdirSync(join(h.dataRoot, 'search')).filter((f) => f.startsWith('notes.'));
+    const root = h.dataRoot;
+    const searchFiles = () => readdirSync(join(root, 'search')).filter((f) => f.startsWith('notes.'));
     expect(searchFiles()).toContain('notes.db');
 
     expect(await del(alice, 'notes', 'notes')).toEqual({ status: 204, body: null });

@@ -218,7 +218,7 @@ export class Api {
     } catch {
       // not JSON: a proxy's page, say
     }
-    // Whatever the server says is shown on one line, without control characters (cli/output.ts).
+    // Whatever the server says is shown on one line, without control characters (client/output.ts).
     let message = clean(typeof body?.error === 'string' && body.error !== '' ? body.error : `HTTP ${res.status} ${res.statusText}`.trim());
     if (res.status >= 300 && res.status < 400) {
       const to = res.headers.get('location');
