@@ -4,8 +4,9 @@ import { PUSH_DETAIL_PATHS } from './db/activity.ts';
 import { HttpError } from './http/errors.ts';
 import { pagePathProblem, storedPathProblem } from './page/path.ts';
 import { RepoStore, type MergedWrite, type PushFile as StoreFile, type PushResult } from './git/repo-store.ts';
-import type { PullResponse, PushRequest, PushResponse } from '../schema/wire/sync.ts';
-import { toBase64, utf8 } from './wire.ts';
+import type { PushRequest, PushResponse } from '../schema/wire/sync.ts';
+import { toBase64 } from './wire.ts';
+import type { StreamOptions } from './git/repos.ts';
 
 /**
  * Push and pull: the wire forms of API.md "Pages and sync" over the repository store, and the activity
@@ -113,13 +114,6 @@ export async function push(
   return { status: out.conflicts.length > 0 ? 409 : 200, body: out };
 }
 
-/** A pull's answer with the pages as bytes: `pullJson` turns it into the PullResponse text, a page at a time. */
-export interface PullAnswer {
-  new_head: string;
-  files: Array<{ path: string; content: Uint8Array; sha: string }>;
-  deleted: string[];
-}
-
 /** A push's activity detail: the first committed paths, and (section merge) the paths merged on the way. */
 function pushDetail(r: PushResult): Record<string, unknown> {
   const merged = r.outcomes.filter((o) => o.kind === 'committed' && o.merged).map((o) => o.path);
@@ -127,39 +121,29 @@ function pushDetail(r: PushResult): Record<string, unknown> {
   return merged.length > 0 ? { paths, merged: [...new Set(merged)].slice(0, PUSH_DETAIL_PATHS) } : { paths };
 }
 
-/** Pages for a client to catch up; records `pull` activity when pages were actually received. */
+/**
+ * A pull's answer, streamed as it is read (Repos.pullBody): every page at head, or what changed and was
+ * deleted since a commit. Records `pull` activity when pages are to be received. Errors about the request
+ * (an unknown `since`) are thrown before anything is streamed.
+ */
 export async function pull(
   deps: Deps,
   identity: Identity,
   repoId: string,
   since: string | undefined,
   client: string | undefined,
-): Promise<PullAnswer> {
-  const res = await deps.repos.pull(repoId, since);
-  const answer: PullAnswer = {
-    new_head: res.head?.sha ?? '',
-    files: res.files.map((f) => ({ path: f.entry.path, content: f.content, sha: f.entry.commit.sha })),
-    deleted: res.deleted,
-  };
-  if (answer.files.length > 0 && identity.kind === 'user') {
+  opts: StreamOptions = {},
+): Promise<ReadableStream<Uint8Array>> {
+  const { pages, body } = await deps.repos.pullBody(repoId, since, opts);
+  if (pages && identity.kind === 'user') {
     const name = client?.trim();
-    await deps.activity.record(repoId, identity, 'pull', name ? { client: name.slice(0, 200) } : undefined);
+    try {
+      await deps.activity.record(repoId, identity, 'pull', name ? { client: name.slice(0, 200) } : undefined);
+    } catch (e) {
+      // Nobody reads the stream now: it is let go, and its work with it.
+      await body.cancel();
+      throw e;
+    }
   }
-  return answer;
-}
-
-/**
- * The PullResponse JSON of `answer` in pieces: each page is decoded and serialised only when its turn comes,
- * so a pull of every page never holds the whole answer as one string (full pulls of a large repository, one
- * after another, were the server's memory peak: each left several copies of the answer for the collector).
- */
-export function* pullJson(answer: PullAnswer): Generator<string> {
-  yield `{"new_head":${JSON.stringify(answer.new_head)},"files":[`;
-  let sep = '';
-  for (const f of answer.files) {
-    const file: PullResponse['files'][number] = { path: f.path, content: utf8(f.content), sha: f.sha };
-    yield sep + JSON.stringify(file);
-    sep = ',';
-  }
-  yield `],"deleted":${JSON.stringify(answer.deleted)}}`;
+  return body;
 }

@@ -9,6 +9,8 @@ import { PathIndex } from './path-index.ts';
 import { RepoStore } from './repo-store.ts';
 import { GitStore } from './store.ts';
 import type { SearchOptions } from '../search/results.ts';
+import { jsonLogger } from '../log.ts';
+import { logStreamEnd } from '../http/stream.ts';
 
 /**
  * The hosted build's repository: one Durable Object per repository id holds that repository's git
@@ -17,8 +19,9 @@ import type { SearchOptions } from '../search/results.ts';
  * check-and-set of the branch and the index kept level with git. The object's single-threaded execution
  * serialises its writes, as the per-repository lock does on Node (and that lock still runs inside).
  *
- * The Worker reaches it through `call` (lib/runtime/workers-repos.ts). Errors cross as their HTTP form
- * (`toHttpError`), which is all the Worker side does with them.
+ * The Worker reaches it through `call` (lib/runtime/workers-repos.ts), and through `pullBody` and
+ * `exportBody`, which return byte streams (native RPC). Errors cross as their HTTP form (`toHttpError`),
+ * which is all the Worker side does with them.
  *
  * Deleting the repository (`destroy`) wipes the object's whole storage (`deleteAll`) and leaves a tombstone:
  * from then on a call answers 404 `repo not found` instead of making the repository on first use, so a
@@ -43,10 +46,8 @@ const METHODS = {
   summary: (s: RepoStore, id: string) => s.summary(id),
   search: (s: RepoStore, id: string, q: string, opts: SearchOptions) => s.search(id, q, opts),
   links: (s: RepoStore, id: string, path: string) => s.links(id, path),
-  pull: (s: RepoStore, id: string, since?: string) => s.pull(id, since),
   commitFiles: (s: RepoStore, ...a: Parameters<RepoStore['commitFiles']>) => s.commitFiles(...a),
   readBlob: (s: RepoStore, id: string, oid: string) => s.readBlob(id, oid),
-  bundle: (s: RepoStore, id: string) => s.bundle(id),
   'index.resolve': async (s: RepoStore, id: string, value: string) => (await s.ready(id), s.index.resolve(id, value)),
   'index.history': async (s: RepoStore, id: string, path: string, limit: number, before?: number) =>
     (await s.ready(id), s.index.history(id, path, limit, before)),
@@ -58,6 +59,12 @@ const METHODS = {
 
 /** `destroy` deletes the repository (RepoObject.destroy); the others are METHODS. */
 export type RepoMethod = keyof typeof METHODS | 'destroy';
+
+/** Lines about the streams this object serves (`stream_cancelled`, `stream_failed`), as the Worker logs its own. */
+const log = jsonLogger(
+  (line) => console.log(line),
+  (line) => console.error(line),
+);
 
 /** The storage key of the tombstone a deleted repository leaves (its value: when, in ms). */
 const TOMBSTONE = 'kr:deleted';
@@ -108,13 +115,39 @@ export class RepoObject extends DurableObject {
 
   async call(method: string, args: unknown[]): Promise<RpcResult> {
     const fn = Object.hasOwn(METHODS, method) ? (METHODS[method as keyof typeof METHODS] as (s: RepoStore, ...a: unknown[]) => Promise<unknown>) : null;
-    if ((!fn && method !== 'destroy') || !this.store) return { ok: false, status: 500, error: `no such repository method: ${method}` };
+    if (!fn && method !== 'destroy') return { ok: false, status: 500, error: `no such repository method: ${method}` };
+    const id = String(args[0]);
+    if (method === 'destroy') return this.guarded(method, id, () => this.destroy(id).then(() => null));
+    return this.guarded(method, id, (store) => fn!(store, ...args));
+  }
+
+  /**
+   * A pull's answer (RepoStore.pullBody) as `{ pages, body }`, `body` a byte stream that native RPC carries
+   * to the Worker as it is read, with flow control: the pages are read here only as fast as the client takes
+   * them, and when it goes away the stream is cancelled here and the reads stop. `requestId` names the
+   * Worker's request in this object's log lines about the stream.
+   */
+  pullBody(id: string, since: string | undefined, requestId?: string): Promise<RpcResult> {
+    return this.guarded('pullBody', id, (store) =>
+      store.pullBody(id, since, { onEnd: logStreamEnd(log, { id: requestId, repo: id, what: 'pull' }) }),
+    );
+  }
+
+  /** The repository's bundle (RepoStore.exportBody) as a byte stream, or null while it has no commit; as pullBody streams. */
+  exportBody(id: string, requestId?: string): Promise<RpcResult> {
+    return this.guarded('exportBody', id, (store) =>
+      store.exportBody(id, { onEnd: logStreamEnd(log, { id: requestId, repo: id, what: 'export' }) }),
+    );
+  }
+
+  /**
+   * Runs `fn` on the store of repository `id`: after the tombstone's check (a deleted repository answers 404
+   * until `create` lifts it) and the repository's creation on first use; its errors cross as their HTTP form.
+   */
+  private async guarded(method: string, id: string, fn: (store: RepoStore) => Promise<unknown>): Promise<RpcResult> {
+    if (!this.store) return { ok: false, status: 500, error: `no such repository method: ${method}` };
     try {
-      const id = String(args[0]);
-      if (method === 'destroy') {
-        await this.destroy(id);
-        return { ok: true, value: null };
-      }
+      if (method === 'destroy') return { ok: true, value: await fn(this.store) };
       if (method === 'create' && this.deleted) {
         // D1 registered the id again: a new repository, in the storage destroy emptied.
         await this.ctx.storage.delete(TOMBSTONE);
@@ -124,7 +157,7 @@ export class RepoObject extends DurableObject {
       // The repository is made on first use too: the registry row in D1 is what says it exists, and a
       // creation that died between writing that row and calling `create` here must not leave it unusable.
       if (method !== 'create') await this.store.create(id);
-      return { ok: true, value: await fn!(this.store, ...args) };
+      return { ok: true, value: await fn(this.store) };
     } catch (e) {
       const http = toHttpError(e);
       if (!http) throw e;

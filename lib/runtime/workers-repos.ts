@@ -3,7 +3,7 @@ import { ownerStmt } from '../db/members.ts';
 import { repositoryRowsDeletion } from '../db/repo-rows.ts';
 import type { Clock } from '../clock.ts';
 import { HttpError } from '../http/errors.ts';
-import type { RepoIndex, Repos } from '../git/repos.ts';
+import type { RepoIndex, Repos, StreamOptions } from '../git/repos.ts';
 import type { RepoMethod, RpcResult } from '../git/repo-object.ts';
 import type { PushFile, PushResult } from '../git/repo-store.ts';
 import type { HeadEntry, IndexedCommit } from '../git/path-index.ts';
@@ -20,10 +20,20 @@ import type { LinksResponse } from '../../schema/wire/links.ts';
  * until D1 registers the id anew, then deletes the registry row with every row of D1 about the repository.
  */
 
-/** The part of the Durable Object namespace binding used here. */
+/** The part of the Durable Object namespace binding used here: RepoObject's methods, by native RPC. */
 export interface RepoNamespace {
   idFromName(name: string): unknown;
-  get(id: unknown): { call(method: string, args: unknown[]): Promise<RpcResult> };
+  get(id: unknown): {
+    call(method: string, args: unknown[]): Promise<RpcResult>;
+    pullBody(id: string, since: string | undefined, requestId?: string): Promise<RpcResult>;
+    exportBody(id: string, requestId?: string): Promise<RpcResult>;
+  };
+}
+
+/** A call's value, or its error as the HttpError it stands for. */
+function settle<T>(r: RpcResult): T {
+  if (r.ok) return r.value as T;
+  throw new HttpError(r.status, r.error, r.extra, r.headers);
 }
 
 const fold = (id: string) => id.replace(/[A-Z]/g, (c) => c.toLowerCase());
@@ -56,11 +66,12 @@ export class RemoteRepos implements Repos {
     };
   }
 
+  private stub(id: string): ReturnType<RepoNamespace['get']> {
+    return this.ns.get(this.ns.idFromName(id));
+  }
+
   private async call<T>(id: string, method: RepoMethod, ...args: unknown[]): Promise<T> {
-    const stub = this.ns.get(this.ns.idFromName(id));
-    const r = await stub.call(method, [id, ...args]);
-    if (r.ok) return r.value as T;
-    throw new HttpError(r.status, r.error, r.extra, r.headers);
+    return settle<T>(await this.stub(id).call(method, [id, ...args]));
   }
 
   async exists(id: string): Promise<boolean> {
@@ -167,8 +178,12 @@ export class RemoteRepos implements Repos {
   links(id: string, path: string): Promise<LinksResponse | null> {
     return this.call(id, 'links', path);
   }
-  pull(id: string, since?: string): ReturnType<Repos['pull']> {
-    return this.call(id, 'pull', since);
+  /**
+   * The object streams the answer (RepoObject.pullBody): its bytes come through as the client reads them,
+   * and the object logs how the stream ended (`opts.onEnd` stays unused here; `requestId` goes with it).
+   */
+  async pullBody(id: string, since?: string, opts: StreamOptions = {}): Promise<{ pages: boolean; body: ReadableStream<Uint8Array> }> {
+    return settle(await this.stub(id).pullBody(id, since, opts.requestId));
   }
   commitFiles(
     id: string,
@@ -182,7 +197,8 @@ export class RemoteRepos implements Repos {
   readBlob(id: string, oid: string): Promise<Uint8Array> {
     return this.call(id, 'readBlob', oid);
   }
-  bundle(id: string): Promise<Uint8Array<ArrayBuffer> | null> {
-    return this.call(id, 'bundle');
+  /** As pullBody: the object streams the bundle (RepoObject.exportBody). */
+  async exportBody(id: string, opts: StreamOptions = {}): Promise<ReadableStream<Uint8Array> | null> {
+    return settle(await this.stub(id).exportBody(id, opts.requestId));
   }
 }
