@@ -5,11 +5,14 @@
  *  1. state = 32 random bytes (base64url); the listener binds 127.0.0.1:0;
  *  2. `<dashboard>/cli-login?port=&state=&hostname=` is opened in the browser (KR_BROWSER, else the platform's
  *     opener) and always printed on stderr, so a user without a local browser can copy it;
- *  3. the signed-in user allows it there; the dashboard mints a PAT labelled with the hostname and sends the tab
- *     to `http://127.0.0.1:<port>/callback?state=&token=` (or `…&error=denied` for Cancel);
+ *  3. the signed-in user allows it there; the dashboard mints a PAT labelled with the hostname and posts it
+ *     with a form to `http://127.0.0.1:<port>/callback` (`state=&token=`, or `state=&error=denied` for Cancel,
+ *     as application/x-www-form-urlencoded): the token travels in the body, so no address holds it (browser
+ *     history, proxy or server logs of URLs);
  *  4. a callback with the right state (compared in constant time) ends the wait: the token is handed to
  *     `accept` (the same check and save as `kr login --token`), and the tab gets a short page saying how it
- *     went (the token is never echoed). A wrong state gets 400 and the wait goes on.
+ *     went (the token is never echoed). A wrong state gets 400 and the wait goes on; a GET (the old
+ *     query-string handover) gets 405, another body type 415, a body over 16 KiB 413.
  *
  * The wait ends after 5 minutes (KR_LOGIN_TIMEOUT_MS overrides it, for tests) or on Ctrl-C; the listener is
  * closed in every case.
@@ -81,14 +84,13 @@ const isLoopbackPeer = (addr: string | undefined): boolean =>
 const escapeHtml = (s: string): string =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
-/** A small page for the browser tab. Its script drops the query (the token) from the address bar. */
+/** A small page for the browser tab (no script: there is nothing in its address to clean up). */
 function page(title: string, text: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)}</title>
 <style>body{font-family:system-ui,sans-serif;max-width:36rem;margin:3rem auto;padding:0 1rem;line-height:1.5}</style>
 </head><body><main><h1>${escapeHtml(title)}</h1><p>${escapeHtml(text)}</p></main>
-<script>history.replaceState(null, '', location.pathname)</script>
 </body></html>
 `;
 }
@@ -100,11 +102,35 @@ function answer(res: ServerResponse, status: number, title: string, text: string
     'referrer-policy': 'no-referrer',
     'x-content-type-options': 'nosniff',
     'x-frame-options': 'DENY',
-    'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-" +
-      createHash('sha256').update("history.replaceState(null, '', location.pathname)").digest('base64') + "'",
+    'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; form-action 'none'",
     ...extra,
   });
   res.end(page(title, text));
+}
+
+/** Largest callback body read: a state and a token are a few hundred bytes. */
+export const CALLBACK_MAX_BYTES = 16 * 1024;
+
+/** The form fields of a callback's body, or why it is refused (status and page text). */
+async function readForm(req: IncomingMessage): Promise<URLSearchParams | { status: number; title: string; text: string }> {
+  const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type !== 'application/x-www-form-urlencoded') {
+    req.resume();
+    return { status: 415, title: 'Unsupported answer', text: 'The answer must be a form (application/x-www-form-urlencoded).' };
+  }
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > CALLBACK_MAX_BYTES) {
+    req.resume();
+    return { status: 413, title: 'Answer too large', text: 'The answer is larger than a sign-in can be.' };
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > CALLBACK_MAX_BYTES) return { status: 413, title: 'Answer too large', text: 'The answer is larger than a sign-in can be.' };
+    chunks.push(chunk);
+  }
+  return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
 }
 
 /**
@@ -163,7 +189,8 @@ export async function browserLogin(opts: BrowserLoginOptions): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     let timer: NodeJS.Timeout | undefined;
     const onSigint = () => finish(new CliError('login interrupted: no token was saved', 1, 'interrupted'));
-    const server = createServer((req, res) => void handle(req, res));
+    // A request that breaks off while its body is read is dropped; the wait goes on.
+    const server = createServer((req, res) => void handle(req, res).catch(() => res.destroy()));
 
     function finish(err?: CliError): void {
       if (settled) return;
@@ -191,11 +218,16 @@ export async function browserLogin(opts: BrowserLoginOptions): Promise<void> {
         answer(res, 404, 'Not found', 'Nothing lives at this address.');
         return;
       }
-      if (req.method !== 'GET') {
-        answer(res, 405, 'Method not allowed', 'Only GET is answered here.', { allow: 'GET' });
+      if (req.method !== 'POST') {
+        answer(res, 405, 'Method not allowed', 'Only the dashboard’s POST is answered here.', { allow: 'POST' });
         return;
       }
-      const given = url.searchParams.get('state') ?? '';
+      const form = await readForm(req);
+      if (!(form instanceof URLSearchParams)) {
+        answer(res, form.status, form.title, form.text, { connection: 'close' });
+        return;
+      }
+      const given = form.get('state') ?? '';
       if (!sameSecret(given, state)) {
         answer(res, 400, 'Sign-in link does not match', 'This answer does not belong to the kr command waiting here. Run "kr login --browser" again, and use the page it opens.');
         return;
@@ -205,8 +237,8 @@ export async function browserLogin(opts: BrowserLoginOptions): Promise<void> {
         return;
       }
       handling = true;
-      const error = url.searchParams.get('error');
-      const token = url.searchParams.get('token');
+      const error = form.get('error');
+      const token = form.get('token');
       if (error !== null || !token) {
         const denied = error === 'denied';
         answer(res, 200, denied ? 'Sign-in cancelled' : 'Sign-in failed', denied ? 'The kr command line was not signed in. You can close this tab.' : 'The kr command line was not signed in. You can close this tab and try again.');

@@ -146,16 +146,18 @@ Examples:
         .command('push')
         .description(
           'send new and changed pages, and delete on the server the pages deleted here (each based on the version you last pulled); ' +
+            'a page that changed on the server meanwhile is merged section by section (the merged page is written here), ' +
             'conflicts are reported, your files stay as they are',
         )
         .argument('[paths...]', 'slugs, page files, tracked page paths or folders (default: every page)')
         .addOption(typeOpt())
         .option('-m, --message <text>', 'commit message')
         .option('-n, --dry-run', 'only list what would be pushed')
+        .option('--no-merge', 'no section merge: a page that changed on the server since you pulled it is a conflict')
         .addOption(json()),
       async (paths, o) => (await sync()).push(paths, o as never),
     ),
-    ['kr push', 'kr push decision-log -m "record the decision"', 'kr push --type concept', 'kr push .kr/wiki/entities --dry-run'],
+    ['kr push', 'kr push decision-log -m "record the decision"', 'kr push --type concept', 'kr push .kr/wiki/entities --dry-run', 'kr push --no-merge'],
   );
   examples(
     act(

@@ -33,6 +33,12 @@ import diffEvolution from './diff/evolution.ts';
 import activityList from './activity/list.ts';
 import searchRepo from './search/repo.ts';
 import searchAll from './search/all.ts';
+import eventsStream from './events/stream.ts';
+import webhooksCreate from './webhooks/create.ts';
+import webhooksList from './webhooks/list.ts';
+import webhooksRemove from './webhooks/remove.ts';
+import webhooksTest from './webhooks/test.ts';
+import webhooksDeliveries from './webhooks/deliveries.ts';
 
 /** Every endpoint of both builds, in one list (the hosted build adds hostedRoutes: see routesFor). */
 export const routes: RouteDef[] = [
@@ -69,6 +75,12 @@ export const routes: RouteDef[] = [
   reposDelete,
   searchRepo,
   searchAll,
+  eventsStream,
+  webhooksCreate,
+  webhooksList,
+  webhooksRemove,
+  webhooksTest,
+  webhooksDeliveries,
 ];
 
 export { hostedRoutes };

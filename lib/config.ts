@@ -75,6 +75,14 @@ export interface Config {
    * blame indexes), split among them by {@link cacheBudget}. 0 turns caching off.
    */
   cacheBytes: number;
+  /** SERVICE_WEBHOOK_ALLOW_HTTP: webhooks may use `http://` URLs. */
+  webhookAllowHttp: boolean;
+  /** SERVICE_WEBHOOK_ALLOW_PRIVATE: webhooks may point at loopback, private and other non-public addresses. */
+  webhookAllowPrivate: boolean;
+  /** SERVICE_EVENTS_PING_MS: how often an event stream gets a `: ping` (and its caller's access a re-check). */
+  eventsPingMs: number;
+  /** SERVICE_WEBHOOK_RETRY_MS: when a failed delivery is tried again, ms after its first attempt. */
+  webhookRetryMs: number[];
 }
 
 /**
@@ -136,7 +144,42 @@ export const DEFAULTS = {
   dashboardUrl: 'http://localhost:5173',
   /** SERVICE_CACHE_MB: sized so that the server's peak RSS stays within 1.3× a bare Hono server's (bench/). */
   cacheMb: 16,
+  /** API.md: a ping at least every 15 s. */
+  eventsPingMs: 15_000,
+  /** API.md: retries about 10 s, 1 min, 10 min, 1 h and 6 h after the first attempt. */
+  webhookRetryMs: [10_000, 60_000, 600_000, 3_600_000, 21_600_000],
 } as const;
+
+/** The longest SERVICE_EVENTS_PING_MS (API.md: a ping at least every 15 s). */
+export const MAX_EVENTS_PING_MS = 15_000;
+/** Retries SERVICE_WEBHOOK_RETRY_MS may list at most. */
+export const MAX_WEBHOOK_RETRIES = 10;
+
+/**
+ * SERVICE_WEBHOOK_RETRY_MS: comma-separated whole milliseconds after a delivery's first attempt, increasing,
+ * at most MAX_WEBHOOK_RETRIES of them (the last failure after the last is final). Anything else refuses to
+ * start: a mistake here would silently drop or flood deliveries.
+ */
+export function retrySchedule(value: string | undefined): number[] {
+  if (value === undefined || value.trim() === '') return [...DEFAULTS.webhookRetryMs];
+  const parts = value.split(',').map((p) => p.trim());
+  const out: number[] = [];
+  for (const p of parts) {
+    const n = Number(p);
+    if (!/^[0-9]+$/.test(p) || !Number.isSafeInteger(n) || n <= 0 || (out.length > 0 && n <= out[out.length - 1]!)) {
+      out.length = 0;
+      break;
+    }
+    out.push(n);
+  }
+  if (out.length === 0 || out.length > MAX_WEBHOOK_RETRIES) {
+    throw new ConfigError(
+      `SERVICE_WEBHOOK_RETRY_MS: ${JSON.stringify(value)} is not a list of increasing whole milliseconds (at most ` +
+        `${MAX_WEBHOOK_RETRIES}, comma-separated; default ${DEFAULTS.webhookRetryMs.join(',')})`,
+    );
+  }
+  return out;
+}
 
 /** The longest a request body may take from its first byte (API.md "Conventions"): SERVICE_BODY_TIMEOUT_MS's ceiling. */
 export const MAX_BODY_TIMEOUT_MS = 120_000;
@@ -482,6 +525,16 @@ export function loadConfig(env: Env, cwd?: string): { config: Config; warnings: 
   // new setting whose mistakes would quietly cost memory or speed refuses to start instead.
   const cacheBytes = cacheMb(env.SERVICE_CACHE_MB) * 1024 * 1024;
 
+  // --- live events and webhooks
+  const webhookAllowHttp = flag(env, 'SERVICE_WEBHOOK_ALLOW_HTTP');
+  const webhookAllowPrivate = flag(env, 'SERVICE_WEBHOOK_ALLOW_PRIVATE');
+  let eventsPingMs = positiveInt(env.SERVICE_EVENTS_PING_MS, DEFAULTS.eventsPingMs);
+  if (eventsPingMs > MAX_EVENTS_PING_MS) {
+    warnings.push(`SERVICE_EVENTS_PING_MS (${eventsPingMs}) is above ${MAX_EVENTS_PING_MS}; using ${MAX_EVENTS_PING_MS}`);
+    eventsPingMs = MAX_EVENTS_PING_MS;
+  }
+  const webhookRetryMs = retrySchedule(env.SERVICE_WEBHOOK_RETRY_MS);
+
   return {
     config: {
       port,
@@ -515,6 +568,10 @@ export function loadConfig(env: Env, cwd?: string): { config: Config; warnings: 
       dashboardUrl,
       adminEmails,
       cacheBytes,
+      webhookAllowHttp,
+      webhookAllowPrivate,
+      eventsPingMs,
+      webhookRetryMs,
     },
     warnings,
   };

@@ -11,6 +11,8 @@ import type { Activity } from './db/activity.ts';
 import type { Invites } from './db/invites.ts';
 import type { QuotaPolicy } from './quota.ts';
 import type { ParseCache } from './diff-service.ts';
+import type { Live } from './events/live.ts';
+import type { HostResolver } from './events/url.ts';
 
 /**
  * Everything a handler may use, injected: no module-level singletons. The Node entry builds these from
@@ -32,4 +34,11 @@ export interface Deps {
   quota: QuotaPolicy;
   /** Parsed page revisions by (repository, blob id), shared by the diff and evolution endpoints. */
   parsedPages: ParseCache;
+  /** Live events and webhooks (lib/events/): the Node server's own, or the repository's Durable Object's. */
+  live: Live;
+  /**
+   * Resolves a webhook's host name to every address it has, for the check at creation (Node: DNS). Absent
+   * where the runtime cannot resolve names (Workers): only the URL's own rules are checked there.
+   */
+  resolveHost?: HostResolver;
 }

@@ -3,6 +3,7 @@ import type { Role } from './db/members.ts';
 import type { Deps } from './deps.ts';
 import { HttpError } from './http/errors.ts';
 import { quotaError } from './quota.ts';
+import type { MemberChange } from '../schema/wire/events.ts';
 
 export const REMOVED = 'removed from this repo; ask an owner for a new invite key';
 
@@ -25,10 +26,12 @@ export async function redeemInvite(deps: Deps, user: UserIdentity, token: string
   // A removed member stays removed: only a key minted after the removal readmits them.
   if (await deps.invites.excludes(found.key.id, user.userId)) throw new HttpError(403, REMOVED);
   const cap = deps.quota.join(found.repoId);
-  if (!cap) return { repoId: found.repoId, role: (await deps.members.add(found.repoId, user.userId, 'member')).role };
-  // The cap is checked by the insert itself: racing first joins never pass it together.
-  const joined = await deps.members.addIf(found.repoId, user.userId, 'member', cap.when);
-  if (!joined) throw quotaError(cap.refusal);
+  // With a cap, it is checked by the insert itself: racing first joins never pass it together.
+  const joined = cap
+    ? await deps.members.addIf(found.repoId, user.userId, 'member', cap.when)
+    : await deps.members.add(found.repoId, user.userId, 'member');
+  if (!joined) throw quotaError(cap!.refusal);
+  if (joined.added) await announceMember(deps, found.repoId, { userId: user.userId, email: user.email }, 'joined', joined.role);
   return { repoId: found.repoId, role: joined.role };
 }
 
@@ -46,11 +49,41 @@ export async function roleIn(deps: Pick<Deps, 'members' | 'repos'>, repoId: stri
   return deps.members.roleOf(repoId, userId);
 }
 
-/** Removes a member: 404 when the target is not one, 409 for the last owner. */
+/**
+ * Removes a member: 404 when the target is not one, 409 for the last owner. The `member` event that follows
+ * ends the removed user's event streams of the repository at once.
+ */
 export async function removeMember(deps: Deps, repoId: string, userId: string): Promise<void> {
+  const user = await deps.users.byId(userId);
   const result = await deps.members.remove(repoId, userId);
   if (result === 'not_member') throw new HttpError(404, 'not a member of this repo');
   if (result === 'last_owner') throw new HttpError(409, "can't remove the last owner");
+  await announceMember(deps, repoId, { userId, email: user?.email ?? '' }, 'removed');
+}
+
+/**
+ * The `member` event of a membership change that has been made (API.md "Live events"): `joined` (with the
+ * role held), `removed`, or `role` (with the new role; for the route that changes roles). The change stands
+ * whatever happens here: an event that cannot be recorded is logged, not answered as a failure.
+ */
+export async function announceMember(
+  deps: Pick<Deps, 'live' | 'log'>,
+  repoId: string,
+  user: { userId: string; email: string },
+  change: MemberChange,
+  role?: Role,
+): Promise<void> {
+  try {
+    await deps.live.member(repoId, {
+      repo_id: repoId,
+      user_id: user.userId,
+      email: user.email,
+      change,
+      ...(role !== undefined && change !== 'removed' ? { role } : {}),
+    });
+  } catch (e) {
+    deps.log.warn('member_event', { repo: repoId, user: user.userId, change, error: e instanceof Error ? e.message : String(e) });
+  }
 }
 
 /**
@@ -70,7 +103,9 @@ export async function changeRole(deps: Deps, repoId: string, userId: string, rol
       throw new HttpError(409, "can't remove the last owner");
     case 'refused':
       throw quotaError(cap!.refusal);
-    case 'changed': // the role moved
+    case 'changed': // the role moved: a `member` event follows
+      await announceMember(deps, repoId, { userId, email: result.email }, 'role', role);
+      return { user_id: userId, email: result.email, role };
     case 'unchanged': // the member already held it
       return { user_id: userId, email: result.email, role };
   }

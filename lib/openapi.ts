@@ -24,6 +24,8 @@ import * as repos from '../schema/wire/repos.ts';
 import * as search from '../schema/wire/search.ts';
 import * as service from '../schema/wire/service.ts';
 import * as sync from '../schema/wire/sync.ts';
+import * as events from '../schema/wire/events.ts';
+import * as webhooks from '../schema/wire/webhooks.ts';
 
 type Json = Record<string, unknown>;
 type Io = 'input' | 'output';
@@ -38,7 +40,7 @@ export interface OpenApiInput {
   hostedRoutes?: RouteDef[];
 }
 
-const WIRE_MODULES: Record<string, unknown>[] = [common, auth, repos, sync, diff, members, limits, service, query, hosted, search, links];
+const WIRE_MODULES: Record<string, unknown>[] = [common, auth, repos, sync, diff, members, limits, service, query, hosted, search, links, events, webhooks];
 
 const JSON_TYPE = 'application/json';
 const COMPONENT = '#/components/schemas/';
@@ -60,6 +62,8 @@ const TAGS: Array<{ name: string; description: string }> = [
   { name: 'History', description: 'Commits, section-aware diffs and evolution.' },
   { name: 'Search', description: 'Full-text search over the pages at head.' },
   { name: 'Members', description: 'Membership, invite keys and the activity feed.' },
+  { name: 'Live', description: 'Events of a repository as they happen (Server-Sent Events).' },
+  { name: 'Webhooks', description: 'Signed POSTs of a repository\'s events to other services.' },
   { name: 'Billing', description: 'Plans and payments (hosted build only).' },
   { name: 'Admin', description: "The service operator's views (hosted build only)." },
 ];
@@ -266,7 +270,11 @@ function successResponse(r: RouteDocResponse, w: SchemaWriter): Json {
   for (const [name, description] of Object.entries(r.headers ?? {})) headers[name] = { description, required: true, schema: { type: 'string' } };
   const out: Json = { description: r.description, headers };
   const type = r.contentType ?? (r.schema ? JSON_TYPE : undefined);
-  if (type) out.content = { [type]: r.schema ? { schema: w.ref(r.schema, 'output') } : {} };
+  if (type) {
+    const media: Json = r.schema ? { schema: w.ref(r.schema, 'output') } : {};
+    if (r.events) media['x-events'] = Object.fromEntries(Object.entries(r.events).map(([name, s]) => [name, w.ref(s, 'output')]));
+    out.content = { [type]: media };
+  }
   return out;
 }
 

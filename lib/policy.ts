@@ -32,6 +32,8 @@ export type Action =
   | 'repo.push'
   | 'members.list'
   | 'activity.read'
+  | 'events.read' // GET /v1/repos/:id/events
+  | 'webhook.list'
   // Repository-scoped: owners only
   | 'invite.mint'
   | 'invite.list'
@@ -39,7 +41,8 @@ export type Action =
   | 'member.remove'
   | 'member.role'
   | 'repo.export'
-  | 'repo.delete';
+  | 'repo.delete'
+  | 'webhook.manage'; // create, delete, test, deliveries
 
 export type Decision = { allow: true } | { allow: false; status: 401 | 403; error: string };
 
@@ -70,6 +73,9 @@ export const REPO_SCOPED: ReadonlySet<Action> = new Set<Action>([
   'member.role',
   'repo.export',
   'repo.delete',
+  'events.read',
+  'webhook.list',
+  'webhook.manage',
 ]);
 
 const OWNER_ONLY: Partial<Record<Action, string>> = {
@@ -80,6 +86,7 @@ const OWNER_ONLY: Partial<Record<Action, string>> = {
   'repo.export': 'only an owner can export',
   'member.role': 'only an owner can change roles',
   'repo.delete': 'only an owner can delete a repository',
+  'webhook.manage': 'only an owner can manage webhooks',
 };
 
 /** Under the legacy key: the shared admin passes every membership and owner check, but has no user. */
@@ -108,6 +115,9 @@ const LEGACY_TABLE: Record<Action, Decision> = {
   'member.role': ALLOW,
   'repo.export': ALLOW,
   'repo.delete': ALLOW,
+  'events.read': ALLOW,
+  'webhook.list': ALLOW,
+  'webhook.manage': ALLOW,
 };
 
 /**

@@ -146,6 +146,7 @@ export async function listRepos(deps: Deps, identity: Identity): Promise<RepoSum
 export async function deleteRepo(deps: Deps, id: string): Promise<void> {
   const removed = await deps.repos.creation.run(creationKey(id), () => deps.repos.remove(id));
   if (!removed) throw new HttpError(404, 'repo not found');
+  deps.live.deleted(id);
 }
 
 /** `GET /v1/repos/:id/export`: the repository as a git bundle, streamed; 409 while it has no commit to bundle. */

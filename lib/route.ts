@@ -82,6 +82,11 @@ export interface RouteDocResponse {
   contentType?: string;
   /** Response headers specific to this answer: name → description. */
   headers?: Record<string, string>;
+  /**
+   * A `text/event-stream` answer's events: the schema of each event name's `data` line, listed as the media
+   * type's `x-events` (OpenAPI 3.1 has no place for the items of a stream).
+   */
+  events?: Record<string, z.ZodType>;
 }
 
 export const defineRoute = (def: RouteDef): RouteDef => def;

@@ -114,11 +114,30 @@ export async function push(
   return { status: out.conflicts.length > 0 ? 409 : 200, body: out };
 }
 
-/** A push's activity detail: the first committed paths, and (section merge) the paths merged on the way. */
+/** Characters of the commit's subject line kept in a push event's detail (the rest is cut, with "…"). */
+export const PUSH_DETAIL_MESSAGE_CHARS = 500;
+
+/**
+ * A push's activity detail: the first committed paths, the commit's subject line (so a feed says what
+ * changed without a request per event), and (section merge) the paths merged on the way.
+ */
 function pushDetail(r: PushResult): Record<string, unknown> {
   const merged = r.outcomes.filter((o) => o.kind === 'committed' && o.merged).map((o) => o.path);
-  const paths = r.committedPaths.slice(0, PUSH_DETAIL_PATHS);
-  return merged.length > 0 ? { paths, merged: [...new Set(merged)].slice(0, PUSH_DETAIL_PATHS) } : { paths };
+  const detail: Record<string, unknown> = { paths: r.committedPaths.slice(0, PUSH_DETAIL_PATHS) };
+  if (r.commit) detail.message = clip(r.commit.message, PUSH_DETAIL_MESSAGE_CHARS);
+  if (merged.length > 0) detail.merged = [...new Set(merged)].slice(0, PUSH_DETAIL_PATHS);
+  return detail;
+}
+
+/** `text` cut to at most `max` code points, the last one "…" when anything was cut. */
+function clip(text: string, max: number): string {
+  if (text.length <= max) return text; // never more code points than UTF-16 units
+  const points: string[] = [];
+  for (const ch of text) {
+    if (points.length === max) return `${points.slice(0, max - 1).join('')}…`;
+    points.push(ch);
+  }
+  return text;
 }
 
 /**

@@ -8,7 +8,8 @@
  *
  * `npm run dashboard -- build` only builds. The build is plain static files: any static host serves it, with
  * a config.json beside index.html holding the same keys ({"apiUrl","oidcIssuer"?,"oidcClientId"?}).
- * This server is a small static file server with no other behaviour; it never needs the Vite dev server.
+ * This server is a small static file server with no other behaviour (it adds security headers, among them
+ * the Content-Security-Policy of contentSecurityPolicy); it never needs the Vite dev server.
  * package.json runs it as `exec node --import tsx …`, one process in the place of npm's shell, so a SIGTERM
  * sent to npm reaches it and it closes its port and exits.
  */
@@ -65,6 +66,42 @@ const TYPES: Record<string, string> = {
   '.txt': 'text/plain; charset=utf-8',
 };
 
+/**
+ * The Content-Security-Policy header of every response: the policy of index.html's meta tag, narrowed to the
+ * configured API and identity provider (`connect-src`), plus `frame-ancestors 'none'` (a meta tag cannot carry
+ * it). A browser applies both, so a request must pass both: the meta tag is the floor any static host gets.
+ * Scripts and styles only from the build itself (no inline script or style, no remote script); remote images
+ * and media over https once the reader asks for them (the app holds them back until then); no plugins, no
+ * frames, no <base>; forms only to this origin and to the command line's loopback listener (kr login --browser).
+ */
+export function contentSecurityPolicy(config: DashboardConfig): string {
+  const origins: string[] = [];
+  for (const u of [config.apiUrl, config.oidcIssuer]) {
+    if (!u) continue;
+    try {
+      const origin = new URL(u).origin;
+      if (!origins.includes(origin)) origins.push(origin);
+    } catch {
+      // configFromEnv refuses such a value; a config set in code is left out of the policy
+    }
+  }
+  return [
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' data: blob: https:",
+    "media-src 'self' data: blob: https:",
+    `connect-src 'self'${origins.map((o) => ` ${o}`).join('')}`,
+    "font-src 'self'",
+    "object-src 'none'",
+    "frame-src 'none'",
+    "worker-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self' http://127.0.0.1:*",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+
 /** Paths the app answers besides `/` (see dashboard/src/route.ts entryFromPath); a static host rewrites them to index.html. */
 export const ENTRY_PATHS = new Set(['/cli-login', '/billing']);
 
@@ -89,6 +126,7 @@ export async function serveDashboard(opts: { root?: string; port?: number; host?
       'x-content-type-options': 'nosniff',
       'referrer-policy': 'no-referrer',
       'x-frame-options': 'DENY',
+      'content-security-policy': contentSecurityPolicy(state.config),
     };
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8', ...security });

@@ -36,6 +36,13 @@ const MATRIX: Record<string, Row> = {
   'POST /v1/repos/:id/members/:userId/role': { legacy: 400, owner: 400, member: 403, nonMember: 403, ownerPat: 400 },
   // No confirm: an owner gets as far as the confirmation (and nothing is deleted).
   'DELETE /v1/repos/:id': { legacy: 400, owner: 400, member: 403, nonMember: 403, ownerPat: 400 },
+  'GET /v1/repos/:id/events': { legacy: 200, owner: 200, member: 200, nonMember: 403, ownerPat: 200 },
+  'GET /v1/repos/:id/webhooks': { legacy: 200, owner: 200, member: 200, nonMember: 403, ownerPat: 200 },
+  // `{}` has no url: an owner gets as far as the body check.
+  'POST /v1/repos/:id/webhooks': { legacy: 400, owner: 400, member: 403, nonMember: 403, ownerPat: 400 },
+  'DELETE /v1/repos/:id/webhooks/:wid': { legacy: 404, owner: 404, member: 403, nonMember: 403, ownerPat: 404 },
+  'POST /v1/repos/:id/webhooks/:wid/test': { legacy: 404, owner: 404, member: 403, nonMember: 403, ownerPat: 404 },
+  'GET /v1/repos/:id/webhooks/:wid/deliveries': { legacy: 404, owner: 404, member: 403, nonMember: 403, ownerPat: 404 },
 };
 
 const repoScoped = routes.filter((r) => r.path.startsWith('/v1/repos/:id')).map((r) => `${r.method} ${r.path}`);
@@ -79,7 +86,8 @@ function request(route: string): { method: string; path: string; json?: unknown 
     .replace(':id', 'mx')
     .replace(':path{.+}', 'a.md')
     .replace(':userId', strangerId)
-    .replace(':keyId', '00000000-0000-4000-8000-000000000000');
+    .replace(':keyId', '00000000-0000-4000-8000-000000000000')
+    .replace(':wid', '00000000-0000-4000-8000-000000000000');
   if (route === 'POST /v1/repos/:id/sync/push') return { method, path, json: { files: [{ path: 'a.md', content: '---\ntitle: A\n---\n## One\nsecond\n' }] } };
   if (method === 'POST' && route !== 'POST /v1/repos/:id') return { method, path, json: {} };
   return { method, path };
@@ -100,7 +108,10 @@ describe('access matrix', () => {
         const res = await srv.api(path, { method, token: creds[caller], json });
         got[caller] = res.status;
         want[caller] = caller === 'none' || caller === 'garbage' || caller === 'revokedPat' ? 401 : MATRIX[route]![caller];
-        const body = res.status === 204 ? null : await res.json().catch(() => 'not json');
+        // An event stream stays open: it is let go once its status is seen.
+        const stream = res.headers.get('content-type') === 'text/event-stream';
+        if (stream) await res.body?.cancel();
+        const body = res.status === 204 || stream ? null : await res.json().catch(() => 'not json');
         if (res.status >= 400) expect(body, `${caller} ${route}`).toEqual({ error: expect.any(String) });
         if (caller === 'none') expect(body).toEqual({ error: 'missing authorization header' });
         if (caller === 'garbage' || caller === 'revokedPat') expect(body).toEqual({ error: 'invalid token' });

@@ -163,7 +163,7 @@ describe('admin command against a running server', () => {
     tokens.bob = out.token;
     const pats = await api('/v1/pats', tokens.bob);
     expect(pats.status).toBe(200);
-    expect(pats.body.pats).toEqual([{ id: expect.stringMatching(UUID), label: 'laptop', created_at: expect.any(Number), expires_at: out.expires_at, last_used_at: expect.any(Number) }]);
+    expect(pats.body.pats).toEqual([{ id: expect.stringMatching(UUID), label: 'laptop', created_at: expect.any(Number), expires_at: out.expires_at, last_used_at: expect.any(Number), current: true }]);
 
     const [n, zed, noId] = await Promise.all([
       admin('token', ids.alice, '--json'),

@@ -491,6 +491,19 @@ describe('sign-in, sessions, PATs and /v1/me over real HTTP', () => {
       expect((await list(bob.token)).pats.map((p) => p.id).filter((id) => ids.includes(id as string))).toEqual([]);
     });
 
+    it('marks the token a listing is made with as current; a session marks none', async () => {
+      const dave = await signIn(srv, { sub: 'pat-dave', email: 'dave@example.com' });
+      const a = (await mint(dave.token, { label: 'a' })).body as PatBody;
+      clock.advance(1000);
+      const b = (await mint(dave.token, { label: 'b' })).body as PatBody;
+      const marks = (pats: Array<Record<string, unknown>>) => pats.map((p) => [p.label, p.current]);
+      expect(marks((await list(dave.token)).pats)).toEqual([['b', undefined], ['a', undefined]]);
+      expect(marks((await list(a.token)).pats)).toEqual([['b', undefined], ['a', true]]);
+      expect(marks((await list(b.token)).pats)).toEqual([['b', true], ['a', undefined]]);
+      // Only `true`, never `false`: the key is absent on the others.
+      expect(Object.keys((await list(b.token)).pats[1]!)).not.toContain('current');
+    });
+
     it('revokes: 204, then the token is refused at once; unknown or foreign ids are 404', async () => {
       const mine = (await mint(alice.token, { label: 'to-revoke' })).body as PatBody;
       const bobs = (await mint(bob.token, { label: 'bobs' })).body as PatBody;

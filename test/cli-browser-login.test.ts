@@ -131,16 +131,35 @@ describe.skipIf(!hasChromium)('kr login --browser in chromium', () => {
     expect(await h.axe()).toEqual([]);
     await h.shot('cli-login');
 
-    await page.getByRole('button', { name: 'Allow' }).click();
-    const r = await login.done;
-    expect(r.code, show(r)).toBe(0);
-    expect(r.stdout).toContain(`Logged in to ${h.srv.url} as carol@example.com.`);
-    expect(r.stderr).toContain(`Open this URL to sign in: ${login.url}`);
+    // Every address the tab asks for, and how the answer reaches the CLI.
+    const asked: { url: string; method: string; body: string | null }[] = [];
+    const onRequest = (req: { url(): string; method(): string; postData(): string | null }) => void asked.push({ url: req.url(), method: req.method(), body: req.postData() });
+    page.on('request', onRequest);
+    try {
+      await page.getByRole('button', { name: 'Allow' }).click();
+      const r = await login.done;
+      expect(r.code, show(r)).toBe(0);
+      expect(r.stdout).toContain(`Logged in to ${h.srv.url} as carol@example.com.`);
+      expect(r.stderr).toContain(`Open this URL to sign in: ${login.url}`);
 
-    // The tab landed on the CLI's page, without the token in its address.
-    await page.getByRole('heading', { name: 'Signed in' }).waitFor();
+      // The tab landed on the CLI's page, without the token in its address.
+      await page.getByRole('heading', { name: 'Signed in' }).waitFor();
+    } finally {
+      page.off('request', onRequest);
+    }
     expect(page.url()).toBe(`http://127.0.0.1:${port}/callback`);
     expect(await page.content()).not.toContain('krp_');
+    // The token went in the body of a form POST, never in an address (history, logs of URLs).
+    const handover = asked.filter((a) => a.url.startsWith(`http://127.0.0.1:${port}/`));
+    expect(handover.map((a) => [a.url, a.method])).toEqual([[`http://127.0.0.1:${port}/callback`, 'POST']]);
+    const fields = new URLSearchParams(handover[0]!.body ?? '');
+    expect(fields.get('state')).toBe(url.searchParams.get('state'));
+    expect(fields.get('token')).toMatch(/^krp_/);
+    expect(asked.filter((a) => a.url.includes('krp_'))).toEqual([]);
+    const cdp = await page.context().newCDPSession(page);
+    const { entries } = (await cdp.send('Page.getNavigationHistory')) as { entries: { url: string }[] };
+    await cdp.detach();
+    expect(entries.filter((e) => e.url.includes('krp_') || e.url.includes('token='))).toEqual([]);
 
     // The saved token is a new PAT of Carol's, labelled with the hostname, expiring in 90 days.
     const creds = JSON.parse(await readFile(join(cli.configDir, 'credentials.json'), 'utf8')) as { server_url: string; token: string };
@@ -178,17 +197,26 @@ describe.skipIf(!hasChromium)('kr login --browser in chromium', () => {
     expect(await patCount()).toBe(before);
   });
 
-  it('a callback with a forged state gets 400 and the CLI keeps waiting for the real one', async () => {
+  it('a callback with a forged state gets 400, a GET 405, another body 415 or 413, and the CLI keeps waiting for the real one', async () => {
     await signIn(carol.pat);
     const login = await startLogin({}, ['--json']);
-    const port = new URL(login.url).searchParams.get('port');
-    const forged = await fetch(`http://127.0.0.1:${port}/callback?state=${'A'.repeat(43)}&token=krp_forged`);
+    const url = new URL(login.url);
+    const port = url.searchParams.get('port');
+    const callback = `http://127.0.0.1:${port}/callback`;
+    const form = (fields: Record<string, string>) => ({ method: 'POST', body: new URLSearchParams(fields) });
+    const forged = await fetch(callback, form({ state: 'A'.repeat(43), token: 'krp_forged' }));
     expect(forged.status).toBe(400);
     expect(await forged.text()).toContain('does not belong to the kr command waiting here');
-    const noState = await fetch(`http://127.0.0.1:${port}/callback?error=denied`);
-    expect(noState.status).toBe(400);
-    const post = await fetch(`http://127.0.0.1:${port}/callback?state=x`, { method: 'POST' });
-    expect(post.status).toBe(405);
+    expect((await fetch(callback, form({ error: 'denied' }))).status).toBe(400);
+    // The old handover, a token in the query string, is refused even with the right state.
+    const state = url.searchParams.get('state')!;
+    const get = await fetch(`${callback}?${new URLSearchParams({ state, token: 'krp_in_the_address' })}`);
+    expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST');
+    const json = await fetch(callback, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ state, token: 'krp_x' }) });
+    expect(json.status).toBe(415);
+    const huge = await fetch(callback, form({ state, token: `krp_${'x'.repeat(20_000)}` }));
+    expect(huge.status).toBe(413);
     await new Promise((r) => setTimeout(r, 300));
     expect(login.exited()).toBeUndefined();
 

@@ -182,7 +182,7 @@ describe('kr: the two-user loop', () => {
     expect(members.stdout).toMatch(/bob@example\.com\s+member/);
   });
 
-  it('edits on both sides: the second push is a conflict with a section summary, the file untouched', async () => {
+  it('edits on both sides, pushed with --no-merge: the second push is a conflict with a section summary, the file untouched', async () => {
     await bob.write(DECISION, decisionBob);
     const bp = await bob.kr('push', 'decision-log', '-m', 'sharpen the decision');
     expect(bp.code, show(bp)).toBe(0);
@@ -191,7 +191,8 @@ describe('kr: the two-user loop', () => {
     const st = await alice.kr('status', '--json');
     expect(JSON.parse(st.stdout).pages).toEqual([expect.objectContaining({ path: DECISION, status: 'conflict' })]);
 
-    const ap = await alice.kr('push');
+    // Different sections (and a tag): a merging push would go through; --no-merge keeps the original conflict.
+    const ap = await alice.kr('push', '--no-merge');
     expect(ap.code, show(ap)).toBe(1);
     expect(ap.stdout).toContain(`conflict  ${DECISION}`);
     expect(ap.stdout).toMatch(/changed on the server\s+## Decision/);

@@ -314,8 +314,11 @@ describe.skipIf(!hasChromium)('the team and access token views in chromium', () 
     );
     await h.signInWithToken(minted.token);
     await go('#/tokens', 'Personal access tokens');
+    // The token the tab signed in with is marked, and revoking it says what it does to this tab.
+    const table = page.getByRole('table', { name: 'Your personal access tokens' });
+    expect(await row(table, 'in use by this tab').textContent()).toContain('this tab');
     await page.getByRole('button', { name: 'Revoke token this tab', exact: true }).click();
-    await page.getByText('this tab if it signed in with it').waitFor();
+    await page.getByText('It is the token this tab signed in with: this tab is signed out at once').waitFor();
     await page.getByRole('button', { name: 'Yes, revoke token this tab', exact: true }).click();
     await page.getByRole('alert').filter({ hasText: 'That was the token this tab signed in with' }).waitFor();
     await page.getByRole('button', { name: 'Sign in again' }).click();

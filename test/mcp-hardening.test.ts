@@ -425,7 +425,8 @@ describe('kr mcp: every answer is capped; a multi-megabyte page is read in parts
     const e = await call('kr_evolution', { slug: 'big', limit: 2 });
     expect(e.text.length).toBeLessThanOrEqual(MAX_ANSWER_CHARS);
 
-    const p = await call('kr_push', { paths: [BIG] });
+    // Without the section merge the brief holds whole versions: the largest it gets.
+    const p = await call('kr_push', { paths: [BIG], merge: false });
     expect(p.isError, p.text).toBe(false);
     expect(p.text.length).toBeLessThanOrEqual(MAX_ANSWER_CHARS);
     expect(p.text).toMatch(/\[kr: this version has \d+ characters; the first \d+ are shown\. Read the rest with kr_read_page \(the page's path\), server=true and offset=\d+\.\]/);

@@ -46,6 +46,8 @@ const TABLE: Record<Action, Record<Who, Decision>> = {
   'repo.push': { legacy: ok, owner: ok, member: ok, nonMember: notMember },
   'members.list': { legacy: ok, owner: ok, member: ok, nonMember: notMember },
   'activity.read': { legacy: ok, owner: ok, member: ok, nonMember: notMember },
+  'events.read': { legacy: ok, owner: ok, member: ok, nonMember: notMember },
+  'webhook.list': { legacy: ok, owner: ok, member: ok, nonMember: notMember },
   // Owners only; the legacy key passes ownership checks except for minting (needs a user).
   'invite.mint': { legacy: userRequired, owner: ok, member: ownerInvites, nonMember: notMember },
   'invite.list': { legacy: ok, owner: ok, member: ownerInvites, nonMember: notMember },
@@ -54,6 +56,12 @@ const TABLE: Record<Action, Record<Who, Decision>> = {
   'repo.export': { legacy: ok, owner: ok, member: { allow: false, status: 403, error: 'only an owner can export' }, nonMember: notMember },
   'member.role': { legacy: ok, owner: ok, member: { allow: false, status: 403, error: 'only an owner can change roles' }, nonMember: notMember },
   'repo.delete': { legacy: ok, owner: ok, member: { allow: false, status: 403, error: 'only an owner can delete a repository' }, nonMember: notMember },
+  'webhook.manage': {
+    legacy: ok,
+    owner: ok,
+    member: { allow: false, status: 403, error: 'only an owner can manage webhooks' },
+    nonMember: notMember,
+  },
 };
 const ACTIONS = Object.keys(TABLE) as Action[];
 
@@ -90,6 +98,8 @@ describe('decide(): the full table', () => {
         'repo.push',
         'members.list',
         'activity.read',
+        'events.read',
+        'webhook.list',
         'invite.mint',
         'invite.list',
         'invite.revoke',
@@ -97,6 +107,7 @@ describe('decide(): the full table', () => {
         'member.role',
         'repo.export',
         'repo.delete',
+        'webhook.manage',
       ].sort(),
     );
   });

@@ -120,10 +120,10 @@ describe('activity feed', () => {
     const feed = await activity('feed', alice.token);
     expect(feed.total).toBe(4);
     expect(feed.events).toEqual([
-      { user_id: alice.user.id, email: 'alice@example.test', action: 'push', detail: { paths: ['a.md'] }, created_at: expect.any(Number) },
+      { user_id: alice.user.id, email: 'alice@example.test', action: 'push', detail: { paths: ['a.md'], message: 'push' }, created_at: expect.any(Number) },
       { user_id: alice.user.id, email: 'alice@example.test', action: 'pull', created_at: expect.any(Number) },
       { user_id: alice.user.id, email: 'alice@example.test', action: 'pull', detail: { client: 'kr-cli' }, created_at: expect.any(Number) },
-      { user_id: alice.user.id, email: 'alice@example.test', action: 'push', detail: { paths: ['z.md', 'a.md'] }, created_at: expect.any(Number) },
+      { user_id: alice.user.id, email: 'alice@example.test', action: 'push', detail: { paths: ['z.md', 'a.md'], message: 'push' }, created_at: expect.any(Number) },
     ]);
     const page = await activity('feed', alice.token, '?limit=2&offset=1');
     expect(page.events.map((e: { action: string }) => e.action)).toEqual(['pull', 'pull']);
@@ -139,6 +139,22 @@ describe('activity feed', () => {
     expect(feed.events[0].detail.paths).toEqual(files.slice(0, 50).map((f) => f.path));
   });
 
+  it("carries the commit's subject line as the push's message, cut to 500 characters", async () => {
+    const files = [{ path: 'm.md', content: 'm' }];
+    await push('said', alice.token, { message: 'Decide on storage\n\nLonger body, not in the feed.', files });
+    expect((await activity('said', alice.token)).events[0].detail).toEqual({ paths: ['m.md'], message: 'Decide on storage' });
+    // 600 code points, a fifth of them outside the BMP (two UTF-16 units each): 499 kept and an ellipsis.
+    const long = '😀abcd'.repeat(120);
+    await push('said', alice.token, { message: long, files: [{ path: 'm.md', content: 'n' }] });
+    const message = (await activity('said', alice.token)).events[0].detail.message as string;
+    expect([...message]).toHaveLength(500);
+    expect(message).toBe(`${[...long].slice(0, 499).join('')}…`);
+    // Exactly 500 code points in more than 500 UTF-16 units: kept whole.
+    const exact = '😀abcd'.repeat(100);
+    await push('said', alice.token, { message: exact, files: [{ path: 'm.md', content: 'o' }] });
+    expect((await activity('said', alice.token)).events[0].detail.message).toBe(exact);
+  });
+
   it('keeps the newest 1000 events per repository', async () => {
     await push('busy', alice.token, { files: [{ path: 'first.md', content: 'x' }] });
     for (let i = 0; i < 1000; i++) {
@@ -149,7 +165,7 @@ describe('activity feed', () => {
     const feed = await activity('busy', alice.token, '?limit=1000');
     expect(feed.total).toBe(1000);
     expect(feed.events).toHaveLength(500); // a request is clamped to 500
-    expect(feed.events[0].detail).toEqual({ paths: ['last.md'] });
+    expect(feed.events[0].detail).toEqual({ paths: ['last.md'], message: 'push' });
     const tail = await activity('busy', alice.token, '?limit=500&offset=500');
     expect(tail.events[499].detail).toEqual({ client: 'seed-1' });
     expect(tail.events.some((e: { detail?: { paths?: string[] } }) => e.detail?.paths?.[0] === 'first.md')).toBe(false);

@@ -72,13 +72,14 @@ describe('a two-person team with no identity provider', () => {
     expect(await bob.read(PAGE)).toBe(V1);
   });
 
-  it('both edit the page: Bob pushes first, Alice gets a conflict, merges and resolves, Bob pulls the merge', async () => {
+  it('both edit the page: Bob pushes first, Alice (--no-merge) gets a conflict, merges and resolves, Bob pulls the merge', async () => {
     await bob.write(PAGE, BOB);
     const bobPush = await bob.kr('push', '-m', 'decision');
     expect(bobPush.code, show(bobPush)).toBe(0);
 
     await alice.write(PAGE, ALICE);
-    const conflict = await alice.kr('push', '-m', 'consequences');
+    // Different sections: a merging push would go through; --no-merge keeps the original conflict and its resolution.
+    const conflict = await alice.kr('push', '--no-merge', '-m', 'consequences');
     expect(conflict.code).not.toBe(0);
     expect(conflict.stdout).toContain(`conflict  ${PAGE}`);
     expect(await alice.read(PAGE)).toBe(ALICE);

@@ -37,6 +37,7 @@ interface DurableObjectStorage {
   deleteAll(): Promise<void>;
   getAlarm(): Promise<number | null>;
   setAlarm(scheduledTime: number | Date): Promise<void>;
+  deleteAlarm(): Promise<void>;
 }
 
 /** Migrations are bundled as text (esbuild's and wrangler's Text loader for `.sql`). */

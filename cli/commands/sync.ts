@@ -9,7 +9,8 @@ import { ApiError, DEFAULT_LIMITS, type Api } from '../api.ts';
 import { connect, repoOf, type Session } from '../config.ts';
 import { CliError, refused } from '../errors.ts';
 import { openProject, parseType, resolveSlug, sha256, type Project, type SkippedFile } from '../project.ts';
-import { busy, note, out, paint, printJson, progress, shortSha, clean, utc, warn } from '../output.ts';
+import { busy, note, out, paint, printJson, progress, shortSha, clean, utc, warn, type Paint } from '../output.ts';
+import { anyWholeFile, mergeOrigins, originLabel, partLabel, type MergeOrigins } from '../merged.ts';
 import { conflictSummary } from '../render.ts';
 import { frontmatterTrouble } from '../pagecheck.ts';
 
@@ -95,6 +96,24 @@ export function packPushes<T extends { bytes: number }>(files: T[], budget: numb
 
 const mib = (n: number): string => (n >= 1024 * 1024 ? `${(n / (1024 * 1024)).toFixed(1).replace(/\.0$/, '')} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1).replace(/\.0$/, '')} KiB` : `${n} bytes`);
 
+/** A page the server merged with changes made there since this folder's copy (API.md "Section merge (ours)"). */
+export interface MergedPage {
+  path: string;
+  /** The commit of the push (the page's new base). */
+  sha: string;
+  /** The head it was merged with. */
+  merged_with: string;
+  /** The commit this folder's copy was based on (the parent sent). */
+  parent: string;
+  /** The merged text, as committed. */
+  text: string;
+  /**
+   * Why the merged text was not written into `.kr/` (and recorded as the page's base); absent when it was.
+   * The file is then left as it is, on its old base, so the next push merges it again.
+   */
+  notWritten?: string;
+}
+
 export interface PushOutcome {
   heads: string[];
   pushed: PushResponse['pushed'];
@@ -103,12 +122,37 @@ export interface PushOutcome {
   inSync: string[];
   /** Deletions that found the page already gone. */
   gone: string[];
+  /** Pages merged by the server (also in `pushed`). */
+  merged: MergedPage[];
+}
+
+export const noPushes = (): PushOutcome => ({ heads: [], pushed: [], conflicts: [], inSync: [], gone: [], merged: [] });
+
+/**
+ * A merged page: its text goes into `.kr/` as a pull would write it, and becomes the page's base — unless
+ * the file is no longer what was sent (changed while the push ran) or cannot be written: then it is left
+ * alone, on its old base.
+ */
+async function takeMerged(project: Project, f: Outgoing, p: PushResponse['pushed'][number]): Promise<MergedPage> {
+  const bytes = Buffer.from(p.content!, 'base64');
+  const page: MergedPage = { path: p.path, sha: p.sha, merged_with: p.merged_with ?? '', parent: f.wire.parent_sha ?? '', text: bytes.toString('utf8') };
+  try {
+    const now = await project.read(p.path);
+    if (now?.hash !== f.hash) return { ...page, notWritten: 'your file changed while the push ran' };
+    await project.writePage(await project.safeTarget(p.path), page.text);
+  } catch (e) {
+    return { ...page, notWritten: `cannot write ${project.display(p.path)}: ${(e as Error).message}` };
+  }
+  project.state.pages[p.path] = { sha: p.sha, hash: sha256(bytes) };
+  return page;
 }
 
 /**
  * Sends the files in as few pushes as the limits allow (each one commit) and records in the state what
  * the server took. A conflict whose server content equals what we sent is no conflict: an earlier push
- * went through but its answer was lost; the server's sha becomes the page's base.
+ * went through but its answer was lost; the server's sha becomes the page's base. With `merge`, a page
+ * that changed on the server since its base is merged there by section, and the merged page is written
+ * into `.kr/` ({@link MergedPage}); without it the request is exactly the original client's.
  */
 export async function sendPushes(
   project: Project,
@@ -116,15 +160,16 @@ export async function sendPushes(
   repo: string,
   batches: Outgoing[][],
   message: string,
+  opts: { merge?: boolean } = {},
 ): Promise<PushOutcome> {
-  const outcome: PushOutcome = { heads: [], pushed: [], conflicts: [], inSync: [], gone: [] };
+  const outcome = noPushes();
   const total = batches.reduce((n, b) => n + b.length, 0);
   const working = busy(`pushing ${total} page(s)${batches.length > 1 ? ` in ${batches.length} pushes` : ''}`);
   try {
     for (let i = 0; i < batches.length; i++) {
       const batch = batches[i]!;
       const msg = batches.length > 1 ? `${message} (part ${i + 1} of ${batches.length})` : message;
-      const { data } = await api.push(repo, { message: msg, files: batch.map((f) => f.wire) });
+      const { data } = await api.push(repo, { message: msg, ...(opts.merge ? { merge: 'sections' } : {}), files: batch.map((f) => f.wire) });
       const sent = new Map(batch.map((f) => [f.wire.path, f]));
       const answered = new Set<string>();
       for (const p of data.pushed) {
@@ -132,6 +177,13 @@ export async function sendPushes(
         const f = sent.get(p.path);
         if (!f) continue;
         if (f.kind === 'deleted') delete project.state.pages[p.path];
+        else if (p.merged && p.content !== undefined && p.unchanged && sha256(Buffer.from(p.content, 'base64')) === f.hash) {
+          // Merged into exactly what the server already has, which is our file: an earlier push went
+          // through but its answer was lost (as with a conflict whose content is ours, below).
+          project.state.pages[p.path] = { sha: p.sha, hash: f.hash! };
+          outcome.inSync.push(p.path);
+          continue;
+        } else if (p.merged && p.content !== undefined) outcome.merged.push(await takeMerged(project, f, p));
         else project.state.pages[p.path] = { sha: p.sha, hash: f.hash! };
         outcome.pushed.push(p);
       }
@@ -163,13 +215,26 @@ export async function sendPushes(
   return outcome;
 }
 
-/** Prints the conflicts of a push and returns the refusal to throw (null when none). */
-function reportConflicts(conflicts: PushResponse['conflicts'], sent: Map<string, Outgoing>, json: boolean | undefined): CliError | null {
+/**
+ * Prints the conflicts of a push and returns the refusal to throw (null when none). A conflict of a merging
+ * push names only the parts that could not merge, and who changed the server's version (`authors`: path →
+ * email of the commit `current_sha`, when known).
+ */
+function reportConflicts(conflicts: PushResponse['conflicts'], sent: Map<string, Outgoing>, json: boolean | undefined, authors = new Map<string, string>()): CliError | null {
   if (conflicts.length === 0) return null;
   const p = paint();
   if (!json) {
     for (const c of conflicts) {
       const f = sent.get(c.path);
+      if (c.conflicting?.length && f?.kind !== 'deleted') {
+        const whole = anyWholeFile(f?.wire.content, fromBase64(c.current_content), c.ancestor_content === undefined ? undefined : fromBase64(c.ancestor_content));
+        const by = authors.get(c.path);
+        out(
+          `${p.red('conflict')}  ${clean(c.path)}: ${c.conflicting.map((n) => partLabel(n, whole)).join(', ')} changed on the server ` +
+            `(${by === undefined ? '' : `by ${clean(by)}, `}${shortSha(c.current_sha)}) and here; your file was left as it is.`,
+        );
+        continue;
+      }
       const why =
         c.expected_parent_sha === NEW_PAGE_PARENT
           ? 'the page already exists on the server (you have not pulled it)'
@@ -253,7 +318,37 @@ export function packPlan(plan: PushPlan, limits: LimitsResponse): { tooLarge: Ou
   return { tooLarge, fitting, batches: packPushes(fitting, room, Math.max(1, limits.max_files_per_push)) };
 }
 
-export async function push(args: string[], opts: Common & { type?: string; message?: string; dryRun?: boolean }): Promise<void> {
+/**
+ * Who pushed the server's version of each page whose conflict names its parts (path → email), from the
+ * page's history; a page the server cannot say for is left out.
+ */
+async function conflictAuthors(api: Api, repo: string, conflicts: PushResponse['conflicts']): Promise<Map<string, string>> {
+  const authors = new Map<string, string>();
+  for (const c of conflicts) {
+    if (!c.conflicting?.length) continue;
+    const commits = (await api.history(repo, c.path, 20).catch(() => null))?.commits ?? [];
+    const commit = commits.find((x) => x.sha === c.current_sha);
+    if (commit) authors.set(c.path, commit.email);
+  }
+  return authors;
+}
+
+/** `merged <path> with <sha>: ## Decision (theirs), ## Consequences (yours)`, and what became of the file. */
+function mergedLines(m: MergedPage, origins: MergeOrigins | null, p: Paint): string[] {
+  const what =
+    origins === null
+      ? ` (the server could not say which parts came from where: "kr diff ${clean(m.path)}" shows the merge)`
+      : origins.parts.length
+        ? `: ${origins.parts.map((x) => originLabel(x, origins.wholeFile)).join(', ')}`
+        : '';
+  const lines = [`${p.cyan('merged')} ${clean(m.path)} with ${shortSha(m.merged_with)}${what}`];
+  if (m.notWritten !== undefined) {
+    lines.push(`    ${clean(m.notWritten)}: the merged page is on the server, your file was left as it is (the next "kr push" merges it again)`);
+  }
+  return lines;
+}
+
+export async function push(args: string[], opts: Common & { type?: string; message?: string; dryRun?: boolean; merge?: boolean }): Promise<void> {
   const type = parseType(opts.type);
   const project = await openProject();
   const { files, skipped, troubles: sentTroubles, message } = await planPush(project, args, type, opts.message);
@@ -318,17 +413,41 @@ export async function push(args: string[], opts: Common & { type?: string; messa
 
   const repo = repoOf(session!, opts.repo, project);
   project.checkRepo(repo);
-  const res = batches.length ? await sendPushes(project, session!.api, repo, batches, message) : { heads: [], pushed: [], conflicts: [], inSync: [], gone: [] };
+  const merging = opts.merge !== false;
+  const res = batches.length ? await sendPushes(project, session!.api, repo, batches, message, { merge: merging }) : noPushes();
   const sent = new Map(files.map((f) => [f.wire.path, f]));
+  // Where each merged page's parts came from, and who made the server's side of each conflict (the push
+  // itself is done: a failed lookup only leaves that detail out).
+  const origins = new Map<string, MergeOrigins | null>();
+  for (const m of res.merged) {
+    origins.set(m.path, await mergeOrigins(session!.api, repo, m.path, { parent: m.parent, mergedWith: m.merged_with, sha: m.sha }, m.text).catch(() => null));
+  }
+  const authors = merging ? await conflictAuthors(session!.api, repo, res.conflicts) : undefined;
 
   if (opts.json) {
     printJson({
       new_head: res.heads[res.heads.length - 1] ?? null,
       commits: res.heads,
-      pushed: res.pushed,
+      pushed: res.pushed.map(({ content: _merged, ...entry }) => entry),
       deleted: [...res.pushed.filter((x) => sent.get(x.path)?.kind === 'deleted').map((x) => x.path), ...res.gone],
       already_on_server: res.inSync,
-      conflicts: res.conflicts.map((c) => ({ path: c.path, current_sha: c.current_sha, expected_parent_sha: c.expected_parent_sha })),
+      ...(merging
+        ? {
+            merged: res.merged.map((m) => ({
+              path: m.path,
+              sha: m.sha,
+              merged_with: m.merged_with,
+              written: m.notWritten === undefined,
+              parts: origins.get(m.path)?.parts ?? null,
+            })),
+          }
+        : {}),
+      conflicts: res.conflicts.map((c) => ({
+        path: c.path,
+        current_sha: c.current_sha,
+        expected_parent_sha: c.expected_parent_sha,
+        ...(c.conflicting ? { conflicting: c.conflicting } : {}),
+      })),
       too_large: tooLarge.map((f) => ({ path: f.wire.path, bytes: f.bytes, max_body_bytes: limits.max_body_bytes })),
       skipped,
     });
@@ -350,8 +469,9 @@ export async function push(args: string[], opts: Common & { type?: string; messa
       for (const path of res.inSync) out(`  ${clean(path)}`);
     }
     if (res.gone.length) out(`${res.gone.length} page(s) deleted here were already gone from the server: ${res.gone.map(clean).join(', ')}`);
+    for (const m of res.merged) for (const line of mergedLines(m, origins.get(m.path) ?? null, p)) out(line);
   }
-  const conflict = reportConflicts(res.conflicts, sent, opts.json);
+  const conflict = reportConflicts(res.conflicts, sent, opts.json, authors);
   if (tooLarge.length) {
     const lines = tooLarge.map((f) => `  ${tooLargeText(f)}`);
     const rest = conflict ? `\n${conflict.message}` : '';

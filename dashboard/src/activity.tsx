@@ -5,6 +5,7 @@ import { Crumbs, Empty, ErrorMessage, Loading, shortSha, useLoad } from './ui.ts
 import { PageCrumbs, RepoTabs } from './views.tsx';
 import { href } from './route.ts';
 import { pageName, showTime, showValue } from './content.ts';
+import { usePageMeta } from './titles.ts';
 
 // ---------------------------------------------------------------- activity
 
@@ -228,12 +229,14 @@ function ChartTable({ chart }: { chart: PushChart }) {
 function EventItem({ repo, e }: { repo: string; e: ActivityEvent }) {
   const paths = e.action === 'push' && Array.isArray(e.detail?.paths) ? (e.detail.paths as unknown[]).filter((p): p is string => typeof p === 'string') : [];
   const client = e.action === 'pull' && typeof e.detail?.client === 'string' ? e.detail.client : undefined;
+  const message = e.action === 'push' && typeof e.detail?.message === 'string' && e.detail.message.trim() !== '' ? e.detail.message : undefined;
   const time = eventTime(e);
   return (
     <li>
       <span class="title">{e.email}</span>{' '}
       <span class={`badge action-${e.action}`}>{e.action === 'push' ? 'pushed' : 'pulled'}</span>{' '}
       <time dateTime={time}>{showTime(time)}</time>
+      {message && <div class="message">{message}</div>}
       {paths.length > 0 && (
         <div class="meta paths">
           <span>{plural(paths.length, 'page')}:</span>
@@ -420,6 +423,7 @@ export function EvolutionView({ api, repo, path }: { api: Api; repo: string; pat
   const limit = asked.key === `${repo}\n${path}` ? asked.limit : EVOLUTION_STEP;
   const setLimit = (n: number) => setAsked({ key: `${repo}\n${path}`, limit: n });
   const evo = useLoad(() => api.evolution(repo, path, limit), [api, repo, path, limit]);
+  const title = usePageMeta(api, repo, path)?.title ?? pageName(path);
   const entries = evo.data?.entries ?? [];
   const more = evo.data !== undefined && entries.length >= limit && limit < EVOLUTION_MAX && !evo.data.truncated;
   // After "Show more", the keyboard goes on from the first commit that arrived (the button may be gone).
@@ -444,8 +448,8 @@ export function EvolutionView({ api, repo, path }: { api: Api; repo: string; pat
 
   return (
     <section>
-      <PageCrumbs repo={repo} path={path} here="Evolution" />
-      <h1 tabIndex={-1}>Evolution of {pageName(path)}</h1>
+      <PageCrumbs repo={repo} path={path} here="Evolution" title={title} />
+      <h1 tabIndex={-1}>Evolution of {title}</h1>
       <p class="meta">
         <code>{path}</code>
       </p>

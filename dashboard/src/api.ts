@@ -2,9 +2,9 @@
 
 import type { Commit } from '../../schema/wire/common.ts';
 import type { SectionDiff, SectionEntry, FieldChange, EvolutionResponse } from '../../schema/wire/diff.ts';
-import type { UserInfo, MeResponse, PatInfo, CreatePatResponse } from '../../schema/wire/auth.ts';
+import type { UserInfo, MeResponse, PatListItem, CreatePatResponse } from '../../schema/wire/auth.ts';
 import type { RepoSummary, ActivityResponse } from '../../schema/wire/repos.ts';
-import type { PagesResponse } from '../../schema/wire/sync.ts';
+import type { PagesResponse, PushResponse, Conflict } from '../../schema/wire/sync.ts';
 import type { SearchResult, SearchResponse } from '../../schema/wire/search.ts';
 import type { Member, InviteKey, MintInviteResponse } from '../../schema/wire/members.ts';
 import type { BillingResponse, AdminStats, AdminUser, AdminRepo } from '../../schema/wire/hosted.ts';
@@ -13,13 +13,27 @@ export class ApiError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** The error body as the server sent it (a 402 carries `upgrade_url`), when it was JSON. */
+    readonly body: Record<string, unknown> = {},
   ) {
     super(message);
   }
+
+  /** A 402's upgrade page: an http(s) URL, or undefined (anything else is never made a link). */
+  get upgradeUrl(): string | undefined {
+    const u = this.body.upgrade_url;
+    return this.status === 402 && typeof u === 'string' && /^https?:\/\//i.test(u) ? u : undefined;
+  }
+}
+
+/** The server has no such route (an older server): 404 `not found` or 405, as API.md's conventions say. */
+export function isMissingRoute(e: unknown): boolean {
+  return e instanceof ApiError && (e.status === 405 || (e.status === 404 && e.message === 'not found'));
 }
 
 // The wire types are the server's own (schema/wire, type-only imports: nothing of zod reaches the bundle).
-export type { SectionDiff, FieldChange, EvolutionResponse, PatInfo, CreatePatResponse, RepoSummary, ActivityResponse };
+export type { SectionDiff, FieldChange, EvolutionResponse, CreatePatResponse, RepoSummary, ActivityResponse, PushResponse, Conflict };
+export type PatInfo = PatListItem;
 export type { SearchResult, Member, InviteKey, MintInviteResponse, BillingResponse, AdminStats, AdminUser, AdminRepo };
 export type User = UserInfo;
 export type Me = MeResponse;
@@ -27,6 +41,27 @@ export type CommitInfo = Commit;
 export type SectionChange = SectionEntry;
 export type PageSummary = PagesResponse['pages'][number];
 export type ActivityEvent = ActivityResponse['events'][number];
+
+/** GET /v1/repos/:id/links/<path> (API.md "Links between pages"). */
+export interface LinksResponse {
+  path: string;
+  outgoing: { target: string; path?: string; ambiguous?: true }[];
+  incoming: { path: string; title?: string }[];
+}
+
+/** One file of a push (API.md "Pages and sync"). */
+export interface PushFile {
+  path: string;
+  content?: string;
+  parent_sha?: string;
+  delete?: true;
+}
+
+/** A push's answer: 200 (`ok`) or 409 with its conflicts; any other status throws an ApiError. */
+export interface PushAnswer {
+  ok: boolean;
+  body: PushResponse;
+}
 
 /** The views this server has for the signed-in user, as GET /v1/me says: nothing probes a route that would refuse. */
 export interface Capabilities {
@@ -100,15 +135,17 @@ export class Api {
     } catch {
       throw new ApiError(0, await this.unreachable());
     }
-    if (!res.ok) {
+    if (!res.ok && !(init.method === 'POST' && res.status === 409 && path.endsWith('/sync/push'))) {
       let message = `${res.status} ${res.statusText}`.trim();
+      let body: Record<string, unknown> = {};
       try {
-        const body = (await res.json()) as { error?: unknown };
+        const parsed = (await res.json()) as unknown;
+        if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) body = parsed as Record<string, unknown>;
         if (typeof body.error === 'string' && body.error !== '') message = body.error;
       } catch {
         // not JSON: keep the status line
       }
-      throw new ApiError(res.status, message);
+      throw new ApiError(res.status, message, body);
     }
     return res;
   }
@@ -145,6 +182,38 @@ export class Api {
 
   search(repo: string, q: string): Promise<SearchResponse> {
     return this.json(`/v1/repos/${encodeURIComponent(repo)}/search?q=${encodeURIComponent(q)}&limit=50`);
+  }
+
+  /** Every repository the user belongs to. */
+  searchAll(q: string): Promise<SearchResponse> {
+    return this.json(`/v1/search?q=${encodeURIComponent(q)}&limit=50`);
+  }
+
+  /**
+   * Writes pages in one commit. A stale `parent_sha` is merged section by section (`merge: "sections"`);
+   * what cannot be merged comes back as a 409 with its conflicts, resolved by the caller.
+   */
+  async push(repo: string, files: PushFile[], message: string): Promise<PushAnswer> {
+    const res = await this.request(this.repoUrl(repo, '/sync/push'), this.body('POST', { message, merge: 'sections', files }));
+    return { ok: res.ok, body: (await res.json()) as PushResponse };
+  }
+
+  links(repo: string, path: string): Promise<LinksResponse> {
+    return this.json(this.repoUrl(repo, `/links/${encodePath(path)}`));
+  }
+
+  setRole(repo: string, userId: string, role: 'owner' | 'member'): Promise<{ user_id: string; email: string; role: string }> {
+    return this.json(this.repoUrl(repo, `/members/${encodeURIComponent(userId)}/role`), this.body('POST', { role }));
+  }
+
+  /** Deletes the repository and everything in it; `confirm` must be its id. */
+  async deleteRepo(repo: string, confirm: string): Promise<void> {
+    await this.request(this.repoUrl(repo, `?confirm=${encodeURIComponent(confirm)}`), { method: 'DELETE' });
+  }
+
+  /** The repository as a git bundle (owners). */
+  async exportRepo(repo: string): Promise<Blob> {
+    return (await this.request(this.repoUrl(repo, '/export'))).blob();
   }
 
   async history(repo: string, path: string): Promise<CommitInfo[]> {

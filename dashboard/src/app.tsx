@@ -2,14 +2,45 @@ import { useEffect, useLayoutEffect, useMemo, useState } from 'preact/hooks';
 import { Api, ApiError, capabilitiesOf, type Capabilities, type ServerInfo } from './api.ts';
 import { loadConfig, type DashboardConfig } from './config.ts';
 import { beginSignIn, completeSignIn, isCallback } from './oidc.ts';
-import { parseRoute, type Route } from './route.ts';
+import { href, parseRoute, type Route } from './route.ts';
 import { clearSession, loadSession, saveSession, type Session } from './session.ts';
 import { ErrorMessage, Loading, errorText } from './ui.tsx';
-import { DiffView, PageView, RepoView, ReposView } from './views.tsx';
+import { DiffView, PageView, RepoView, ReposView, SearchView } from './views.tsx';
 import { TeamView, TokensView } from './team.tsx';
+import { SettingsView } from './settings.tsx';
 import { ActivityView, EvolutionView } from './activity.tsx';
 import { AdminView, BillingView } from './hosted.tsx';
 import { CliLoginView } from './cli-login.tsx';
+import { forgetMetas } from './titles.ts';
+
+type EditorViews = typeof import('./editor.tsx');
+let editorViews: Promise<EditorViews> | undefined;
+
+/** The editor's views, loaded on first use (with CodeMirror after them): reading never downloads them. */
+function Lazy({ render }: { render: (m: EditorViews) => preact.ComponentChildren }) {
+  const [views, setViews] = useState<EditorViews>();
+  const [error, setError] = useState<string>();
+  useEffect(() => {
+    let live = true;
+    editorViews ??= import('./editor.tsx');
+    editorViews.then(
+      (m) => live && setViews(m),
+      (e: unknown) => {
+        editorViews = undefined;
+        if (live) setError(`The editor could not be loaded: ${errorText(e)} Reload the page to try again.`);
+      },
+    );
+    return () => {
+      live = false;
+    };
+  }, []);
+  // The view's heading takes the focus once it is there, as with every other view (Routed).
+  useLayoutEffect(() => {
+    if (views) document.getElementById('app')?.querySelector<HTMLElement>('h1')?.focus({ preventScroll: true });
+  }, [views]);
+  if (error) return <ErrorMessage message={error} />;
+  return views ? <>{render(views)}</> : <Loading what="the editor" />;
+}
 
 function useRoute(): Route {
   const [route, setRoute] = useState(() => parseRoute(location.hash));
@@ -62,6 +93,7 @@ export function App() {
 
   const signOut = (why?: string) => {
     clearSession();
+    forgetMetas();
     setSession(null);
     setNotice(why);
   };
@@ -127,6 +159,7 @@ function Shell({ children, session, caps, onSignOut }: { children: preact.Compon
             {caps?.admin && <a href="#/admin">Admin</a>}
           </nav>
         )}
+        {session && <SiteSearch />}
         {session && (
           <div class="who">
             <span class="user" title={session.user.email}>
@@ -143,6 +176,31 @@ function Shell({ children, session, caps, onSignOut }: { children: preact.Compon
   );
 }
 
+/** The header's search box: every repository the user belongs to (the results view is #/search?q=). */
+function SiteSearch() {
+  const route = useRoute();
+  const [q, setQ] = useState(route.name === 'search' ? route.q : '');
+  useEffect(() => {
+    if (route.name === 'search') setQ(route.q);
+  }, [route]);
+  return (
+    <form
+      class="site-search"
+      role="search"
+      aria-label="Every repository"
+      onSubmit={(ev) => {
+        ev.preventDefault();
+        if (q.trim()) location.hash = href({ name: 'search', q: q.trim() });
+      }}
+    >
+      <label for="site-search" class="sr-only">
+        Search every repository
+      </label>
+      <input id="site-search" type="search" value={q} placeholder="Search every repository" onInput={(e) => setQ((e.target as HTMLInputElement).value)} />
+    </form>
+  );
+}
+
 function Routed({ api, server }: { api: Api; server: ServerInfo }) {
   const route = useRoute();
   // In the same task as the new view appears, so a key pressed at once lands on the view, not the old focus.
@@ -152,14 +210,23 @@ function Routed({ api, server }: { api: Api; server: ServerInfo }) {
   switch (route.name) {
     case 'repos':
       return <ReposView api={api} />;
+    case 'search':
+      return <SearchView api={api} q={route.q} />;
+    // Keyed: nothing another repository or page loaded (its pages, its history) is ever asked of this one.
     case 'repo':
-      return <RepoView api={api} repo={route.repo} initialQuery={route.q} />;
+      return <RepoView key={route.repo} api={api} repo={route.repo} initialQuery={route.q} />;
     case 'page':
       return <PageView api={api} repo={route.repo} path={route.path} />;
+    case 'edit':
+      return <Lazy render={(m) => <m.EditView api={api} repo={route.repo} path={route.path} title={route.title} />} />;
+    case 'new':
+      return <Lazy render={(m) => <m.NewPageView api={api} repo={route.repo} type={route.type} slug={route.slug} />} />;
+    case 'settings':
+      return <SettingsView api={api} repo={route.repo} />;
     case 'diff':
-      return <DiffView api={api} repo={route.repo} path={route.path} from={route.from} to={route.to} />;
+      return <DiffView key={`${route.repo}\n${route.path}`} api={api} repo={route.repo} path={route.path} from={route.from} to={route.to} />;
     case 'evolution':
-      return <EvolutionView api={api} repo={route.repo} path={route.path} />;
+      return <EvolutionView key={`${route.repo}\n${route.path}`} api={api} repo={route.repo} path={route.path} />;
     case 'team':
       return <TeamView api={api} repo={route.repo} />;
     case 'activity':

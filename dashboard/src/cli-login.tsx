@@ -1,9 +1,10 @@
 /**
  * `kr login --browser` (issue 17): the CLI listens on 127.0.0.1:<port> and opens
  * `/cli-login?port=&state=&hostname=`. The signed-in user sees who they are, which computer asks, and what
- * token will be made; Allow mints a personal access token labelled with the hostname and sends this tab to
- * `http://127.0.0.1:<port>/callback?state=&token=`; Cancel sends it there with `error=denied`, so the CLI
- * stops waiting. Bad parameters are refused before anything is minted; the tab only ever goes to the
+ * token will be made; Allow mints a personal access token labelled with the hostname and hands it to
+ * `http://127.0.0.1:<port>/callback` in the body of a form POST (`state`, `token`), so the token is never in
+ * an address: not in the browser's history, not in a log of URLs; Cancel posts `error=denied` there, so the
+ * CLI stops waiting. Bad parameters are refused before anything is minted; the tab only ever goes to the
  * literal loopback address.
  */
 import { useState } from 'preact/hooks';
@@ -45,10 +46,26 @@ export function checkParams(raw: { port: string; state: string; hostname: string
   return { ok: { port, state: raw.state, hostname, label: `kr CLI on ${hostname}` } };
 }
 
-/** Where the tab goes with the answer: the literal loopback address, never another host. */
-export function callbackUrl(p: { port: number; state: string }, answer: { token: string } | { error: 'denied' }): string {
-  const q = new URLSearchParams({ state: p.state, ...answer });
-  return `http://127.0.0.1:${p.port}/callback?${q}`;
+/** Where the answer is posted: the literal loopback address, never another host. */
+export function callbackUrl(p: { port: number }): string {
+  return `http://127.0.0.1:${p.port}/callback`;
+}
+
+/** Posts the answer to the waiting CLI: a form built here (no query string), submitted as the tab's navigation. */
+function handOver(p: { port: number; state: string }, answer: { token: string } | { error: 'denied' }): void {
+  const form = document.createElement('form');
+  form.method = 'post';
+  form.action = callbackUrl(p);
+  form.hidden = true;
+  for (const [name, value] of Object.entries({ state: p.state, ...answer })) {
+    const input = document.createElement('input');
+    input.type = 'hidden';
+    input.name = name;
+    input.value = value;
+    form.append(input);
+  }
+  document.body.append(form);
+  form.submit();
 }
 
 const framed = (): boolean => {
@@ -97,7 +114,7 @@ function Confirm({ api, params, crumbs }: { api: Api; params: CliLoginParams; cr
     try {
       const { token } = await api.createPat({ label: params.label, expires_in_days: days });
       setPhase('sent');
-      location.assign(callbackUrl(params, { token }));
+      handOver(params, { token });
     } catch (e) {
       setError(`No token was created: ${errorText(e)}`);
       setPhase('ask');
@@ -105,7 +122,7 @@ function Confirm({ api, params, crumbs }: { api: Api; params: CliLoginParams; cr
   };
   const cancel = () => {
     setPhase('cancelled');
-    location.assign(callbackUrl(params, { error: 'denied' }));
+    handOver(params, { error: 'denied' });
   };
 
   const who = me.data ? (me.data.name ? `${me.data.name} (${me.data.email})` : me.data.email) : undefined;

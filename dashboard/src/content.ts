@@ -2,6 +2,8 @@
 import DOMPurify from 'dompurify';
 import { Marked } from 'marked';
 import { parse as parseYaml } from 'yaml';
+import { WIKI_LINK, parseWikiLink, resolveRelativeHref, resolveWikiTarget, type Resolved } from './links.ts';
+import { href } from './route.ts';
 
 export interface ParsedPage {
   /** The frontmatter as parsed, or null when there is none. */
@@ -37,38 +39,264 @@ export function showValue(v: unknown): string {
 
 const marked = new Marked({ gfm: true, breaks: false, async: false });
 
-let hooked = false;
-function purifier(): typeof DOMPurify {
-  if (!hooked) {
-    hooked = true;
-    // Links out of the page open in a new tab without handing it this window.
-    DOMPurify.addHook('afterSanitizeAttributes', (node) => {
-      if (node.tagName === 'A' && node.hasAttribute('href')) {
-        const href = node.getAttribute('href') ?? '';
-        if (/^https?:/i.test(href)) {
-          node.setAttribute('target', '_blank');
-          node.setAttribute('rel', 'noopener noreferrer');
-        }
-      }
-      // An image the author gave no text alternative is treated as decorative: a screen reader skips it
-      // instead of spelling out its address.
-      if (node.tagName === 'IMG' && !node.hasAttribute('alt')) node.setAttribute('alt', '');
-    });
-  }
-  return DOMPurify;
+/**
+ * What page HTML may not carry. Tags: anything that submits, embeds, runs or draws over the app (`dialog`).
+ * Attributes: `class`, `id`, `style`, `role`, `tabindex` and ARIA/data attributes, so a page can never dress
+ * up as the app's own alerts, buttons or focus order; `name` (DOM clobbering); and the ones that fetch behind
+ * the reader's back (`background`, `srcset`, `sizes`), media being handled below; `download` (a link into
+ * this dashboard would save its page instead of opening it).
+ */
+const SANITIZE = {
+  USE_PROFILES: { html: true },
+  FORBID_TAGS: ['style', 'form', 'input', 'button', 'textarea', 'select', 'iframe', 'object', 'embed', 'dialog', 'frame', 'frameset'],
+  FORBID_ATTR: [
+    'style',
+    'class',
+    'id',
+    'role',
+    'name',
+    'tabindex',
+    'background',
+    'srcset',
+    'sizes',
+    'popover',
+    'popovertarget',
+    'popovertargetaction',
+    'command',
+    'commandfor',
+    'download',
+  ],
+  ALLOW_ARIA_ATTR: false,
+  ALLOW_DATA_ATTR: false,
+  RETURN_DOM: true as const,
+};
+
+/** Where the page is: its links resolve against the repository's pages, relative ones from its folder. */
+export interface RenderContext {
+  repo: string;
+  path: string;
+  pages: ReadonlySet<string>;
 }
 
 /**
  * Markdown to HTML that is safe to insert: page text is untrusted, so the rendered HTML goes through
- * DOMPurify (no scripts, no event handlers, no javascript: or other unsafe URLs, no forms or frames).
+ * DOMPurify (no scripts, no event handlers, no javascript: or other unsafe URLs, no forms or frames, none of
+ * the attributes in SANITIZE), and then, in DOMPurify's inert document where nothing loads:
+ *  - links out of the page (`https:`, `//host`) open in a new tab without this window (`noopener noreferrer`);
+ *  - `[[slug]]`, `[[type/slug]]`, `[[slug|text]]` and relative links become links to the page in this
+ *    dashboard, or are marked unresolved (with a link to create the page when the target names one) or
+ *    ambiguous, when `ctx` is given;
+ *  - remote images and media do not load: each becomes a button naming its host (`data-kr-media` = its
+ *    index), until the reader asks for it (its index in `load`).
  */
-export function renderMarkdown(markdown: string): string {
-  const html = marked.parse(markdown) as string;
-  return purifier().sanitize(html, {
-    USE_PROFILES: { html: true },
-    FORBID_TAGS: ['style', 'form', 'input', 'button', 'textarea', 'select', 'iframe', 'object', 'embed'],
-    FORBID_ATTR: ['style'],
+export function renderMarkdown(markdown: string, ctx?: RenderContext, load: ReadonlySet<number> = new Set()): string {
+  const html = withoutInlineStyles(marked.parse(markdown) as string);
+  const body = DOMPurify.sanitize(html, SANITIZE) as HTMLElement;
+  const doc = body.ownerDocument;
+  fixLinks(body, ctx);
+  if (ctx) linkWikiText(doc, body, ctx);
+  holdMedia(doc, body, load);
+  return body.innerHTML;
+}
+
+/**
+ * The HTML text without `<style>` elements and with every `style` attribute renamed (DOMPurify drops both
+ * anyway). Parsing them at all, even into DOMPurify's inert document, counts under the dashboard's
+ * Content-Security-Policy as applying an inline style: refused, and logged in the console for every page that
+ * has one. One pass, linear in the text: a tag ends at the next `>` (a quoted `>` inside an attribute only
+ * leaves the rest of that tag as it was, for DOMPurify to clean as before).
+ */
+export function withoutInlineStyles(html: string): string {
+  const lower = html.toLowerCase();
+  let out = '';
+  let at = 0;
+  for (let i = lower.indexOf('<', at); i >= 0; i = lower.indexOf('<', at)) {
+    if (lower.startsWith('<style', i) && !/[a-z0-9-]/.test(lower[i + 6] ?? '')) {
+      const close = lower.indexOf('</style', i);
+      const end = close < 0 ? -1 : lower.indexOf('>', close);
+      out += html.slice(at, i);
+      at = end < 0 ? html.length : end + 1;
+      continue;
+    }
+    if (!/[a-z]/.test(lower[i + 1] ?? '')) {
+      out += html.slice(at, i + 1);
+      at = i + 1;
+      continue;
+    }
+    const end = lower.indexOf('>', i);
+    if (end < 0) break;
+    out += html.slice(at, i) + html.slice(i, end + 1).replace(/(\s)style(\s*=)/gi, '$1data-style$2');
+    at = end + 1;
+  }
+  return out + html.slice(at);
+}
+
+/** A link out of the dashboard: any http(s) address, with or without its `//`, or protocol-relative `//host`. */
+const EXTERNAL = /^\s*(https?:|\/\/)/i;
+
+function fixLinks(body: HTMLElement, ctx: RenderContext | undefined): void {
+  for (const a of Array.from(body.querySelectorAll<HTMLElement>('a[href], area[href]'))) {
+    const target = a.getAttribute('href') ?? '';
+    if (EXTERNAL.test(target)) {
+      a.setAttribute('target', '_blank');
+      a.setAttribute('rel', 'noopener noreferrer');
+      continue;
+    }
+    a.removeAttribute('target');
+    // `#x` and `?x` would change this app's own address (its routes live in the hash).
+    if (/^\s*[#?]/.test(target)) {
+      a.removeAttribute('href');
+      continue;
+    }
+    if (!ctx) continue;
+    const r = resolveRelativeHref(target, ctx.path, ctx.pages);
+    if (r) markLink(a, r, ctx, a.textContent ?? target);
+  }
+}
+
+/** An app-made link element for `r` with `text`, replacing nothing: the caller places it. */
+function linkElement(doc: Document, r: Resolved, ctx: RenderContext, text: string): HTMLElement {
+  const el = doc.createElement(r.kind === 'page' || (r.kind === 'missing' && r.slug) ? 'a' : 'span');
+  el.textContent = text;
+  markLink(el, r, ctx, text);
+  return el;
+}
+
+/** Points `el` at the page `r` names, or marks it unresolved or ambiguous, with words for screen readers. */
+function markLink(el: HTMLElement, r: Resolved, ctx: RenderContext, text: string): void {
+  el.classList.add('wikilink');
+  const note = (words: string) => {
+    const s = el.ownerDocument.createElement('span');
+    s.className = 'sr-only';
+    s.textContent = ` (${words})`;
+    el.append(s);
+  };
+  if (r.kind === 'page') {
+    el.setAttribute('href', href({ name: 'page', repo: ctx.repo, path: r.path }));
+    return;
+  }
+  if (r.kind === 'ambiguous') {
+    el.classList.add('ambiguous');
+    el.removeAttribute('href');
+    el.setAttribute('title', `“${text}” is ambiguous: ${r.paths.join(', ')}`);
+    note(`ambiguous: ${r.paths.join(' or ')}`);
+    return;
+  }
+  el.classList.add('unresolved');
+  if (r.slug && el.tagName === 'A') {
+    el.setAttribute('href', href({ name: 'new', repo: ctx.repo, type: r.type, slug: r.slug }));
+    el.setAttribute('title', `No page ${r.path ?? r.slug} yet: create it`);
+    note('no such page yet: create it');
+  } else {
+    el.removeAttribute('href');
+    el.setAttribute('title', `No page ${r.path ?? ''} in this repository`.replace('  ', ' '));
+    note('no such page');
+  }
+}
+
+/** Text nodes outside links and code, with their `[[...]]` turned into links. */
+function linkWikiText(doc: Document, body: HTMLElement, ctx: RenderContext): void {
+  const walker = doc.createTreeWalker(body, NodeFilter.SHOW_TEXT, {
+    acceptNode: (n) =>
+      n.parentElement?.closest('a, code, pre') ? NodeFilter.FILTER_REJECT : n.nodeValue?.includes('[[') ? NodeFilter.FILTER_ACCEPT : NodeFilter.FILTER_SKIP,
   });
+  const texts: Text[] = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) texts.push(n as Text);
+  for (const t of texts) {
+    const value = t.nodeValue ?? '';
+    const parts: (string | Node)[] = [];
+    let last = 0;
+    for (const m of value.matchAll(WIKI_LINK)) {
+      const link = parseWikiLink(m[1]!);
+      if (!link) continue;
+      if (m.index! > last) parts.push(value.slice(last, m.index));
+      parts.push(linkElement(doc, resolveWikiTarget(link.target, ctx.pages), ctx, link.text));
+      last = m.index! + m[0].length;
+    }
+    if (parts.length === 0) continue;
+    if (last < value.length) parts.push(value.slice(last));
+    t.replaceWith(...parts);
+  }
+}
+
+const MEDIA = 'img, video, audio';
+
+/** The addresses an element of MEDIA would fetch. */
+function mediaUrls(el: Element): string[] {
+  const urls = [el.getAttribute('src'), el.getAttribute('poster')];
+  for (const inner of Array.from(el.querySelectorAll('source[src], track[src]'))) urls.push(inner.getAttribute('src'));
+  return urls.filter((u): u is string => u !== null && u.trim() !== '');
+}
+
+function hostOf(url: string): string | null {
+  try {
+    const u = new URL(url.trim().startsWith('//') ? `https:${url.trim()}` : url.trim());
+    return /^https?:$/.test(u.protocol) ? u.host : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Remote images, video and audio become buttons that load them (`load` holds the indices asked for). */
+function holdMedia(doc: Document, body: HTMLElement, load: ReadonlySet<number>): void {
+  let index = 0;
+  for (const el of Array.from(body.querySelectorAll(MEDIA))) {
+    if (el.parentElement?.closest('video, audio')) continue;
+    const urls = mediaUrls(el);
+    const remote = urls.filter((u) => !/^data:/i.test(u.trim()));
+    if (remote.length === 0) continue;
+    const kind = el.tagName === 'IMG' ? 'image' : el.tagName === 'VIDEO' ? 'video' : 'audio';
+    const alt = (el.getAttribute('alt') ?? el.getAttribute('title') ?? '').trim();
+    const hosts = remote.map(hostOf);
+    const secure = remote.every((u) => /^(https:)?\/\//i.test(u.trim()));
+    const n = index++;
+    if (secure && load.has(n)) {
+      // Asked for: loaded over https even where the dashboard itself is served over http.
+      for (const node of [el, ...Array.from(el.querySelectorAll('source, track'))]) {
+        for (const attr of ['src', 'poster']) {
+          const v = node.getAttribute(attr)?.trim();
+          if (v?.startsWith('//')) node.setAttribute(attr, `https:${v}`);
+        }
+      }
+      if (kind !== 'image') el.setAttribute('controls', '');
+      continue;
+    }
+    const what = `${kind}${alt ? ` “${alt}”` : ''}`;
+    if (secure) {
+      const b = doc.createElement('button');
+      b.type = 'button';
+      b.className = 'media-blocked';
+      b.dataset.krMedia = String(n);
+      b.textContent = `Load ${what} from ${[...new Set(hosts)].join(', ')}`;
+      el.replaceWith(b);
+    } else {
+      // Plain http (the policy forbids it) or an address relative to the page: never loaded here.
+      const s = doc.createElement('span');
+      s.className = 'media-blocked';
+      const at = hosts.findIndex((h) => h !== null);
+      const host = at >= 0 ? hosts[at] : null;
+      s.textContent = host ? `The ${what} from ${host} is not loaded (not a secure address): ` : `The ${what} (${remote[0]}) is not available here.`;
+      if (host) {
+        const a = doc.createElement('a');
+        a.href = remote[at]!.trim();
+        a.target = '_blank';
+        a.rel = 'noopener noreferrer';
+        a.textContent = 'open it in a new tab';
+        s.append(a);
+      }
+      el.replaceWith(s);
+    }
+  }
+  // An image the author gave no text alternative is decorative: a screen reader skips it instead of
+  // spelling out its address.
+  for (const img of Array.from(body.querySelectorAll('img:not([alt])'))) img.setAttribute('alt', '');
+}
+
+/** The title and summary a page gives itself in its frontmatter. */
+export function pageMeta(text: string): { title?: string; summary?: string; type?: string } {
+  const fm = splitFrontmatter(text).frontmatter ?? {};
+  const str = (v: unknown) => (typeof v === 'string' && v.trim() !== '' ? v.trim() : typeof v === 'number' ? String(v) : undefined);
+  return { title: str(fm.title), summary: str(fm.summary) ?? str(fm.description), type: str(fm.type) };
 }
 
 /** A search snippet as parts: matches sit between « and »; everything is text, never HTML. */

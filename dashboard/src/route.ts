@@ -1,14 +1,20 @@
 /**
- * Hash routes, so the build needs nothing from the static host: #/, #/repo/<id>, #/repo/<id>/page/<path>,
+ * Hash routes, so the build needs nothing from the static host: #/, #/search?q=, #/repo/<id>,
+ * #/repo/<id>/page/<path>, #/repo/<id>/edit/<path>, #/repo/<id>/new?type=&slug=,
  * #/repo/<id>/diff/<path>?from=&to=, #/repo/<id>/evolution/<path>, #/repo/<id>/team, #/repo/<id>/activity,
- * #/tokens, #/billing, #/admin, #/cli-login?port=&state=&hostname=. Two path entry points, /cli-login (the CLI's
- * browser login) and /billing (the hosted build's upgrade link), become their hash routes (entryFromPath).
+ * #/repo/<id>/settings, #/tokens, #/billing, #/admin, #/cli-login?port=&state=&hostname=. Two path entry
+ * points, /cli-login (the CLI's browser login) and /billing (the hosted build's upgrade link), become their hash
+ * routes (entryFromPath).
  */
 
 export type Route =
   | { name: 'repos' }
+  | { name: 'search'; q: string }
   | { name: 'repo'; repo: string; q?: string }
   | { name: 'page'; repo: string; path: string }
+  | { name: 'edit'; repo: string; path: string; title?: string }
+  | { name: 'new'; repo: string; type?: string; slug?: string }
+  | { name: 'settings'; repo: string }
   | { name: 'diff'; repo: string; path: string; from?: string; to?: string }
   | { name: 'evolution'; repo: string; path: string }
   | { name: 'team'; repo: string }
@@ -26,10 +32,23 @@ export function href(r: Route): string {
   switch (r.name) {
     case 'repos':
       return '#/';
+    case 'search':
+      return `#/search?q=${encodeURIComponent(r.q)}`;
     case 'repo':
       return `#/repo/${seg(r.repo)}${r.q ? `?q=${encodeURIComponent(r.q)}` : ''}`;
     case 'page':
       return `#/repo/${seg(r.repo)}/page/${segs(r.path)}`;
+    case 'edit':
+      return `#/repo/${seg(r.repo)}/edit/${segs(r.path)}${r.title ? `?title=${encodeURIComponent(r.title)}` : ''}`;
+    case 'new': {
+      const q = new URLSearchParams();
+      if (r.type) q.set('type', r.type);
+      if (r.slug) q.set('slug', r.slug);
+      const qs = q.toString();
+      return `#/repo/${seg(r.repo)}/new${qs ? `?${qs}` : ''}`;
+    }
+    case 'settings':
+      return `#/repo/${seg(r.repo)}/settings`;
     case 'diff': {
       const q = new URLSearchParams();
       if (r.from) q.set('from', r.from);
@@ -80,6 +99,7 @@ export function parseRoute(hash: string): Route {
   if (parts.length === 0) return { name: 'repos' };
   if (parts.length === 1) {
     if (parts[0] === 'tokens' || parts[0] === 'billing' || parts[0] === 'admin') return { name: parts[0] };
+    if (parts[0] === 'search') return { name: 'search', q: q.get('q') ?? '' };
     if (parts[0] === 'cli-login') {
       return { name: 'cliLogin', port: q.get('port') ?? '', state: q.get('state') ?? '', hostname: q.get('hostname') ?? '' };
     }
@@ -87,9 +107,11 @@ export function parseRoute(hash: string): Route {
   if (parts[0] === 'repo' && parts[1]) {
     const repo = parts[1];
     if (parts.length === 2) return { name: 'repo', repo, q: q.get('q') ?? undefined };
-    if (parts.length === 3 && (parts[2] === 'team' || parts[2] === 'activity')) return { name: parts[2], repo };
+    if (parts.length === 3 && (parts[2] === 'team' || parts[2] === 'activity' || parts[2] === 'settings')) return { name: parts[2], repo };
+    if (parts.length === 3 && parts[2] === 'new') return { name: 'new', repo, type: q.get('type') ?? undefined, slug: q.get('slug') ?? undefined };
     const rest = parts.slice(3).join('/');
     if (parts[2] === 'page' && rest) return { name: 'page', repo, path: rest };
+    if (parts[2] === 'edit' && rest) return { name: 'edit', repo, path: rest, title: q.get('title') ?? undefined };
     if (parts[2] === 'evolution' && rest) return { name: 'evolution', repo, path: rest };
     if (parts[2] === 'diff' && rest) {
       return { name: 'diff', repo, path: rest, from: q.get('from') ?? undefined, to: q.get('to') ?? undefined };

@@ -1,8 +1,8 @@
 /** A repository's team (members, invite keys) and the signed-in user's personal access tokens. */
 import type { ComponentChildren } from 'preact';
-import { useLayoutEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, type Api, type InviteKey, type Member, type PatInfo } from './api.ts';
-import { Crumbs, Empty, ErrorMessage, Loading, errorText, useLoad, type Loaded } from './ui.tsx';
+import { useRef, useState } from 'preact/hooks';
+import { ApiError, isMissingRoute, type Api, type InviteKey, type Member, type PatInfo } from './api.ts';
+import { ConfirmButton, Crumbs, Empty, ErrorMessage, Loading, errorText, useLoad, type Loaded } from './ui.tsx';
 import { RepoTabs } from './views.tsx';
 import { href } from './route.ts';
 import { clearSession, loadSession } from './session.ts';
@@ -35,9 +35,6 @@ function actionError(e: unknown): string {
   return text;
 }
 
-/** How long after a confirm question opens a click with no key or pointer down on its button is ignored. */
-const STRAY_CLICK_MS = 400;
-
 /**
  * The state of a view's actions: `run(act)` clears the last message, marks the view busy while `act` runs,
  * shows a refusal readably, and tells whether it went through. `act` may set a status message on success.
@@ -61,102 +58,6 @@ function useAction() {
     }
   };
   return { busy, error, status, setStatus, run };
-}
-
-/**
- * A button that asks before it acts: the first press shows the question with a confirm and a cancel button
- * (focus moves to the confirm button; Escape or Cancel returns it). No window.confirm.
- */
-function ConfirmButton(props: {
-  /** Visible text of the first button ("Revoke") and what it acts on, for screen readers ("invite key x"). */
-  label: string;
-  what: string;
-  question: ComponentChildren;
-  confirmLabel: string;
-  /** Resolves true when the thing is gone (the caller moves focus), false when it failed (focus comes back here). */
-  onConfirm: () => Promise<boolean>;
-}) {
-  const [asking, setAsking] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const confirmRef = useRef<HTMLButtonElement>(null);
-  const startRef = useRef<HTMLButtonElement>(null);
-  const returnFocus = useRef(false);
-  // The key press that opened the question must not also answer it: focus moves to the confirm button while
-  // that key may still be producing its click (on a busy machine the browser's activation can land after
-  // the move). A click on the confirm button counts when a key or pointer went down on it first, or once
-  // the question has been shown for a moment (assistive technology may click without either).
-  const openedAt = useRef(0);
-  const armed = useRef(false);
-  // A layout effect, so the focus moves in the same task as the question appears: a key pressed at once
-  // (Escape, Enter) reaches the confirm button, never the page body the first button left behind.
-  useLayoutEffect(() => {
-    if (asking) {
-      openedAt.current = performance.now();
-      armed.current = false;
-      confirmRef.current?.focus();
-    } else if (returnFocus.current) {
-      returnFocus.current = false;
-      startRef.current?.focus();
-    }
-  }, [asking]);
-  const cancel = () => {
-    returnFocus.current = true;
-    setAsking(false);
-  };
-  if (!asking) {
-    return (
-      <button type="button" ref={startRef} onClick={() => setAsking(true)}>
-        {props.label}
-        <span class="sr-only"> {props.what}</span>
-      </button>
-    );
-  }
-  return (
-    <div
-      class="confirm"
-      role="group"
-      aria-label={`${props.label} ${props.what}`}
-      onKeyDown={(e) => {
-        if (e.key === 'Escape') cancel();
-      }}
-    >
-      <p class="hint">
-        {props.question}
-      </p>
-      <div class="row">
-        <button
-          type="button"
-          class="primary"
-          ref={confirmRef}
-          disabled={busy}
-          onKeyDown={(e) => {
-            if (e.key === 'Enter' || e.key === ' ') armed.current = true;
-          }}
-          onPointerDown={() => {
-            armed.current = true;
-          }}
-          onClick={async () => {
-            if (!armed.current && performance.now() - openedAt.current < STRAY_CLICK_MS) return;
-            setBusy(true);
-            let done = false;
-            try {
-              done = await props.onConfirm();
-            } finally {
-              returnFocus.current = !done;
-              setBusy(false);
-              setAsking(false);
-            }
-          }}
-        >
-          {props.confirmLabel}
-          <span class="sr-only"> {props.what}</span>
-        </button>
-        <button type="button" onClick={cancel} disabled={busy}>
-          Cancel
-        </button>
-      </div>
-    </div>
-  );
 }
 
 /** A secret shown once: a read-only field, a Copy button, and what to do with it. */
@@ -262,6 +163,20 @@ function Members(props: {
       heading.focus();
     });
 
+  const owners = members?.filter((m) => m.role === 'owner').length ?? 0;
+  const changeRole = (m: Member, role: 'owner' | 'member') =>
+    run(async () => {
+      try {
+        await api.setRole(repo, m.user_id, role);
+      } catch (e) {
+        if (isMissingRoute(e)) throw new Error('This server cannot change roles (it has no role route): update it, or use its admin command (repo owner <repo> <user>).');
+        throw e;
+      }
+      setStatus(m.user_id === myId ? `You are now ${role === 'owner' ? 'an owner' : 'a member'} of ${repo}.` : `${m.email} is now ${role === 'owner' ? 'an owner' : 'a member'}.`);
+      team.reload();
+      heading.focus();
+    });
+
   return (
     <section aria-labelledby="members-h">
       <h2 id="members-h" ref={heading.ref} tabIndex={-1}>
@@ -302,7 +217,27 @@ function Members(props: {
                       {m.email}
                       {self && <> <span class="badge">you</span></>}
                     </td>
-                    <td>{m.role}</td>
+                    <td>
+                      <span class="nowrap">{m.role}</span>
+                      {isOwner && m.role === 'member' && (
+                        <button type="button" class="inline-action" onClick={() => void changeRole(m, 'owner')}>
+                          Make owner<span class="sr-only"> {m.email}</span>
+                        </button>
+                      )}
+                      {isOwner && m.role === 'owner' && owners > 1 && (
+                        <ConfirmButton
+                          label="Make member"
+                          what={self ? '(yourself)' : m.email}
+                          question={
+                            self
+                              ? 'Step down to member? You can no longer manage the team, invite keys or the repository; another owner can make you owner again.'
+                              : `Make ${m.email} a member? They can no longer manage the team, invite keys or the repository.`
+                          }
+                          confirmLabel="Yes, make member"
+                          onConfirm={() => changeRole(m, 'member')}
+                        />
+                      )}
+                    </td>
                     <td>
                       <When s={m.added_at} />
                     </td>
@@ -632,6 +567,9 @@ export function TokensView({ api }: { api: Api }) {
         {!lostSignIn && <ErrorMessage message={pats.error} />}
         {pats.loading && !pats.data && <Loading what="tokens" />}
         {pats.data && pats.data.length === 0 && <Empty>You have no personal access tokens. Create one above.</Empty>}
+        {pats.data && pats.data.length > 0 && !pats.data.some((p) => p.current) && (
+          <p class="hint">This tab signed in {session?.via === 'oidc' ? 'through your organisation’s account' : 'with a session'}: none of these tokens is the one it uses.</p>
+        )}
         {pats.data && pats.data.length > 0 && (
           <div class="scroll">
             <table class="data wide" aria-label="Your personal access tokens">
@@ -649,7 +587,15 @@ export function TokensView({ api }: { api: Api }) {
                   const expired = p.expires_at !== undefined && p.expires_at <= now;
                   return (
                     <tr key={p.id}>
-                      <td class="wrap">{p.label ? p.label : <span class="hint">no label · {p.id.slice(0, 8)}</span>}</td>
+                      <td class="wrap">
+                        {p.label ? p.label : <span class="hint">no label · {p.id.slice(0, 8)}</span>}
+                        {p.current && (
+                          <>
+                            {' '}
+                            <span class="badge current">in use by this tab</span>
+                          </>
+                        )}
+                      </td>
                       <td>
                         <When s={p.created_at} />
                       </td>
@@ -664,8 +610,10 @@ export function TokensView({ api }: { api: Api }) {
                           what={`token ${patName(p)}`}
                           question={
                             <>
-                              Revoke {patName(p)}? Anything using it (the command line, scripts
-                              {tabUsesPat ? ', this tab if it signed in with it' : ''}) stops working at once.
+                              Revoke {patName(p)}?{' '}
+                              {p.current
+                                ? 'It is the token this tab signed in with: this tab is signed out at once, and anything else using it stops working.'
+                                : 'Anything using it (the command line, scripts) stops working at once.'}
                             </>
                           }
                           confirmLabel="Yes, revoke"

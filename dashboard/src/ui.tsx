@@ -1,6 +1,6 @@
 /** Shared pieces: data loading, error and empty states. */
 import type { ComponentChildren } from 'preact';
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { ApiError } from './api.ts';
 
 export interface Loaded<T> {
@@ -52,13 +52,49 @@ function capitalise(s: string): string {
   return s.charAt(0).toUpperCase() + s.slice(1);
 }
 
-export function ErrorMessage({ message }: { message: string | undefined }) {
+/** A failure as shown: its sentence, and for a 402 the plan's upgrade page (an http(s) URL only). */
+export interface Problem {
+  text: string;
+  upgradeUrl?: string;
+}
+
+export function problemOf(e: unknown): Problem {
+  const upgradeUrl = e instanceof ApiError ? e.upgradeUrl : undefined;
+  return upgradeUrl ? { text: errorText(e), upgradeUrl } : { text: errorText(e) };
+}
+
+export function ErrorMessage({ message, upgradeUrl }: { message: string | undefined; upgradeUrl?: string }) {
   if (!message) return null;
   return (
     <p class="error" role="alert">
       {message}
+      {upgradeUrl && (
+        <>
+          {' '}
+          <a href={upgradeUrl}>Upgrade your plan</a>
+        </>
+      )}
     </p>
   );
+}
+
+/** A sentence for the next view to show (after a save, a deletion), taken once. */
+let flash: string | undefined;
+
+export function setFlash(text: string): void {
+  flash = text;
+}
+
+export function takeFlash(): string | undefined {
+  const t = flash;
+  flash = undefined;
+  return t;
+}
+
+/** The flash left for this view, read once when it first renders. */
+export function useFlash(): string | undefined {
+  const [text] = useState(takeFlash);
+  return text;
 }
 
 export function Empty({ children }: { children: ComponentChildren }) {
@@ -89,3 +125,103 @@ export function Crumbs({ items }: { items: { label: string; to?: string }[] }) {
     </nav>
   );
 }
+
+/** How long after a confirm question opens a click with no key or pointer down on its button is ignored. */
+const STRAY_CLICK_MS = 400;
+
+/**
+ * A button that asks before it acts: the first press shows the question with a confirm and a cancel button
+ * (focus moves to the confirm button; Escape or Cancel returns it). No window.confirm.
+ */
+export function ConfirmButton(props: {
+  /** Visible text of the first button ("Revoke") and what it acts on, for screen readers ("invite key x"). */
+  label: string;
+  what: string;
+  question: ComponentChildren;
+  confirmLabel: string;
+  /** Resolves true when the thing is gone (the caller moves focus), false when it failed (focus comes back here). */
+  onConfirm: () => Promise<boolean>;
+}) {
+  const [asking, setAsking] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const confirmRef = useRef<HTMLButtonElement>(null);
+  const startRef = useRef<HTMLButtonElement>(null);
+  const returnFocus = useRef(false);
+  // The key press that opened the question must not also answer it: focus moves to the confirm button while
+  // that key may still be producing its click (on a busy machine the browser's activation can land after
+  // the move). A click on the confirm button counts when a key or pointer went down on it first, or once
+  // the question has been shown for a moment (assistive technology may click without either).
+  const openedAt = useRef(0);
+  const armed = useRef(false);
+  // A layout effect, so the focus moves in the same task as the question appears: a key pressed at once
+  // (Escape, Enter) reaches the confirm button, never the page body the first button left behind.
+  useLayoutEffect(() => {
+    if (asking) {
+      openedAt.current = performance.now();
+      armed.current = false;
+      confirmRef.current?.focus();
+    } else if (returnFocus.current) {
+      returnFocus.current = false;
+      startRef.current?.focus();
+    }
+  }, [asking]);
+  const cancel = () => {
+    returnFocus.current = true;
+    setAsking(false);
+  };
+  if (!asking) {
+    return (
+      <button type="button" ref={startRef} onClick={() => setAsking(true)}>
+        {props.label}
+        <span class="sr-only"> {props.what}</span>
+      </button>
+    );
+  }
+  return (
+    <div
+      class="confirm"
+      role="group"
+      aria-label={`${props.label} ${props.what}`}
+      onKeyDown={(e) => {
+        if (e.key === 'Escape') cancel();
+      }}
+    >
+      <p class="hint">
+        {props.question}
+      </p>
+      <div class="row">
+        <button
+          type="button"
+          class="primary"
+          ref={confirmRef}
+          disabled={busy}
+          onKeyDown={(e) => {
+            if (e.key === 'Enter' || e.key === ' ') armed.current = true;
+          }}
+          onPointerDown={() => {
+            armed.current = true;
+          }}
+          onClick={async () => {
+            if (!armed.current && performance.now() - openedAt.current < STRAY_CLICK_MS) return;
+            setBusy(true);
+            let done = false;
+            try {
+              done = await props.onConfirm();
+            } finally {
+              returnFocus.current = !done;
+              setBusy(false);
+              setAsking(false);
+            }
+          }}
+        >
+          {props.confirmLabel}
+          <span class="sr-only"> {props.what}</span>
+        </button>
+        <button type="button" onClick={cancel} disabled={busy}>
+          Cancel
+        </button>
+      </div>
+    </div>
+  );
+}
+

@@ -1,8 +1,11 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import type { Api, CommitInfo, SectionChange, SectionDiff } from './api.ts';
-import { groupPages, pageName, renderMarkdown, showTime, showValue, snippetParts, splitFrontmatter } from './content.ts';
+import { isMissingRoute, type Api, type CommitInfo, type LinksResponse, type SectionChange, type SectionDiff } from './api.ts';
+import { groupPages, pageName, showTime, showValue, snippetParts, splitFrontmatter } from './content.ts';
+import { loadDraft } from './drafts.ts';
+import { Markdown } from './markdown.tsx';
 import { href } from './route.ts';
-import { Crumbs, Empty, ErrorMessage, Loading, errorText, shortSha, useLoad } from './ui.tsx';
+import { rememberMeta, usePageMeta, usePageMetas, type PageMeta } from './titles.ts';
+import { ConfirmButton, Crumbs, Empty, ErrorMessage, Loading, errorText, problemOf, setFlash, shortSha, useFlash, useLoad, type Problem } from './ui.tsx';
 
 function Change({ c }: { c: CommitInfo }) {
   return (
@@ -15,25 +18,26 @@ function Change({ c }: { c: CommitInfo }) {
 // ---------------------------------------------------------------- repositories
 
 /** The breadcrumb trail of a view about one page: repositories, the repository, the page, then `here`. */
-export function PageCrumbs({ repo, path, here }: { repo: string; path: string; here: string }) {
+export function PageCrumbs({ repo, path, here, title }: { repo: string; path: string; here: string; title?: string }) {
   return (
     <Crumbs
       items={[
         { label: 'Repositories', to: '#/' },
         { label: repo, to: href({ name: 'repo', repo }) },
-        { label: pageName(path), to: href({ name: 'page', repo, path }) },
+        { label: title ?? pageName(path), to: href({ name: 'page', repo, path }) },
         { label: here },
       ]}
     />
   );
 }
 
-/** The sections of one repository: its pages, its team, its activity. */
-export function RepoTabs({ repo, current }: { repo: string; current: 'pages' | 'team' | 'activity' }) {
+/** The sections of one repository: its pages, its team, its activity, its settings. */
+export function RepoTabs({ repo, current }: { repo: string; current: 'pages' | 'team' | 'activity' | 'settings' }) {
   const tabs = [
     { key: 'pages', label: 'Pages', to: href({ name: 'repo', repo }) },
     { key: 'team', label: 'Team', to: href({ name: 'team', repo }) },
     { key: 'activity', label: 'Activity', to: href({ name: 'activity', repo }) },
+    { key: 'settings', label: 'Settings', to: href({ name: 'settings', repo }) },
   ] as const;
   return (
     <nav class="tabs" aria-label="Repository">
@@ -50,8 +54,9 @@ export function ReposView({ api }: { api: Api }) {
   const repos = useLoad(() => api.repos(), [api]);
   const [id, setId] = useState('');
   const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string>();
+  const [error, setError] = useState<Problem>();
   const [created, setCreated] = useState<string>();
+  const flash = useFlash();
 
   const create = async (ev: Event) => {
     ev.preventDefault();
@@ -64,7 +69,7 @@ export function ReposView({ api }: { api: Api }) {
       setId('');
       repos.reload();
     } catch (e) {
-      setError(errorText(e));
+      setError(problemOf(e));
     } finally {
       setBusy(false);
     }
@@ -73,6 +78,11 @@ export function ReposView({ api }: { api: Api }) {
   return (
     <section>
       <h1 tabIndex={-1}>Repositories</h1>
+      {flash && (
+        <p class="ok" role="status">
+          {flash}
+        </p>
+      )}
       <form class="card inline" onSubmit={create}>
         <label for="new-repo">New repository id</label>
         <div class="row">
@@ -91,7 +101,7 @@ export function ReposView({ api }: { api: Api }) {
           </button>
         </div>
         <p class="hint">Letters, digits, "-" and "_", starting with a letter or digit; at most 64.</p>
-        <ErrorMessage message={error} />
+        <ErrorMessage message={error?.text} upgradeUrl={error?.upgradeUrl} />
         {created && (
           <p class="ok" role="status">
             Created <a href={href({ name: 'repo', repo: created })}>{created}</a>.
@@ -142,6 +152,8 @@ export function RepoView({ api, repo, initialQuery }: { api: Api; repo: string; 
     [api, repo, initialQuery],
   );
   const groups = useMemo(() => groupPages(pages.data ?? []), [pages.data]);
+  const metas = usePageMetas(api, repo, pages.data);
+  const flash = useFlash();
 
   const submit = (ev: Event) => {
     ev.preventDefault();
@@ -153,6 +165,16 @@ export function RepoView({ api, repo, initialQuery }: { api: Api; repo: string; 
       <Crumbs items={[{ label: 'Repositories', to: '#/' }, { label: repo }]} />
       <h1 tabIndex={-1}>{repo}</h1>
       <RepoTabs repo={repo} current="pages" />
+      {flash && (
+        <p class="ok" role="status">
+          {flash}
+        </p>
+      )}
+      <p class="toolbar">
+        <a class="button" href={href({ name: 'new', repo })}>
+          New page
+        </a>
+      </p>
       <form class="card inline" role="search" onSubmit={submit}>
         <label for="search">Search pages</label>
         <div class="row">
@@ -206,7 +228,15 @@ export function RepoView({ api, repo, initialQuery }: { api: Api; repo: string; 
       <ErrorMessage message={pages.error} />
       {pages.loading && !pages.data && <Loading what="pages" />}
       {pages.data && pages.data.length === 0 && (
-        <Empty>No pages yet. Pages pushed with kr push (or the sync/push route) appear here.</Empty>
+        <div class="empty">
+          <p class="flush">This repository has no pages yet. To start it from a project folder, run there:</p>
+          <pre class="command">
+            <code>kr init --repo {repo}</code>
+          </pre>
+          <p>
+            then write pages and <code>kr push</code> them, or <a href={href({ name: 'new', repo })}>write the first page here</a>.
+          </p>
+        </div>
       )}
       {groups.map((g) => (
         <section class="group" key={g.type} aria-labelledby={`group-${g.type}`}>
@@ -217,8 +247,9 @@ export function RepoView({ api, repo, initialQuery }: { api: Api; repo: string; 
             {g.pages.map((p) => (
               <li key={p.path}>
                 <a class="title" href={href({ name: 'page', repo, path: p.path })}>
-                  {pageName(p.path)}
+                  {metas.get(p.path)?.title ?? pageName(p.path)}
                 </a>
+                {metas.get(p.path)?.summary && <p class="summary">{metas.get(p.path)!.summary}</p>}
                 <div class="meta">
                   <code>{p.path}</code>
                   <span>
@@ -237,12 +268,27 @@ export function RepoView({ api, repo, initialQuery }: { api: Api; repo: string; 
 // ---------------------------------------------------------------- one page
 
 export function PageView({ api, repo, path }: { api: Api; repo: string; path: string }) {
+  // A fresh view per page: the loaded media and the raw toggle of another page do not carry over.
+  return <Page key={`${repo}\n${path}`} api={api} repo={repo} path={path} />;
+}
+
+function Page({ api, repo, path }: { api: Api; repo: string; path: string }) {
   const page = useLoad(() => api.page(repo, path), [api, repo, path]);
+  const pages = useLoad(() => api.pages(repo), [api, repo]);
   const history = useLoad(() => api.history(repo, path), [api, repo, path]);
   const [raw, setRaw] = useState(false);
   const [copied, setCopied] = useState<string>();
+  const [deleteError, setDeleteError] = useState<string>();
+  const flash = useFlash();
   const parsed = useMemo(() => (page.data ? splitFrontmatter(page.data.text) : null), [page.data]);
-  const html = useMemo(() => (parsed ? renderMarkdown(parsed.body) : ''), [parsed]);
+  const meta = useMemo<PageMeta>(
+    () => (page.data ? rememberMeta(api.baseUrl, repo, path, page.data.sha, page.data.text) : {}),
+    [api, repo, path, page.data],
+  );
+  // Links resolve against the pages at head; until they are known (or if they cannot be), against none.
+  const pageSet = useMemo(() => (pages.data || pages.error ? new Set((pages.data ?? []).map((p) => p.path)) : null), [pages.data, pages.error]);
+  const ctx = useMemo(() => (pageSet ? { repo, path, pages: pageSet } : undefined), [repo, path, pageSet]);
+  const draft = useMemo(() => loadDraft(api.baseUrl, repo, path), [api, repo, path]);
 
   const copy = async () => {
     const link = location.href;
@@ -254,20 +300,54 @@ export function PageView({ api, repo, path }: { api: Api; repo: string; path: st
     }
   };
 
+  const remove = async (): Promise<boolean> => {
+    if (!page.data) return false;
+    setDeleteError(undefined);
+    try {
+      const answer = await api.push(repo, [{ path, delete: true, parent_sha: page.data.sha }], `Delete ${meta.title ?? pageName(path)}`);
+      if (!answer.ok) {
+        const c = answer.body.conflicts[0];
+        setDeleteError(
+          `Not deleted: the page changed since you opened it${c ? ` (it is now at ${shortSha(c.current_sha)})` : ''}. Reload it, read the change, and delete it then if you still want to.`,
+        );
+        return false;
+      }
+      setFlash(`Deleted ${path}.`);
+      location.hash = href({ name: 'repo', repo });
+      return true;
+    } catch (e) {
+      setDeleteError(`Not deleted: ${errorText(e)}`);
+      return false;
+    }
+  };
+
   const commits = history.data ?? [];
+  const title = meta.title ?? pageName(path);
   return (
     <section>
       <Crumbs
         items={[
           { label: 'Repositories', to: '#/' },
           { label: repo, to: href({ name: 'repo', repo }) },
-          { label: pageName(path) },
+          { label: title },
         ]}
       />
-      <h1 tabIndex={-1}>{pageName(path)}</h1>
+      <h1 tabIndex={-1}>{page.data || page.error ? title : pageName(path)}</h1>
+      {meta.summary && <p class="summary lead">{meta.summary}</p>}
       <p class="meta">
         <code>{path}</code>
       </p>
+      {flash && (
+        <p class="ok" role="status">
+          {flash}
+        </p>
+      )}
+      {draft && (
+        <p class="note">
+          You have unsaved changes to this page in this browser (from {showTime(new Date(draft.savedAt).toISOString())}).{' '}
+          <a href={href({ name: 'edit', repo, path })}>Continue editing</a>
+        </p>
+      )}
       <div class="toolbar" role="group" aria-label="Page view">
         <button type="button" aria-pressed={!raw} onClick={() => setRaw(false)}>
           Rendered
@@ -278,6 +358,11 @@ export function PageView({ api, repo, path }: { api: Api; repo: string; path: st
         <button type="button" onClick={copy}>
           Copy link
         </button>
+        {page.data && (
+          <a class="button" href={href({ name: 'edit', repo, path })}>
+            Edit
+          </a>
+        )}
         {commits.length > 1 && <a href={href({ name: 'diff', repo, path })}>Last change</a>}
         {commits.length > 0 && <a href={href({ name: 'evolution', repo, path })}>Evolution</a>}
       </div>
@@ -312,11 +397,15 @@ export function PageView({ api, repo, path }: { api: Api; repo: string; path: st
             </pre>
           ) : parsed.body.trim() === '' ? (
             <Empty>This page has no text besides its frontmatter.</Empty>
+          ) : !ctx ? (
+            <Loading what="the page's links" />
           ) : (
-            <article class="markdown" dangerouslySetInnerHTML={{ __html: html }} />
+            <Markdown text={parsed.body} ctx={ctx} />
           )}
         </>
       )}
+
+      <LinkedFrom api={api} repo={repo} path={path} exists={page.data !== undefined} />
 
       <section aria-labelledby="history-h">
         <h2 id="history-h">History</h2>
@@ -325,25 +414,77 @@ export function PageView({ api, repo, path }: { api: Api; repo: string; path: st
         {history.data && commits.length === 0 && <Empty>No commit has touched this page.</Empty>}
         {commits.length > 0 && (
           <ol class="list history">
-            {commits.map((c, i) => (
-              <li key={c.sha}>
-                <span class="title">{c.message}</span>
-                <div class="meta">
-                  <code title={c.sha}>{shortSha(c.sha)}</code>
-                  <Change c={c} />
-                  {commits[i + 1] ? (
-                    <a href={href({ name: 'diff', repo, path, from: commits[i + 1]!.sha, to: c.sha })}>
-                      What changed<span class="sr-only"> in {shortSha(c.sha)}</span>
-                    </a>
-                  ) : (
-                    <span>created the page</span>
-                  )}
-                </div>
-              </li>
-            ))}
+            {commits.map((c, i) => {
+              const prev = commits[i + 1];
+              return (
+                <li key={c.sha}>
+                  <a class="title" href={href({ name: 'diff', repo, path, from: prev?.sha, to: c.sha })}>
+                    {c.message}
+                  </a>
+                  <div class="meta">
+                    <code title={c.sha}>{shortSha(c.sha)}</code>
+                    <Change c={c} />
+                    {prev ? <span>changed the page</span> : <span>created the page</span>}
+                  </div>
+                </li>
+              );
+            })}
           </ol>
         )}
       </section>
+
+      {page.data && (
+        <section aria-labelledby="delete-h" class="danger">
+          <h2 id="delete-h">Delete this page</h2>
+          <p class="hint">Deleting is a commit like any other: the page stays in the history, and can be written again.</p>
+          <ErrorMessage message={deleteError} />
+          <ConfirmButton
+            label="Delete page"
+            what={path}
+            question={`Delete ${path}? It disappears from the repository at once (its history stays).`}
+            confirmLabel="Yes, delete"
+            onConfirm={remove}
+          />
+        </section>
+      )}
+    </section>
+  );
+}
+
+/** The pages that link here, from the links route (API.md "Links between pages"). */
+function LinkedFrom({ api, repo, path, exists }: { api: Api; repo: string; path: string; exists: boolean }) {
+  const links = useLoad<LinksResponse | 'unsupported' | null>(async () => {
+    if (!exists) return null;
+    try {
+      return await api.links(repo, path);
+    } catch (e) {
+      if (isMissingRoute(e)) return 'unsupported';
+      throw e;
+    }
+  }, [api, repo, path, exists]);
+  const data = links.data;
+  if (data === null) return null;
+  return (
+    <section aria-labelledby="linked-h" class="linked">
+      <h2 id="linked-h">Linked from</h2>
+      <ErrorMessage message={links.error} />
+      {links.loading && data === undefined && <Loading what="the pages that link here" />}
+      {data === 'unsupported' && <p class="hint">This server does not report links between pages.</p>}
+      {data && data !== 'unsupported' && data.incoming.length === 0 && <Empty>No page links here.</Empty>}
+      {data && data !== 'unsupported' && data.incoming.length > 0 && (
+        <ul class="list" aria-label="Pages that link here">
+          {data.incoming.map((l) => (
+            <li key={l.path}>
+              <a class="title" href={href({ name: 'page', repo, path: l.path })}>
+                {l.title || pageName(l.path)}
+              </a>
+              <div class="meta">
+                <code>{l.path}</code>
+              </div>
+            </li>
+          ))}
+        </ul>
+      )}
     </section>
   );
 }
@@ -382,10 +523,21 @@ export function DiffView({ api, repo, path, from, to }: { api: Api; repo: string
   const history = useLoad(() => api.history(repo, path), [api, repo, path]);
   const commits = history.data ?? [];
   const canDefault = commits.length > 1;
-  const diff = useLoad<SectionDiff | null>(
-    () => (from || to || canDefault ? api.diff(repo, path, { from, to }) : Promise.resolve(null)),
-    [api, repo, path, from, to, canDefault],
-  );
+  // With only `to`, it may be the commit that created the page, which has no earlier one to diff with (the
+  // diff route would refuse): its diff against the empty page comes from the evolution route. Undefined while
+  // the history is not known, null when it does not matter.
+  const oldest = to && !from ? (history.data ? (history.data.at(-1)?.sha ?? '') : undefined) : null;
+  const diff = useLoad<SectionDiff | null>(async () => {
+    if (!(from || to || canDefault) || oldest === undefined) return null;
+    if (oldest && to && oldest.startsWith(to.toLowerCase())) {
+      const evo = await api.evolution(repo, path, Math.max(1, Math.min(200, commits.length)));
+      const entry = evo.entries.find((e) => e.commit.sha === oldest);
+      if (entry) return entry.diff;
+    }
+    return api.diff(repo, path, { from, to });
+  }, [api, repo, path, from, to, canDefault, oldest]);
+  const meta = usePageMeta(api, repo, path);
+  const title = meta?.title ?? pageName(path);
   const [pick, setPick] = useState<{ from: string; to: string; edited: boolean }>({ from: from ?? '', to: to ?? '', edited: false });
   // The pickers follow the diff shown until the reader picks; a diff that arrives after a pick never undoes it.
   useEffect(() => {
@@ -403,8 +555,8 @@ export function DiffView({ api, repo, path, from, to }: { api: Api; repo: string
 
   return (
     <section>
-      <PageCrumbs repo={repo} path={path} here="Changes" />
-      <h1 tabIndex={-1}>Changes to {pageName(path)}</h1>
+      <PageCrumbs repo={repo} path={path} here="Changes" title={title} />
+      <h1 tabIndex={-1}>Changes to {title}</h1>
       <ErrorMessage message={history.error} />
       {history.loading && !history.data && <Loading what="history" />}
       {history.data && commits.length === 0 && <Empty>No commit has touched this page.</Empty>}
@@ -419,7 +571,7 @@ export function DiffView({ api, repo, path, from, to }: { api: Api; repo: string
         </form>
       )}
       <ErrorMessage message={diff.error} />
-      {diff.loading && (from || to || canDefault) && <Loading what="the changes" />}
+      {(diff.loading || oldest === undefined) && (from || to || canDefault) && <Loading what="the changes" />}
       {diff.data && !diff.loading && <DiffBody diff={diff.data} />}
     </section>
   );
@@ -523,6 +675,49 @@ function SectionCard({ s }: { s: SectionChange }) {
         <p class="meta">Only the heading changed.</p>
       ) : (
         body
+      )}
+    </section>
+  );
+}
+
+// ---------------------------------------------------------------- search across repositories
+
+/** Results of the header's search box: every repository the user belongs to (GET /v1/search). */
+export function SearchView({ api, q }: { api: Api; q: string }) {
+  const query = q.trim();
+  const results = useLoad(() => (query ? api.searchAll(query) : Promise.resolve(null)), [api, query]);
+  return (
+    <section>
+      <Crumbs items={[{ label: 'Repositories', to: '#/' }, { label: 'Search' }]} />
+      <h1 tabIndex={-1}>{query ? `Search: ${query}` : 'Search'}</h1>
+      {!query && <Empty>Type words in the search box at the top to search the pages of every repository you belong to.</Empty>}
+      <ErrorMessage message={results.error} />
+      {results.loading && query && <Loading what="results" />}
+      {results.data && (
+        <>
+          <p role="status">
+            {results.data.total} {results.data.total === 1 ? 'page matches' : 'pages match'} “{query}” across your repositories.
+          </p>
+          {results.data.results.length === 0 ? (
+            <Empty>No page matches. Try fewer words, or a prefix such as stor*.</Empty>
+          ) : (
+            <ul class="list" aria-label="Search results">
+              {results.data.results.map((r) => (
+                <li key={`${r.repo_id}\n${r.path}`}>
+                  <a class="title" href={href({ name: 'page', repo: r.repo_id, path: r.path })}>
+                    {r.title || pageName(r.path)}
+                  </a>
+                  <span class="badge">{r.repo_id}</span>
+                  {r.type && <span class="badge">{r.type}</span>}
+                  <div class="meta">
+                    <code>{r.path}</code>
+                  </div>
+                  <p class="snippet">{snippetParts(r.snippet).map((p, i) => (p.match ? <mark key={i}>{p.text}</mark> : p.text))}</p>
+                </li>
+              ))}
+            </ul>
+          )}
+        </>
       )}
     </section>
   );

@@ -13,6 +13,7 @@ import m0006 from '../../schema/migrations/0006_user_disabled.sql';
 import m0007 from '../../schema/migrations/0007_search.sql';
 import m0008 from '../../schema/migrations/0008_activity_commit.sql';
 import m0009 from '../../schema/migrations/0009_pat_parent.sql';
+import m0011 from '../../schema/migrations/0011_events.sql';
 import m0012 from '../../schema/migrations/0012_links.sql';
 
 export const BUNDLED_MIGRATION_FILES = [
@@ -25,6 +26,7 @@ export const BUNDLED_MIGRATION_FILES = [
   { name: '0007_search.sql', sql: m0007 },
   { name: '0008_activity_commit.sql', sql: m0008 },
   { name: '0009_pat_parent.sql', sql: m0009 },
+  { name: '0011_events.sql', sql: m0011 },
   { name: '0012_links.sql', sql: m0012 },
 ];
 

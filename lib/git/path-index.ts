@@ -374,7 +374,12 @@ export class PathIndex {
     repo: string,
     commits: ReadonlyArray<{ meta: CommitMeta; changes: PathChange[]; contents: PageContents }>,
     extra: Stmt[] = [],
-    opts: { fullText?: boolean; head?: IndexedCommit | null } = {},
+    opts: {
+      fullText?: boolean;
+      head?: IndexedCommit | null;
+      /** Told the results of the `extra` statements, in order. */
+      extraResults?: (results: Array<{ changes: number; rows: Record<string, unknown>[] }>) => void;
+    } = {},
   ): Promise<IndexedCommit[]> {
     const fullText = this.searchOn && opts.fullText !== false;
     if (fullText) await this.fts.ensureTable();
@@ -403,7 +408,8 @@ export class PathIndex {
       stmts.push(...this.recordStmts(repo, seq, meta, changes, docs, links));
       out.push({ sha: meta.sha, seq, author: meta.author, email: meta.email, time: meta.time, message: meta.message });
     }
-    await this.db.batch([...stmts, ...extra]);
+    const results = await this.db.batch([...stmts, ...extra]);
+    opts.extraResults?.(results.slice(stmts.length));
     return out;
   }
 
@@ -464,6 +470,10 @@ export class PathIndex {
       { sql: 'DELETE FROM search_fts WHERE rowid IN (SELECT id FROM search_docs WHERE repo_id = ?)', args: [repo] },
       { sql: 'DELETE FROM search_docs WHERE repo_id = ?', args: [repo] },
       ...LinkIndex.removalStmts(repo),
+      // Live events (schema/migrations/0011_events.sql): the event log, webhooks and their deliveries.
+      { sql: 'DELETE FROM webhook_deliveries WHERE repo_id = ?', args: [repo] },
+      { sql: 'DELETE FROM webhooks WHERE repo_id = ?', args: [repo] },
+      { sql: 'DELETE FROM repo_events WHERE repo_id = ?', args: [repo] },
     ];
   }
 
@@ -505,13 +515,17 @@ export class PathIndex {
     const baseSeq = base?.seq ?? 0;
     if (!indexed || indexed.seq !== baseSeq) {
       // The index is ahead of or beside git: cut it back to the common point and rebuild head state. Push
-      // events recorded with those commits go too: git never reached them, so no push was acknowledged.
+      // events recorded with those commits go too (activity, the event log, webhook deliveries): git never
+      // reached them, so no push was acknowledged.
+      const cut = (table: string): Stmt => ({
+        sql: `DELETE FROM ${table} WHERE repo_id = ? AND commit_sha IN (
+                SELECT sha FROM git_commits WHERE repo_id = ? AND seq > ?)`,
+        args: [repo, repo, baseSeq],
+      });
       await this.db.batch([
-        {
-          sql: `DELETE FROM activity WHERE repo_id = ? AND commit_sha IN (
-                  SELECT sha FROM git_commits WHERE repo_id = ? AND seq > ?)`,
-          args: [repo, repo, baseSeq],
-        },
+        cut('activity'),
+        cut('repo_events'),
+        cut('webhook_deliveries'),
         { sql: 'DELETE FROM git_commits WHERE repo_id = ? AND seq > ?', args: [repo, baseSeq] },
         { sql: 'DELETE FROM git_changes WHERE repo_id = ? AND seq > ?', args: [repo, baseSeq] },
         { sql: 'DELETE FROM git_head WHERE repo_id = ?', args: [repo] },

@@ -14,6 +14,9 @@ import { foldPathCase } from '../page/path.ts';
 import { parseQuery } from '../search/query.ts';
 import { mergePages } from '../differ/merge.ts';
 import type { SearchOptions, SearchPage } from '../search/results.ts';
+import { EventLog, deliveriesQueued, pushEventData } from '../events/log.ts';
+import { WebhookStore } from '../events/webhook-store.ts';
+import type { PathStatus } from '../../schema/wire/events.ts';
 import {
   ConcurrentUpdateError,
   GitStore,
@@ -165,6 +168,17 @@ interface Overlay {
 
 export class RepoStore implements Repos {
   readonly index: PathIndex;
+  /**
+   * The repositories' event log and webhooks (lib/events/), in the index's database: a commit's push event
+   * and webhook deliveries are written in the transaction that records it.
+   */
+  readonly events: EventLog;
+  readonly webhooks: WebhookStore;
+  /**
+   * Told, under the repository's lock, once a commit is published (its events count, its held deliveries are
+   * due): the live hub announces them (lib/events/live.ts). Never throws.
+   */
+  onPublished: ((id: string, info: { deliveries: number }) => Promise<void>) | null = null;
   private readonly creationMutex: KeyedMutex;
   /**
    * Serialises creating (and claiming) a repository id, separately from the write lock. Every push takes
@@ -197,6 +211,8 @@ export class RepoStore implements Repos {
     private readonly clock: Clock,
   ) {
     this.index = index;
+    this.events = new EventLog(index.database, clock);
+    this.webhooks = new WebhookStore(index.database, clock);
     this.creationMutex = new KeyedMutex({ waitMs: git.lockWaitMs });
     this.headCache = new LruCache(git.headCacheBytes, headEntryBytes);
   }
@@ -712,7 +728,14 @@ export class RepoStore implements Repos {
     const head = await this.index.headCommit(id);
     const batch = this.git.batch(id, head?.sha ?? null);
     const overlay: Overlay = { entries: new Map(), staged: (oid) => batch.staged(oid) };
-    const made: Array<{ push: QueuedPush; meta: CommitMeta; changes: PathChange[]; contents: PageContents }> = [];
+    const made: Array<{
+      push: QueuedPush;
+      meta: CommitMeta;
+      changes: PathChange[];
+      contents: PageContents;
+      /** What the commit did to each path it changed (its push event's `paths`). */
+      statuses: Array<{ path: string; status: PathStatus }>;
+    }> = [];
     let current: IndexedCommit | null = head;
     for (const p of group) {
       p.result = null;
@@ -742,7 +765,16 @@ export class RepoStore implements Repos {
             for (const ch of c.changes) {
               overlay.entries.set(ch.path, ch.blob === null ? null : { path: ch.path, blob: ch.blob, commit });
             }
-            made.push({ push: p, meta: c.meta, changes: c.changes, contents: new Map(decided.writes.map((w) => [w.path, w.content])) });
+            made.push({
+              push: p,
+              meta: c.meta,
+              changes: c.changes,
+              contents: new Map(decided.writes.map((w) => [w.path, w.content])),
+              statuses: c.changes.map((ch) => ({
+                path: ch.path,
+                status: ch.blob === null ? 'deleted' : decided.before.has(ch.path) ? 'modified' : 'added',
+              })),
+            });
           }
         }
         p.result = this.outcome(p.files, decided, commit, changed, current?.sha ?? '');
@@ -758,8 +790,16 @@ export class RepoStore implements Repos {
     // can keep the branch from moving then, and the index's rows for commits git does not reach are cut
     // back by the next sync (after the failure here, or at boot after a crash). The branch moves only
     // once every object is durable; the answers wait for both.
+    // Each commit's push event and webhook deliveries go into the same transaction (held until the branch
+    // has moved: see published()).
     const extra: Stmt[] = [];
-    for (const m of made) if (m.push.activity) extra.push(...m.push.activity(m.push.result!));
+    for (const m of made) {
+      if (m.push.activity) extra.push(...m.push.activity(m.push.result!));
+      const merged = m.push.result!.outcomes.filter((o) => o.kind === 'committed' && o.merged).map((o) => o.path);
+      const data = pushEventData(id, m.meta, m.statuses, [...new Set(merged)]);
+      extra.push(...this.events.appendStmts(id, 'push', data, { commitSha: m.meta.sha }));
+    }
+    let deliveries = 0;
     let recorded: IndexedCommit[] = [];
     progress.step('prepare commit');
     try {
@@ -770,7 +810,7 @@ export class RepoStore implements Repos {
             id,
             made.map((m) => ({ meta: m.meta, changes: m.changes, contents: m.contents })),
             extra,
-            { fullText: false, head },
+            { fullText: false, head, extraResults: (results) => (deliveries = deliveriesQueued(extra, results)) },
           ),
         );
       });
@@ -786,6 +826,55 @@ export class RepoStore implements Repos {
       const r = made[i]!.push.result!;
       r.commit = c;
     });
+    await this.published(id, made.map((m) => m.meta.sha), deliveries);
+  }
+
+  /**
+   * After a group's commits are published, under the repository's lock: their held deliveries become due and
+   * their events are announced to the open streams. The commits landed whatever happens here: a release that
+   * fails is made later (releaseHeld, at the deliverer's next run or after a restart).
+   */
+  private async published(id: string, shas: string[], deliveries: number): Promise<void> {
+    if (deliveries > 0) {
+      try {
+        await this.webhooks.release(id, shas);
+      } catch {
+        // left held: releaseHeld makes them due
+      }
+    }
+    try {
+      await this.onPublished?.(id, { deliveries });
+    } catch {
+      // the listener reports its own failures; the push stands
+    }
+  }
+
+  /**
+   * Runs `fn` under the repository's write lock once its index is level with git: no commit is then between
+   * the index and the branch. Event writes other than a push's (member events) and the live hub's reads of
+   * where the log stands go through here, so that events count in id order.
+   */
+  async exclusive<T>(id: string, fn: () => Promise<T>, step = 'events'): Promise<T> {
+    await this.ready(id);
+    return this.git.withLock(id, fn, { owner: step, step });
+  }
+
+  /**
+   * Makes every held delivery of the repository due: those whose push was published but whose release was
+   * lost (a crash right after the push, a failed write). Under the lock, after levelling the index with git,
+   * which cuts back (with their events and deliveries) the commits git never reached.
+   */
+  async releaseHeld(id: string): Promise<void> {
+    await this.git.withLock(
+      id,
+      async () => {
+        await this.index.sync(id, this.git);
+        const h = this.heads.get(id);
+        if (h) this.forgetHeads(h);
+        await this.webhooks.releaseAll(id);
+      },
+      { owner: 'webhooks', step: 'release deliveries' },
+    );
   }
 
   /** One push's files against the head the group has reached (the index plus `overlay`). */

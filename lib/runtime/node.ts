@@ -28,9 +28,20 @@ import { nodeClientIp } from '../http/node-peer.ts';
 import { nodeBodySource } from '../http/node-body.ts';
 import { memoryLimiters } from '../http/rate-limit.ts';
 import type { RouteDef } from '../route.ts';
+import { Hub } from '../events/hub.ts';
+import { LocalLive } from '../events/live.ts';
+import { accessLost } from '../events/access.ts';
+import { Deliverer, DeliveryLoop } from '../events/deliver.ts';
+import { nodeResolveHost, nodeWebhookSender } from './node-webhook.ts';
 
 /** The Node build's dependencies, with their concrete stores (the watchdog and tests look inside them). */
-export type NodeDeps = Deps & { db: LibsqlDatabase; repos: RepoStore };
+export type NodeDeps = Deps & {
+  db: LibsqlDatabase;
+  repos: RepoStore;
+  live: LocalLive;
+  /** Webhook deliveries in this process: started by startServer, stopped before the database closes. */
+  deliveries: DeliveryLoop;
+};
 
 /**
  * The Node runtime: data root on disk, libSQL file `service.db` in it, bare repositories under
@@ -57,15 +68,46 @@ export async function openNodeDeps(
   const repos = new RepoStore(git, new PathIndex(db), clock);
   // A repository deletion that a crash cut short is finished (rows and directory) before serving.
   await repos.finishRemovals();
-  return { config, clock, db, repos, log: opts.log, members: new Members(db, clock),
-    users: new Users(db, clock),
-    pats: new Pats(db, clock),
+  const members = new Members(db, clock);
+  const users = new Users(db, clock);
+  const pats = new Pats(db, clock);
+  // Live events: the streams this process holds, fed as pushes publish and members change, their callers
+  // re-checked at each ping; webhook deliveries from the outbox in the same database.
+  const hub = new Hub({
+    log: repos.events,
+    logger: opts.log,
+    exclusive: (id, fn) => repos.exclusive(id, fn, 'event stream'),
+    recheck: (repoId, grant) => accessLost({ config, clock, users, pats, members }, repoId, grant),
+    pingMs: config.eventsPingMs,
+  });
+  const policy = { allowHttp: config.webhookAllowHttp, allowPrivate: config.webhookAllowPrivate };
+  const deliverer = new Deliverer({
+    store: repos.webhooks,
+    send: nodeWebhookSender(policy),
+    clock,
+    logger: opts.log,
+    releaseHeld: (id) => repos.releaseHeld(id),
+    retryMs: config.webhookRetryMs,
+  });
+  const deliveries = new DeliveryLoop(deliverer, clock, opts.log);
+  return {
+    config,
+    clock,
+    db,
+    repos,
+    log: opts.log,
+    members,
+    users,
+    pats,
     idpKeys: remoteIdpKeys(new URL(config.idpJwksUrl), { clock }),
     activity: new Activity(db, clock),
     invites: new Invites(db, clock),
     // Plan caps when SERVICE_HOSTED=1, none otherwise (SPEC.md: the self-hosted build has no quotas).
     quota: opts.quota ?? quotaFor(config),
     parsedPages: new ParseCache(budget.parsedPages, budget.outlines, budget.blames),
+    live: new LocalLive(repos, hub, () => deliveries.kick(), opts.log),
+    deliveries,
+    resolveHost: nodeResolveHost,
   };
 }
 
@@ -164,6 +206,8 @@ export async function startServer(deps: NodeDeps, routes: RouteDef[], opts: Watc
     locks();
   }, opts.slowCheckMs ?? 5_000);
   watch.unref();
+  // Deliveries left pending by the last run (a restart, a crash) go out now.
+  deps.deliveries.kick();
   const { config } = deps;
   const server = await new Promise<Server>((resolve, reject) => {
     const s = serve(
@@ -187,6 +231,8 @@ export async function startServer(deps: NodeDeps, routes: RouteDef[], opts: Watc
     close() {
       closing ??= (async () => {
         clearInterval(watch);
+        // Open event streams end (a client that is behind has its connection cut), so none holds the close.
+        deps.live.hub.close();
         await new Promise<void>((resolve) => {
           // Idle keep-alive sockets would hold close() open; busy ones finish their request first and
           // are closed as soon as they fall idle.
@@ -201,6 +247,8 @@ export async function startServer(deps: NodeDeps, routes: RouteDef[], opts: Watc
         // safe: the next start's sync makes the rows, a merge cut short leaves files behind).
         await deps.repos.searchSettled();
         await deps.repos.git.packMerges();
+        // A delivery under way finishes and is recorded; the rest stay pending for the next start.
+        await deps.deliveries.stop();
         await deps.db.close();
       })();
       return closing;

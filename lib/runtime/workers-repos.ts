@@ -25,6 +25,7 @@ export interface RepoNamespace {
   idFromName(name: string): unknown;
   get(id: unknown): {
     call(method: string, args: unknown[]): Promise<RpcResult>;
+    fetch(request: Request): Promise<Response>;
     pullBody(id: string, since: string | undefined, requestId?: string): Promise<RpcResult>;
     exportBody(id: string, requestId?: string): Promise<RpcResult>;
   };

@@ -20,6 +20,7 @@ import { durableObjectLimiters, type RateLimiterNamespace } from '../http/rate-l
 import type { AppEnv } from '../route.ts';
 import { routesFor } from '../../functions/index.ts';
 import { RemoteRepos, type RepoNamespace } from './workers-repos.ts';
+import { RemoteLive } from './workers-live.ts';
 
 /**
  * The Workers runtime (the hosted build, worker.ts): the same app as the Node build, with dependencies
@@ -88,6 +89,8 @@ export function workerDeps(env: WorkerEnv, config: Config): Deps {
     invites: new Invites(db, clock),
     quota: quotaFor(config),
     parsedPages: new ParseCache(8 * 1024 * 1024, 4 * 1024 * 1024),
+    // Each repository's Durable Object holds its event streams, event log, webhooks and deliveries.
+    live: new RemoteLive(env.REPO),
   };
 }
 

@@ -50,5 +50,11 @@ export type PatInfo = z.infer<typeof PatInfo>;
 export const CreatePatResponse = z.object({ pat: PatInfo, token: z.string().startsWith('krp_') });
 export type CreatePatResponse = z.infer<typeof CreatePatResponse>;
 
-export const PatsResponse = z.object({ pats: z.array(PatInfo) });
+/** (ours) `current: true` marks the token the listing request was made with. */
+export const PatListItem = PatInfo.extend({
+  current: z.literal(true).optional().describe('Present on the token this request was made with (the one in use), when it was made with one.'),
+});
+export type PatListItem = z.infer<typeof PatListItem>;
+
+export const PatsResponse = z.object({ pats: z.array(PatListItem) });
 export type PatsResponse = z.infer<typeof PatsResponse>;

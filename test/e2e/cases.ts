@@ -238,7 +238,9 @@ export function e2eCases(kind: TargetKind): void {
       expect(pat.status).toBe(201);
       expect(pat.body.token).toMatch(/^krp_[A-Za-z0-9_-]{32}$/);
       const aliceKey = pat.body.token as string;
-      expect((await call('/v1/pats', { token: aliceKey })).body.pats.map((p: { label: string }) => p.label)).toEqual(['laptop']);
+      // The token a listing is made with is marked current; a session marks none.
+      expect((await call('/v1/pats', { token: aliceKey })).body.pats.map((p: { label: string; current?: true }) => [p.label, p.current])).toEqual([['laptop', true]]);
+      expect((await call('/v1/pats', { token: alice.access_token })).body.pats.map((p: { label: string; current?: true }) => [p.label, p.current])).toEqual([['laptop', undefined]]);
 
       expect((await call('/v1/repos', { method: 'POST', token: aliceKey, json: { id: 'team' } })).body).toEqual({ id: 'team', role: 'owner' });
       expect((await call('/v1/repos', { method: 'POST', token: bob.access_token, json: { id: 'team' } })).body).toEqual({ error: 'repo already exists' });
@@ -264,7 +266,7 @@ export function e2eCases(kind: TargetKind): void {
       const activity = await call('/v1/repos/team/activity', { token: aliceKey });
       expect(activity.body.events.map((e: { email: string; action: string; detail?: unknown }) => [e.email, e.action, e.detail])).toEqual([
         ['alice@example.test', 'pull', { client: 'e2e' }],
-        ['bob@example.test', 'push', { paths: ['wiki/concepts/x.md'] }],
+        ['bob@example.test', 'push', { paths: ['wiki/concepts/x.md'], message: 'e2e' }],
       ]);
       expect(activity.body.total).toBe(2);
 

@@ -127,7 +127,8 @@ export async function startDashboard(opts: { env?: Record<string, string>; clock
     },
     async axe() {
       axeSource ??= readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-      if (!(await page.evaluate(() => 'axe' in window))) await page.addScriptTag({ content: axeSource });
+      // Evaluated through the DevTools protocol: the page's Content-Security-Policy refuses an inline <script>.
+      if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(axeSource);
       const found = await page.evaluate(async () => {
         const axe = (window as unknown as { axe: { run: (ctx: Document, o: object) => Promise<{ violations: { id: string; impact: string | null; help: string; nodes: { target: unknown[] }[] }[] }> } }).axe;
         const r = await axe.run(document, { resultTypes: ['violations'] });

@@ -161,6 +161,9 @@ export async function mountHandler(route: RouteDef | RouteDef[], opts: MountOpti
       return res.head;
     },
     async close() {
+      // Open event streams end and a webhook delivery under way is recorded before the database closes.
+      deps.live.hub.close();
+      await deps.deliveries.stop();
       await deps.db.close();
       await dir.cleanup();
     },

@@ -1,0 +1,47 @@
+import { defineRoute } from '../../lib/route.ts';
+import { openRepo } from '../../lib/repos.ts';
+import { bearerToken } from '../../lib/auth/resolve.ts';
+import { streamGrant } from '../../lib/webhooks.ts';
+import { EventsQuery, MemberEventData, PushEventData, StreamNotice } from '../../schema/wire/events.ts';
+
+/**
+ * GET /v1/repos/:id/events — the repository's live events as Server-Sent Events, resumable with
+ * `Last-Event-ID` (or `?after=`), ended with `event: revoked` when the caller loses access.
+ */
+export default defineRoute({
+  method: 'GET',
+  path: '/v1/repos/:id/events',
+  doc: {
+    operationId: 'streamEvents',
+    summary: 'Live events of a repository (Server-Sent Events)',
+    description:
+      'One event per change of the repository, as it happens: `event: push` (a commit: `PushEventData`) and `event: member` (`MemberEventData`), each with an `id:` (opaque, increasing within the repository) and its `data:` on one line of JSON. A `: ping` comment comes at least every 15 s. `Last-Event-ID: <id>` (or `?after=<id>`) first replays the retained events after that id (at least the repository\'s last 1,000) in order, then goes live; an id not retained starts the stream with `event: reset` (`{"reason": "unknown event id"}`): pull everything. Without either, the stream carries what happens from the moment it opened. The stream ends after `event: revoked` (`{"reason"}`) when the caller may no longer read the repository: at once when removed from it, by the next ping for a revoked or expired token or a disabled user. A reader that falls more than 512 KiB behind gets `event: reset` and the stream ends. Pulls are not events.',
+    tag: 'Live',
+    access: 'members; the legacy key on any repository. At most 10 open streams per identity per repository.',
+    query: EventsQuery,
+    responses: {
+      200: {
+        description: 'The event stream (it stays open). `x-events` gives the `data` of each event name.',
+        contentType: 'text/event-stream',
+        events: { push: PushEventData, member: MemberEventData, reset: StreamNotice, revoked: StreamNotice },
+      },
+    },
+    errors: {
+      400: ['invalid repo id'],
+      403: ['not a member of this repo'],
+      404: ['repo not found'],
+      429: ['too many event streams'],
+      503: ['server stopping'],
+    },
+  },
+  handler: async (c) => {
+    const { id, identity } = await openRepo(c, 'events.read');
+    // An empty value is no id (a browser's EventSource sends the header only once it has an id).
+    const given = (v: string | undefined) => (v === undefined || v.trim() === '' ? undefined : v);
+    const after = given(c.req.header('last-event-id')) ?? given(c.req.query('after')) ?? null;
+    const grant = streamGrant(identity, bearerToken(c.req.header('authorization')));
+    const body = await c.get('deps').live.stream(id, grant, after);
+    // Proxies that buffer responses (nginx) are asked not to: events must go out as they happen.
+    return c.body(body, 200, { 'Content-Type': 'text/event-stream', 'X-Accel-Buffering': 'no' });
+  },
+});

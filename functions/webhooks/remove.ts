@@ -1,0 +1,28 @@
+import { defineRoute } from '../../lib/route.ts';
+import { openRepo } from '../../lib/repos.ts';
+import { deleteWebhook } from '../../lib/webhooks.ts';
+
+/** DELETE /v1/repos/:id/webhooks/:wid — owners remove a webhook; its pending deliveries go with it. */
+export default defineRoute({
+  method: 'DELETE',
+  path: '/v1/repos/:id/webhooks/:wid',
+  doc: {
+    operationId: 'deleteWebhook',
+    summary: 'Remove a webhook',
+    description: 'Its deliveries, pending ones included, are dropped.',
+    tag: 'Webhooks',
+    access: 'owners, and the legacy key.',
+    params: { wid: "The webhook's id." },
+    responses: { 204: { description: 'Removed.' } },
+    errors: {
+      400: ['invalid repo id'],
+      403: ['not a member of this repo', 'only an owner can manage webhooks'],
+      404: ['repo not found', 'webhook not found'],
+    },
+  },
+  handler: async (c) => {
+    const { id } = await openRepo(c, 'webhook.manage');
+    await deleteWebhook(c.get('deps'), id, c.req.param('wid') ?? '');
+    return c.body(null, 204);
+  },
+});

@@ -1,0 +1,30 @@
+import { defineRoute } from '../../lib/route.ts';
+import { openRepo } from '../../lib/repos.ts';
+import { testWebhook } from '../../lib/webhooks.ts';
+
+/** POST /v1/repos/:id/webhooks/:wid/test — queues a `ping` delivery to the webhook. */
+export default defineRoute({
+  method: 'POST',
+  path: '/v1/repos/:id/webhooks/:wid/test',
+  body: 'none',
+  doc: {
+    operationId: 'testWebhook',
+    summary: 'Send a test event to a webhook',
+    description:
+      'Queues a delivery of event `ping` with data `{"repo_id","webhook_id"}`, signed and retried like any other; its outcome shows in the deliveries.',
+    tag: 'Webhooks',
+    access: 'owners, and the legacy key.',
+    params: { wid: "The webhook's id." },
+    responses: { 202: { description: 'Queued.' } },
+    errors: {
+      400: ['invalid repo id'],
+      403: ['not a member of this repo', 'only an owner can manage webhooks'],
+      404: ['repo not found', 'webhook not found'],
+    },
+  },
+  handler: async (c) => {
+    const { id } = await openRepo(c, 'webhook.manage');
+    await testWebhook(c.get('deps'), id, c.req.param('wid') ?? '');
+    return c.body(null, 202);
+  },
+});

@@ -1,0 +1,31 @@
+import type { Deps } from '../deps.ts';
+import { resolveToken } from '../auth/resolve.ts';
+import { HttpError } from '../http/errors.ts';
+import type { StreamGrant } from './stream.ts';
+
+/**
+ * Whether an open event stream's caller may still read its repository (API.md "Live events"): its token is
+ * resolved again as on any request — a revoked or expired PAT, an expired session, a disabled or deleted user
+ * all fail — and a user must still be a member. Asked at each ping, on both builds (on Workers the
+ * repository's Durable Object asks D1, where accounts, tokens and membership live).
+ */
+
+export const CREDENTIAL_LOST = 'credential no longer valid';
+export const MEMBERSHIP_LOST = 'no longer a member of this repo';
+
+export type AccessDeps = Pick<Deps, 'config' | 'clock' | 'users' | 'pats' | 'members'>;
+
+/** Why `grant` may no longer read `repoId`, or null while it may. Other failures (the database) throw. */
+export async function accessLost(deps: AccessDeps, repoId: string, grant: StreamGrant): Promise<string | null> {
+  if (grant.token === null) return null;
+  let identity;
+  try {
+    identity = await resolveToken(deps, grant.token);
+  } catch (e) {
+    if (e instanceof HttpError && e.status === 401) return CREDENTIAL_LOST;
+    throw e;
+  }
+  if (identity.kind !== 'user') return null;
+  if (grant.userId !== null && identity.userId !== grant.userId) return CREDENTIAL_LOST;
+  return (await deps.members.roleOf(repoId, identity.userId)) === null ? MEMBERSHIP_LOST : null;
+}

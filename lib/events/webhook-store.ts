@@ -1,0 +1,263 @@
+import type { Clock } from '../clock.ts';
+import type { SqlDatabase, Stmt } from '../db/sql.ts';
+import { randomToken } from '../auth/tokens.ts';
+import { MAX_WEBHOOKS, type Delivery, type Webhook } from '../../schema/wire/webhooks.ts';
+import type { EventKind } from '../../schema/wire/events.ts';
+
+/**
+ * Webhooks and their outbox (tables `webhooks` and `webhook_deliveries`, migration 0011), in the database
+ * of the repository's index, like the event log (lib/events/log.ts). The secret of each webhook is kept as it
+ * is: signing needs the key itself, so unlike tokens it cannot be stored as a hash.
+ */
+
+/** Prefix of webhook secrets. */
+export const WEBHOOK_SECRET_PREFIX = 'whsec_';
+/** Finished (delivered or failed) deliveries kept per webhook; pending ones are always kept. */
+export const DELIVERY_RETENTION = 200;
+
+/**
+ * A new delivery id in SQL: a random UUID v4, made by the database so that a push's outbox rows need no
+ * read of the webhooks before its batch (the rows are `INSERT … SELECT` over them).
+ */
+const SQL_UUID = `lower(hex(randomblob(4))) || '-' || lower(hex(randomblob(2))) || '-4' || substr(lower(hex(randomblob(2))), 2) || '-' ||
+  substr('89ab', 1 + (abs(random()) % 4), 1) || substr(lower(hex(randomblob(2))), 2) || '-' || lower(hex(randomblob(6)))`;
+
+/**
+ * The outbox rows of one event: one per webhook of the repository that receives `kind`. Held rows
+ * (`next_attempt_ms` NULL) wait for WebhookStore.release; others are due at `nowMs`.
+ */
+export function deliveryStmts(
+  repoId: string,
+  kind: EventKind,
+  data: string,
+  opts: { commitSha?: string; nowMs: number; held: boolean },
+): Stmt[] {
+  return [
+    {
+      sql: `INSERT INTO webhook_deliveries
+              (id, webhook_id, repo_id, event, data, commit_sha, status, attempts, next_attempt_ms, created_at)
+            SELECT ${SQL_UUID}, id, repo_id, ?, ?, ?, 'pending', 0, ?, ?
+            FROM webhooks WHERE repo_id = ? AND instr(',' || events || ',', ?) > 0`,
+      args: [kind, data, opts.commitSha ?? null, opts.held ? null : opts.nowMs, Math.floor(opts.nowMs / 1000), repoId, `,${kind},`],
+    },
+  ];
+}
+
+/** A delivery as the deliverer needs it: where to, signed with what, carrying what. */
+export interface DueDelivery {
+  id: string;
+  webhookId: string;
+  repoId: string;
+  event: string;
+  data: string;
+  attempts: number;
+  firstAttemptMs: number | null;
+  url: string;
+  secret: string;
+}
+
+/** The outcome of one attempt, as recorded. */
+export interface AttemptRecord {
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  lastStatus: number | null;
+  lastError: string | null;
+  firstAttemptMs: number;
+  nextAttemptMs: number | null;
+}
+
+type Row = Record<string, unknown>;
+
+const toWebhook = (r: Row): Webhook => ({
+  id: String(r.id),
+  url: String(r.url),
+  events: String(r.events).split(',') as EventKind[],
+  created_at: Number(r.created_at),
+});
+
+export class WebhookStore {
+  constructor(
+    private readonly db: SqlDatabase,
+    private readonly clock: Clock,
+  ) {}
+
+  private seconds(): number {
+    return Math.floor(this.clock.now() / 1000);
+  }
+
+  /**
+   * Adds a webhook unless the repository has MAX_WEBHOOKS already (null then). The count and the insert are
+   * one statement, so racing creations cannot pass the cap together.
+   */
+  async create(repoId: string, url: string, events: readonly EventKind[]): Promise<{ webhook: Webhook; secret: string } | null> {
+    const id = crypto.randomUUID();
+    const secret = randomToken(WEBHOOK_SECRET_PREFIX);
+    const kinds = [...new Set(events)];
+    const createdAt = this.seconds();
+    const { changes } = await this.db.run(
+      `INSERT INTO webhooks (id, repo_id, url, events, secret, created_at)
+       SELECT ?, ?, ?, ?, ?, ? WHERE (SELECT COUNT(*) FROM webhooks WHERE repo_id = ?) < ?`,
+      [id, repoId, url, kinds.join(','), secret, createdAt, repoId, MAX_WEBHOOKS],
+    );
+    if (changes === 0) return null;
+    return { webhook: { id, url, events: kinds, created_at: createdAt }, secret };
+  }
+
+  /** The repository's webhooks, oldest first. */
+  async list(repoId: string): Promise<Webhook[]> {
+    const rows = await this.db.all<Row>(
+      'SELECT id, url, events, created_at FROM webhooks WHERE repo_id = ? ORDER BY created_at, rowid',
+      [repoId],
+    );
+    return rows.map(toWebhook);
+  }
+
+  /** Whether the repository has the webhook. */
+  async exists(repoId: string, id: string): Promise<boolean> {
+    return (await this.db.get('SELECT 1 AS x FROM webhooks WHERE repo_id = ? AND id = ?', [repoId, id])) !== undefined;
+  }
+
+  /** Deletes a webhook and its deliveries, pending ones included; false when the repository has no such webhook. */
+  async remove(repoId: string, id: string): Promise<boolean> {
+    const [deleted] = await this.db.batch([
+      { sql: 'DELETE FROM webhooks WHERE repo_id = ? AND id = ?', args: [repoId, id] },
+      { sql: 'DELETE FROM webhook_deliveries WHERE repo_id = ? AND webhook_id = ? AND changes() > 0', args: [repoId, id] },
+    ]);
+    return deleted!.changes > 0;
+  }
+
+  /** Queues a `ping` delivery to the webhook, due now; false when the repository has no such webhook. */
+  async ping(repoId: string, id: string): Promise<boolean> {
+    const now = this.clock.now();
+    const { changes } = await this.db.run(
+      `INSERT INTO webhook_deliveries (id, webhook_id, repo_id, event, data, commit_sha, status, attempts, next_attempt_ms, created_at)
+       SELECT ?, id, repo_id, 'ping', ?, NULL, 'pending', 0, ?, ? FROM webhooks WHERE repo_id = ? AND id = ?`,
+      [crypto.randomUUID(), JSON.stringify({ repo_id: repoId, webhook_id: id }), now, Math.floor(now / 1000), repoId, id],
+    );
+    return changes > 0;
+  }
+
+  /** The webhook's deliveries, newest first; null when the repository has no such webhook. */
+  async deliveries(repoId: string, id: string, limit: number): Promise<Delivery[] | null> {
+    if (!(await this.exists(repoId, id))) return null;
+    const rows = await this.db.all<Row>(
+      `SELECT id, event, status, attempts, last_status, last_error, next_attempt_ms, created_at FROM webhook_deliveries
+       WHERE webhook_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?`,
+      [id, limit],
+    );
+    return rows.map((r) => {
+      const d: Delivery = {
+        id: String(r.id),
+        event: String(r.event),
+        status: String(r.status) as Delivery['status'],
+        attempts: Number(r.attempts),
+        created_at: Number(r.created_at),
+      };
+      if (r.last_status !== null && r.last_status !== undefined) d.last_status = Number(r.last_status);
+      if (r.last_error !== null && r.last_error !== undefined) d.last_error = String(r.last_error);
+      if (d.status === 'pending' && r.next_attempt_ms !== null && r.next_attempt_ms !== undefined) {
+        d.next_attempt_at = Math.ceil(Number(r.next_attempt_ms) / 1000);
+      }
+      return d;
+    });
+  }
+
+  /**
+   * Makes the held deliveries of the given commits due now: their push is published. Not waited to disk: a
+   * crash that loses it leaves them held, and releaseHeld (after a restart) makes them due again.
+   */
+  async release(repoId: string, commitShas: readonly string[]): Promise<number> {
+    if (commitShas.length === 0) return 0;
+    const marks = commitShas.map(() => '?').join(', ');
+    const [r] = await this.db.batch(
+      [
+        {
+          sql: `UPDATE webhook_deliveries SET next_attempt_ms = ?
+                WHERE repo_id = ? AND status = 'pending' AND next_attempt_ms IS NULL AND commit_sha IN (${marks})`,
+          args: [this.clock.now(), repoId, ...commitShas],
+        },
+      ],
+      { durable: false },
+    );
+    return r!.changes;
+  }
+
+  /**
+   * Makes every held delivery of the repository due now. Only for a caller that holds the repository's lock
+   * with the index level with git: every commit the index still has is then published, and the rows of any
+   * commit git never reached were cut back with it (PathIndex.sync).
+   */
+  async releaseAll(repoId: string): Promise<number> {
+    const { changes } = await this.db.run(
+      `UPDATE webhook_deliveries SET next_attempt_ms = ? WHERE repo_id = ? AND status = 'pending' AND next_attempt_ms IS NULL`,
+      [this.clock.now(), repoId],
+    );
+    return changes;
+  }
+
+  /** Repositories with deliveries held since before `beforeSeconds` (their push's release may have been lost). */
+  async heldRepos(beforeSeconds: number): Promise<string[]> {
+    const rows = await this.db.all<Row>(
+      `SELECT DISTINCT repo_id FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_ms IS NULL AND created_at < ?`,
+      [beforeSeconds],
+    );
+    return rows.map((r) => String(r.repo_id));
+  }
+
+  /** Pending deliveries due at `nowMs`, the earliest first, with their webhook's URL and secret. */
+  async due(nowMs: number, limit: number, skip: ReadonlySet<string>): Promise<DueDelivery[]> {
+    const rows = await this.db.all<Row>(
+      `SELECT d.id, d.webhook_id, d.repo_id, d.event, d.data, d.attempts, d.first_attempt_ms, w.url, w.secret
+       FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+       WHERE d.status = 'pending' AND d.next_attempt_ms IS NOT NULL AND d.next_attempt_ms <= ?
+       ORDER BY d.next_attempt_ms LIMIT ?`,
+      [nowMs, limit + skip.size],
+    );
+    return rows
+      .filter((r) => !skip.has(String(r.id)))
+      .slice(0, limit)
+      .map((r) => ({
+        id: String(r.id),
+        webhookId: String(r.webhook_id),
+        repoId: String(r.repo_id),
+        event: String(r.event),
+        data: String(r.data),
+        attempts: Number(r.attempts),
+        firstAttemptMs: r.first_attempt_ms === null || r.first_attempt_ms === undefined ? null : Number(r.first_attempt_ms),
+        url: String(r.url),
+        secret: String(r.secret),
+      }));
+  }
+
+  /** Whether any delivery is pending, held or due. */
+  async anyPending(): Promise<boolean> {
+    return (await this.db.get(`SELECT 1 AS x FROM webhook_deliveries WHERE status = 'pending' LIMIT 1`)) !== undefined;
+  }
+
+  /** When the next pending delivery is due (clock ms), or null when none is waiting. */
+  async nextDue(): Promise<number | null> {
+    const r = await this.db.get<Row>(
+      `SELECT MIN(next_attempt_ms) AS t FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_ms IS NOT NULL`,
+    );
+    return r?.t === null || r?.t === undefined ? null : Number(r.t);
+  }
+
+  /** Records an attempt; a finished delivery also prunes its webhook's finished ones to DELIVERY_RETENTION. */
+  async record(d: DueDelivery, a: AttemptRecord): Promise<void> {
+    const stmts: Stmt[] = [
+      {
+        sql: `UPDATE webhook_deliveries SET status = ?, attempts = ?, last_status = ?, last_error = ?, first_attempt_ms = ?,
+              next_attempt_ms = ? WHERE id = ?`,
+        args: [a.status, a.attempts, a.lastStatus, a.lastError, a.firstAttemptMs, a.nextAttemptMs, d.id],
+      },
+    ];
+    if (a.status !== 'pending') {
+      stmts.push({
+        sql: `DELETE FROM webhook_deliveries WHERE webhook_id = ? AND status <> 'pending' AND rowid NOT IN (
+                SELECT rowid FROM webhook_deliveries WHERE webhook_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?)`,
+        args: [d.webhookId, d.webhookId, DELIVERY_RETENTION],
+      });
+    }
+    await this.db.batch(stmts);
+  }
+}
