@@ -2,6 +2,7 @@ import type { PullPages } from './git/repo-store.ts';
 import { checkCancelled, pieceStream, type StreamWatch } from './http/stream.ts';
 import type { PullResponse } from '../schema/wire/sync.ts';
 import { utf8 } from './wire.ts';
+import { TimeSlice } from './time-slice.ts';
 
 /**
  * A pull's answer (API.md PullResponse) as the client reads it: `new_head`, the pages batch by batch as
@@ -17,6 +18,8 @@ export function pullBody(pull: PullPages, opts: { onEnd?: StreamWatch } = {}): R
 async function* pullPieces(pull: PullPages, signal: AbortSignal, sent: { pages: number }): AsyncGenerator<string, void, void> {
   yield `{"new_head":${JSON.stringify(pull.head?.sha ?? '')},"files":[`;
   let sep = '';
+  // Serialising a batch is work on this thread: other requests get turns between slices of it.
+  const slice = new TimeSlice();
   const rest = pull.rest(signal);
   for (let batch: IteratorResult<PullPages['first']> = { done: false, value: pull.first }; !batch.done; batch = await rest.next()) {
     for (const p of batch.value) {
@@ -24,6 +27,10 @@ async function* pullPieces(pull: PullPages, signal: AbortSignal, sent: { pages: 
       yield sep + JSON.stringify(file);
       sep = ',';
       sent.pages++;
+      if (slice.due) {
+        await slice.next();
+        checkCancelled(signal);
+      }
     }
     checkCancelled(signal);
   }

@@ -25,12 +25,15 @@ import { concatBytes } from '../wire.ts';
  */
 
 const encoder = new TextEncoder();
-/** Objects read at once at most, … */
-export const READ_BATCH = 16_384;
+/**
+ * Objects read at once at most, … (a batch's objects are inflated on this thread in one go: 2,048 small ones
+ * are tens of milliseconds, 16,384 were a few hundred.)
+ */
+export const READ_BATCH = 2_048;
 /** … and the content bytes a batch aims at: the next batch is sized from the last one's objects. */
-export const BATCH_BYTES = 8 * 1024 * 1024;
+export const BATCH_BYTES = 2 * 1024 * 1024;
 /** The first batch (sized before any object was seen). */
-const FIRST_BATCH = 1_024;
+const FIRST_BATCH = 256;
 
 /** Object ids, each once, in the order added: 20 bytes an id, and open addressing over 4-byte slots. */
 export class IdList {

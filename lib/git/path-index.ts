@@ -7,6 +7,7 @@ import { FullTextIndex, searchStmts } from '../search/fts.ts';
 import type { SearchOptions, SearchPage } from '../search/results.ts';
 import { LinkIndex, linkDocument, linkStmts, type LinkDocument } from '../links/index.ts';
 import type { LinksResponse } from '../../schema/wire/links.ts';
+import { TimeSlice } from '../time-slice.ts';
 
 /**
  * The derived commit/path index in libSQL. It answers per-path history, "the previous commit touching
@@ -400,7 +401,10 @@ export class PathIndex {
       // A page whose bytes are not at hand keeps its rows, which then describe an older blob: sync's
       // catch-up makes them again.
       const links = new Map<string, LinkDocument | null>();
+      // Parsing 10,000 pages for their links is most of a second: other requests get turns meanwhile.
+      const slice = new TimeSlice();
       for (const ch of changes) {
+        if (slice.due) await slice.next();
         const bytes = ch.blob === null ? null : contents.get(ch.path);
         if (ch.blob === null) links.set(ch.path, null);
         else if (bytes) links.set(ch.path, linkDocument(ch.path, bytes));

@@ -3,6 +3,7 @@ import type { Repos, StreamOptions } from './repos.ts';
 import { bundleStream } from './bundle.ts';
 import { pullBody } from '../pull-body.ts';
 import { checkCancelled } from '../http/stream.ts';
+import { TimeSlice } from '../time-slice.ts';
 import { PathIndex, type HeadEntry, type IndexedCommit, type PageContents } from './path-index.ts';
 import type { Stmt } from '../db/sql.ts';
 import { ownerStmt } from '../db/members.ts';
@@ -121,10 +122,13 @@ export const GROUP_BYTES = 8 * 1024 * 1024;
 /** … and this many files. */
 export const GROUP_FILES = 20_000;
 
-/** Pages one batch of a pull holds at most, … */
-export const PULL_BATCH = 4_096;
+/**
+ * Pages one batch of a pull holds at most, … (a batch's index query and the inflating of its blobs run on
+ * this thread in one go: tens of milliseconds at 1,024 pages.)
+ */
+export const PULL_BATCH = 1_024;
 /** … and the bytes of page content it aims at: the next batch is sized from the last one's pages. */
-export const PULL_BYTES = 8 * 1024 * 1024;
+export const PULL_BYTES = 2 * 1024 * 1024;
 
 /** A page of a pull, with its bytes. */
 export interface PulledPage {
@@ -898,7 +902,9 @@ export class RepoStore implements Repos {
         else if (entry !== undefined) before.set(f.path, entry);
       }
     }
+    const slice = new TimeSlice();
     for (const f of files) {
+      if (slice.due) await slice.next();
       const current = before.get(f.path) ?? null;
       let content = f.content;
       if (f.parentSha !== undefined && current && !(await this.sameCommit(id, f.parentSha, current.commit.sha))) {
