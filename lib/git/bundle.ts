@@ -32,8 +32,11 @@ const encoder = new TextEncoder();
 export const READ_BATCH = 2_048;
 /** … and the content bytes a batch aims at: the next batch is sized from the last one's objects. */
 export const BATCH_BYTES = 2 * 1024 * 1024;
-/** The first batch (sized before any object was seen). */
-const FIRST_BATCH = 256;
+/**
+ * The first batch (sized before any object was seen: a pack's index has no sizes); each next one is at most
+ * twice the last, so that a run of big objects after small ones makes no batch much larger than BATCH_BYTES.
+ */
+const FIRST_BATCH = 16;
 
 /** Object ids, each once, in the order added: 20 bytes an id, and open addressing over 4-byte slots. */
 export class IdList {
@@ -188,10 +191,13 @@ async function* bundlePieces(
   yield hash.digest();
 }
 
-/** The next batch's size: as many objects as BATCH_BYTES holds at the last batch's mean size, within READ_BATCH. */
-function nextBatch(size: number, bytes: number): number {
-  if (bytes <= 0) return READ_BATCH;
-  return Math.max(16, Math.min(READ_BATCH, Math.floor((size * BATCH_BYTES) / bytes)));
+/**
+ * The next batch's size: as many objects as BATCH_BYTES holds at the last batch's mean size, at most twice
+ * the last batch and READ_BATCH.
+ */
+export function nextBatch(size: number, bytes: number, most = READ_BATCH, aim = BATCH_BYTES): number {
+  const fits = bytes <= 0 ? most : Math.floor((size * aim) / bytes);
+  return Math.max(1, Math.min(most, 2 * size, fits));
 }
 
 /** The whole bundle as bytes (tests and tools; the export route streams it), or null while the repository has no commit. */

@@ -88,6 +88,21 @@ export type RpcResult =
 /** The request header that carries an event stream's parameters from the Worker (RemoteLive.stream). */
 export const STREAM_PARAMS_HEADER = 'x-kr-stream';
 
+/** The request header that asks for a pull's or an export's body (RepoObject.body), with its BodyParams. */
+export const BODY_PARAMS_HEADER = 'x-kr-body';
+/** Set on a body request's answer that is an error (an RpcResult as JSON). */
+export const BODY_ERROR_HEADER = 'x-kr-error';
+/** A pull body's answer: `1` when it holds any page. */
+export const PAGES_HEADER = 'x-kr-pages';
+
+/** A pull's or an export's body, asked for by the Worker (RemoteRepos). */
+export interface BodyParams {
+  method: 'pull' | 'export';
+  repo: string;
+  since?: string;
+  requestId?: string;
+}
+
 /** What the Worker asks for when it opens an event stream. */
 export interface StreamParams {
   repo: string;
@@ -204,8 +219,13 @@ export class RepoObject extends DurableObject {
     if (next !== null) await this.ctx.storage.setAlarm(Math.max(next, Date.now()));
   }
 
-  /** Opens an event stream of the repository (the Worker has authenticated and authorised the caller). */
+  /**
+   * Opens an event stream of the repository (the Worker has authenticated and authorised the caller), or
+   * serves a pull's or an export's body (BODY_PARAMS_HEADER: `body`).
+   */
   override async fetch(request: Request): Promise<Response> {
+    const wanted = request.headers.get(BODY_PARAMS_HEADER);
+    if (wanted) return this.body(JSON.parse(wanted) as BodyParams);
     const header = request.headers.get(STREAM_PARAMS_HEADER);
     if (!header || !this.live || !this.store) return Response.json({ error: 'not found' }, { status: 404 });
     const params = JSON.parse(header) as StreamParams;
@@ -239,10 +259,26 @@ export class RepoObject extends DurableObject {
   }
 
   /**
-   * A pull's answer (RepoStore.pullBody) as `{ pages, body }`, `body` a byte stream that native RPC carries
-   * to the Worker as it is read, with flow control: the pages are read here only as fast as the client takes
-   * them, and when it goes away the stream is cancelled here and the reads stop. `requestId` names the
-   * Worker's request in this object's log lines about the stream.
+   * A pull's or an export's body as the response to the Worker's `fetch`: 200 with the stream (a pull's
+   * PAGES_HEADER says whether it holds any page), 204 for an export of a repository with no commit, or the
+   * call's error as an RpcResult (BODY_ERROR_HEADER set). A response body, unlike a stream returned by an RPC
+   * method, is cancelled here when the Worker's client goes away, and the reads stop with it.
+   */
+  private async body(p: BodyParams): Promise<Response> {
+    const r = p.method === 'pull' ? await this.pullBody(p.repo, p.since, p.requestId) : await this.exportBody(p.repo, p.requestId);
+    if (!r.ok) return Response.json(r, { headers: { [BODY_ERROR_HEADER]: '1' } });
+    if (p.method === 'pull') {
+      const { pages, body } = r.value as { pages: boolean; body: ReadableStream<Uint8Array> };
+      return new Response(body, { headers: { [PAGES_HEADER]: pages ? '1' : '0' } });
+    }
+    const body = r.value as ReadableStream<Uint8Array> | null;
+    return body ? new Response(body) : new Response(null, { status: 204 });
+  }
+
+  /**
+   * A pull's answer (RepoStore.pullBody) as `{ pages, body }`, `body` a byte stream made as it is read (the
+   * pages are read here only as fast as the client takes them). `requestId` names the Worker's request in
+   * this object's log lines about the stream.
    */
   pullBody(id: string, since: string | undefined, requestId?: string): Promise<RpcResult> {
     return this.guarded('pullBody', id, (store) =>

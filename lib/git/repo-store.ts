@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.ts';
 import type { Repos, StreamOptions } from './repos.ts';
-import { bundleStream } from './bundle.ts';
+import { bundleStream, nextBatch } from './bundle.ts';
 import { pullBody } from '../pull-body.ts';
 import { checkCancelled } from '../http/stream.ts';
 import { TimeSlice } from '../time-slice.ts';
@@ -568,14 +568,16 @@ export class RepoStore implements Repos {
     const head = await this.index.headCommit(id);
     const sinceSeq = since === undefined ? undefined : (await this.index.resolve(id, since)).seq;
     const atSeq = head?.seq ?? 0;
-    let size = PULL_BATCH;
+    // Sized as an export's reads are (bundle.ts nextBatch): from 16 pages, at most doubling.
+    let size = 16;
     let after: string | null = '';
     const next = async (): Promise<PulledPage[]> => {
       const b = await this.index.pullBatch(id, atSeq, after!, size, sinceSeq);
       after = b.last;
       const contents = await this.git.readBlobs(id, b.present.map((e) => e.blob));
       const bytes = contents.reduce((n, c) => n + c.byteLength, 0);
-      if (b.present.length > 0) size = Math.max(16, Math.min(PULL_BATCH, Math.floor((b.present.length * PULL_BYTES) / Math.max(1, bytes))));
+      // At the mean size of the pages read (a batch since a commit holds deleted paths too).
+      if (b.present.length > 0) size = nextBatch(size, (bytes * size) / b.present.length, PULL_BATCH, PULL_BYTES);
       return b.present.map((entry, i) => ({ entry, content: contents[i]! }));
     };
     let first: PulledPage[] = [];

@@ -4,7 +4,7 @@ import { repositoryRowsDeletion } from '../db/repo-rows.ts';
 import type { Clock } from '../clock.ts';
 import { HttpError } from '../http/errors.ts';
 import type { RepoIndex, Repos, StreamOptions } from '../git/repos.ts';
-import type { RepoMethod, RpcResult } from '../git/repo-object.ts';
+import { BODY_ERROR_HEADER, BODY_PARAMS_HEADER, PAGES_HEADER, type BodyParams, type RepoMethod, type RpcResult } from '../git/repo-object.ts';
 import type { PushFile, PushResult } from '../git/repo-store.ts';
 import type { HeadEntry, IndexedCommit } from '../git/path-index.ts';
 import type { SearchOptions, SearchPage } from '../search/results.ts';
@@ -26,8 +26,6 @@ export interface RepoNamespace {
   get(id: unknown): {
     call(method: string, args: unknown[]): Promise<RpcResult>;
     fetch(request: Request): Promise<Response>;
-    pullBody(id: string, since: string | undefined, requestId?: string): Promise<RpcResult>;
-    exportBody(id: string, requestId?: string): Promise<RpcResult>;
   };
 }
 
@@ -180,11 +178,23 @@ export class RemoteRepos implements Repos {
     return this.call(id, 'links', path);
   }
   /**
-   * The object streams the answer (RepoObject.pullBody): its bytes come through as the client reads them,
-   * and the object logs how the stream ended (`opts.onEnd` stays unused here; `requestId` goes with it).
+   * A pull's or an export's body from the object (RepoObject.body, over its `fetch`: a response body is
+   * cancelled in the object when the client goes away, a stream returned by an RPC method is not). The
+   * object logs how the stream ended (`onEnd` stays unused here; `requestId` goes with it).
    */
+  private async body(id: string, params: BodyParams): Promise<Response> {
+    const res = await this.stub(id).fetch(new Request('https://repo/body', { headers: { [BODY_PARAMS_HEADER]: JSON.stringify(params) } }));
+    if (res.headers.get(BODY_ERROR_HEADER)) return settle((await res.json()) as RpcResult);
+    return res;
+  }
+
+  /** The object streams the answer (RepoObject.pullBody): its bytes come through as the client reads them. */
   async pullBody(id: string, since?: string, opts: StreamOptions = {}): Promise<{ pages: boolean; body: ReadableStream<Uint8Array> }> {
-    return settle(await this.stub(id).pullBody(id, since, opts.requestId));
+    const params: BodyParams = { method: 'pull', repo: id };
+    if (since !== undefined) params.since = since;
+    if (opts.requestId !== undefined) params.requestId = opts.requestId;
+    const res = await this.body(id, params);
+    return { pages: res.headers.get(PAGES_HEADER) === '1', body: res.body ?? new Response('').body! };
   }
   commitFiles(
     id: string,
@@ -198,8 +208,11 @@ export class RemoteRepos implements Repos {
   readBlob(id: string, oid: string): Promise<Uint8Array> {
     return this.call(id, 'readBlob', oid);
   }
-  /** As pullBody: the object streams the bundle (RepoObject.exportBody). */
+  /** As pullBody: the object streams the bundle (RepoObject.exportBody); null (204) while it has no commit. */
   async exportBody(id: string, opts: StreamOptions = {}): Promise<ReadableStream<Uint8Array> | null> {
-    return settle(await this.stub(id).exportBody(id, opts.requestId));
+    const params: BodyParams = { method: 'export', repo: id };
+    if (opts.requestId !== undefined) params.requestId = opts.requestId;
+    const res = await this.body(id, params);
+    return res.status === 204 ? null : res.body;
   }
 }
