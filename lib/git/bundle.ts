@@ -192,12 +192,12 @@ async function* bundlePieces(
 }
 
 /**
- * The next batch's size: as many objects as BATCH_BYTES holds at the last batch's mean size, at most twice
- * the last batch and READ_BATCH.
+ * The next batch's size: as many objects as `aim` bytes hold at the last batch's mean size, within `most`
+ * and `grow` times the last batch.
  */
-export function nextBatch(size: number, bytes: number, most = READ_BATCH, aim = BATCH_BYTES): number {
+export function nextBatch(size: number, bytes: number, most = READ_BATCH, aim = BATCH_BYTES, grow = 2): number {
   const fits = bytes <= 0 ? most : Math.floor((size * aim) / bytes);
-  return Math.max(1, Math.min(most, 2 * size, fits));
+  return Math.max(1, Math.min(most, grow * size, fits));
 }
 
 /** The whole bundle as bytes (tests and tools; the export route streams it), or null while the repository has no commit. */

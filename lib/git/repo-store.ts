@@ -124,9 +124,10 @@ export const GROUP_FILES = 20_000;
 
 /**
  * Pages one batch of a pull holds at most, … (a batch's index query and the inflating of its blobs run on
- * this thread in one go: tens of milliseconds at 1,024 pages.)
+ * this thread in one go: tens of milliseconds at 1,024 small pages.) Each batch looks its blobs up in the
+ * packs' indexes: fewer, larger batches read each index page fewer times when the indexes outgrow the cache.
  */
-export const PULL_BATCH = 1_024;
+export const PULL_BATCH = 4_096;
 /** … and the bytes of page content it aims at: the next batch is sized from the last one's pages. */
 export const PULL_BYTES = 2 * 1024 * 1024;
 
@@ -568,7 +569,8 @@ export class RepoStore implements Repos {
     const head = await this.index.headCommit(id);
     const sinceSeq = since === undefined ? undefined : (await this.index.resolve(id, since)).seq;
     const atSeq = head?.seq ?? 0;
-    // Sized as an export's reads are (bundle.ts nextBatch): from 16 pages, at most doubling.
+    // Sized as an export's reads are (bundle.ts nextBatch), from 16 pages, but going straight to the size
+    // the first batch's pages call for (a full pull of small pages is then two batches' index lookups).
     let size = 16;
     let after: string | null = '';
     const next = async (): Promise<PulledPage[]> => {
@@ -577,7 +579,7 @@ export class RepoStore implements Repos {
       const contents = await this.git.readBlobs(id, b.present.map((e) => e.blob));
       const bytes = contents.reduce((n, c) => n + c.byteLength, 0);
       // At the mean size of the pages read (a batch since a commit holds deleted paths too).
-      if (b.present.length > 0) size = nextBatch(size, (bytes * size) / b.present.length, PULL_BATCH, PULL_BYTES);
+      if (b.present.length > 0) size = nextBatch(size, (bytes * size) / b.present.length, PULL_BATCH, PULL_BYTES, PULL_BATCH);
       return b.present.map((entry, i) => ({ entry, content: contents[i]! }));
     };
     let first: PulledPage[] = [];
