@@ -2,6 +2,7 @@ import type { Context } from 'hono';
 import type { Identity, UserIdentity } from './auth/identity.ts';
 import type { Role } from './db/members.ts';
 import type { Deps } from './deps.ts';
+import type { StreamOptions } from './git/repos.ts';
 import { HttpError } from './http/errors.ts';
 import { RepoNotFoundError } from './git/store.ts';
 import { repoIdParam } from './http/params.ts';
@@ -152,9 +153,9 @@ export async function deleteRepo(deps: Deps, id: string): Promise<void> {
   deps.live.deleted(id);
 }
 
-/** `GET /v1/repos/:id/export`: the repository as a git bundle; 409 while it has no commit to bundle. */
-export async function exportBundle(deps: Deps, id: string): Promise<Uint8Array<ArrayBuffer>> {
-  const bundle = await deps.repos.bundle(id);
+/** `GET /v1/repos/:id/export`: the repository as a git bundle, streamed; 409 while it has no commit to bundle. */
+export async function exportBundle(deps: Deps, id: string, opts: StreamOptions = {}): Promise<ReadableStream<Uint8Array>> {
+  const bundle = await deps.repos.exportBody(id, opts);
   if (!bundle) throw new HttpError(409, 'repo is empty: nothing to export');
   return bundle;
 }

@@ -21,6 +21,7 @@ import { accessLost } from '../events/access.ts';
 import { Deliverer } from '../events/deliver.ts';
 import { fetchSender } from '../events/fetch-sender.ts';
 import type { StreamGrant } from '../events/stream.ts';
+import { logStreamEnd } from '../http/stream.ts';
 
 /**
  * The hosted build's repository: one Durable Object per repository id holds that repository's git
@@ -29,8 +30,9 @@ import type { StreamGrant } from '../events/stream.ts';
  * check-and-set of the branch and the index kept level with git. The object's single-threaded execution
  * serialises its writes, as the per-repository lock does on Node (and that lock still runs inside).
  *
- * The Worker reaches it through `call` (lib/runtime/workers-repos.ts). Errors cross as their HTTP form
- * (`toHttpError`), which is all the Worker side does with them.
+ * The Worker reaches it through `call` (lib/runtime/workers-repos.ts), and through `pullBody` and
+ * `exportBody`, which return byte streams (native RPC). Errors cross as their HTTP form (`toHttpError`),
+ * which is all the Worker side does with them.
  *
  * Deleting the repository (`destroy`) wipes the object's whole storage (`deleteAll`) and leaves a tombstone:
  * from then on a call answers 404 `repo not found` instead of making the repository on first use, so a
@@ -61,10 +63,8 @@ const METHODS = {
   summary: (s: RepoStore, id: string) => s.summary(id),
   search: (s: RepoStore, id: string, q: string, opts: SearchOptions) => s.search(id, q, opts),
   links: (s: RepoStore, id: string, path: string) => s.links(id, path),
-  pull: (s: RepoStore, id: string, since?: string) => s.pull(id, since),
   commitFiles: (s: RepoStore, ...a: Parameters<RepoStore['commitFiles']>) => s.commitFiles(...a),
   readBlob: (s: RepoStore, id: string, oid: string) => s.readBlob(id, oid),
-  bundle: (s: RepoStore, id: string) => s.bundle(id),
   'index.resolve': async (s: RepoStore, id: string, value: string) => (await s.ready(id), s.index.resolve(id, value)),
   'index.history': async (s: RepoStore, id: string, path: string, limit: number, before?: number) =>
     (await s.ready(id), s.index.history(id, path, limit, before)),
@@ -87,6 +87,21 @@ export type RpcResult =
 
 /** The request header that carries an event stream's parameters from the Worker (RemoteLive.stream). */
 export const STREAM_PARAMS_HEADER = 'x-kr-stream';
+
+/** The request header that asks for a pull's or an export's body (RepoObject.body), with its BodyParams. */
+export const BODY_PARAMS_HEADER = 'x-kr-body';
+/** Set on a body request's answer that is an error (an RpcResult as JSON). */
+export const BODY_ERROR_HEADER = 'x-kr-error';
+/** A pull body's answer: `1` when it holds any page. */
+export const PAGES_HEADER = 'x-kr-pages';
+
+/** A pull's or an export's body, asked for by the Worker (RemoteRepos). */
+export interface BodyParams {
+  method: 'pull' | 'export';
+  repo: string;
+  since?: string;
+  requestId?: string;
+}
 
 /** What the Worker asks for when it opens an event stream. */
 export interface StreamParams {
@@ -204,8 +219,13 @@ export class RepoObject extends DurableObject {
     if (next !== null) await this.ctx.storage.setAlarm(Math.max(next, Date.now()));
   }
 
-  /** Opens an event stream of the repository (the Worker has authenticated and authorised the caller). */
+  /**
+   * Opens an event stream of the repository (the Worker has authenticated and authorised the caller), or
+   * serves a pull's or an export's body (BODY_PARAMS_HEADER: `body`).
+   */
   override async fetch(request: Request): Promise<Response> {
+    const wanted = request.headers.get(BODY_PARAMS_HEADER);
+    if (wanted) return this.body(JSON.parse(wanted) as BodyParams);
     const header = request.headers.get(STREAM_PARAMS_HEADER);
     if (!header || !this.live || !this.store) return Response.json({ error: 'not found' }, { status: 404 });
     const params = JSON.parse(header) as StreamParams;
@@ -232,13 +252,55 @@ export class RepoObject extends DurableObject {
         : Object.hasOwn(METHODS, method)
           ? (METHODS[method as keyof typeof METHODS] as (s: RepoStore, ...a: unknown[]) => Promise<unknown>)
           : null;
-    if ((!fn && method !== 'destroy') || !this.store) return { ok: false, status: 500, error: `no such repository method: ${method}` };
+    if (!fn && method !== 'destroy') return { ok: false, status: 500, error: `no such repository method: ${method}` };
+    const id = String(args[0]);
+    if (method === 'destroy') return this.guarded(method, id, () => this.destroy(id).then(() => null));
+    return this.guarded(method, id, (store) => fn!(store, ...args));
+  }
+
+  /**
+   * A pull's or an export's body as the response to the Worker's `fetch`: 200 with the stream (a pull's
+   * PAGES_HEADER says whether it holds any page), 204 for an export of a repository with no commit, or the
+   * call's error as an RpcResult (BODY_ERROR_HEADER set). A response body, unlike a stream returned by an RPC
+   * method, is cancelled here when the Worker's client goes away, and the reads stop with it.
+   */
+  private async body(p: BodyParams): Promise<Response> {
+    const r = p.method === 'pull' ? await this.pullBody(p.repo, p.since, p.requestId) : await this.exportBody(p.repo, p.requestId);
+    if (!r.ok) return Response.json(r, { headers: { [BODY_ERROR_HEADER]: '1' } });
+    if (p.method === 'pull') {
+      const { pages, body } = r.value as { pages: boolean; body: ReadableStream<Uint8Array> };
+      return new Response(body, { headers: { [PAGES_HEADER]: pages ? '1' : '0' } });
+    }
+    const body = r.value as ReadableStream<Uint8Array> | null;
+    return body ? new Response(body) : new Response(null, { status: 204 });
+  }
+
+  /**
+   * A pull's answer (RepoStore.pullBody) as `{ pages, body }`, `body` a byte stream made as it is read (the
+   * pages are read here only as fast as the client takes them). `requestId` names the Worker's request in
+   * this object's log lines about the stream.
+   */
+  pullBody(id: string, since: string | undefined, requestId?: string): Promise<RpcResult> {
+    return this.guarded('pullBody', id, (store) =>
+      store.pullBody(id, since, { onEnd: logStreamEnd(log, { id: requestId, repo: id, what: 'pull' }) }),
+    );
+  }
+
+  /** The repository's bundle (RepoStore.exportBody) as a byte stream, or null while it has no commit; as pullBody streams. */
+  exportBody(id: string, requestId?: string): Promise<RpcResult> {
+    return this.guarded('exportBody', id, (store) =>
+      store.exportBody(id, { onEnd: logStreamEnd(log, { id: requestId, repo: id, what: 'export' }) }),
+    );
+  }
+
+  /**
+   * Runs `fn` on the store of repository `id`: after the tombstone's check (a deleted repository answers 404
+   * until `create` lifts it) and the repository's creation on first use; its errors cross as their HTTP form.
+   */
+  private async guarded(method: string, id: string, fn: (store: RepoStore) => Promise<unknown>): Promise<RpcResult> {
+    if (!this.store) return { ok: false, status: 500, error: `no such repository method: ${method}` };
     try {
-      const id = String(args[0]);
-      if (method === 'destroy') {
-        await this.destroy(id);
-        return { ok: true, value: null };
-      }
+      if (method === 'destroy') return { ok: true, value: await fn(this.store) };
       if (method === 'create' && this.deleted) {
         // D1 registered the id again: a new repository, in the storage destroy emptied.
         await this.ctx.storage.delete(TOMBSTONE);
@@ -248,7 +310,7 @@ export class RepoObject extends DurableObject {
       // The repository is made on first use too: the registry row in D1 is what says it exists, and a
       // creation that died between writing that row and calling `create` here must not leave it unusable.
       if (method !== 'create') await this.store.create(id);
-      return { ok: true, value: await fn!(this.store, ...args) };
+      return { ok: true, value: await fn(this.store) };
     } catch (e) {
       const http = toHttpError(e);
       if (!http) throw e;

@@ -3,8 +3,8 @@ import { ownerStmt } from '../db/members.ts';
 import { repositoryRowsDeletion } from '../db/repo-rows.ts';
 import type { Clock } from '../clock.ts';
 import { HttpError } from '../http/errors.ts';
-import type { RepoIndex, Repos } from '../git/repos.ts';
-import type { RepoMethod, RpcResult } from '../git/repo-object.ts';
+import type { RepoIndex, Repos, StreamOptions } from '../git/repos.ts';
+import { BODY_ERROR_HEADER, BODY_PARAMS_HEADER, PAGES_HEADER, type BodyParams, type RepoMethod, type RpcResult } from '../git/repo-object.ts';
 import type { PushFile, PushResult } from '../git/repo-store.ts';
 import type { HeadEntry, IndexedCommit } from '../git/path-index.ts';
 import type { SearchOptions, SearchPage } from '../search/results.ts';
@@ -20,10 +20,19 @@ import type { LinksResponse } from '../../schema/wire/links.ts';
  * until D1 registers the id anew, then deletes the registry row with every row of D1 about the repository.
  */
 
-/** The part of the Durable Object namespace binding used here. */
+/** The part of the Durable Object namespace binding used here: RepoObject's methods, by native RPC. */
 export interface RepoNamespace {
   idFromName(name: string): unknown;
-  get(id: unknown): { call(method: string, args: unknown[]): Promise<RpcResult>; fetch(request: Request): Promise<Response> };
+  get(id: unknown): {
+    call(method: string, args: unknown[]): Promise<RpcResult>;
+    fetch(request: Request): Promise<Response>;
+  };
+}
+
+/** A call's value, or its error as the HttpError it stands for. */
+function settle<T>(r: RpcResult): T {
+  if (r.ok) return r.value as T;
+  throw new HttpError(r.status, r.error, r.extra, r.headers);
 }
 
 const fold = (id: string) => id.replace(/[A-Z]/g, (c) => c.toLowerCase());
@@ -56,11 +65,12 @@ export class RemoteRepos implements Repos {
     };
   }
 
+  private stub(id: string): ReturnType<RepoNamespace['get']> {
+    return this.ns.get(this.ns.idFromName(id));
+  }
+
   private async call<T>(id: string, method: RepoMethod, ...args: unknown[]): Promise<T> {
-    const stub = this.ns.get(this.ns.idFromName(id));
-    const r = await stub.call(method, [id, ...args]);
-    if (r.ok) return r.value as T;
-    throw new HttpError(r.status, r.error, r.extra, r.headers);
+    return settle<T>(await this.stub(id).call(method, [id, ...args]));
   }
 
   async exists(id: string): Promise<boolean> {
@@ -167,8 +177,24 @@ export class RemoteRepos implements Repos {
   links(id: string, path: string): Promise<LinksResponse | null> {
     return this.call(id, 'links', path);
   }
-  pull(id: string, since?: string): ReturnType<Repos['pull']> {
-    return this.call(id, 'pull', since);
+  /**
+   * A pull's or an export's body from the object (RepoObject.body, over its `fetch`: a response body is
+   * cancelled in the object when the client goes away, a stream returned by an RPC method is not). The
+   * object logs how the stream ended (`onEnd` stays unused here; `requestId` goes with it).
+   */
+  private async body(id: string, params: BodyParams): Promise<Response> {
+    const res = await this.stub(id).fetch(new Request('https://repo/body', { headers: { [BODY_PARAMS_HEADER]: JSON.stringify(params) } }));
+    if (res.headers.get(BODY_ERROR_HEADER)) return settle((await res.json()) as RpcResult);
+    return res;
+  }
+
+  /** The object streams the answer (RepoObject.pullBody): its bytes come through as the client reads them. */
+  async pullBody(id: string, since?: string, opts: StreamOptions = {}): Promise<{ pages: boolean; body: ReadableStream<Uint8Array> }> {
+    const params: BodyParams = { method: 'pull', repo: id };
+    if (since !== undefined) params.since = since;
+    if (opts.requestId !== undefined) params.requestId = opts.requestId;
+    const res = await this.body(id, params);
+    return { pages: res.headers.get(PAGES_HEADER) === '1', body: res.body ?? new Response('').body! };
   }
   commitFiles(
     id: string,
@@ -182,7 +208,11 @@ export class RemoteRepos implements Repos {
   readBlob(id: string, oid: string): Promise<Uint8Array> {
     return this.call(id, 'readBlob', oid);
   }
-  bundle(id: string): Promise<Uint8Array<ArrayBuffer> | null> {
-    return this.call(id, 'bundle');
+  /** As pullBody: the object streams the bundle (RepoObject.exportBody); null (204) while it has no commit. */
+  async exportBody(id: string, opts: StreamOptions = {}): Promise<ReadableStream<Uint8Array> | null> {
+    const params: BodyParams = { method: 'export', repo: id };
+    if (opts.requestId !== undefined) params.requestId = opts.requestId;
+    const res = await this.body(id, params);
+    return res.status === 204 ? null : res.body;
   }
 }
