@@ -1,8 +1,8 @@
 /**
  * The dashboard's pure pieces, without a browser: link resolution (links.ts), the editor's page model
  * (fields.ts), conflict resolution (resolve.ts, against the server's own merge) and the pre-pass that keeps
- * inline styles out of the HTML parser (content.ts withoutInlineStyles), the event stream's parser (sse.ts) and
- * what the live views make of its events (live.ts).
+ * inline styles out of the HTML parser (content.ts withoutInlineStyles) and
+ * what the live views make of the event stream's events (live.ts; the stream's parser is lib/events/sse-parser.ts, tested in test/sse-client.test.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { isRelativeHref, parseWikiLink, resolveRelativeHref, resolveWikiTarget } from '../dashboard/src/links.ts';
@@ -10,7 +10,6 @@ import { modelOf, newPageModel, splitTags, textOf } from '../dashboard/src/field
 import { conflictItems, resolvePage, type Choice } from '../dashboard/src/resolve.ts';
 import { withoutInlineStyles } from '../dashboard/src/content.ts';
 import { mergePages } from '../lib/differ/merge.ts';
-import { MAX_LINE_CHARS, SseParser } from '../dashboard/src/sse.ts';
 import { backoffMs, changesSince, MAX_BACKOFF_MS, memberEventOf, nameList, pushEventOf } from '../dashboard/src/live.ts';
 
 const PAGES = new Set([
@@ -224,34 +223,6 @@ describe('inline styles kept out of the HTML parser', () => {
     expect(withoutInlineStyles('<a'.repeat(500_000))).toBe('<a'.repeat(500_000));
     expect(withoutInlineStyles('<style'.repeat(200_000))).toBe('');
     expect(withoutInlineStyles(`<p ${'x'.repeat(1_000_000)} style=`)).toBe(`<p ${'x'.repeat(1_000_000)} style=`);
-  });
-});
-
-describe('the event stream parser (sse.ts)', () => {
-  it('joins data lines, names the event, carries the last id; chunks cut anywhere, CRLF, CR or LF', () => {
-    const text = 'id: 41\r\nevent: push\r\ndata: {"a":\r\ndata: 1}\r\n\r\n: ping\n\nid: 42\revent: member\rdata:x\r\rdata: plain\n\n';
-    const whole = new SseParser().push(text);
-    expect(whole).toEqual([
-      { event: 'push', data: '{"a":\n1}', lastId: '41' },
-      { event: 'member', data: 'x', lastId: '42' },
-      { event: 'message', data: 'plain', lastId: '42' },
-    ]);
-    // The same text one character at a time (a CR at a chunk's end, its LF in the next): the same events.
-    const parser = new SseParser();
-    const bytewise = [...text].flatMap((c) => parser.push(c));
-    expect(bytewise).toEqual(whole);
-    expect(parser.comments).toBe(1);
-  });
-
-  it('dispatches no event without data, ignores an id with NUL, retry and unknown fields', () => {
-    const p = new SseParser();
-    expect(p.push('id: 7\nevent: push\n\n')).toEqual([]);
-    expect(p.push('id: a\0b\nretry: 10\nfoo: bar\ndata\n\n')).toEqual([{ event: 'message', data: '', lastId: '7' }]);
-  });
-
-  it('refuses a line that never ends past MAX_LINE_CHARS', () => {
-    const p = new SseParser();
-    expect(() => p.push(`data: ${'x'.repeat(MAX_LINE_CHARS)}`)).toThrow('event stream line too long');
   });
 });
 

@@ -1,6 +1,6 @@
 /**
  * Live events of a repository (API.md "Live events"): one stream per open repository view, read with fetch
- * (EventSource cannot send the Authorization header) and parsed as it arrives (sse.ts). A dropped stream is
+ * (EventSource cannot send the Authorization header) and parsed as it arrives (lib/events/sse-parser.ts, the parser `kr watch` uses). A dropped stream is
  * opened again after a growing pause, resuming with `?after=<last event id>` (a browser may not send a
  * Last-Event-ID header across origins: the server's CORS does not allow it). What a view must do about it:
  *
@@ -14,7 +14,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, errorText, type Api } from './api.ts';
 import type { MemberEventData, PushEventData } from '../../schema/wire/events.ts';
-import { SseParser } from './sse.ts';
+import { SseParser } from '../../lib/events/sse-parser.ts';
 
 export type { PushEventData, MemberEventData };
 
@@ -193,7 +193,12 @@ export class RepoEventStream {
         if (messages.length > 0 || parser.comments > comments) this.attempt = 0;
         for (const m of messages) {
           if (this.stopped) return false;
-          if (!this.handle(m.event, m.data, m.lastId)) {
+          // An event over the parser's cap was dropped: what it said is lost, so the view reloads.
+          if (m.oversized) {
+            this.on.gap();
+            continue;
+          }
+          if (!this.handle(m.event, m.data, m.id)) {
             controller.abort();
             return false;
           }
