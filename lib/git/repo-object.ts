@@ -22,6 +22,9 @@ import { Deliverer } from '../events/deliver.ts';
 import { fetchSender } from '../events/fetch-sender.ts';
 import type { StreamGrant } from '../events/stream.ts';
 import { logStreamEnd } from '../http/stream.ts';
+import { BODY_ERROR_HEADER, BODY_PARAMS_HEADER, PAGES_HEADER, STREAM_PARAMS_HEADER } from './do-headers.ts';
+
+export { BODY_ERROR_HEADER, BODY_PARAMS_HEADER, PAGES_HEADER, STREAM_PARAMS_HEADER };
 
 /**
  * The hosted build's repository: one Durable Object per repository id holds that repository's git
@@ -84,16 +87,6 @@ const TOMBSTONE = 'kr:deleted';
 export type RpcResult =
   | { ok: true; value: unknown }
   | { ok: false; status: number; error: string; extra?: Record<string, unknown>; headers?: Record<string, string> };
-
-/** The request header that carries an event stream's parameters from the Worker (RemoteLive.stream). */
-export const STREAM_PARAMS_HEADER = 'x-kr-stream';
-
-/** The request header that asks for a pull's or an export's body (RepoObject.body), with its BodyParams. */
-export const BODY_PARAMS_HEADER = 'x-kr-body';
-/** Set on a body request's answer that is an error (an RpcResult as JSON). */
-export const BODY_ERROR_HEADER = 'x-kr-error';
-/** A pull body's answer: `1` when it holds any page. */
-export const PAGES_HEADER = 'x-kr-pages';
 
 /** A pull's or an export's body, asked for by the Worker (RemoteRepos). */
 export interface BodyParams {

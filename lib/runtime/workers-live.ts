@@ -2,7 +2,7 @@ import { HttpError } from '../http/errors.ts';
 import type { Live } from '../events/live.ts';
 import type { StreamGrant } from '../events/stream.ts';
 import type { LiveMethod, RpcResult, StreamParams } from '../git/repo-object.ts';
-import { STREAM_PARAMS_HEADER } from '../git/repo-object.ts';
+import { STREAM_PARAMS_HEADER } from '../git/do-headers.ts';
 import type { RepoNamespace } from './workers-repos.ts';
 import type { MemberEventData, EventKind } from '../../schema/wire/events.ts';
 import type { Delivery, Webhook } from '../../schema/wire/webhooks.ts';
