@@ -36,21 +36,36 @@ export class LibsqlDatabase implements SqlDatabase {
   /** Writes queued and not finished (the running one included), and when the running one started. */
   private queued = 0;
   private runningSince: number | null = null;
-  private readonly statements = new LruCache<Prepared>(STATEMENT_CACHE, () => 1);
+  /** Kept across calls, or (`keepStatements: false`) for one call or batch only. */
+  private readonly statements: LruCache<Prepared>;
+  private readonly keepStatements: boolean;
 
   /**
    * `flush`, when given, makes every commit durable before its write resolves (see openDatabaseFile: the
    * write-ahead log flushed off this thread); without it a commit is as durable as the connection's
-   * `synchronous` setting makes it.
+   * `synchronous` setting makes it. `keepStatements: false` for a connection that will be closed while the
+   * process runs on (a repository's search file, lib/search/index-files.ts): the driver cannot finalize a
+   * statement, and a closed connection keeps its file handles and page cache until every statement
+   * prepared on it has been garbage collected. Statements used for one call only die young and are
+   * collected soon; cached ones would live on until a full collection, which a quiet heap may not make for
+   * a long time (1,000 repositories' files stayed open that way).
    */
   constructor(
     readonly connection: Connection,
     private readonly flush?: () => Promise<void>,
-  ) {}
+    opts: { keepStatements?: boolean } = {},
+  ) {
+    this.keepStatements = opts.keepStatements ?? true;
+    this.statements = new LruCache<Prepared>(STATEMENT_CACHE, () => 1);
+  }
 
   async all<T = SqlRow>(sql: string, args: SqlArgs = []): Promise<T[]> {
     this.checkOpen();
-    return this.execute(sql, args).rows as T[];
+    try {
+      return this.execute(sql, args).rows as T[];
+    } finally {
+      this.forgetStatements();
+    }
   }
 
   async get<T = SqlRow>(sql: string, args: SqlArgs = []): Promise<T | undefined> {
@@ -62,8 +77,12 @@ export class LibsqlDatabase implements SqlDatabase {
   run(sql: string, args: SqlArgs = []): Promise<{ changes: number; lastId: bigint | undefined }> {
     return this.durable(
       this.enqueue(async () => {
-        const r = this.execute(sql, args);
-        return { changes: r.changes, lastId: r.lastId };
+        try {
+          const r = this.execute(sql, args);
+          return { changes: r.changes, lastId: r.lastId };
+        } finally {
+          this.forgetStatements();
+        }
       }),
     );
   }
@@ -88,6 +107,8 @@ export class LibsqlDatabase implements SqlDatabase {
         // A statement that failed may have ended the transaction already (e.g. SQLITE_FULL).
         if (c.inTransaction) c.exec('ROLLBACK');
         throw e;
+      } finally {
+        this.forgetStatements();
       }
     });
     return opts.durable === false ? write : this.durable(write);
@@ -113,6 +134,13 @@ export class LibsqlDatabase implements SqlDatabase {
     } catch {
       // left for the next checkpoint
     }
+    try {
+      // The page cache goes now, whenever the statements are collected.
+      this.connection.exec('PRAGMA shrink_memory');
+    } catch {
+      // nothing to release
+    }
+    this.statements.clear();
     this.connection.close();
   }
 
@@ -142,6 +170,11 @@ export class LibsqlDatabase implements SqlDatabase {
       this.statements.set(sql, p);
     }
     return p;
+  }
+
+  /** Drops the statements of the call that just ended, unless they are kept. */
+  private forgetStatements(): void {
+    if (!this.keepStatements) this.statements.clear();
   }
 
   private execute(sql: string, args: SqlArgs): { rows: SqlRow[]; changes: number; lastId: bigint | undefined } {

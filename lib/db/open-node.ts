@@ -81,7 +81,8 @@ export async function openDatabaseFile(file: string, nowSeconds: number): Promis
  * database is an error here (SQLITE_NOTADB), before anything is written to it.
  */
 export function openDerivedFile(file: string, cacheKib: number): LibsqlDatabase {
-  const db = new LibsqlDatabase(new Database(file, { timeout: BUSY_TIMEOUT_MS }));
+  // Closed and opened again as repositories come and go: statements for one call only (see LibsqlDatabase).
+  const db = new LibsqlDatabase(new Database(file, { timeout: BUSY_TIMEOUT_MS }), undefined, { keepStatements: false });
   try {
     db.exec('PRAGMA journal_mode = WAL');
     db.exec('PRAGMA synchronous = NORMAL');

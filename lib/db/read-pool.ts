@@ -45,7 +45,6 @@ const THREAD_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
 const open = new Map();
-const STATEMENTS = 64;
 function connection(file, uri) {
   let c = open.get(file);
   if (c) {
@@ -61,34 +60,38 @@ function connection(file, uri) {
     throw Object.assign(new Error('cannot open ' + file + ': ' + String((e && e.message) || e)), { code: (e && e.code) || 'CANNOT_OPEN' });
   }
   db.exec('PRAGMA cache_size = -' + workerData.cacheKib);
-  c = { db, statements: new Map() };
+  c = { db };
   open.set(file, c);
   for (const [f, old] of open) {
     if (open.size <= workerData.openPerThread) break;
     open.delete(f);
-    old.db.close();
+    close(old.db);
   }
   return c;
 }
+// Prepared for one query only: the driver cannot finalize a statement, and a closed connection keeps its
+// files open and its page cache until every statement made on it is collected, which a statement that dies
+// young soon is (a cached one would wait for a full collection: open files piled up by the thousand).
+// The page cache goes at once, whenever the statements are collected.
+function close(db) {
+  try {
+    db.exec('PRAGMA shrink_memory');
+  } catch {}
+  db.close();
+}
 function statement(c, sql) {
-  let st = c.statements.get(sql);
-  if (!st) {
-    st = c.db.prepare(sql);
-    if (!st.reader) throw Object.assign(new Error('not a read statement'), { code: 'NOT_A_READ' });
-    st.safeIntegers(true);
-    st.raw(true);
-    st = { st, columns: st.columns().map((x) => x.name) };
-    c.statements.set(sql, st);
-    if (c.statements.size > STATEMENTS) c.statements.delete(c.statements.keys().next().value);
-  }
-  return st;
+  const st = c.db.prepare(sql);
+  if (!st.reader) throw Object.assign(new Error('not a read statement'), { code: 'NOT_A_READ' });
+  st.safeIntegers(true);
+  st.raw(true);
+  return { st, columns: st.columns().map((x) => x.name) };
 }
 parentPort.on('message', (m) => {
   if (m.op === 'forget') {
     const c = open.get(m.file);
     if (c) {
       open.delete(m.file);
-      c.db.close();
+      close(c.db);
     }
     parentPort.postMessage({ id: m.id, columns: [], rows: [] });
     return;

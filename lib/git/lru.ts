@@ -40,6 +40,12 @@ export class LruCache<V> {
     this.map.delete(key);
   }
 
+  /** Drops every entry. */
+  clear(): void {
+    this.map.clear();
+    this.used = 0;
+  }
+
   get bytes(): number {
     return this.used;
   }
