@@ -15,7 +15,7 @@ import {
 import type { IndexedCommit } from './git/path-index.ts';
 import type { Repos } from './git/repos.ts';
 import { LruCache } from './git/lru.ts';
-import { HttpError } from './http/errors.ts';
+import { HttpError } from './errors.ts';
 import type { Logger } from './log.ts';
 import { commitJson, utf8 } from './wire.ts';
 import type { Commit } from '../schema/wire/common.ts';

@@ -1,7 +1,7 @@
 import type { Identity } from './auth/identity.ts';
 import type { Deps } from './deps.ts';
 import { PUSH_DETAIL_PATHS } from './db/activity.ts';
-import { HttpError } from './http/errors.ts';
+import { HttpError } from './errors.ts';
 import { pagePathProblem, storedPathProblem } from './page/path.ts';
 import { RepoStore, type MergedWrite, type PushFile as StoreFile, type PushResult } from './git/repo-store.ts';
 import type { PullResponse, PushRequest, PushResponse } from '../schema/wire/sync.ts';

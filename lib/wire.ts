@@ -1,6 +1,6 @@
 import type { IndexedCommit } from './git/path-index.ts';
 import { LABEL_MAX_CHARS, type Commit } from '../schema/wire/common.ts';
-import { HttpError } from './http/errors.ts';
+import { HttpError } from './errors.ts';
 
 /** A PAT's or invite key's label: at most {@link LABEL_MAX_CHARS} characters (code points); absent = "". */
 export function checkLabel(label: string | undefined): string {

@@ -5,7 +5,7 @@ import { Hono } from 'hono';
 import { serve, type ServerType } from '@hono/node-server';
 import { ManualClock } from '../lib/clock.ts';
 import { BodyBudget, bodyGuard, bodyHolders } from '../lib/http/body-limit.ts';
-import { HttpError } from '../lib/http/errors.ts';
+import { HttpError } from '../lib/errors.ts';
 import {
   TrustedProxies,
   clientIp,

@@ -1,5 +1,5 @@
 import ipaddr from 'ipaddr.js';
-import { HttpError } from '../http/errors.ts';
+import { HttpError } from '../errors.ts';
 import { MAX_WEBHOOK_URL_CHARS } from '../../schema/wire/webhooks.ts';
 
 /**

@@ -16,7 +16,7 @@ import { buildPacks, copyableRecords, type PackEntry } from './pack.ts';
 import { syncMidx } from './midx.ts';
 import { ObjectReader, parseCommit, parseTree, type RawObject } from './object-reader.ts';
 import { replacedName, type StoreFs } from './fs.ts';
-import { HttpError } from '../http/errors.ts';
+import { HttpError } from '../errors.ts';
 import { KeyedMutex, LockTimeoutError, noProgress, type HeldLock, type Progress } from './lock.ts';
 import { LruCache } from './lru.ts';
 import { isSafeRepoId, pagePathProblem, storedPathProblem } from '../page/path.ts';

@@ -41,7 +41,7 @@
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Identity } from '../auth/identity.ts';
-import { HttpError } from './errors.ts';
+import { HttpError } from '../errors.ts';
 
 /** Cap of routes whose body is small JSON: sign-in, PATs, repository creation, invite keys, join, billing webhook. */
 export const SMALL_BODY_BYTES = 64 * 1024;

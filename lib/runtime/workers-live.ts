@@ -1,4 +1,4 @@
-import { HttpError } from '../http/errors.ts';
+import { HttpError } from '../errors.ts';
 import type { Live } from '../events/live.ts';
 import type { StreamGrant } from '../events/stream.ts';
 import type { LiveMethod, RpcResult, StreamParams } from '../git/repo-object.ts';

@@ -2,7 +2,7 @@ import type { SqlDatabase, Stmt } from '../db/sql.ts';
 import { ownerStmt } from '../db/members.ts';
 import { repositoryRowsDeletion } from '../db/repo-rows.ts';
 import type { Clock } from '../clock.ts';
-import { HttpError } from '../http/errors.ts';
+import { HttpError } from '../errors.ts';
 import type { RepoIndex, Repos } from '../git/repos.ts';
 import type { RepoMethod, RpcResult } from '../git/repo-object.ts';
 import type { PushFile, PushResult } from '../git/repo-store.ts';

@@ -24,7 +24,7 @@
  * MIN_PREFIX_CHARS letters or digits long. Decided from the text alone, before any index is read: the same
  * answer on both builds and for every repository.
  */
-import { HttpError } from '../http/errors.ts';
+import { HttpError } from '../errors.ts';
 
 /** Longest term, in characters (UTF-16 code units, as typed, without its quotes and `-`/`*`). */
 export const MAX_TERM_CHARS = 200;
