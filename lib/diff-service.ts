@@ -17,7 +17,8 @@ import type { Repos } from './git/repos.ts';
 import { LruCache } from './git/lru.ts';
 import { HttpError } from './errors.ts';
 import type { Logger } from './log.ts';
-import { commitJson, utf8 } from './wire.ts';
+import { commitJson } from './wire.ts';
+import { utf8 } from './bytes.ts';
 import type { Commit } from '../schema/wire/common.ts';
 
 /**

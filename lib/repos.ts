@@ -3,7 +3,7 @@ import type { Identity, UserIdentity } from './auth/identity.ts';
 import type { Role } from './db/members.ts';
 import type { Deps } from './deps.ts';
 import { HttpError } from './errors.ts';
-import { RepoNotFoundError } from './git/store.ts';
+import { RepoNotFoundError } from './errors.ts';
 import { repoIdParam } from './http/params.ts';
 import { authorizeRepo, type Action } from './policy.ts';
 import { quotaError } from './quota.ts';

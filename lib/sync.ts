@@ -5,7 +5,7 @@ import { HttpError } from './errors.ts';
 import { pagePathProblem, storedPathProblem } from './page/path.ts';
 import { RepoStore, type MergedWrite, type PushFile as StoreFile, type PushResult } from './git/repo-store.ts';
 import type { PullResponse, PushRequest, PushResponse } from '../schema/wire/sync.ts';
-import { toBase64, utf8 } from './wire.ts';
+import { toBase64, utf8 } from './bytes.ts';
 
 /**
  * Push and pull: the wire forms of API.md "Pages and sync" over the repository store, and the activity

@@ -5,7 +5,8 @@ import { GitStore } from '../lib/git/store.ts';
 import { nodeStoreFs } from '../lib/git/node-fs.ts';
 import type { StoreFs } from '../lib/git/fs.ts';
 import { PathIndex } from '../lib/git/path-index.ts';
-import { GROUP_PUSHES, PathCaseError, RepoStore, type PushFile, type PushResult } from '../lib/git/repo-store.ts';
+import { PathCaseError } from '../lib/errors.ts';
+import { GROUP_PUSHES, RepoStore, type PushFile, type PushResult } from '../lib/git/repo-store.ts';
 import { tempDir } from './helpers/env.ts';
 import { fsckStrict, git } from './reliability/helpers/git.ts';
 

@@ -1,6 +1,6 @@
 import { PACK_TYPE, deflate, packRecord, webCodec } from './objects.ts';
 import { BRANCH, type GitStore } from './store.ts';
-import { concatBytes } from '../wire.ts';
+import { concatBytes } from '../bytes.ts';
 
 /**
  * A repository as a git bundle (v2): the header names `HEAD` and `refs/heads/main`, then one packfile holds

@@ -1,6 +1,6 @@
 import type { Database, Stmt } from '../db/database.ts';
 import type { CommitMeta, GitStore, PathChange } from './store.ts';
-import { UnknownShaError } from './store.ts';
+import { UnknownShaError } from '../errors.ts';
 import { foldPathCase } from '../page/path.ts';
 import { searchDocument, type SearchDocument } from '../search/document.ts';
 import { FullTextIndex, type TextStore } from '../search/fts.ts';

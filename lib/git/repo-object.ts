@@ -3,7 +3,7 @@ import { systemClock } from '../clock.ts';
 import { DoSqlDatabase } from '../db/do-sql.ts';
 import { migrate } from '../db/migrate.ts';
 import { BUNDLED_MIGRATIONS } from '../db/migrations-bundled.ts';
-import { toHttpError } from '../app.ts';
+import { toHttpError } from '../errors.ts';
 import { DoFs } from './do-fs.ts';
 import { PathIndex } from './path-index.ts';
 import { RepoStore } from './repo-store.ts';

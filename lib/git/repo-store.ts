@@ -6,7 +6,7 @@ import type { Stmt } from '../db/sql.ts';
 import { ownerStmt } from '../db/members.ts';
 import { repositoryRowsDeletion } from '../db/repo-rows.ts';
 import type { LinksResponse } from '../../schema/wire/links.ts';
-import { KeyedMutex, LockTimeoutError, type HeldLock, type Progress } from './lock.ts';
+import { KeyedMutex, type HeldLock, type Progress } from './lock.ts';
 import { LruCache } from './lru.ts';
 import { foldPathCase } from '../page/path.ts';
 import { parseQuery } from '../search/query.ts';
@@ -17,11 +17,15 @@ import { WebhookStore } from '../events/webhook-store.ts';
 import type { PathStatus } from '../../schema/wire/events.ts';
 import {
   ConcurrentUpdateError,
-  GitStore,
+  LockTimeoutError,
+  PathCaseError,
   RepoBusyError,
   RepoNotFoundError,
   StoreError,
   UnknownShaError,
+} from '../errors.ts';
+import {
+  GitStore,
   type CommitMeta,
   type FileWrite,
   type PathChange,
@@ -34,18 +38,6 @@ import {
  * and again after anything went wrong).
  */
 
-/**
- * A push would create a page whose path differs only in letter case (foldPathCase) from another page's:
- * one at head, or another new one in the same push. On a case-insensitive disk both would be one file.
- */
-export class PathCaseError extends StoreError {
-  constructor(
-    readonly path: string,
-    readonly existing: string,
-  ) {
-    super(`path "${path}" differs only in letter case from "${existing}"`);
-  }
-}
 
 export interface PushFile {
   path: string;
