@@ -16,17 +16,17 @@ export interface AppOptions {
   inflight?: Map<string, InflightRequest>;
   /**
    * The client address of a request, as the runtime knows it: the access log's `ip`, and (per IPv6 /64) the
-   * rate-limit key. Node: lib/http/node-peer.ts (socket peer, X-Forwarded-For behind a trusted proxy);
-   * Workers: lib/http/peer-workers.ts (CF-Connecting-IP).
+   * rate-limit key. Node: lib/runtime/node/client-ip.ts (socket peer, X-Forwarded-For behind a trusted proxy);
+   * Workers: lib/runtime/workers/client-ip.ts (CF-Connecting-IP).
    */
   clientIp: ClientIpOf;
   /**
    * Makes the rate limiters (unless SERVICE_RATELIMIT_DISABLE). Node: memoryLimiters (lib/http/rate-limit.ts);
-   * Workers: durableObjectLimiters (lib/http/rate-limit-do.ts), which hold across isolates.
+   * Workers: durableObjectLimiters (lib/runtime/workers/rate-limiter.ts), which hold across isolates.
    */
   limiters: LimiterFactory;
   /**
-   * Where request bodies are read from. Node: lib/http/node-body.ts (the IncomingMessage itself); default
+   * Where request bodies are read from. Node: lib/runtime/node/body.ts (the IncomingMessage itself); default
    * (Workers, in-process requests): the Request's web stream.
    */
   bodySource?: BodySourceOf;

@@ -1,6 +1,6 @@
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
-import type { Database } from './db/database.ts';
+import type { Database } from './runtime/node/libsql.ts';
 import type { Repos } from './git/repos.ts';
 import type { Logger } from './log.ts';
 import type { Members } from './db/members.ts';
@@ -16,7 +16,7 @@ import type { HostResolver } from './events/url.ts';
 
 /**
  * Everything a handler may use, injected: no module-level singletons. The Node entry builds these from
- * the environment (lib/runtime/node.ts); tests build them on temporary directories.
+ * the environment (lib/runtime/node/server.ts); tests build them on temporary directories.
  */
 export interface Deps {
   config: Config;

@@ -22,8 +22,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Miniflare } from 'miniflare';
-import type { D1Like, D1StatementLike } from '../lib/db/d1.ts';
-import type { RepoNamespace } from '../lib/runtime/workers-repos.ts';
+import type { D1Like, D1StatementLike } from '../lib/runtime/workers/d1.ts';
+import type { RepoNamespace } from '../lib/runtime/workers/remote-repos.ts';
 import { isSafeRepoId } from '../lib/page/path.ts';
 
 /** What the channel file holds. */

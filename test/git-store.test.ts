@@ -4,12 +4,12 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { GitStore } from '../lib/git/store.ts';
 import { UnknownShaError, UnsafeNameError, ConcurrentUpdateError, PathCollisionError } from '../lib/errors.ts';
-import { nodeStoreFs } from '../lib/git/node-fs.ts';
+import { nodeStoreFs } from '../lib/runtime/node/store-fs.ts';
 import { PathIndex } from '../lib/git/path-index.ts';
 import { RepoStore } from '../lib/git/repo-store.ts';
-import { openDatabaseFile } from '../lib/db/open-node.ts';
+import { openDatabaseFile } from '../lib/runtime/node/open-db.ts';
 import { ManualClock } from '../lib/clock.ts';
-import type { Database } from '../lib/db/database.ts';
+import type { Database } from '../lib/runtime/node/libsql.ts';
 import { fsck, gitIn, tempDir } from './helpers/env.ts';
 
 const enc = (s: string) => new TextEncoder().encode(s);

@@ -17,7 +17,7 @@ import {
 } from '../lib/http/client-ip.ts';
 import { corsMiddleware } from '../lib/http/cors.ts';
 import { RateLimiter, rateLimit } from '../lib/http/rate-limit.ts';
-import { nodeClientIp, nodePeer } from '../lib/http/node-peer.ts';
+import { nodeClientIp, nodePeer } from '../lib/runtime/node/client-ip.ts';
 
 // ---------------------------------------------------------------------------------------------------
 describe('IP parsing', () => {

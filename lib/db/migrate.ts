@@ -1,4 +1,4 @@
-import type { Database } from './database.ts';
+import type { Database } from '../runtime/node/libsql.ts';
 
 export interface Migration {
   version: number;

@@ -9,7 +9,7 @@ import type { StreamGrant } from './stream.ts';
  * Live events and webhooks as handlers see them (Deps.live), whatever holds them: on Node, LocalLive over
  * the server's RepoStore, its hub of open streams and its delivery loop; on Workers, the repository's
  * Durable Object running that same LocalLive, reached from the Worker by RemoteLive
- * (lib/runtime/workers-live.ts). Every method takes the repository id first; who may call what is decided
+ * (lib/runtime/workers/remote-live.ts). Every method takes the repository id first; who may call what is decided
  * before (lib/policy.ts).
  */
 export interface Live {

@@ -1,4 +1,4 @@
-import type { Database, Stmt } from '../db/database.ts';
+import type { Database, Stmt } from '../runtime/node/libsql.ts';
 import type { CommitMeta, GitStore, PathChange } from './store.ts';
 import { UnknownShaError } from '../errors.ts';
 import { foldPathCase } from '../page/path.ts';
@@ -61,7 +61,7 @@ export interface PathIndexOptions {
   search?: boolean;
   /**
    * Where the full-text rows live (lib/search/fts.ts): by default this index's own database, shared by every
-   * repository; the Node server gives each repository a file of its own (lib/search/index-files.ts).
+   * repository; the Node server gives each repository a file of its own (lib/runtime/node/search-files.ts).
    */
   text?: TextStore;
 }

@@ -8,7 +8,7 @@ import type { LinksResponse } from '../../schema/wire/links.ts';
  * Repositories as handlers and lib/ see them, whatever holds them: on Node, RepoStore over bare
  * repositories on disk and the index in the database file (lib/git/repo-store.ts); in the hosted build, one
  * Durable Object per repository running that same RepoStore over its own storage, reached by RPC
- * (lib/runtime/workers-repos.ts). Every method takes the repository id first; errors are the git store's
+ * (lib/runtime/workers/remote-repos.ts). Every method takes the repository id first; errors are the git store's
  * (lib/git/store.ts), mapped to HTTP by lib/app.ts on both runtimes.
  */
 export interface Repos {

@@ -18,7 +18,7 @@ import pagesLinks from '../../functions/pages/links.ts';
 import searchRepo from '../../functions/search/repo.ts';
 import invitesJoin from '../../functions/invites/join.ts';
 import { billingOf } from '../../lib/hosted/billing.ts';
-import { openNodeDeps } from '../../lib/runtime/node.ts';
+import { openNodeDeps } from '../../lib/runtime/node/server.ts';
 import { memoryLogger } from '../../lib/log.ts';
 import { testConfig, fsck } from '../helpers/env.ts';
 import { mountHandler, type MountedHandler, type TestUser } from '../helpers/handler.ts';

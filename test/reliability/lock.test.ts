@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { KeyedMutex } from '../../lib/git/lock.ts';
 import { LockTimeoutError, RepoBusyError, toHttpError } from '../../lib/errors.ts';
 import { GitStore } from '../../lib/git/store.ts';
-import { nodeStoreFs } from '../../lib/git/node-fs.ts';
-import { openDatabaseFile } from '../../lib/db/open-node.ts';
+import { nodeStoreFs } from '../../lib/runtime/node/store-fs.ts';
+import { openDatabaseFile } from '../../lib/runtime/node/open-db.ts';
 import { memoryLogger } from '../../lib/log.ts';
-import { openNodeDeps, startServer } from '../../lib/runtime/node.ts';
+import { openNodeDeps, startServer } from '../../lib/runtime/node/server.ts';
 import { routes } from '../../functions/index.ts';
 import { fsck, tempDir, testConfig } from '../helpers/env.ts';
 

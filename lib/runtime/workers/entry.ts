@@ -1,26 +1,26 @@
 import type { Hono } from 'hono';
-import { systemClock } from '../clock.ts';
-import { ConfigError, loadConfig, type Config } from '../config.ts';
-import type { Deps } from '../deps.ts';
-import { jsonLogger, type Logger } from '../log.ts';
-import { D1Database, type D1Like } from '../db/d1.ts';
-import { migrate } from '../db/migrate.ts';
-import { BUNDLED_MIGRATIONS } from '../db/migrations-bundled.ts';
-import { Members } from '../db/members.ts';
-import { Users } from '../db/users.ts';
-import { Pats } from '../db/pats.ts';
-import { Activity } from '../db/activity.ts';
-import { Invites } from '../db/invites.ts';
-import { remoteIdpKeys } from '../auth/idp.ts';
-import { quotaFor } from '../hosted/quota.ts';
-import { ParseCache } from '../diff-service.ts';
-import { buildApp } from '../app.ts';
-import { workersClientIp } from '../http/peer-workers.ts';
-import { durableObjectLimiters, type RateLimiterNamespace } from '../http/rate-limit-do.ts';
-import type { AppEnv } from '../route.ts';
-import { routesFor } from '../../functions/index.ts';
-import { RemoteRepos, type RepoNamespace } from './workers-repos.ts';
-import { RemoteLive } from './workers-live.ts';
+import { systemClock } from '../../clock.ts';
+import { ConfigError, loadConfig, type Config } from '../../config.ts';
+import type { Deps } from '../../deps.ts';
+import { jsonLogger, type Logger } from '../../log.ts';
+import { D1Database, type D1Like } from './d1.ts';
+import { migrate } from '../../db/migrate.ts';
+import { BUNDLED_MIGRATIONS } from './migrations.ts';
+import { Members } from '../../db/members.ts';
+import { Users } from '../../db/users.ts';
+import { Pats } from '../../db/pats.ts';
+import { Activity } from '../../db/activity.ts';
+import { Invites } from '../../db/invites.ts';
+import { remoteIdpKeys } from '../../auth/idp.ts';
+import { quotaFor } from '../../hosted/quota.ts';
+import { ParseCache } from '../../diff-service.ts';
+import { buildApp } from '../../app.ts';
+import { workersClientIp } from './client-ip.ts';
+import { durableObjectLimiters, type RateLimiterNamespace } from './rate-limiter.ts';
+import type { AppEnv } from '../../route.ts';
+import { routesFor } from '../../../functions/index.ts';
+import { RemoteRepos, type RepoNamespace } from './remote-repos.ts';
+import { RemoteLive } from './remote-live.ts';
 
 /**
  * The Workers runtime (the hosted build, worker.ts): the same app as the Node build, with dependencies

@@ -1,7 +1,7 @@
-import { ConfigError, loadConfig } from '../config.ts';
-import { jsonLogger } from '../log.ts';
-import { openNodeDeps, startServer } from './node.ts';
-import { routesFor } from '../../functions/index.ts';
+import { ConfigError, loadConfig } from '../../config.ts';
+import { jsonLogger } from '../../log.ts';
+import { openNodeDeps, startServer } from './server.ts';
+import { routesFor } from '../../../functions/index.ts';
 
 /**
  * The Node server: environment → config → deps (libSQL file, git store on disk) → app → HTTP server.

@@ -1,35 +1,35 @@
 import { DurableObject, type DurableObjectState } from 'cloudflare:workers';
-import { systemClock } from '../clock.ts';
-import { DoSqlDatabase } from '../db/do-sql.ts';
-import { migrate } from '../db/migrate.ts';
-import { BUNDLED_MIGRATIONS } from '../db/migrations-bundled.ts';
-import { toHttpError } from '../errors.ts';
-import { DoFs } from './do-fs.ts';
-import { PathIndex } from './path-index.ts';
-import { RepoStore } from './repo-store.ts';
-import { GitStore } from './store.ts';
-import type { SearchOptions } from '../search/results.ts';
-import { loadConfig, type Config } from '../config.ts';
-import { jsonLogger } from '../log.ts';
-import { D1Database, type D1Like } from '../db/d1.ts';
-import { Members } from '../db/members.ts';
-import { Pats } from '../db/pats.ts';
-import { Users } from '../db/users.ts';
-import { Hub } from '../events/hub.ts';
-import { LocalLive, REPO_DELETED, type Live } from '../events/live.ts';
-import { accessLost } from '../events/access.ts';
-import { Deliverer } from '../events/deliver.ts';
-import { fetchSender } from '../events/fetch-sender.ts';
-import type { StreamGrant } from '../events/stream.ts';
+import { systemClock } from '../../clock.ts';
+import { DoSqlDatabase } from './do-sql.ts';
+import { migrate } from '../../db/migrate.ts';
+import { BUNDLED_MIGRATIONS } from './migrations.ts';
+import { toHttpError } from '../../errors.ts';
+import { DoFs } from './store-fs.ts';
+import { PathIndex } from '../../git/path-index.ts';
+import { RepoStore } from '../../git/repo-store.ts';
+import { GitStore } from '../../git/store.ts';
+import type { SearchOptions } from '../../search/results.ts';
+import { loadConfig, type Config } from '../../config.ts';
+import { jsonLogger } from '../../log.ts';
+import { D1Database, type D1Like } from './d1.ts';
+import { Members } from '../../db/members.ts';
+import { Pats } from '../../db/pats.ts';
+import { Users } from '../../db/users.ts';
+import { Hub } from '../../events/hub.ts';
+import { LocalLive, REPO_DELETED, type Live } from '../../events/live.ts';
+import { accessLost } from '../../events/access.ts';
+import { Deliverer } from '../../events/deliver.ts';
+import { fetchSender } from './webhook-sender.ts';
+import type { StreamGrant } from '../../events/stream.ts';
 
 /**
  * The hosted build's repository: one Durable Object per repository id holds that repository's git
- * objects and refs (lib/git/do-fs.ts, in the object's own SQLite storage) and its derived index, and runs
+ * objects and refs (lib/runtime/workers/store-fs.ts, in the object's own SQLite storage) and its derived index, and runs
  * the same RepoStore as the Node build over them — the same object format, one commit per push, the
  * check-and-set of the branch and the index kept level with git. The object's single-threaded execution
  * serialises its writes, as the per-repository lock does on Node (and that lock still runs inside).
  *
- * The Worker reaches it through `call` (lib/runtime/workers-repos.ts). Errors cross as their HTTP form
+ * The Worker reaches it through `call` (lib/runtime/workers/remote-repos.ts). Errors cross as their HTTP form
  * (`toHttpError`), which is all the Worker side does with them.
  *
  * Deleting the repository (`destroy`) wipes the object's whole storage (`deleteAll`) and leaves a tombstone:
@@ -38,7 +38,7 @@ import type { StreamGrant } from '../events/stream.ts';
  * once D1 has registered the id again) lifts it.
  *
  * It also holds the repository's live events and webhooks (lib/events/, reached through RemoteLive in
- * lib/runtime/workers-live.ts): the event log and outbox in its SQLite beside the index, so that a push's
+ * lib/runtime/workers/remote-live.ts): the event log and outbox in its SQLite beside the index, so that a push's
  * event and deliveries are written with its commit; the repository's open event streams (`fetch`, whose
  * response is the stream), fed as commits publish and members change, re-checked against D1 at each ping;
  * and webhook delivery, run by its alarm.

@@ -1,18 +1,18 @@
-import type { SqlDatabase, Stmt } from '../db/sql.ts';
-import { ownerStmt } from '../db/members.ts';
-import { repositoryRowsDeletion } from '../db/repo-rows.ts';
-import type { Clock } from '../clock.ts';
-import { HttpError } from '../errors.ts';
-import type { RepoIndex, Repos } from '../git/repos.ts';
-import type { RepoMethod, RpcResult } from '../git/repo-object.ts';
-import type { PushFile, PushResult } from '../git/repo-store.ts';
-import type { HeadEntry, IndexedCommit } from '../git/path-index.ts';
-import type { SearchOptions, SearchPage } from '../search/results.ts';
-import type { LinksResponse } from '../../schema/wire/links.ts';
+import type { SqlDatabase, Stmt } from '../../db/sql.ts';
+import { ownerStmt } from '../../db/members.ts';
+import { repositoryRowsDeletion } from '../../db/repo-rows.ts';
+import type { Clock } from '../../clock.ts';
+import { HttpError } from '../../errors.ts';
+import type { RepoIndex, Repos } from '../../git/repos.ts';
+import type { RepoMethod, RpcResult } from './repo-object.ts';
+import type { PushFile, PushResult } from '../../git/repo-store.ts';
+import type { HeadEntry, IndexedCommit } from '../../git/path-index.ts';
+import type { SearchOptions, SearchPage } from '../../search/results.ts';
+import type { LinksResponse } from '../../../schema/wire/links.ts';
 
 /**
  * The hosted build's repositories as handlers see them (lib/git/repos.ts): each repository's content
- * and index live in its own Durable Object (lib/git/repo-object.ts), reached by RPC with the id as the
+ * and index live in its own Durable Object (lib/runtime/workers/repo-object.ts), reached by RPC with the id as the
  * object's name; which repositories exist is kept in D1 (`repo_registry`), since objects cannot be listed.
  * Creation is atomic there: the unique `id_fold` lets exactly one of two racing creators of an id (or of
  * two spellings of it) in, and a user's creation records its owner row (within the plan cap) in the same
@@ -38,7 +38,7 @@ export class RemoteRepos implements Repos {
   readonly index: RepoIndex;
   /**
    * Repositories seen to exist by this isolate. One deleted through another isolate may stay here: its
-   * object then answers 404 `repo not found` (the tombstone of lib/git/repo-object.ts), which is all the
+   * object then answers 404 `repo not found` (the tombstone of lib/runtime/workers/repo-object.ts), which is all the
    * stale entry can lead to.
    */
   private readonly known = new Set<string>();

@@ -1,15 +1,15 @@
-import { HttpError } from '../errors.ts';
-import type { Live } from '../events/live.ts';
-import type { StreamGrant } from '../events/stream.ts';
-import type { LiveMethod, RpcResult, StreamParams } from '../git/repo-object.ts';
-import { STREAM_PARAMS_HEADER } from '../git/repo-object.ts';
-import type { RepoNamespace } from './workers-repos.ts';
-import type { MemberEventData, EventKind } from '../../schema/wire/events.ts';
-import type { Delivery, Webhook } from '../../schema/wire/webhooks.ts';
+import { HttpError } from '../../errors.ts';
+import type { Live } from '../../events/live.ts';
+import type { StreamGrant } from '../../events/stream.ts';
+import type { LiveMethod, RpcResult, StreamParams } from './repo-object.ts';
+import { STREAM_PARAMS_HEADER } from './repo-object.ts';
+import type { RepoNamespace } from './remote-repos.ts';
+import type { MemberEventData, EventKind } from '../../../schema/wire/events.ts';
+import type { Delivery, Webhook } from '../../../schema/wire/webhooks.ts';
 
 /**
  * The hosted build's live events and webhooks as handlers see them (lib/events/live.ts): each repository's
- * are held by its Durable Object (lib/git/repo-object.ts), reached by RPC — and, for an event stream, by the
+ * are held by its Durable Object (lib/runtime/workers/repo-object.ts), reached by RPC — and, for an event stream, by the
  * object's `fetch`, whose response body is the stream itself, held open by the object. The Worker has
  * authenticated and authorised the caller before any of these.
  */
