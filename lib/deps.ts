@@ -1,6 +1,6 @@
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
-import type { Database } from './runtime/node/libsql.ts';
+import type { SqlDatabase as Database } from './db/sql.ts';
 import type { Repos } from './git/repos.ts';
 import type { Logger } from './log.ts';
 import type { Members } from './db/members.ts';

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.ts';
 import { PAT_PREFIX, randomToken, sha256Hex } from '../auth/tokens.ts';
-import type { Database } from '../runtime/node/libsql.ts';
+import type { SqlDatabase as Database } from './sql.ts';
 import { HttpError } from '../errors.ts';
 
 /** A personal access token as listed: never the token, never its hash. Times are Unix seconds. */

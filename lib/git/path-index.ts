@@ -1,4 +1,4 @@
-import type { Database, Stmt } from '../runtime/node/libsql.ts';
+import type { SqlDatabase as Database, Stmt } from '../db/sql.ts';
 import type { CommitMeta, GitStore, PathChange } from './store.ts';
 import { UnknownShaError } from '../errors.ts';
 import { foldPathCase } from '../page/path.ts';

@@ -11,7 +11,7 @@
  * repository. Plain SQL over the Database interface: the same on libSQL (Node) and in a Durable Object's
  * SQLite (Workers).
  */
-import type { Database, Stmt } from '../runtime/node/libsql.ts';
+import type { SqlDatabase as Database, Stmt } from '../db/sql.ts';
 import { PAGE_TYPES, pagePathFor, pageRefOfPath, parsePage, type PageType } from '../page/parse.ts';
 import { extractLinks, MAX_SCANNED_CHARS, type LinkRef } from './extract.ts';
 import type { IncomingLink, LinksResponse, OutgoingLink } from '../../schema/wire/links.ts';

@@ -8,7 +8,7 @@
  * git_changes) stay in the index's database; PathIndex (lib/git/path-index.ts) keeps both in step and
  * answers `search` through here. Plain SQL over the Database interface, the same on every backend.
  */
-import type { Database, Stmt } from '../runtime/node/libsql.ts';
+import type { SqlDatabase as Database, Stmt } from '../db/sql.ts';
 import type { SqlArgs } from '../db/sql.ts';
 import { normalizeField, searchDocument, tagKey, tagNeedle, type SearchDocument } from './document.ts';
 import { parseQuery } from './query.ts';
