@@ -4,12 +4,13 @@
  * it binds: one RepoObject per repository, RateLimiterObjects for the rate limiters.
  */
 import { handleWorkerRequest, type WorkerEnv } from './lib/runtime/workers/entry.ts';
+import { routesFor } from './functions/index.ts';
 
 export { RepoObject } from './lib/runtime/workers/repo-object.ts';
 export { RateLimiterObject } from './lib/runtime/workers/rate-limiter.ts';
 
 export default {
   fetch(request: Request, env: WorkerEnv, ctx: unknown): Promise<Response> {
-    return handleWorkerRequest(request, env, ctx);
+    return handleWorkerRequest(request, env, ctx, routesFor);
   },
 };

@@ -107,7 +107,7 @@ describe('build only when stale', () => {
   it("the server's build keeps the native database driver out of the bundle", () => {
     expect(SERVER_BUNDLE).toMatch(/dist\/server\.mjs$/);
     expect(SERVER_OPTIONS.external).toContain('libsql');
-    expect(SERVER_OPTIONS.entryPoints).toEqual(['lib/runtime/node/main.ts']);
+    expect(SERVER_OPTIONS.entryPoints).toEqual(['server.ts']);
     expect(SERVER_OPTIONS.format).toBe('cjs');
   });
 });
