@@ -33,7 +33,7 @@ describe('lib/runtime/workers/migrations.ts', () => {
     for (const m of source.matchAll(/\{\s*name:\s*'([^']+)',\s*sql:\s*(\w+)\s*\}/g)) {
       expect(source, m[1]).toMatch(new RegExp(`import ${m[2]} from '\\.\\./\\.\\./\\.\\./schema/migrations/${m[1]!.replace(/\./g, '\\.')}';`));
     }
-    expect([...source.matchAll(/from '\.\.\/\.\.\/schema\/migrations\/([^']+)'/g)].map((m) => m[1]).sort()).toEqual(sqlFiles());
+    expect([...source.matchAll(/from '\.\.\/\.\.\/\.\.\/schema\/migrations\/([^']+)'/g)].map((m) => m[1]).sort()).toEqual(sqlFiles());
   });
 });
 
