@@ -2,31 +2,26 @@ import type { SqlDatabase, Stmt } from '../../db/sql.ts';
 import { ownerStmt } from '../../db/members.ts';
 import { repositoryRowsDeletion } from '../../db/repo-rows.ts';
 import type { Clock } from '../../clock.ts';
-import { HttpError } from '../../errors.ts';
 import type { RepoIndex, Repos } from '../../git/repos.ts';
-import type { RepoMethod, RpcResult } from './repo-object.ts';
-import type { PushFile, PushResult } from '../../git/repo-store.ts';
-import type { HeadEntry, IndexedCommit } from '../../git/path-index.ts';
-import type { SearchOptions, SearchPage } from '../../search/results.ts';
-import type { LinksResponse } from '../../../schema/wire/links.ts';
+import { callRepoObject, forwarding, indexMethodName, type RepoNamespace, type ServedRepoMethod } from './rpc.ts';
+
+export type { RepoNamespace } from './rpc.ts';
 
 /**
  * The hosted build's repositories as handlers see them (lib/git/repos.ts): each repository's content
- * and index live in its own Durable Object (lib/runtime/workers/repo-object.ts), reached by RPC with the id as the
- * object's name; which repositories exist is kept in D1 (`repo_registry`), since objects cannot be listed.
+ * and index live in its own Durable Object (lib/runtime/workers/repo-object.ts), reached by native RPC with the id
+ * as the object's name: every Repos method but the registry's is the object's method of the same name (the
+ * constructor forwards them, lib/runtime/workers/rpc.ts), its errors rebuilt from their codes. Which repositories exist is kept in D1 (`repo_registry`), since objects cannot be listed.
  * Creation is atomic there: the unique `id_fold` lets exactly one of two racing creators of an id (or of
  * two spellings of it) in, and a user's creation records its owner row (within the plan cap) in the same
  * batch (`createOwned`). Deletion (`remove`) empties the object first, which then refuses to be made again
  * until D1 registers the id anew, then deletes the registry row with every row of D1 about the repository.
  */
 
-/** The part of the Durable Object namespace binding used here. */
-export interface RepoNamespace {
-  idFromName(name: string): unknown;
-  get(id: unknown): { call(method: string, args: unknown[]): Promise<RpcResult>; fetch(request: Request): Promise<Response> };
-}
-
 const fold = (id: string) => id.replace(/[A-Z]/g, (c) => c.toLowerCase());
+
+/** The Repos methods the object serves: RemoteRepos forwards them by name (see its constructor). */
+export interface RemoteRepos extends Pick<Repos, ServedRepoMethod> {}
 
 export class RemoteRepos implements Repos {
   /**
@@ -48,19 +43,15 @@ export class RemoteRepos implements Repos {
     private readonly db: SqlDatabase,
     private readonly clock: Clock,
   ) {
-    this.index = {
-      resolve: (repo, value) => this.call(repo, 'index.resolve', value),
-      history: (repo, path, limit, before) => this.call(repo, 'index.history', path, limit, before),
-      touches: (repo, path, limit, before) => this.call(repo, 'index.touches', path, limit, before),
-      lastTouch: (repo, path, atSeq) => this.call(repo, 'index.lastTouch', path, atSeq),
-    };
+    this.index = forwarding({} as RepoIndex, (name) => (repo: string, ...args: unknown[]) =>
+      this.call(repo, indexMethodName(name as keyof RepoIndex & string), ...args),
+    );
+    // Every other Repos method is the object's, by the same name and arguments.
+    return forwarding(this, (name) => (id: string, ...args: unknown[]) => this.call(id, name, ...args));
   }
 
-  private async call<T>(id: string, method: RepoMethod, ...args: unknown[]): Promise<T> {
-    const stub = this.ns.get(this.ns.idFromName(id));
-    const r = await stub.call(method, [id, ...args]);
-    if (r.ok) return r.value as T;
-    throw new HttpError(r.status, r.error, r.extra, r.headers);
+  private call<T>(id: string, method: string, ...args: unknown[]): Promise<T> {
+    return callRepoObject<T>(this.ns, id, method, args);
   }
 
   async exists(id: string): Promise<boolean> {
@@ -132,57 +123,5 @@ export class RemoteRepos implements Repos {
     await this.db.batch(repositoryRowsDeletion(id));
     this.known.delete(id);
     return true;
-  }
-
-  ready(id: string): Promise<void> {
-    return this.call(id, 'ready');
-  }
-  head(id: string): Promise<IndexedCommit | null> {
-    return this.call(id, 'head');
-  }
-  resolve(id: string, sha: string): Promise<IndexedCommit> {
-    return this.call(id, 'resolve', sha);
-  }
-  page(id: string, path: string): Promise<{ entry: HeadEntry; content: Uint8Array } | null> {
-    return this.call(id, 'page', path);
-  }
-  fileAt(id: string, sha: string, path: string): Promise<Uint8Array | null> {
-    return this.call(id, 'fileAt', sha, path);
-  }
-  pages(id: string): Promise<HeadEntry[]> {
-    return this.call(id, 'pages');
-  }
-  history(id: string, path: string, limit: number, beforeSeq?: number): Promise<IndexedCommit[]> {
-    return this.call(id, 'history', path, limit, beforeSeq);
-  }
-  timeline(id: string, limit: number): Promise<Array<IndexedCommit & { paths: string[] }>> {
-    return this.call(id, 'timeline', limit);
-  }
-  summary(id: string): Promise<{ pageCount: number; lastCommit: IndexedCommit | null }> {
-    return this.call(id, 'summary');
-  }
-  search(id: string, q: string, opts: SearchOptions): Promise<SearchPage> {
-    return this.call(id, 'search', q, opts);
-  }
-  links(id: string, path: string): Promise<LinksResponse | null> {
-    return this.call(id, 'links', path);
-  }
-  pull(id: string, since?: string): ReturnType<Repos['pull']> {
-    return this.call(id, 'pull', since);
-  }
-  commitFiles(
-    id: string,
-    files: PushFile[],
-    author: { name: string; email: string },
-    message: string,
-    opts?: { owner?: string },
-  ): Promise<PushResult> {
-    return this.call(id, 'commitFiles', files, author, message, opts);
-  }
-  readBlob(id: string, oid: string): Promise<Uint8Array> {
-    return this.call(id, 'readBlob', oid);
-  }
-  bundle(id: string): Promise<Uint8Array<ArrayBuffer> | null> {
-    return this.call(id, 'bundle');
   }
 }

@@ -3,10 +3,10 @@ import { systemClock } from '../../clock.ts';
 import { DoSqlDatabase } from './do-sql.ts';
 import { migrate } from '../../db/migrate.ts';
 import { BUNDLED_MIGRATIONS } from './migrations.ts';
-import { toHttpError } from '../../errors.ts';
+import { errorToWire, HttpError, RepoNotFoundError, type WireError } from '../../errors.ts';
 import { DoFs } from './store-fs.ts';
-import { PathIndex } from '../../git/path-index.ts';
-import { RepoStore } from '../../git/repo-store.ts';
+import { PathIndex, type HeadEntry } from '../../git/path-index.ts';
+import { RepoStore, type PushFile } from '../../git/repo-store.ts';
 import { GitStore } from '../../git/store.ts';
 import type { SearchOptions } from '../../search/results.ts';
 import { loadConfig, type Config } from '../../config.ts';
@@ -16,11 +16,12 @@ import { Members } from '../../db/members.ts';
 import { Pats } from '../../db/pats.ts';
 import { Users } from '../../db/users.ts';
 import { Hub } from '../../events/hub.ts';
-import { LocalLive, REPO_DELETED, type Live } from '../../events/live.ts';
+import { LocalLive, REPO_DELETED } from '../../events/live.ts';
 import { accessLost } from '../../events/access.ts';
 import { Deliverer } from '../../events/deliver.ts';
 import { fetchSender } from './webhook-sender.ts';
-import type { StreamGrant } from '../../events/stream.ts';
+import type { EventKind, MemberEventData } from '../../../schema/wire/events.ts';
+import { STREAM_PARAMS_HEADER, type Outcome, type RepoObjectRpc, type StreamParams } from './rpc.ts';
 
 /**
  * The hosted build's repository: one Durable Object per repository id holds that repository's git
@@ -29,8 +30,10 @@ import type { StreamGrant } from '../../events/stream.ts';
  * check-and-set of the branch and the index kept level with git. The object's single-threaded execution
  * serialises its writes, as the per-repository lock does on Node (and that lock still runs inside).
  *
- * The Worker reaches it through `call` (lib/runtime/workers/remote-repos.ts). Errors cross as their HTTP form
- * (`toHttpError`), which is all the Worker side does with them.
+ * The Worker calls its public methods directly on its stub, by native RPC (lib/runtime/workers/rpc.ts,
+ * remote-repos.ts): the methods of Repos, RepoIndex (as `index…`) and Live, with the same names and arguments.
+ * Each answers an Outcome: the value, or a named error by its code (lib/errors.ts), which the Worker rebuilds as
+ * the same class; any other error is thrown, and the Worker answers 500.
  *
  * Deleting the repository (`destroy`) wipes the object's whole storage (`deleteAll`) and leaves a tombstone:
  * from then on a call answers 404 `repo not found` instead of making the repository on first use, so a
@@ -46,58 +49,8 @@ import type { StreamGrant } from '../../events/stream.ts';
 
 export const REPO_ROOT = '/repos';
 
-/** What may be called, by name: each takes the repository id first. */
-const METHODS = {
-  create: (s: RepoStore, id: string, creator?: string) => s.create(id, creator),
-  creatorOf: (s: RepoStore, id: string) => s.creatorOf(id),
-  ready: (s: RepoStore, id: string) => s.ready(id),
-  head: (s: RepoStore, id: string) => s.head(id),
-  resolve: (s: RepoStore, id: string, sha: string) => s.resolve(id, sha),
-  page: (s: RepoStore, id: string, path: string) => s.page(id, path),
-  fileAt: (s: RepoStore, id: string, sha: string, path: string) => s.fileAt(id, sha, path),
-  pages: (s: RepoStore, id: string) => s.pages(id),
-  history: (s: RepoStore, id: string, path: string, limit: number, beforeSeq?: number) => s.history(id, path, limit, beforeSeq),
-  timeline: (s: RepoStore, id: string, limit: number) => s.timeline(id, limit),
-  summary: (s: RepoStore, id: string) => s.summary(id),
-  search: (s: RepoStore, id: string, q: string, opts: SearchOptions) => s.search(id, q, opts),
-  links: (s: RepoStore, id: string, path: string) => s.links(id, path),
-  pull: (s: RepoStore, id: string, since?: string) => s.pull(id, since),
-  commitFiles: (s: RepoStore, ...a: Parameters<RepoStore['commitFiles']>) => s.commitFiles(...a),
-  readBlob: (s: RepoStore, id: string, oid: string) => s.readBlob(id, oid),
-  bundle: (s: RepoStore, id: string) => s.bundle(id),
-  'index.resolve': async (s: RepoStore, id: string, value: string) => (await s.ready(id), s.index.resolve(id, value)),
-  'index.history': async (s: RepoStore, id: string, path: string, limit: number, before?: number) =>
-    (await s.ready(id), s.index.history(id, path, limit, before)),
-  'index.touches': async (s: RepoStore, id: string, path: string, limit: number, before?: number) =>
-    (await s.ready(id), s.index.touches(id, path, limit, before)),
-  'index.lastTouch': async (s: RepoStore, id: string, path: string, atSeq: number) =>
-    (await s.ready(id), s.index.lastTouch(id, path, atSeq)),
-} as const;
-
-/** `destroy` deletes the repository (RepoObject.destroy); the others are METHODS. */
-export type RepoMethod = keyof typeof METHODS | 'destroy';
-
 /** The storage key of the tombstone a deleted repository leaves (its value: when, in ms). */
 const TOMBSTONE = 'kr:deleted';
-
-/** A call's outcome as it crosses to the Worker: the value, or the error's HTTP form. */
-export type RpcResult =
-  | { ok: true; value: unknown }
-  | { ok: false; status: number; error: string; extra?: Record<string, unknown>; headers?: Record<string, string> };
-
-/** The request header that carries an event stream's parameters from the Worker (RemoteLive.stream). */
-export const STREAM_PARAMS_HEADER = 'x-kr-stream';
-
-/** What the Worker asks for when it opens an event stream. */
-export interface StreamParams {
-  repo: string;
-  grant: StreamGrant;
-  after: string | null;
-}
-
-/** The live-event methods `call` takes, by name (`live.<name>`): each takes the repository id first. */
-const LIVE_METHODS = ['member', 'createWebhook', 'listWebhooks', 'deleteWebhook', 'testWebhook', 'deliveries'] as const satisfies ReadonlyArray<keyof Live>;
-export type LiveMethod = (typeof LIVE_METHODS)[number];
 
 const log = jsonLogger(
   (line) => console.log(line),
@@ -116,21 +69,21 @@ function objectConfig(env: Record<string, unknown>): Config {
   }
 }
 
-export class RepoObject extends DurableObject {
-  private store: RepoStore | null = null;
+export class RepoObject extends DurableObject implements RepoObjectRpc {
+  #store: RepoStore | null = null;
   /** The repository was deleted and not created again (the tombstone is in storage). */
-  private deleted = false;
-  private live: LocalLive | null = null;
-  private deliverer: Deliverer | null = null;
+  #deleted = false;
+  #live: LocalLive | null = null;
+  #deliverer: Deliverer | null = null;
 
   constructor(ctx: DurableObjectState, env: unknown) {
     super(ctx, env);
     void ctx.blockConcurrencyWhile(async () => {
-      this.store = await this.open();
-      this.deleted = (await ctx.storage.get(TOMBSTONE)) !== undefined;
+      this.#store = await this.#open();
+      this.#deleted = (await ctx.storage.get(TOMBSTONE)) !== undefined;
       // Deliveries left pending by an earlier life of this object (evicted, restarted, crashed between a push
       // and its release) are looked at by an alarm now, if none is set already.
-      if (await this.store.webhooks.anyPending()) await this.deliverSoon();
+      if (await this.#store.webhooks.anyPending()) await this.#deliverSoon();
     });
   }
 
@@ -138,7 +91,7 @@ export class RepoObject extends DurableObject {
    * The repository store over this object's storage, its tables made where missing, with its live side: the
    * event hub of its streams and the webhook deliverer.
    */
-  private async open(): Promise<RepoStore> {
+  async #open(): Promise<RepoStore> {
     const db = new DoSqlDatabase(this.ctx.storage);
     // The index tables come from the same numbered migrations as everywhere (the rest of them stay empty).
     await migrate(db, BUNDLED_MIGRATIONS, Math.floor(Date.now() / 1000));
@@ -157,7 +110,7 @@ export class RepoObject extends DurableObject {
       recheck: (repoId, grant) => accessLost(access, repoId, grant),
       pingMs: config.eventsPingMs,
     });
-    this.deliverer = new Deliverer({
+    this.#deliverer = new Deliverer({
       store: store.webhooks,
       send: fetchSender({ allowHttp: config.webhookAllowHttp, allowPrivate: config.webhookAllowPrivate }),
       clock,
@@ -165,8 +118,44 @@ export class RepoObject extends DurableObject {
       releaseHeld: (id) => store.releaseHeld(id),
       retryMs: config.webhookRetryMs,
     });
-    this.live = new LocalLive(store, hub, () => void this.deliverSoon(), log);
+    this.#live = new LocalLive(store, hub, () => void this.#deliverSoon(), log);
     return store;
+  }
+
+  /** An alarm now, unless one is due sooner: deliveries were queued. */
+  async #deliverSoon(): Promise<void> {
+    const now = Date.now();
+    const current = await this.ctx.storage.getAlarm();
+    if (current === null || current > now) await this.ctx.storage.setAlarm(now);
+  }
+
+  /**
+   * Runs `fn` on repository `id`, answering its outcome: the value, or a named error by its code; any other error
+   * is thrown. A deleted repository is not found; any other is made on first use (the registry row in D1 is what
+   * says it exists, and a creation that died between writing that row and calling `create` must not leave it
+   * unusable).
+   */
+  async #serve<T>(id: string, fn: (store: RepoStore, live: LocalLive) => Promise<T>): Promise<Outcome<T>> {
+    try {
+      if (this.#deleted) throw new RepoNotFoundError(id);
+      await this.#store!.create(id);
+      return { ok: true, value: await fn(this.#store!, this.#live!) };
+    } catch (e) {
+      return failed(e);
+    }
+  }
+
+  async create(id: string, creator?: string): Promise<Outcome<boolean>> {
+    try {
+      if (this.#deleted) {
+        // D1 registered the id again: a new repository, in the storage destroy emptied.
+        await this.ctx.storage.delete(TOMBSTONE);
+        this.#deleted = false;
+      }
+      return { ok: true, value: await this.#store!.create(id, creator) };
+    } catch (e) {
+      return failed(e);
+    }
   }
 
   /**
@@ -175,84 +164,134 @@ export class RepoObject extends DurableObject {
    * and a fresh store starts over the empty storage. Calls that waited behind the lock with the old store find
    * no repository (404).
    */
-  private async destroy(id: string): Promise<void> {
-    const old = this.store!;
-    await old.whileQuiet(id, async () => {
-      // The old store forgets the repository, so that its waiters see it gone.
-      if (await old.git.exists(id)) await old.git.retire(id);
-      this.live?.hub.endRepo(id, REPO_DELETED);
-      this.live?.hub.close();
-      await this.ctx.storage.deleteAlarm();
-      await this.ctx.storage.deleteAll();
-      await this.ctx.storage.put(TOMBSTONE, Date.now());
-      this.deleted = true;
-      this.store = await this.open();
-    });
+  async destroy(id: string): Promise<Outcome<null>> {
+    const old = this.#store!;
+    try {
+      await old.whileQuiet(id, async () => {
+        // The old store forgets the repository, so that its waiters see it gone.
+        if (await old.git.exists(id)) await old.git.retire(id);
+        this.#live?.hub.endRepo(id, REPO_DELETED);
+        this.#live?.hub.close();
+        await this.ctx.storage.deleteAlarm();
+        await this.ctx.storage.deleteAll();
+        await this.ctx.storage.put(TOMBSTONE, Date.now());
+        this.#deleted = true;
+        this.#store = await this.#open();
+      });
+      return { ok: true, value: null };
+    } catch (e) {
+      return failed(e);
+    }
   }
 
-  /** An alarm now, unless one is due sooner: deliveries were queued. */
-  private async deliverSoon(): Promise<void> {
-    const now = Date.now();
-    const current = await this.ctx.storage.getAlarm();
-    if (current === null || current > now) await this.ctx.storage.setAlarm(now);
+  // Repos, by the same names and arguments.
+  ready(id: string) {
+    return this.#serve(id, (s) => s.ready(id));
+  }
+  head(id: string) {
+    return this.#serve(id, (s) => s.head(id));
+  }
+  resolve(id: string, sha: string) {
+    return this.#serve(id, (s) => s.resolve(id, sha));
+  }
+  page(id: string, path: string) {
+    return this.#serve(id, (s) => s.page(id, path));
+  }
+  fileAt(id: string, sha: string, path: string) {
+    return this.#serve(id, (s) => s.fileAt(id, sha, path));
+  }
+  pages(id: string): Promise<Outcome<HeadEntry[]>> {
+    return this.#serve(id, (s) => s.pages(id));
+  }
+  history(id: string, path: string, limit: number, beforeSeq?: number) {
+    return this.#serve(id, (s) => s.history(id, path, limit, beforeSeq));
+  }
+  timeline(id: string, limit: number) {
+    return this.#serve(id, (s) => s.timeline(id, limit));
+  }
+  summary(id: string) {
+    return this.#serve(id, (s) => s.summary(id));
+  }
+  search(id: string, q: string, opts: SearchOptions) {
+    return this.#serve(id, (s) => s.search(id, q, opts));
+  }
+  links(id: string, path: string) {
+    return this.#serve(id, (s) => s.links(id, path));
+  }
+  pull(id: string, since?: string) {
+    return this.#serve(id, (s) => s.pull(id, since));
+  }
+  commitFiles(id: string, files: PushFile[], author: { name: string; email: string }, message: string, opts?: { owner?: string }) {
+    return this.#serve(id, (s) => s.commitFiles(id, files, author, message, opts));
+  }
+  readBlob(id: string, oid: string) {
+    return this.#serve(id, (s) => s.readBlob(id, oid));
+  }
+  bundle(id: string) {
+    return this.#serve(id, (s) => s.bundle(id));
+  }
+
+  // RepoIndex, as `index` + its name; the index first catches up with git.
+  indexResolve(id: string, value: string) {
+    return this.#serve(id, async (s) => (await s.ready(id), s.index.resolve(id, value)));
+  }
+  indexHistory(id: string, path: string, limit: number, beforeSeq?: number) {
+    return this.#serve(id, async (s) => (await s.ready(id), s.index.history(id, path, limit, beforeSeq)));
+  }
+  indexTouches(id: string, path: string, limit: number, beforeSeq?: number) {
+    return this.#serve(id, async (s) => (await s.ready(id), s.index.touches(id, path, limit, beforeSeq)));
+  }
+  indexLastTouch(id: string, path: string, atSeq: number) {
+    return this.#serve(id, async (s) => (await s.ready(id), s.index.lastTouch(id, path, atSeq)));
+  }
+
+  // Live, by the same names and arguments.
+  member(id: string, data: MemberEventData) {
+    return this.#serve(id, (_, live) => live.member(id, data));
+  }
+  createWebhook(id: string, url: string, events: EventKind[]) {
+    return this.#serve(id, (_, live) => live.createWebhook(id, url, events));
+  }
+  listWebhooks(id: string) {
+    return this.#serve(id, (_, live) => live.listWebhooks(id));
+  }
+  deleteWebhook(id: string, webhookId: string) {
+    return this.#serve(id, (_, live) => live.deleteWebhook(id, webhookId));
+  }
+  testWebhook(id: string, webhookId: string) {
+    return this.#serve(id, (_, live) => live.testWebhook(id, webhookId));
+  }
+  deliveries(id: string, webhookId: string, limit: number) {
+    return this.#serve(id, (_, live) => live.deliveries(id, webhookId, limit));
   }
 
   /** Webhook deliveries: everything due now, then an alarm for the next one. */
   override async alarm(): Promise<void> {
-    if (!this.deliverer) return;
-    const next = await this.deliverer.run();
+    if (!this.#deliverer) return;
+    const next = await this.#deliverer.run();
     if (next !== null) await this.ctx.storage.setAlarm(Math.max(next, Date.now()));
   }
 
-  /** Opens an event stream of the repository (the Worker has authenticated and authorised the caller). */
+  /**
+   * Opens an event stream of the repository (the Worker has authenticated and authorised the caller): its
+   * response is the stream, or a refusal whose body is the named error's wire form (RemoteLive.stream).
+   */
   override async fetch(request: Request): Promise<Response> {
     const header = request.headers.get(STREAM_PARAMS_HEADER);
-    if (!header || !this.live || !this.store) return Response.json({ error: 'not found' }, { status: 404 });
+    if (!header) return refusal(errorToWire(new HttpError(404, 'not found'))!);
     const params = JSON.parse(header) as StreamParams;
-    if (this.deleted) return Response.json({ error: 'repo not found' }, { status: 404 });
-    try {
-      await this.store.create(params.repo);
-      const body = await this.live.stream(params.repo, params.grant, params.after);
-      return new Response(body, { headers: { 'Content-Type': 'text/event-stream' } });
-    } catch (e) {
-      const http = toHttpError(e);
-      if (!http) throw e;
-      return Response.json(http.body(), { status: http.status, headers: http.headers });
-    }
-  }
-
-  async call(method: string, args: unknown[]): Promise<RpcResult> {
-    const live = this.live;
-    const liveName = method.startsWith('live.') ? method.slice(5) : null;
-    const fn =
-      liveName !== null
-        ? (LIVE_METHODS as readonly string[]).includes(liveName) && live
-          ? (_: RepoStore, ...a: unknown[]) => (live[liveName as LiveMethod] as (...x: unknown[]) => Promise<unknown>).apply(live, a)
-          : null
-        : Object.hasOwn(METHODS, method)
-          ? (METHODS[method as keyof typeof METHODS] as (s: RepoStore, ...a: unknown[]) => Promise<unknown>)
-          : null;
-    if ((!fn && method !== 'destroy') || !this.store) return { ok: false, status: 500, error: `no such repository method: ${method}` };
-    try {
-      const id = String(args[0]);
-      if (method === 'destroy') {
-        await this.destroy(id);
-        return { ok: true, value: null };
-      }
-      if (method === 'create' && this.deleted) {
-        // D1 registered the id again: a new repository, in the storage destroy emptied.
-        await this.ctx.storage.delete(TOMBSTONE);
-        this.deleted = false;
-      }
-      if (this.deleted) return { ok: false, status: 404, error: 'repo not found' };
-      // The repository is made on first use too: the registry row in D1 is what says it exists, and a
-      // creation that died between writing that row and calling `create` here must not leave it unusable.
-      if (method !== 'create') await this.store.create(id);
-      return { ok: true, value: await fn!(this.store, ...args) };
-    } catch (e) {
-      const http = toHttpError(e);
-      if (!http) throw e;
-      return { ok: false, status: http.status, error: http.message, extra: http.extra, headers: http.headers };
-    }
+    const r = await this.#serve(params.repo, (_, live) => live.stream(params.repo, params.grant, params.after));
+    if (!r.ok) return refusal(r.error);
+    return new Response(r.value, { headers: { 'Content-Type': 'text/event-stream' } });
   }
 }
+
+/** The outcome of a failed call: a named error by its code; any other error is thrown on. */
+function failed(e: unknown): Outcome<never> {
+  const error = errorToWire(e);
+  if (!error) throw e;
+  return { ok: false, error };
+}
+
+/** A refused stream: the error's wire form as the body (its status says only that it was refused). */
+const refusal = (error: WireError) => Response.json(error, { status: 400 });
