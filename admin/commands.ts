@@ -8,7 +8,7 @@
  * sequence retitling the terminal, a newline forging a row) are shown as `?`. `json` carries them as they
  * are, escaped by JSON (admin/main.ts).
  */
-import { clean } from '../cli/output.ts';
+import { clean } from '../client/output.ts';
 import { ADMIN_ISSUER, type User } from '../lib/db/users.ts';
 import { isSafeRepoId } from '../lib/page/path.ts';
 import { AdminError, type AdminContext } from './context.ts';

@@ -8,7 +8,7 @@
  * here, and JSON escapes C0 controls itself and C1 controls (which some terminals also obey) below.
  */
 import { CommanderError } from 'commander';
-import { clean } from '../cli/output.ts';
+import { clean } from '../client/output.ts';
 import { AdminError, openContext } from './context.ts';
 import { buildProgram, type Runner } from './program.ts';
 

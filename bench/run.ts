@@ -1,6 +1,6 @@
 /**
  * `npm run bench [-- --only W1,W3 --scale small|full --profile --keep --git-fsync]`
- * `npm run bench -- --readme`   (no run: the README's table from bench/results/latest.json, if final)
+ * `npm run bench -- --readme`   (no run: docs/performance.md's table from bench/results/latest.json, if final)
  *
  * Starts the real server (`node dist/server.mjs`, what `npm start` runs) as a child process on a temporary data root with
  * rate limits off, seeds every repository through the HTTP API, runs workloads W1–W13 with keep-alive
@@ -13,7 +13,7 @@
  * data root. Memory is measured per workload: the server's peak RSS while seeding it and while measuring
  * it (VmHWM, reset before each), its RSS and V8 heap after. Prints a table and writes it as JSON to
  * bench/results/latest.json and a timestamped file, with the commit and whether the tree was clean: only
- * a complete full-scale run on a clean tree is final, and only a final one goes into the README.
+ * a complete full-scale run on a clean tree is final, and only a final one goes into docs/performance.md.
  *
  *   --only W1,W3     run these workloads (their prerequisites are seeded too; W7·page is also W7page)
  *   --scale small    a quick check (a few minutes); default full, the sizes of issues 7, 28 and 30
@@ -23,8 +23,8 @@
  *   --git-fsync      make the git reference durable too (-c core.fsync=committed -c core.fsyncMethod=fsync);
  *                    by default git runs with its defaults, which do not fsync loose objects
  *   --keep           keep the temporary data root (its path is printed)
- *   --readme         run nothing: replace the README's generated table with bench/results/latest.json's,
- *                    refused (exit 1, with the reasons) unless that run was final
+ *   --readme         run nothing: replace the generated table of docs/performance.md with
+ *                    bench/results/latest.json's, refused (exit 1, with the reasons) unless that run was final
  */
 import { parseArgs } from 'node:util';
 import { mkdtemp, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -36,7 +36,7 @@ import { GIT_FSYNC_CONFIG, gitText, setGitConfig } from './git.ts';
 import { makePage, Rng } from './content.ts';
 import { REPO_ROOT, buildServer, bundleHonoReference, startHonoReference, startService, timeNpmStart, type Child, type HeapFigures } from './procs.ts';
 import { median, percentile, round } from './stats.ts';
-import { memoryRatio, notFinalBecause, renderTable, spliceReadme, type Results } from './report.ts';
+import { memoryRatio, notFinalBecause, renderTable, spliceTable, TABLE_PAGE, type Results } from './report.ts';
 import { honoLoad } from './workloads/read.ts';
 import { formatProfile, summarizeProfile, type ProfileSummary } from './profile.ts';
 import { SCALES, type Ctx, type Row, type Side, type Workload } from './workloads/types.ts';
@@ -67,14 +67,14 @@ const { values } = parseArgs({
 
 if (values.readme) {
   const results = JSON.parse(await readFile(join(REPO_ROOT, 'bench', 'results', 'latest.json'), 'utf8')) as Results;
-  const readmeFile = join(REPO_ROOT, 'README.md');
+  const tableFile = join(REPO_ROOT, TABLE_PAGE);
   try {
-    await writeFile(readmeFile, spliceReadme(await readFile(readmeFile, 'utf8'), results));
+    await writeFile(tableFile, spliceTable(await readFile(tableFile, 'utf8'), results));
   } catch (e) {
     process.stderr.write(`${(e as Error).message}\n`);
     process.exit(1);
   }
-  process.stderr.write(`README.md: benchmark table from bench/results/latest.json (commit ${results.code.commit.slice(0, 12)})\n`);
+  process.stderr.write(`${TABLE_PAGE}: benchmark table from bench/results/latest.json (commit ${results.code.commit.slice(0, 12)})\n`);
   process.exit(0);
 }
 

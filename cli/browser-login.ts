@@ -22,8 +22,8 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname as osHostname } from 'node:os';
-import { CliError, refused, usageError } from './errors.ts';
-import { clean, note } from './output.ts';
+import { CliError, refused, usageError } from '../client/errors.ts';
+import { clean, note } from '../client/output.ts';
 
 export const DEFAULT_DASHBOARD_URL = 'http://localhost:5173';
 export const DEFAULT_LOGIN_TIMEOUT_MS = 5 * 60_000;

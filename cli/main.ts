@@ -2,11 +2,11 @@
  * `kr`, the command-line client of the Knowledge Repository Service (run through cli/kr.mjs): parses the
  * command line and maps outcomes to exit codes: 0 success, 1 a refused request, 2 bad usage. Errors go to
  * stderr as `error: <message>`, or, when the command was given `--json`, as one JSON object
- * `{"error": "<message>", "code": "<code>"}` (issue 14; codes: cli/errors.ts).
+ * `{"error": "<message>", "code": "<code>"}` (issue 14; codes: client/errors.ts).
  */
 import { CommanderError } from 'commander';
-import { CliError } from './errors.ts';
-import { colourEnabled, jsonText, paint, terminalSafe } from './output.ts';
+import { CliError } from '../client/errors.ts';
+import { colourEnabled, jsonText, paint, terminalSafe } from '../client/output.ts';
 import { buildProgram } from './program.ts';
 
 /** Whether the command line asks for JSON (options end at `--`). */

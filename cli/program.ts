@@ -3,10 +3,12 @@
  * `--json`. Command implementations are loaded on demand (`import()` inside each action).
  */
 import { Command, Option } from 'commander';
-import { checkRepoId, setRequestTimeout } from './config.ts';
-import { colourEnabled, paint, terminalSafe } from './output.ts';
+import { checkRepoId, setRequestTimeout } from '../client/config.ts';
+import { colourEnabled, paint, terminalSafe } from '../client/output.ts';
 
-export const VERSION = '0.1.0';
+import { VERSION } from '../client/version.ts';
+
+export { VERSION };
 
 type Opts = Record<string, unknown>;
 
@@ -35,6 +37,7 @@ const mcpCmd = () => import('./commands/mcp.ts');
 const searchCmd = () => import('./commands/search.ts');
 const linksCmd = () => import('./commands/links.ts');
 const lifecycle = () => import('./commands/lifecycle.ts');
+const watchCmd = () => import('./commands/watch.ts');
 
 export function buildProgram(opts: { jsonErrors?: boolean } = {}): Command {
   const program = new Command('kr')
@@ -207,6 +210,20 @@ Examples:
       async ([slug], o) => (await sync()).resolveConflict(slug!, o as never),
     ),
     ['kr resolve decision-log && kr push', 'kr resolve decision-log --theirs'],
+  );
+
+  examples(
+    act(
+      program
+        .command('watch')
+        .description(
+          'keep this folder in sync as changes happen: pulls once, then again on each push to the repository (as "kr pull": your unpushed edits are kept), ' +
+            'one line per change; reconnects by itself and misses nothing; runs until Ctrl-C',
+        )
+        .option('--json', 'one JSON object per line for each change'),
+      async (_a, o) => (await watchCmd()).watch(o as never),
+    ),
+    ['kr watch', 'kr watch --json', 'kr --repo acme watch'],
   );
 
   // --- inspect (no local checkout needed: --repo and page paths) -----------------------------------------

@@ -2,8 +2,8 @@ import type { Context } from 'hono';
 import type { Identity, UserIdentity } from './auth/identity.ts';
 import type { Role } from './db/members.ts';
 import type { Deps } from './deps.ts';
-import { HttpError } from './errors.ts';
-import { RepoNotFoundError } from './errors.ts';
+import type { StreamOptions } from './git/repos.ts';
+import { HttpError, RepoNotFoundError } from './errors.ts';
 import { repoIdParam } from './http/params.ts';
 import { authorizeRepo, type Action } from './policy.ts';
 import { quotaError } from './quota.ts';
@@ -21,7 +21,9 @@ import { commitJson } from './wire.ts';
 
 /**
  * Resolves `:id`, checks the caller may perform `action` there (a non-member gets 403 whether or not
- * the repository exists) and that it exists (404 `repo not found`).
+ * the repository exists) and that it exists (404 `repo not found`). A member row for a repository that is
+ * not there — a creation still under way, whose owner row is written first — makes no one a member: a user
+ * gets the 403 then, and only the legacy key learns that the repository is missing.
  */
 export async function openRepo(
   c: Context<AppEnv>,
@@ -29,7 +31,9 @@ export async function openRepo(
 ): Promise<{ id: string; identity: Identity; role: Role | null }> {
   const id = repoIdParam(c);
   const { identity, role } = await authorizeRepo(c, action, id);
-  if (!(await c.get('deps').repos.exists(id))) throw new HttpError(404, 'repo not found');
+  if (!(await c.get('deps').repos.exists(id))) {
+    throw identity.kind === 'legacy' ? new HttpError(404, 'repo not found') : new HttpError(403, 'not a member of this repo');
+  }
   return { id, identity, role };
 }
 
@@ -148,9 +152,9 @@ export async function deleteRepo(deps: Deps, id: string): Promise<void> {
   deps.live.deleted(id);
 }
 
-/** `GET /v1/repos/:id/export`: the repository as a git bundle; 409 while it has no commit to bundle. */
-export async function exportBundle(deps: Deps, id: string): Promise<Uint8Array<ArrayBuffer>> {
-  const bundle = await deps.repos.bundle(id);
+/** `GET /v1/repos/:id/export`: the repository as a git bundle, streamed; 409 while it has no commit to bundle. */
+export async function exportBundle(deps: Deps, id: string, opts: StreamOptions = {}): Promise<ReadableStream<Uint8Array>> {
+  const bundle = await deps.repos.exportBody(id, opts);
   if (!bundle) throw new HttpError(409, 'repo is empty: nothing to export');
   return bundle;
 }

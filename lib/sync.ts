@@ -4,8 +4,10 @@ import { PUSH_DETAIL_PATHS } from './db/activity.ts';
 import { HttpError } from './errors.ts';
 import { pagePathProblem, storedPathProblem } from './page/path.ts';
 import { RepoStore, type MergedWrite, type PushFile as StoreFile, type PushResult } from './git/repo-store.ts';
-import type { PullResponse, PushRequest, PushResponse } from '../schema/wire/sync.ts';
-import { toBase64, utf8 } from './bytes.ts';
+import type { PushRequest, PushResponse } from '../schema/wire/sync.ts';
+import { toBase64 } from './bytes.ts';
+import type { StreamOptions } from './git/repos.ts';
+import { TimeSlice } from './time-slice.ts';
 
 /**
  * Push and pull: the wire forms of API.md "Pages and sync" over the repository store, and the activity
@@ -23,12 +25,15 @@ const encoder = new TextEncoder();
  * Checks every file of a push before anything is written: page paths, parent shas, and that each
  * file either carries content or deletes. Returns the store's form of the files.
  */
-export function validatePush(body: PushRequest): StoreFile[] {
+export async function validatePush(body: PushRequest): Promise<StoreFile[]> {
   if (body.merge !== undefined && body.merge !== MERGE_SECTIONS) throw new HttpError(400, 'invalid merge mode');
   if (body.files.length > MAX_FILES_PER_PUSH) {
     throw new HttpError(413, `too many files in one push (max ${MAX_FILES_PER_PUSH})`);
   }
+  // 10,000 paths take a few hundred milliseconds to check: other requests get turns meanwhile.
+  const slice = new TimeSlice();
   for (const f of body.files) {
+    if (slice.due) await slice.next();
     // A deletion only has to name a page; a write must satisfy every rule.
     const problem = f.delete === true ? storedPathProblem(f.path) : pagePathProblem(f.path);
     if (problem !== null) throw new HttpError(400, `invalid page path: ${f.path}`);
@@ -108,16 +113,9 @@ export async function push(
     }
   }
   if (result.commit && identity.kind === 'user' && !joint) {
-    await deps.activity.record(repoId, identity, 'push', pushDetail(result));
+    await deps.activity.record(repoId, identity, 'push', pushDetail(result), result.commit.sha);
   }
   return { status: out.conflicts.length > 0 ? 409 : 200, body: out };
-}
-
-/** A pull's answer with the pages as bytes: `pullJson` turns it into the PullResponse text, a page at a time. */
-export interface PullAnswer {
-  new_head: string;
-  files: Array<{ path: string; content: Uint8Array; sha: string }>;
-  deleted: string[];
 }
 
 /** Characters of the commit's subject line kept in a push event's detail (the rest is cut, with "…"). */
@@ -146,39 +144,29 @@ function clip(text: string, max: number): string {
   return text;
 }
 
-/** Pages for a client to catch up; records `pull` activity when pages were actually received. */
+/**
+ * A pull's answer, streamed as it is read (Repos.pullBody): every page at head, or what changed and was
+ * deleted since a commit. Records `pull` activity when pages are to be received. Errors about the request
+ * (an unknown `since`) are thrown before anything is streamed.
+ */
 export async function pull(
   deps: Deps,
   identity: Identity,
   repoId: string,
   since: string | undefined,
   client: string | undefined,
-): Promise<PullAnswer> {
-  const res = await deps.repos.pull(repoId, since);
-  const answer: PullAnswer = {
-    new_head: res.head?.sha ?? '',
-    files: res.files.map((f) => ({ path: f.entry.path, content: f.content, sha: f.entry.commit.sha })),
-    deleted: res.deleted,
-  };
-  if (answer.files.length > 0 && identity.kind === 'user') {
+  opts: StreamOptions = {},
+): Promise<ReadableStream<Uint8Array>> {
+  const { pages, body } = await deps.repos.pullBody(repoId, since, opts);
+  if (pages && identity.kind === 'user') {
     const name = client?.trim();
-    await deps.activity.record(repoId, identity, 'pull', name ? { client: name.slice(0, 200) } : undefined);
+    try {
+      await deps.activity.record(repoId, identity, 'pull', name ? { client: name.slice(0, 200) } : undefined);
+    } catch (e) {
+      // Nobody reads the stream now: it is let go, and its work with it.
+      await body.cancel();
+      throw e;
+    }
   }
-  return answer;
-}
-
-/**
- * The PullResponse JSON of `answer` in pieces: each page is decoded and serialised only when its turn comes,
- * so a pull of every page never holds the whole answer as one string (full pulls of a large repository, one
- * after another, were the server's memory peak: each left several copies of the answer for the collector).
- */
-export function* pullJson(answer: PullAnswer): Generator<string> {
-  yield `{"new_head":${JSON.stringify(answer.new_head)},"files":[`;
-  let sep = '';
-  for (const f of answer.files) {
-    const file: PullResponse['files'][number] = { path: f.path, content: utf8(f.content), sha: f.sha };
-    yield sep + JSON.stringify(file);
-    sep = ',';
-  }
-  yield `],"deleted":${JSON.stringify(answer.deleted)}}`;
+  return body;
 }

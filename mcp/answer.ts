@@ -6,7 +6,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { PAGE_TYPES } from '../lib/page/parse.ts';
-import type { Paint } from '../cli/output.ts';
+import type { Paint } from '../client/output.ts';
 import { capAnswer } from './limits.ts';
 import { FencedToolError } from './pages.ts';
 import { cleanText, fenceData, flat } from './safety.ts';

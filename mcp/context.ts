@@ -4,9 +4,9 @@
  * and API client — whose requests carry, as `X-Service-Client`, the name the agent announced at
  * initialisation (SPEC.md rule 7), so the activity feed shows which agent pulled.
  */
-import { Api, type ApiOptions } from '../cli/api.ts';
-import { connect, loadCredentials, repoOf, requestTimeout } from '../cli/config.ts';
-import { Project, loadState } from '../cli/project.ts';
+import { Api, type ApiOptions } from '../client/api.ts';
+import { connect, loadCredentials, repoOf, requestTimeout } from '../client/config.ts';
+import { Project, loadState } from '../client/project.ts';
 import type { Commit } from '../schema/wire/common.ts';
 import type { PagesResponse } from '../schema/wire/sync.ts';
 
@@ -27,6 +27,11 @@ export interface Connected {
 }
 
 export class KrContext {
+  /** The state of live updates, for kr_status (set by mcp/live.ts's owner; null: nothing subscribed). */
+  liveStatus: () => string | null = () => null;
+  /** The tail of the queue of {@link KrContext.exclusive} work. */
+  private queue: Promise<unknown> = Promise.resolve();
+
   constructor(
     /** The folder that holds `.kr/`. */
     readonly root: string,
@@ -39,6 +44,17 @@ export class KrContext {
     const project = new Project(this.root, await loadState(this.root));
     await project.scan();
     return project;
+  }
+
+  /**
+   * Runs `fn` after every earlier exclusive work has ended: the tools that write the folder's state (pull,
+   * push, write, status) and the pulls of live updates (mcp/live.ts) never interleave their reads and
+   * writes of `.kr/state.json`.
+   */
+  exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(fn, fn);
+    this.queue = run.catch(() => undefined);
+    return run;
   }
 
   /** The X-Service-Client value now. */

@@ -7,9 +7,9 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { diffPages, type SectionDiff } from '../lib/differ/index.ts';
-import { ApiError } from '../cli/api.ts';
-import { firstCommitDiff, NO_PARENT } from '../cli/commands/inspect.ts';
-import { renderDiff, summaryLines } from '../cli/render.ts';
+import { ApiError } from '../client/api.ts';
+import { firstCommitDiff, NO_PARENT } from '../client/history.ts';
+import { renderDiff, summaryLines } from '../client/render.ts';
 import { guarded, pageRef, PLAIN, sha8 } from './answer.ts';
 import { authorOf, authorsBetween, commitOf, pageCommits, type KrContext } from './context.ts';
 import { pathOf } from './pages.ts';
@@ -100,7 +100,7 @@ export function registerHistoryTools(server: McpServer, ctx: KrContext): void {
         let toLabel: string;
         let author: string | null;
         if (args.local) {
-          // The local file is read only inside .kr/ and never through a symbolic link (cli/project.ts read()).
+          // The local file is read only inside .kr/ and never through a symbolic link (client/project.ts read()).
           const local = await c.project.read(path);
           if (!local) throw new Error(`no local file for ${path}`);
           const server = await c.api.page(c.repo, path);

@@ -15,8 +15,8 @@ import { stringify } from 'yaml';
 import { diffPages, type SectionDiff } from '../lib/differ/index.ts';
 import { MERGE_PREAMBLE } from '../lib/differ/merge.ts';
 import { pageRefOfPath, parsePage } from '../lib/page/parse.ts';
-import { NEW_PAGE_PARENT } from '../cli/commands/sync.ts';
-import { KR_DIR } from '../cli/project.ts';
+import { NEW_PAGE_PARENT } from '../client/sync.ts';
+import { KR_DIR } from '../client/project.ts';
 import { windowOf } from './limits.ts';
 import { FIELD_CHARS, clip, fenceData, flat, oneLine, wrapPage } from './safety.ts';
 

@@ -6,8 +6,8 @@
  */
 import { stringify } from 'yaml';
 import { PAGE_TYPES, isValidSlug, pagePathFor, pageRefOfPath, parsePage, typeOfPath, type PageType } from '../lib/page/parse.ts';
-import { ApiError } from '../cli/api.ts';
-import { KR_DIR, resolvePage, sha256, type Project } from '../cli/project.ts';
+import { ApiError } from '../client/api.ts';
+import { KR_DIR, resolvePage, sha256, type Project } from '../client/project.ts';
 import type { SearchResponse } from '../schema/wire/search.ts';
 import { authorOf, lastCommits, type KrContext } from './context.ts';
 import { PAGE_CHARS, windowOf } from './limits.ts';
@@ -181,7 +181,7 @@ const headingsOf = (text: string): string[] => parsePage(text).sections.map((s) 
 export async function readPage(ctx: KrContext, ref: ReadRef): Promise<string> {
   const project = await ctx.project();
   const path = await pathOf(project, ref);
-  // The local file is read only inside .kr/ and never through a symbolic link (cli/project.ts read()).
+  // The local file is read only inside .kr/ and never through a symbolic link (client/project.ts read()).
   const local = ref.server ? null : await project.read(path);
   let author: string | null = null;
   let sha: string | null = null;

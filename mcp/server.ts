@@ -6,6 +6,8 @@
  *    `kr://page/{slug}` and `kr://search/{query}` (templates), capped like tool results (mcp/limits.ts).
  *  - Without a `.kr/` folder (here or above the working directory) the server is dormant: it lists no
  *    tools, and its instructions and its one resource `kr://setup` say how to set the project up.
+ *  - Subscriptions to `kr://index` and `kr://page/{slug}`: while any is subscribed, the repository's event
+ *    stream is followed, the folder pulled on each push, and the subscribed resources notified (mcp/live.ts).
  *  - The client name announced at initialisation is sent as `X-Service-Client` (mcp/context.ts).
  *
  * stdout is the protocol: nothing here writes to it except the transport.
@@ -13,12 +15,13 @@
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { findProjectRoot, KR_DIR } from '../cli/project.ts';
-import { VERSION } from '../cli/program.ts';
+import { findProjectRoot, KR_DIR } from '../client/project.ts';
+import { VERSION } from '../client/version.ts';
 import { KrContext } from './context.ts';
 import { capAnswer, MAX_ANSWER_CHARS } from './limits.ts';
 import { indexOf, readPage, search } from './pages.ts';
 import { registerTools } from './tools.ts';
+import { LiveResources } from './live.ts';
 import { pageRefOfPath } from '../lib/page/parse.ts';
 
 const INSTRUCTIONS = `kr is this project's shared knowledge repository: pages (concepts, entities, analyses, sources) kept in
@@ -45,9 +48,9 @@ export interface StartOptions {
 }
 
 /** The MCP server for the folder around `cwd`: full, or dormant when there is no `.kr/`. */
-export async function createKrServer(opts: StartOptions = {}): Promise<{ server: McpServer; dormant: boolean }> {
+export async function createKrServer(opts: StartOptions = {}): Promise<{ server: McpServer; dormant: boolean; close: () => void }> {
   const root = await findProjectRoot(opts.cwd ?? process.cwd());
-  if (!root) return { server: dormantServer(), dormant: true };
+  if (!root) return { server: dormantServer(), dormant: true, close: () => {} };
   const server = new McpServer({ name: 'kr', version: VERSION }, { instructions: INSTRUCTIONS });
   const ctx = new KrContext(root, () => server.server.getClientVersion()?.name);
   registerTools(server, ctx);
@@ -82,7 +85,11 @@ export async function createKrServer(opts: StartOptions = {}): Promise<{ server:
     { title: 'Search results', description: 'Full-text search of the repository (URL-encoded query)', mimeType: 'text/markdown' },
     async (uri, { query }) => text(uri.href, await search(ctx, { query: decodeURIComponent(String(query)) }), 'kr_search with a lower limit shows fewer results.'),
   );
-  return { server, dormant: false };
+  // Subscriptions to kr://index and pages: live updates while any is subscribed (mcp/live.ts).
+  const live = new LiveResources(server, ctx);
+  live.register();
+  ctx.liveStatus = () => live.status();
+  return { server, dormant: false, close: () => live.close() };
 }
 
 /** No `.kr/`: no tools; the instructions and `kr://setup` explain the setup. */
@@ -100,7 +107,7 @@ function dormantServer(): McpServer {
 
 /** `kr mcp`: serves over stdio until the client closes the connection. */
 export async function runStdio(opts: StartOptions = {}): Promise<void> {
-  const { server, dormant } = await createKrServer(opts);
+  const { server, dormant, close } = await createKrServer(opts);
   if (dormant) process.stderr.write(`kr mcp: no ${KR_DIR}/ folder here or above; dormant (no tools)\n`);
   const transport = new StdioServerTransport();
   const closed = new Promise<void>((resolve) => {
@@ -109,5 +116,6 @@ export async function runStdio(opts: StartOptions = {}): Promise<void> {
   });
   await server.connect(transport);
   await closed;
+  close();
   await server.close().catch(() => {});
 }

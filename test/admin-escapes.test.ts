@@ -9,7 +9,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clean } from '../cli/output.ts';
+import { clean } from '../client/output.ts';
 import { systemClock } from '../lib/clock.ts';
 import { openDatabaseFile } from '../lib/runtime/node/open-db.ts';
 import { Users, type User } from '../lib/db/users.ts';

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
 import { median, percentile, summarize, fmtMs, fmtRatio } from '../bench/stats.ts';
-import { memoryRatio, notFinalBecause, README_END, README_START, renderTable, spliceReadme, type Results } from '../bench/report.ts';
+import { memoryRatio, notFinalBecause, renderTable, spliceTable, TABLE_END, TABLE_PAGE, TABLE_START, type Results } from '../bench/report.ts';
 import type { Row } from '../bench/workloads/types.ts';
 import { TARGETS, atLeast, atMost, growthRow, limitSide, notAvailableRow, ratioOf } from '../bench/targets.ts';
 import { parseSchedstat, parseStat } from '../bench/cpu.ts';
@@ -109,25 +110,35 @@ describe('final results only', () => {
     expect(notFinalBecause(results({ all_workloads: false }))).toEqual(['not every workload ran (--only)']);
   });
 
-  const readme = `# kr\n\nintro\n\n${README_START}\nold table\n${README_END}\n\nafter\n`;
+  const page = `# Performance\n\nintro\n\n${TABLE_START}\nold table\n${TABLE_END}\n\nafter\n`;
 
-  it('the README block is replaced by a final run, named by its commit; the rest is untouched', () => {
-    const out = spliceReadme(readme, results());
-    expect(out.startsWith('# kr\n\nintro\n\n')).toBe(true);
-    expect(out.endsWith(`${README_END}\n\nafter\n`)).toBe(true);
+  it('the generated block is replaced by a final run, named by its commit; the rest is untouched', () => {
+    const out = spliceTable(page, results());
+    expect(out.startsWith('# Performance\n\nintro\n\n')).toBe(true);
+    expect(out.endsWith(`${TABLE_END}\n\nafter\n`)).toBe(true);
     expect(out).not.toContain('old table');
     expect(out).toContain(`at commit ${SHA.slice(0, 12)} (clean tree)`);
     expect(out).toContain('| W1 push-one | 2.50 ms |');
     // Idempotent: splicing again gives the same text.
-    expect(spliceReadme(out, results())).toBe(out);
+    expect(spliceTable(out, results())).toBe(out);
   });
 
-  it('refuses a dirty run, with the reason, and a README without markers', () => {
-    expect(() => spliceReadme(readme, results({ code: { commit: SHA, porcelain: [' M server.ts'], dirty: true } }))).toThrow(
+  it('refuses a dirty run, with the reason, and a page without markers', () => {
+    expect(() => spliceTable(page, results({ code: { commit: SHA, porcelain: [' M server.ts'], dirty: true } }))).toThrow(
       /not final: the working tree had uncommitted changes \(server\.ts\)/,
     );
-    expect(() => spliceReadme('# kr\n', results())).toThrow(/no generated benchmark block/);
-    expect(() => spliceReadme(`${README_END}\n${README_START}\n`, results())).toThrow(/no generated benchmark block/);
+    expect(() => spliceTable('# Performance\n', results())).toThrow(/docs\/performance\.md has no generated benchmark block/);
+    expect(() => spliceTable(`${TABLE_END}\n${TABLE_START}\n`, results())).toThrow(/no generated benchmark block/);
+  });
+
+  it('docs/performance.md holds the generated block once, where npm run bench -- --readme writes it', () => {
+    const text = readFileSync(new URL(`../${TABLE_PAGE}`, import.meta.url), 'utf8');
+    expect(text.split(TABLE_START)).toHaveLength(2);
+    expect(text.split(TABLE_END)).toHaveLength(2);
+    expect(text.indexOf(TABLE_START)).toBeLessThan(text.indexOf(TABLE_END));
+    const out = spliceTable(text, results());
+    expect(out.slice(0, out.indexOf(TABLE_START))).toBe(text.slice(0, text.indexOf(TABLE_START)));
+    expect(out.slice(out.indexOf(TABLE_END))).toBe(text.slice(text.indexOf(TABLE_END)));
   });
 });
 

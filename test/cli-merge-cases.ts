@@ -22,9 +22,9 @@ import { startIdp, type IdpStandIn } from './helpers/idp.ts';
 import { tempDir } from './helpers/env.ts';
 import { startTarget, type Target, type TargetKind } from './helpers/targets.ts';
 import { krUser, show, type KrResult, type KrUser } from './helpers/cli.ts';
-import { Api } from '../cli/api.ts';
-import { planPush, sendPushes } from '../cli/commands/sync.ts';
-import { Project, loadState } from '../cli/project.ts';
+import { Api } from '../client/api.ts';
+import { planPush, sendPushes } from '../client/sync.ts';
+import { Project, loadState } from '../client/project.ts';
 
 /** Each case runs kr a few dozen times, each a node start: room for a loaded machine. */
 const CASE_TIMEOUT = 600_000;

@@ -11,12 +11,11 @@
  *    first one too), a search box across every repository, the exact `kr init --repo <id>` of an empty
  *    repository, the token in use marked;
  *  - a repository's lifecycle: export, then delete with a typed confirmation; a member's role changed.
- * The links, role and deletion routes come from another part of issue 32: their tests skip, saying so, while
- * the server answers 404/405 for them. Every view: axe-core, 375 px, a screenshot.
+ * Every view: axe-core, 375 px, a screenshot.
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import { readFile } from 'node:fs/promises';
-import { afterAll, beforeAll, describe, expect, it, type TestContext } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { hasChromium, startDashboard, warnIfNoChromium, type DashboardHarness, type SignedUp } from './helpers/dashboard.ts';
 
@@ -31,6 +30,9 @@ We use [[postgres]], see [[entities/postgres|the database]] and [the notes](../.
 
 Also [[cache]], [[analysis/cache]], [[missing-page]], [gone](../entities/gone.md) and \`[[in code]]\`.
 `;
+
+/** A page that is not in the repository. */
+const MISSING = 'wiki/entities/nobody.md';
 
 describe.skipIf(!hasChromium)('links, inert text, lifecycle and the newcomer’s list in chromium', () => {
   let h: DashboardHarness;
@@ -65,20 +67,6 @@ describe.skipIf(!hasChromium)('links, inert text, lifecycle and the newcomer’s
       await page.setViewportSize({ width: 1100, height: 800 });
     }
   };
-  /**
-   * Whether the server lacks a route (404 `not found` or 405, API.md's conventions): the routes of issue 32
-   * that another part builds. The test then skips, saying why.
-   */
-  const skipWithoutRoute = async (ctx: TestContext, method: string, path: string, token: string, json?: unknown) => {
-    const res = await h.srv.api(path, { method, token, json });
-    const body = (await res.json().catch(() => ({}))) as { error?: string };
-    if (res.status === 405 || (res.status === 404 && body.error === 'not found')) {
-      console.warn(`${ctx.task.name}: SKIPPED until the server has ${method} ${path.replace(/\?.*$/, '')} (it answers ${res.status} ${body.error ?? ''})`);
-      ctx.skip();
-    }
-    return res;
-  };
-
   beforeAll(async () => {
     // Stands in for a server outside that would track readers: every connection is counted.
     tracker = createServer((s: Socket) => {
@@ -194,8 +182,7 @@ describe.skipIf(!hasChromium)('links, inert text, lifecycle and the newcomer’s
     expect(await page.getByLabel('Slug').inputValue()).toBe('missing-page');
   });
 
-  it('lists the pages that link here ("Linked from"), by title', async (ctx) => {
-    await skipWithoutRoute(ctx, 'GET', '/v1/repos/acme/links/wiki/entities/postgres.md', alice.session);
+  it('lists the pages that link here ("Linked from"), by title', async () => {
     await go('#/repo/acme/page/wiki/entities/postgres.md');
     await heading('PostgreSQL').waitFor();
     const panel = page.getByRole('list', { name: 'Pages that link here' });
@@ -205,7 +192,28 @@ describe.skipIf(!hasChromium)('links, inert text, lifecycle and the newcomer’s
     await h.shot('page-linked-from');
     await panel.getByRole('link', { name: 'Storage' }).click();
     await heading('Storage').waitFor();
-    await page.getByText('No page links here.').waitFor();
+    // A page no page links to: the panel says so, from the route's empty `incoming`.
+    const linked = page.getByRole('region', { name: 'Linked from' });
+    await linked.getByText('No page links here.').waitFor();
+    expect(await linked.getByRole('list').count()).toBe(0);
+    expect((await api<{ incoming: unknown[] }>('/v1/repos/acme/links/wiki/concepts/storage.md', alice.session)).incoming).toEqual([]);
+
+    // A missing page: the page's own error, and no links panel (the route is not asked: its 404 would say nothing more).
+    const asked: string[] = [];
+    const onRequest = (r: { url(): string }) => void asked.push(r.url());
+    page.on('request', onRequest);
+    try {
+      await go(`#/repo/acme/page/${MISSING}`);
+      await page.getByRole('alert').filter({ hasText: 'page not found' }).waitFor();
+      await page.getByRole('heading', { name: 'History' }).waitFor();
+      await expect.poll(() => page.locator('.loading').count()).toBe(0);
+    } finally {
+      page.off('request', onRequest);
+    }
+    expect(await page.getByRole('heading', { name: 'Linked from' }).count()).toBe(0);
+    expect(asked.filter((u) => u.includes('/links/'))).toEqual([]);
+    const res = await h.srv.api(`/v1/repos/acme/links/${MISSING}`, { token: alice.session });
+    expect([res.status, await res.json()]).toEqual([404, { error: 'page not found' }]);
   });
 
   it('keeps page text inert and private: no class, id, style or role; remote media wait for the reader; outside links open apart', async () => {
@@ -231,7 +239,14 @@ title: Hostile
 `;
     await push(alice, 'acme', [{ path: 'notes/hostile.md', content: hostile }], 'Hostile');
     const before = connections.length;
+    // Requests under way, but the repository's event stream (which stays open while the page is shown).
+    const inFlight = new Set<unknown>();
+    const started = (r: { url(): string }) => void (!/\/v1\/repos\/[^/]+\/events(\?|$)/.test(r.url()) && inFlight.add(r));
+    const ended = (r: unknown) => void inFlight.delete(r);
     await page.goto('about:blank');
+    page.on('request', started);
+    page.on('requestfinished', ended);
+    page.on('requestfailed', ended);
     await go('#/repo/acme/page/notes/hostile.md');
     await heading('Hostile').waitFor();
     const article = page.locator('article.markdown');
@@ -253,7 +268,11 @@ title: Hostile
       expect(await a.getAttribute('target')).toBe('_blank');
       expect(await a.getAttribute('rel')).toBe('noopener noreferrer');
     }
-    await page.waitForLoadState('networkidle');
+    await page.waitForLoadState('load');
+    await expect.poll(() => inFlight.size).toBe(0);
+    page.off('request', started);
+    page.off('requestfinished', ended);
+    page.off('requestfailed', ended);
     expect(connections.length - before).toBe(0);
     await noSeriousAxe('untrusted page text');
     await h.shot('page-untrusted');
@@ -338,7 +357,7 @@ title: Hostile
     await noSeriousAxe('the tokens');
   });
 
-  it('exports a repository and deletes it after its id is typed', async (ctx) => {
+  it('exports a repository and deletes it after its id is typed', async () => {
     await push(alice, 'doomed', [{ path: 'wiki/concepts/x.md', content: 'x\n' }], 'doomed');
     await go('#/repo/doomed/settings');
     await heading('Settings of doomed').waitFor();
@@ -351,7 +370,6 @@ title: Hostile
     await h.shot('settings');
     await fits375('settings');
 
-    await skipWithoutRoute(ctx, 'DELETE', '/v1/repos/no-such-repo-here?confirm=no-such-repo-here', alice.session);
     // The button stays disabled (aria-disabled, still focusable) until the id is typed; submitting anyway says why.
     const confirm = page.getByLabel('Type doomed to confirm');
     expect(await page.getByRole('button', { name: 'Delete repository' }).getAttribute('aria-disabled')).toBe('true');
@@ -380,8 +398,7 @@ title: Hostile
     await h.signInWithToken(alice.pat);
   });
 
-  it("changes a member's role: make owner, then back to member after a confirm step", async (ctx) => {
-    await skipWithoutRoute(ctx, 'POST', `/v1/repos/acme/members/${bob.id}/role`, alice.session, { role: 'member' });
+  it("changes a member's role: make owner, then back to member after a confirm step", async () => {
     await go('#/repo/acme/team');
     await heading('Team of acme').waitFor();
     const members = page.getByRole('table', { name: 'Members of acme' });
@@ -411,11 +428,11 @@ title: Hostile
     await fits375('page-links');
   });
 
-  it('logged no console error but the inline script it tried, an image the reader asked for from a server that is not one, and the links route while a server lacks it', () => {
+  it('logged no console error but the inline script it tried, an image the reader asked for from a server that is not one, and the missing page', () => {
     const unexpected = consoleErrors.filter(
       (e) =>
+        !(e.url.endsWith(`/v1/repos/acme/pages/${MISSING}`) && e.text.includes('404')) &&
         !e.url.startsWith(`https://127.0.0.1:${trackerPort}/`) &&
-        !(/\/v1\/repos\/[^/]+\/links\//.test(e.url) && e.text.includes('404')) &&
         !e.text.startsWith('Executing inline script violates'), // the test's own, refused
     );
     expect(unexpected).toEqual([]);

@@ -1,7 +1,8 @@
 /**
  * The dashboard's pure pieces, without a browser: link resolution (links.ts), the editor's page model
  * (fields.ts), conflict resolution (resolve.ts, against the server's own merge) and the pre-pass that keeps
- * inline styles out of the HTML parser (content.ts withoutInlineStyles).
+ * inline styles out of the HTML parser (content.ts withoutInlineStyles) and
+ * what the live views make of the event stream's events (live.ts; the stream's parser is lib/events/sse-parser.ts, tested in test/sse-client.test.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { isRelativeHref, parseWikiLink, resolveRelativeHref, resolveWikiTarget } from '../dashboard/src/links.ts';
@@ -9,6 +10,7 @@ import { modelOf, newPageModel, splitTags, textOf } from '../dashboard/src/field
 import { conflictItems, resolvePage, type Choice } from '../dashboard/src/resolve.ts';
 import { withoutInlineStyles } from '../dashboard/src/content.ts';
 import { mergePages } from '../lib/differ/merge.ts';
+import { backoffMs, changesSince, MAX_BACKOFF_MS, memberEventOf, nameList, pushEventOf } from '../dashboard/src/live.ts';
 
 const PAGES = new Set([
   'wiki/concepts/storage.md',
@@ -221,5 +223,35 @@ describe('inline styles kept out of the HTML parser', () => {
     expect(withoutInlineStyles('<a'.repeat(500_000))).toBe('<a'.repeat(500_000));
     expect(withoutInlineStyles('<style'.repeat(200_000))).toBe('');
     expect(withoutInlineStyles(`<p ${'x'.repeat(1_000_000)} style=`)).toBe(`<p ${'x'.repeat(1_000_000)} style=`);
+  });
+});
+
+describe('live events (live.ts)', () => {
+  const PUSH = { repo_id: 'acme', sha: 'a1', author: 'Bob', email: 'bob@example.com', time: '2026-05-17T10:00:00Z', message: 'm', paths: [{ path: 'x.md', status: 'modified' }] };
+
+  it('reads a push event, keeping only what the wire has; anything else is no push', () => {
+    expect(pushEventOf({ ...PUSH, more: 3, merged: ['x.md', 5], extra: '<b>' })).toEqual({ ...PUSH, more: 3, merged: ['x.md'] });
+    expect(pushEventOf({ ...PUSH, paths: [{ path: 'x.md', status: 'renamed' }] })).toBeNull();
+    expect(pushEventOf({ ...PUSH, sha: 1 })).toBeNull();
+    expect(pushEventOf([PUSH])).toBeNull();
+    expect(memberEventOf({ repo_id: 'acme', user_id: 'u', email: 'e', change: 'role', role: 'owner' })).toEqual({ repo_id: 'acme', user_id: 'u', email: 'e', change: 'role', role: 'owner' });
+    expect(memberEventOf({ repo_id: 'acme', user_id: 'u', email: 'e', change: 'left' })).toBeNull();
+  });
+
+  it('waits longer after each failed attempt, up to the cap', () => {
+    expect([0, 1, 2, 3, 10].map((n) => backoffMs(n, () => 1))).toEqual([1000, 2000, 4000, 8000, MAX_BACKOFF_MS]);
+    expect(backoffMs(0, () => 0)).toBe(500);
+    expect(backoffMs(40, () => 0)).toBe(MAX_BACKOFF_MS / 2);
+  });
+
+  it('names authors once, and finds the changes after the version shown', () => {
+    expect(nameList([])).toBe('');
+    expect(nameList(['Bob', 'Bob'])).toBe('Bob');
+    expect(nameList(['Bob', 'Carol', 'Bob', 'Dan'])).toBe('Bob, Carol and Dan');
+    const changes = [{ sha: 'a' }, { sha: 'b' }, { sha: 'c' }];
+    expect(changesSince(changes, 'b')).toEqual([{ sha: 'c' }]);
+    expect(changesSince(changes, 'c')).toEqual([]);
+    expect(changesSince(changes, 'zz')).toEqual(changes);
+    expect(changesSince(changes, null)).toEqual(changes);
   });
 });

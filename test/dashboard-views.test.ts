@@ -499,11 +499,7 @@ describe.skipIf(!hasChromium)('dashboard views: activity, evolution, billing, ad
       const asked: string[] = [];
       const consoleErrors: string[] = [];
       const onRequest = (r: { url(): string }) => void asked.push(r.url());
-      // The page view asks for the links route (API.md "Links between pages"); until this server has it, its 404 is
-      // the one error allowed.
-      const linksMissing = (m: { text(): string; location(): { url: string } }) => /\/v1\/repos\/[^/]+\/links\//.test(m.location().url) && m.text().includes('404');
-      const onConsole = (m: { type(): string; text(): string; location(): { url: string } }) =>
-        void (m.type() === 'error' && !linksMissing(m) && consoleErrors.push(m.text()));
+      const onConsole = (m: { type(): string; text(): string }) => void (m.type() === 'error' && consoleErrors.push(m.text()));
       const onPageError = (e: Error) => void consoleErrors.push(String(e));
       h.page.on('request', onRequest);
       h.page.on('console', onConsole);

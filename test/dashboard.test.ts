@@ -206,7 +206,7 @@ describe.skipIf(!hasChromium)('the dashboard in chromium', () => {
     // The untrusted page's text comes back in a snippet: shown as text, never as HTML.
     await page.getByLabel('Search pages').fill('hello');
     await page.getByRole('button', { name: 'Search' }).click();
-    await page.getByRole('link', { name: 'Untrusted' }).waitFor();
+    await page.getByRole('list', { name: 'Search results' }).getByRole('link', { name: 'Untrusted' }).waitFor();
     expect(await page.locator('.snippet img, .snippet script').count()).toBe(0);
     expect(await page.evaluate(() => (window as unknown as { __pwned?: string }).__pwned)).toBeUndefined();
 

@@ -103,8 +103,12 @@ export function mergePushCases(kind: TargetKind): void {
         ['## Decision', 'unchanged'],
         ['## Consequences', 'modified'],
       ]);
-      const activity = await call('/v1/repos/adr/activity?limit=1', { token: alice });
-      expect(activity.body.events[0]).toMatchObject({ email: 'bob@example.com', action: 'push', detail: { paths: ['wiki/analyses/adr.md'], merged: ['wiki/analyses/adr.md'] } });
+      // The feed names the merge commit, so a client can mark it in the page's history.
+      const activity = await call('/v1/repos/adr/activity?limit=2', { token: alice });
+      expect(activity.body.events.map((e: { email: string; action: string; detail: unknown; sha: unknown }) => [e.email, e.action, e.detail, e.sha])).toEqual([
+        ['bob@example.com', 'push', { paths: ['wiki/analyses/adr.md'], message: 'edit', merged: ['wiki/analyses/adr.md'] }, second.body.new_head],
+        ['alice@example.com', 'push', { paths: ['wiki/analyses/adr.md'], message: 'edit' }, first.body.new_head],
+      ]);
     });
 
     it('without merge the stale write is the original 409, byte for byte; with merge a real conflict names its sections', async () => {

@@ -220,7 +220,8 @@ describe('reads on a repository of many packs', () => {
       }
       // Four times the packs (and the pages): per page pulled, no more reads than with 3; a page read the
       // same reads, within one page of the MIDX's more ids.
-      expect(twelve.pull.index.calls / twelve.pages).toBeLessThanOrEqual(three.pull.index.calls / three.pages);
+      // (Give or take the pull's first batch: 16 pages, sized before any page was seen, up to a lookup each.)
+      expect(twelve.pull.index.calls).toBeLessThanOrEqual((twelve.pages * three.pull.index.calls) / three.pages + 16);
       expect(twelve.pull.pack.calls / twelve.pages).toBeLessThanOrEqual((1.2 * three.pull.pack.calls) / three.pages);
       expect(twelve.page.index.calls + twelve.page.pack.calls).toBeLessThanOrEqual(three.page.index.calls + three.page.pack.calls + 1);
       expect(twelve.page.index.bytes).toBeLessThanOrEqual(three.page.index.bytes + 6 * 1024);

@@ -112,7 +112,7 @@ describe('activity feed', () => {
     await srv.api(`/v1/repos/feed/sync/pull?since=${head1}`, { token: alice.token, headers: { 'X-Service-Client': 'kr-cli' } });
     await srv.api('/v1/repos/feed/sync/pull', { token: alice.token });
     // Deletions alone are not "pages received".
-    await push('feed', alice.token, { files: [{ path: 'a.md', delete: true }] });
+    const deletion = (await (await push('feed', alice.token, { files: [{ path: 'a.md', delete: true }] })).json()).new_head;
     await srv.api(`/v1/repos/feed/sync/pull?since=${head1}`, { token: alice.token });
     // Legacy actions are never recorded.
     await srv.api('/v1/repos/feed/sync/pull');
@@ -120,10 +120,10 @@ describe('activity feed', () => {
     const feed = await activity('feed', alice.token);
     expect(feed.total).toBe(4);
     expect(feed.events).toEqual([
-      { user_id: alice.user.id, email: 'alice@example.test', action: 'push', detail: { paths: ['a.md'], message: 'push' }, created_at: expect.any(Number) },
+      { user_id: alice.user.id, email: 'alice@example.test', action: 'push', detail: { paths: ['a.md'], message: 'push' }, created_at: expect.any(Number), sha: deletion },
       { user_id: alice.user.id, email: 'alice@example.test', action: 'pull', created_at: expect.any(Number) },
       { user_id: alice.user.id, email: 'alice@example.test', action: 'pull', detail: { client: 'kr-cli' }, created_at: expect.any(Number) },
-      { user_id: alice.user.id, email: 'alice@example.test', action: 'push', detail: { paths: ['z.md', 'a.md'], message: 'push' }, created_at: expect.any(Number) },
+      { user_id: alice.user.id, email: 'alice@example.test', action: 'push', detail: { paths: ['z.md', 'a.md'], message: 'push' }, created_at: expect.any(Number), sha: head1 },
     ]);
     const page = await activity('feed', alice.token, '?limit=2&offset=1');
     expect(page.events.map((e: { action: string }) => e.action)).toEqual(['pull', 'pull']);

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fsck, gitIn, startTestServer, type TestServer } from './helpers/env.ts';
-import { pullJson, type PullAnswer } from '../lib/sync.ts';
-import { textStream } from '../lib/http/stream.ts';
+import { pullBody } from '../lib/pull-body.ts';
+import type { PulledPage, PullPages } from '../lib/git/repo-store.ts';
 
 const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
 const enc = (p: string) => p.split('/').map(encodeURIComponent).join('/');
@@ -265,50 +265,60 @@ describe('bad input writes nothing', () => {
 });
 
 describe('the pull answer, serialised a page at a time', () => {
-  const answer: PullAnswer = {
-    new_head: 'a'.repeat(40),
-    files: [
-      { path: 'wiki/a.md', content: new TextEncoder().encode('quote " backslash \\ newline\n tab\t é 😀 \u2028 <script>'), sha: 'b'.repeat(40) },
-      { path: 'raw/x.md', content: new TextEncoder().encode(''), sha: 'c'.repeat(40) },
-      ...Array.from({ length: 3000 }, (_, i) => ({ path: `p/${i}.md`, content: new TextEncoder().encode(`page ${i}\n`.repeat(20)), sha: 'd'.repeat(40) })),
-    ],
-    deleted: ['gone.md', 'o"dd.md'],
+  const enc8 = (t: string) => new TextEncoder().encode(t);
+  const commit = (sha: string) => ({ sha, seq: 1, author: 'a', email: 'a@x', time: 0, message: 'm' });
+  const page = (path: string, text: string, sha: string): PulledPage => ({ entry: { path, blob: '0'.repeat(40), commit: commit(sha) }, content: enc8(text) });
+  const pages: PulledPage[] = [
+    page('wiki/a.md', 'quote " backslash \\ newline\n tab\t é 😀 \u2028 <script>', 'b'.repeat(40)),
+    page('raw/x.md', '', 'c'.repeat(40)),
+    ...Array.from({ length: 3000 }, (_, i) => page(`p/${i}.md`, `page ${i}\n`.repeat(20), 'd'.repeat(40))),
+  ];
+  const deleted = ['gone.md', 'o"dd.md'];
+  /** A pull of `pages` in batches of 700, counting the batches read. */
+  const pullOf = (all: PulledPage[], gone: string[], head: string | null): PullPages & { read: number } => {
+    const p = {
+      head: head === null ? null : commit(head),
+      first: all.slice(0, 700),
+      read: 1,
+      async *rest() {
+        for (let i = 700; i < all.length; i += 700) {
+          p.read++;
+          yield all.slice(i, i + 700);
+        }
+      },
+      async *deleted() {
+        if (gone.length > 0) yield gone;
+      },
+    };
+    return p;
   };
   const expected = {
-    new_head: answer.new_head,
-    files: answer.files.map((f) => ({ path: f.path, content: new TextDecoder().decode(f.content), sha: f.sha })),
-    deleted: answer.deleted,
+    new_head: 'a'.repeat(40),
+    files: pages.map((f) => ({ path: f.entry.path, content: new TextDecoder().decode(f.content), sha: f.entry.commit.sha })),
+    deleted,
   };
 
   it('is the same JSON as the whole answer serialised at once', async () => {
-    expect([...pullJson(answer)].join('')).toBe(JSON.stringify(expected));
-    const streamed = await new Response(textStream(pullJson(answer))).text();
+    const streamed = await new Response(pullBody(pullOf(pages, deleted, 'a'.repeat(40)))).text();
     expect(JSON.parse(streamed)).toEqual(expected);
     expect(streamed).toBe(JSON.stringify(expected));
   });
 
   it('comes in bounded chunks, made only as the reader asks', async () => {
-    let made = 0;
-    const pieces = pullJson(answer);
-    const counted: Iterator<string> = {
-      next: () => {
-        made++;
-        return pieces.next();
-      },
-    };
-    const reader = textStream(counted).getReader();
+    const pull = pullOf(pages, deleted, 'a'.repeat(40));
+    const reader = pullBody(pull).getReader();
     const first = await reader.read();
     expect(first.done).toBe(false);
     expect(first.value!.byteLength).toBeLessThan(80 * 1024);
-    // One chunk made (and at most one more queued), not the 3,004 pieces of the whole answer.
-    expect(made).toBeLessThan(3004 / 2);
+    // The first chunk (and at most one more queued) came from the batch already read: no other was asked for.
+    expect(pull.read).toBe(1);
     let bytes = first.value!.byteLength;
     for (let r = await reader.read(); !r.done; r = await reader.read()) bytes += r.value.byteLength;
     expect(bytes).toBe(new TextEncoder().encode(JSON.stringify(expected)).byteLength);
+    expect(pull.read).toBe(5);
   });
 
   it('of an empty repository is the empty answer', async () => {
-    const empty: PullAnswer = { new_head: '', files: [], deleted: [] };
-    expect(await new Response(textStream(pullJson(empty))).text()).toBe('{"new_head":"","files":[],"deleted":[]}');
+    expect(await new Response(pullBody(pullOf([], [], null))).text()).toBe('{"new_head":"","files":[],"deleted":[]}');
   });
 });

@@ -7,20 +7,18 @@
  */
 import { diffPages } from '../../lib/differ/index.ts';
 import type { SectionDiff } from '../../schema/wire/diff.ts';
-import { ApiError, type Api } from '../api.ts';
-import { connect, repoOf } from '../config.ts';
-import { refused, usageError } from '../errors.ts';
-import { findProject, parseType, resolvePage, type Project } from '../project.ts';
-import { clean, out, pageForTerminal, paint, printJson, shortSha, table, utc } from '../output.ts';
-import { hasFieldAddsOrRemoves, listFieldsOf, renderDiff, summaryLines } from '../render.ts';
+import { ApiError, type Api } from '../../client/api.ts';
+import { connect, repoOf } from '../../client/config.ts';
+import { refused, usageError } from '../../client/errors.ts';
+import { findProject, parseType, resolvePage, type Project } from '../../client/project.ts';
+import { clean, out, pageForTerminal, paint, printJson, shortSha, table, utc } from '../../client/output.ts';
+import { firstCommitDiff, NO_PARENT } from '../../client/history.ts';
+import { hasFieldAddsOrRemoves, listFieldsOf, renderDiff, summaryLines } from '../../client/render.ts';
 
 interface Common {
   repo?: string;
   json?: boolean;
 }
-
-/** The server's answer to a default diff of a page's first commit (API.md "Diff and evolution"). */
-export const NO_PARENT = 'no parent commit for this path; pass ?from explicitly';
 
 /** `--limit` / `--offset` values: positive (or non-negative) integers, else bad usage. */
 export function intOption(name: string, raw: string | undefined, min = 1): number | undefined {
@@ -101,7 +99,7 @@ export async function pages(opts: Common): Promise<void> {
 
 /**
  * `kr show <page>`: the page as the server has it now: its exact text into a pipe or a file, and on a
- * terminal without the control characters that would act on it (cli/output.ts pageForTerminal).
+ * terminal without the control characters that would act on it (client/output.ts pageForTerminal).
  */
 export async function show(arg: string, opts: Common & { type?: string }): Promise<void> {
   const { path, session, repo } = await pageTarget(arg, opts);
@@ -119,18 +117,6 @@ export async function history(arg: string, opts: Common & { type?: string; limit
   if (opts.json) return printJson({ path, ...res });
   if (res.commits.length === 0) return out(`${path}: no commits on the server yet.`);
   out(table(res.commits.map((c) => [shortSha(c.sha), c.time, c.email, c.message]), ['SHA', 'TIME (UTC)', 'AUTHOR', 'MESSAGE']));
-}
-
-/**
- * The diff of a page's first commit, against the empty page — the server answers a default diff of it
- * with `no parent commit`, and has no sha for "empty": evolution's entry of that commit is exactly that
- * diff (`from_sha: ""`). null when it cannot be found (then the server's refusal stands).
- */
-export async function firstCommitDiff(api: Api, repo: string, path: string, to: string | undefined, blame: boolean | undefined): Promise<SectionDiff | null> {
-  const evo = await api.evolution(repo, path, { limit: to === undefined ? 1 : 200, blame });
-  const want = to?.toLowerCase();
-  const entry = want === undefined ? evo.entries[0] : evo.entries.find((e) => e.commit.sha.startsWith(want));
-  return entry && entry.diff.from_sha === '' ? entry.diff : null;
 }
 
 export async function diff(

@@ -7,11 +7,11 @@ import { existsSync } from 'node:fs';
 import { rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { ApiError, type Api } from '../api.ts';
-import { checkRepoId, configPath, connect, repoOf } from '../config.ts';
-import { refused, usageError } from '../errors.ts';
-import { clean, note, out, printJson } from '../output.ts';
-import { findProject } from '../project.ts';
+import { ApiError, type Api } from '../../client/api.ts';
+import { checkRepoId, configPath, connect, repoOf } from '../../client/config.ts';
+import { refused, usageError } from '../../client/errors.ts';
+import { clean, note, out, printJson } from '../../client/output.ts';
+import { findProject } from '../../client/project.ts';
 
 interface Common {
   repo?: string;

@@ -1,6 +1,6 @@
 /** `kr links <page>`: what a page links to, and the pages that link to it, as the server resolves them now. */
 import type { LinksResponse } from '../../schema/wire/links.ts';
-import { out, paint, printJson, table } from '../output.ts';
+import { out, paint, printJson, table } from '../../client/output.ts';
 import { pageTarget } from './inspect.ts';
 
 interface LinksOptions {

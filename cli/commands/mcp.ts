@@ -1,8 +1,8 @@
 /** `kr mcp` (the agent tool server over stdio), `kr mcp install|uninstall|status` (the agents' configuration). */
 import { relative } from 'node:path';
-import { usageError } from '../errors.ts';
-import { findProjectRoot, KR_DIR } from '../project.ts';
-import { clean, note, out, printJson } from '../output.ts';
+import { usageError } from '../../client/errors.ts';
+import { findProjectRoot, KR_DIR } from '../../client/project.ts';
+import { clean, note, out, printJson } from '../../client/output.ts';
 import { CONFIG_FILES, install, installed, MCP_TOOLS, uninstall, type McpTool } from '../../mcp/clients.ts';
 
 /** `--tool` values: a comma-separated list of claude, cursor, codex. */

@@ -1,7 +1,7 @@
 /** `kr search <query...>`: full-text search on the server, in one repository (`--repo`) or every one of yours. */
-import { connect } from '../config.ts';
-import { usageError } from '../errors.ts';
-import { clean, out, paint, printJson, shortSha, type Paint } from '../output.ts';
+import { connect } from '../../client/config.ts';
+import { usageError } from '../../client/errors.ts';
+import { clean, out, paint, printJson, shortSha, type Paint } from '../../client/output.ts';
 import { parseQuery, SearchQueryError } from '../../lib/search/query.ts';
 import type { SearchResponse } from '../../schema/wire/search.ts';
 

@@ -1,5 +1,5 @@
 /** `kr login`, `kr remote set|set-repo|get`, `kr init`. */
-import { Api, ApiError } from '../api.ts';
+import { Api, ApiError } from '../../client/api.ts';
 import {
   checkRepoId,
   configPath,
@@ -12,10 +12,10 @@ import {
   saveConfig,
   saveCredentials,
   type CredentialsFile,
-} from '../config.ts';
-import { CliError, refused, usageError } from '../errors.ts';
-import { findProject, initProject, KR_DIR, LAYOUT_DIRS, loadState, Project, type StateFile } from '../project.ts';
-import { clean, note, out, printJson, promptSecret, readStdin, warn } from '../output.ts';
+} from '../../client/config.ts';
+import { CliError, refused, usageError } from '../../client/errors.ts';
+import { findProject, initProject, KR_DIR, LAYOUT_DIRS, loadState, Project, type StateFile } from '../../client/project.ts';
+import { clean, note, out, printJson, promptSecret, readStdin, warn } from '../../client/output.ts';
 import { join, relative } from 'node:path';
 
 const isLoopback = (url: string): boolean => {

@@ -1,9 +1,9 @@
 /** `kr repos`, `kr invite`, `kr join`, `kr members`, `kr pats`. */
 import { REPO_ID_PATTERN } from '../../lib/page/path.ts';
-import { checkRepoId, configPath, connect, currentRepo, repoIdProblem, repoOf, saveConfig, saveCredentials } from '../config.ts';
-import { refused, usageError } from '../errors.ts';
-import { clean, note, out, paint, printJson, shortSha, table, utc } from '../output.ts';
-import { findProject } from '../project.ts';
+import { checkRepoId, configPath, connect, currentRepo, repoIdProblem, repoOf, saveConfig, saveCredentials } from '../../client/config.ts';
+import { refused, usageError } from '../../client/errors.ts';
+import { clean, note, out, paint, printJson, shortSha, table, utc } from '../../client/output.ts';
+import { findProject } from '../../client/project.ts';
 import { intOption } from './inspect.ts';
 import { linkFolder } from './setup.ts';
 

@@ -1,10 +1,11 @@
 /** A repository's activity feed with a chart of pushes per day by person, and a page's evolution timeline. */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ActivityEvent, Api, EvolutionResponse, SectionDiff } from './api.ts';
-import { Crumbs, Empty, ErrorMessage, Loading, shortSha, useLoad } from './ui.tsx';
+import { useRepoEvents, type PushEventData } from './live.ts';
+import { Crumbs, Empty, ErrorMessage, LiveNote, Loading, shortSha, useLoad } from './ui.tsx';
 import { PageCrumbs, RepoTabs } from './views.tsx';
 import { href } from './route.ts';
-import { pageName, showTime, showValue } from './content.ts';
+import { pageName, showTime, showValue, stringList } from './content.ts';
 import { usePageMeta } from './titles.ts';
 
 // ---------------------------------------------------------------- activity
@@ -226,26 +227,62 @@ function ChartTable({ chart }: { chart: PushChart }) {
   );
 }
 
-function EventItem({ repo, e }: { repo: string; e: ActivityEvent }) {
-  const paths = e.action === 'push' && Array.isArray(e.detail?.paths) ? (e.detail.paths as unknown[]).filter((p): p is string => typeof p === 'string') : [];
+/** A push as the event stream announced it, in the feed's shape: `sha` ties it to its entry once the feed has it. */
+export function feedEventOf(d: PushEventData): ActivityEvent {
+  const seconds = Math.floor(Date.parse(d.time) / 1000);
+  const detail: Record<string, unknown> = { paths: d.paths.map((p) => p.path), message: d.message };
+  if (d.more) detail.more = d.more;
+  if (d.merged && d.merged.length > 0) detail.merged = d.merged;
+  return { user_id: '', email: d.email, action: 'push', created_at: Number.isFinite(seconds) ? seconds : Math.floor(Date.now() / 1000), detail, sha: d.sha };
+}
+
+function EventItem({ repo, e, fresh }: { repo: string; e: ActivityEvent; fresh?: boolean }) {
+  const push = e.action === 'push';
+  const paths = push ? stringList(e.detail?.paths) : [];
+  const more = push && typeof e.detail?.more === 'number' ? e.detail.more : 0;
+  const merged = push ? stringList(e.detail?.merged) : [];
   const client = e.action === 'pull' && typeof e.detail?.client === 'string' ? e.detail.client : undefined;
-  const message = e.action === 'push' && typeof e.detail?.message === 'string' && e.detail.message.trim() !== '' ? e.detail.message : undefined;
+  const message = push && typeof e.detail?.message === 'string' && e.detail.message.trim() !== '' ? e.detail.message : undefined;
   const time = eventTime(e);
+  const count = paths.length + more;
   return (
-    <li>
+    <li class={fresh ? 'fresh' : undefined}>
       <span class="title">{e.email}</span>{' '}
-      <span class={`badge action-${e.action}`}>{e.action === 'push' ? 'pushed' : 'pulled'}</span>{' '}
+      <span class={`badge action-${e.action}`}>{push ? 'pushed' : 'pulled'}</span>{' '}
+      {merged.length > 0 && (
+        <>
+          <span class="badge merged" title="Written on top of changes made meanwhile, merged section by section">
+            merged
+          </span>{' '}
+        </>
+      )}
+      {fresh && (
+        <>
+          <span class="badge new">new</span>{' '}
+        </>
+      )}
       <time dateTime={time}>{showTime(time)}</time>
       {message && <div class="message">{message}</div>}
       {paths.length > 0 && (
         <div class="meta paths">
-          <span>{plural(paths.length, 'page')}:</span>
+          <span>{plural(count, 'page')}:</span>
           {paths.slice(0, PATHS_SHOWN).map((p) => (
             <a key={p} href={href({ name: 'page', repo, path: p })}>
               {p}
             </a>
           ))}
-          {paths.length > PATHS_SHOWN && <span>+{paths.length - PATHS_SHOWN} more</span>}
+          {count > PATHS_SHOWN && <span>+{count - PATHS_SHOWN} more</span>}
+        </div>
+      )}
+      {merged.length > 0 && (
+        <div class="meta paths merged-paths">
+          <span>Merged section by section with changes made meanwhile:</span>
+          {merged.slice(0, PATHS_SHOWN).map((p) => (
+            <a key={p} href={href({ name: 'page', repo, path: p })}>
+              {p}
+            </a>
+          ))}
+          {merged.length > PATHS_SHOWN && <span>+{merged.length - PATHS_SHOWN} more</span>}
         </div>
       )}
       {client && (
@@ -268,22 +305,55 @@ function PagerButton({ label, off, go }: { label: string; off: boolean; go: () =
   );
 }
 
+/** Pushes announced live kept by the view (newest first); the feed holds the rest. */
+const LIVE_KEPT = 200;
+
+/**
+ * A repository's activity, live: the chart and the feed are loaded once the repository's event stream is
+ * open, and each push it announces is put at the top of the first page (and counted in the chart) until the
+ * feed itself holds it (the same `sha`). Reloaded whenever events may have been missed.
+ */
 export function ActivityView({ api, repo }: { api: Api; repo: string }) {
   // The position belongs to this repository: another one starts at its newest events.
   const [at, setAt] = useState({ repo, offset: 0 });
   const offset = at.repo === repo ? at.offset : 0;
-  const setOffset = (n: number) => setAt({ repo, offset: n });
-  const chartData = useLoad(() => api.activity(repo, { limit: CHART_EVENTS, offset: 0 }), [api, repo]);
-  const feed = useLoad(() => api.activity(repo, { limit: FEED_PAGE, offset }), [api, repo, offset]);
-  const chart = chartData.data ? countPushes(chartData.data.events, chartData.data.total, Date.now()) : null;
-  const total = feed.data?.total ?? 0;
-  const shown = feed.data?.events ?? [];
+  const [arrived, setArrived] = useState<{ repo: string; events: ActivityEvent[] }>({ repo, events: [] });
+  const fresh = arrived.repo === repo ? arrived.events : [];
+  const live = useRepoEvents(api, repo, {
+    push: (d) =>
+      setArrived((a) => {
+        const events = a.repo === repo ? a.events : [];
+        if (events.some((e) => e.sha === d.sha)) return a;
+        return { repo, events: [feedEventOf(d), ...events].slice(0, LIVE_KEPT) };
+      }),
+  });
+  // A new position is read afresh from the feed, which by then holds what arrived live.
+  const setOffset = (n: number) => {
+    setArrived({ repo, events: [] });
+    setAt({ repo, offset: n });
+  };
+  const chartData = useLoad(() => api.activity(repo, { limit: CHART_EVENTS, offset: 0 }), [api, repo, live.epoch], live.ready);
+  const feed = useLoad(() => api.activity(repo, { limit: FEED_PAGE, offset }), [api, repo, offset, live.epoch], live.ready);
+  /** What arrived live and `list` does not hold yet. */
+  const notIn = (list: ActivityEvent[] | undefined) => {
+    const held = new Set((list ?? []).map((e) => e.sha));
+    return fresh.filter((e) => !held.has(e.sha));
+  };
+  const chartNew = notIn(chartData.data?.events);
+  const chart = chartData.data ? countPushes([...chartNew, ...chartData.data.events], chartData.data.total + chartNew.length, Date.now()) : null;
+  const feedNew = notIn(feed.data?.events);
+  const total = (feed.data?.total ?? 0) + feedNew.length;
+  // On the first page, what arrived live comes first, by time with the page (a reload may have put newer ones in it).
+  const top = offset === 0 ? feedNew : [];
+  const shown = [...top, ...(feed.data?.events ?? [])].sort((a, b) => b.created_at - a.created_at);
+  const freshSet = new Set(top);
 
   return (
     <section>
       <Crumbs items={[{ label: 'Repositories', to: '#/' }, { label: repo, to: href({ name: 'repo', repo }) }, { label: 'Activity' }]} />
       <h1 tabIndex={-1}>Activity in {repo}</h1>
       <RepoTabs repo={repo} current="activity" />
+      <LiveNote live={live} hint="Live: new pushes appear at the top as they happen." />
 
       <section aria-labelledby="chart-h">
         <h2 id="chart-h">Pushes per day, last {CHART_DAYS} days</h2>
@@ -307,12 +377,25 @@ export function ActivityView({ api, repo }: { api: Api; repo: string }) {
         <h2 id="feed-h">Events</h2>
         <ErrorMessage message={feed.error} />
         {feed.loading && !feed.data && <Loading what="the events" />}
+        {offset > 0 && feedNew.length > 0 && (
+          <p class="note" role="status">
+            {plural(feedNew.length, 'new push', 'new pushes')} since this page was loaded.{' '}
+            <button type="button" class="inline-action" onClick={() => setOffset(0)}>
+              Show the newest
+            </button>
+          </p>
+        )}
+        {offset === 0 && top.length > 0 && (
+          <p class="sr-only" role="status">
+            {plural(top.length, 'new push', 'new pushes')} at the top.
+          </p>
+        )}
         {feed.data && total === 0 && <Empty>Nothing has happened here yet. Pushes and pulls appear here as people sync pages.</Empty>}
         {feed.data && total > 0 && shown.length === 0 && <Empty>No events at this position. Go back to the newest.</Empty>}
         {shown.length > 0 && (
           <ol class="list feed" aria-label="Events, newest first" aria-busy={feed.loading}>
             {shown.map((e, i) => (
-              <EventItem key={`${offset + i}`} repo={repo} e={e} />
+              <EventItem key={e.sha ? `${e.sha}:${e.action}` : `${offset + i}`} repo={repo} e={e} fresh={freshSet.has(e)} />
             ))}
           </ol>
         )}
@@ -322,7 +405,7 @@ export function ActivityView({ api, repo }: { api: Api; repo: string }) {
             <p class="count" role="status">
               {shown.length > 0 ? `Events ${offset + 1}–${offset + shown.length} of ${total}` : `${total} events`}
             </p>
-            <PagerButton label="Older" off={offset + FEED_PAGE >= total || feed.loading} go={() => setOffset(offset + FEED_PAGE)} />
+            <PagerButton label="Older" off={offset + shown.length >= total || feed.loading} go={() => setOffset(offset + FEED_PAGE)} />
           </div>
         )}
       </section>

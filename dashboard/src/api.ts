@@ -8,6 +8,7 @@ import type { PagesResponse, PushResponse, Conflict } from '../../schema/wire/sy
 import type { SearchResult, SearchResponse } from '../../schema/wire/search.ts';
 import type { Member, InviteKey, MintInviteResponse } from '../../schema/wire/members.ts';
 import type { BillingResponse, AdminStats, AdminUser, AdminRepo } from '../../schema/wire/hosted.ts';
+import type { LinksResponse } from '../../schema/wire/links.ts';
 
 export class ApiError extends Error {
   constructor(
@@ -26,15 +27,32 @@ export class ApiError extends Error {
   }
 }
 
-/** The server has no such route (an older server): 404 `not found` or 405, as API.md's conventions say. */
-export function isMissingRoute(e: unknown): boolean {
-  return e instanceof ApiError && (e.status === 405 || (e.status === 404 && e.message === 'not found'));
+/** A readable sentence for any failure; the API's own `error` text is kept as it is. */
+export function errorText(e: unknown): string {
+  if (e instanceof ApiError) {
+    if (e.status === 0) return e.message;
+    const hint =
+      e.status === 401
+        ? ' Sign in again.'
+        : e.status === 403
+          ? ' You do not have access to this.'
+          : e.status === 429
+            ? ' Too many requests: wait a moment and try again.'
+            : '';
+    return `${capitalise(e.message)} (HTTP ${e.status}).${hint}`;
+  }
+  if (e instanceof Error) return e.message;
+  return String(e);
+}
+
+function capitalise(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
 }
 
 // The wire types are the server's own (schema/wire, type-only imports: nothing of zod reaches the bundle).
 export type { SectionDiff, FieldChange, EvolutionResponse, CreatePatResponse, RepoSummary, ActivityResponse, PushResponse, Conflict };
 export type PatInfo = PatListItem;
-export type { SearchResult, Member, InviteKey, MintInviteResponse, BillingResponse, AdminStats, AdminUser, AdminRepo };
+export type { SearchResult, Member, InviteKey, MintInviteResponse, BillingResponse, AdminStats, AdminUser, AdminRepo, LinksResponse };
 export type User = UserInfo;
 export type Me = MeResponse;
 export type CommitInfo = Commit;
@@ -42,12 +60,6 @@ export type SectionChange = SectionEntry;
 export type PageSummary = PagesResponse['pages'][number];
 export type ActivityEvent = ActivityResponse['events'][number];
 
-/** GET /v1/repos/:id/links/<path> (API.md "Links between pages"). */
-export interface LinksResponse {
-  path: string;
-  outgoing: { target: string; path?: string; ambiguous?: true }[];
-  incoming: { path: string; title?: string }[];
-}
 
 /** One file of a push (API.md "Pages and sync"). */
 export interface PushFile {
@@ -132,7 +144,8 @@ export class Api {
     let res: Response;
     try {
       res = await fetch(`${this.baseUrl}${path}`, { ...init, headers });
-    } catch {
+    } catch (e) {
+      if (init.signal?.aborted) throw e; // the caller stopped it: nothing to explain
       throw new ApiError(0, await this.unreachable());
     }
     if (!res.ok && !(init.method === 'POST' && res.status === 409 && path.endsWith('/sync/push'))) {
@@ -198,6 +211,15 @@ export class Api {
     return { ok: res.ok, body: (await res.json()) as PushResponse };
   }
 
+  /**
+   * The repository's event stream (API.md "Live events"), resuming after the event id `after`: a fetch, whose
+   * body is read as it arrives (live.ts), since EventSource cannot send the token. Stopped with `signal`.
+   */
+  openEvents(repo: string, after: string | undefined, signal: AbortSignal): Promise<Response> {
+    const q = after ? `?after=${encodeURIComponent(after)}` : '';
+    return this.request(this.repoUrl(repo, `/events${q}`), { signal, cache: 'no-store', headers: { accept: 'text/event-stream' } });
+  }
+
   links(repo: string, path: string): Promise<LinksResponse> {
     return this.json(this.repoUrl(repo, `/links/${encodePath(path)}`));
   }
@@ -216,8 +238,8 @@ export class Api {
     return (await this.request(this.repoUrl(repo, '/export'))).blob();
   }
 
-  async history(repo: string, path: string): Promise<CommitInfo[]> {
-    const url = `/v1/repos/${encodeURIComponent(repo)}/history/${encodePath(path)}?limit=200`;
+  async history(repo: string, path: string, limit = 200): Promise<CommitInfo[]> {
+    const url = `/v1/repos/${encodeURIComponent(repo)}/history/${encodePath(path)}?limit=${limit}`;
     return (await this.json<{ commits: CommitInfo[] }>(url)).commits;
   }
 

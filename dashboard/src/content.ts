@@ -345,3 +345,8 @@ export function showTime(iso: string): string {
 export function pageName(path: string): string {
   return (path.split('/').pop() ?? path).replace(/\.md$/i, '');
 }
+
+/** The strings of a list held in untrusted JSON (an activity event's `paths` or `merged`); anything else is left out. */
+export function stringList(v: unknown): string[] {
+  return Array.isArray(v) ? v.filter((p): p is string => typeof p === 'string') : [];
+}

@@ -12,11 +12,15 @@
  *
  * Every change is kept as a draft in the browser (drafts.ts) with the commit it started from: a reload offers
  * it back, leaving the tab with unsaved changes asks first, and a draft saved later is merged, not forced.
+ *
+ * While a page is edited, the repository's live events (live.ts) tell when someone else changes it: the editor
+ * says so, with a link to the diff, and that saving will merge.
  */
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
-import type { Api, Conflict, PageSummary } from './api.ts';
+import type { Api, CommitInfo, Conflict, PageSummary } from './api.ts';
 import { pageMeta, pageName, showTime } from './content.ts';
 import { clearDraft, loadDraft, saveDraft, type Draft } from './drafts.ts';
+import { changesSince, nameList, useRepoEvents, type PushEventData } from './live.ts';
 import { modelOf, newPageModel, textOf, type EditModel, type FieldKey } from './fields.ts';
 import { Markdown } from './markdown.tsx';
 import { conflictItems, resolvePage, type Choice, type ConflictItem } from './resolve.ts';
@@ -307,12 +311,43 @@ function newPath(type: string, slug: string): { path: string } | { problem: stri
 function Editor(props: { api: Api; repo: string; path: string | null; title?: string; newType?: string; newSlug?: string }) {
   const { api, repo } = props;
   const creating = props.path === null;
-  // The pages list first: a page that is not there is new, and is never asked for (no 404).
-  const loaded = useLoad<Loaded>(async () => {
-    const pages = await api.pages(repo);
-    const page = props.path !== null && pages.some((p) => p.path === props.path) ? await api.page(repo, props.path) : null;
-    return { page, pages };
-  }, [api, repo, props.path]);
+  // Pushes by others that changed the page since the editor opened, oldest first (none while saving: the
+  // save's own push is not news).
+  const [changes, setChanges] = useState<PushEventData[]>([]);
+  const saving = useRef(false);
+  const live = useRepoEvents(
+    api,
+    repo,
+    {
+      push: (d) => {
+        if (!saving.current && d.paths.some((p) => p.path === props.path)) setChanges((c) => [...c, d]);
+      },
+    },
+    !creating,
+  );
+  // The pages list first: a page that is not there is new, and is never asked for (no 404). Read once the
+  // live events are open, so that no change falls between the two.
+  const loaded = useLoad<Loaded>(
+    async () => {
+      const pages = await api.pages(repo);
+      const page = props.path !== null && pages.some((p) => p.path === props.path) ? await api.page(repo, props.path) : null;
+      return { page, pages };
+    },
+    [api, repo, props.path],
+    live.ready,
+  );
+  // Events may have been missed (live.ts): the page's last commit says whether it changed meanwhile.
+  useEffect(() => {
+    if (live.epoch === 0 || props.path === null) return;
+    let current = true;
+    api.history(repo, props.path, 1).then(
+      (h) => current && h[0] && setChanges((c) => (c.some((x) => x.sha === h[0]!.sha) ? c : [...c, changeOf(repo, props.path!, h[0]!)])),
+      () => undefined,
+    );
+    return () => {
+      current = false;
+    };
+  }, [live.epoch]);
   const server = api.baseUrl;
   const [model, setModel] = useState<EditModel>();
   const [start, setStart] = useState('');
@@ -402,6 +437,7 @@ function Editor(props: { api: Api; repo: string; path: string | null; title?: st
       return;
     }
     setBusy(true);
+    saving.current = true;
     setError(undefined);
     try {
       const saved = modelOf(content);
@@ -429,6 +465,7 @@ function Editor(props: { api: Api; repo: string; path: string | null; title?: st
     } catch (e) {
       setError(`Not saved: ${errorText(e)} Your changes are kept in this browser.`);
     } finally {
+      saving.current = false;
       setBusy(false);
     }
   };
@@ -504,6 +541,16 @@ function Editor(props: { api: Api; repo: string; path: string | null; title?: st
           isNew={creating}
           onRestore={() => restore(pendingDraft)}
           onDiscard={discard}
+        />
+      )}
+      {model && !pendingDraft && props.path !== null && (
+        <ChangedWhileEditing
+          repo={repo}
+          path={props.path}
+          from={parentSha}
+          pending={changesSince(changes, parentSha)}
+          dirty={dirty}
+          onTakeNew={() => loaded.reload()}
         />
       )}
       {model && !pendingDraft && conflict && (
@@ -607,6 +654,48 @@ function Editor(props: { api: Api; repo: string; path: string | null; title?: st
         </form>
       )}
     </section>
+  );
+}
+
+/** A commit of the page's history as a push event naming the page (what the editor knows after missed events). */
+function changeOf(repo: string, path: string, c: CommitInfo): PushEventData {
+  return { repo_id: repo, sha: c.sha, author: c.author, email: c.email, time: c.time, message: c.message, paths: [{ path, status: 'modified' }] };
+}
+
+/**
+ * Someone else changed the page being edited: who, a link to the diff from the version the edit started from,
+ * and what saving will do. With no unsaved changes, the editor can start again from the new version.
+ */
+function ChangedWhileEditing(props: { repo: string; path: string; from: string | null; pending: PushEventData[]; dirty: boolean; onTakeNew: () => void }) {
+  const { repo, path, from, pending, dirty } = props;
+  if (pending.length === 0) return null;
+  const last = pending[pending.length - 1]!;
+  const deleted = last.paths.find((p) => p.path === path)?.status === 'deleted';
+  const by = nameList(pending.map((c) => c.author || c.email));
+  return (
+    <div class="note changed" role="status">
+      <p class="flush">
+        {deleted ? 'This page was deleted on the server' : from === null ? 'This page was created on the server' : 'This page changed on the server'} (by {by})
+        since you started editing.{' '}
+        {dirty
+          ? deleted
+            ? 'Saving will show your version beside the deletion, to choose what to keep.'
+            : 'Saving will merge your changes with it, section by section, and show side by side anything that cannot be merged.'
+          : deleted
+            ? ''
+            : 'You have no unsaved changes: start again from the new version.'}
+      </p>
+      {!deleted && (
+        <div class="row">
+          {from !== null && <a href={href({ name: 'diff', repo, path, from, to: last.sha })}>See what changed</a>}
+          {!dirty && (
+            <button type="button" class="inline-action" onClick={props.onTakeNew}>
+              Edit the new version
+            </button>
+          )}
+        </div>
+      )}
+    </div>
   );
 }
 

@@ -4,7 +4,7 @@
  * to confirm, then `DELETE /v1/repos/:id?confirm=<id>`. There is no undo.
  */
 import { useRef, useState } from 'preact/hooks';
-import { isMissingRoute, type Api } from './api.ts';
+import type { Api } from './api.ts';
 import { href } from './route.ts';
 import { Crumbs, ErrorMessage, Loading, errorText, setFlash, useLoad } from './ui.tsx';
 import { RepoTabs } from './views.tsx';
@@ -56,9 +56,7 @@ function Settings({ api, repo }: { api: Api; repo: string }) {
       setFlash(`Deleted the repository ${repo}, its pages and their history.`);
       location.hash = href({ name: 'repos' });
     } catch (e) {
-      setDeleteError(
-        isMissingRoute(e) ? 'This server cannot delete repositories (it has no such route): update it first.' : `Not deleted: ${errorText(e)}`,
-      );
+      setDeleteError(`Not deleted: ${errorText(e)}`);
       setDeleting(false);
     }
   };

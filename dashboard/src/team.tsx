@@ -1,7 +1,7 @@
 /** A repository's team (members, invite keys) and the signed-in user's personal access tokens. */
 import type { ComponentChildren } from 'preact';
 import { useRef, useState } from 'preact/hooks';
-import { ApiError, isMissingRoute, type Api, type InviteKey, type Member, type PatInfo } from './api.ts';
+import { ApiError, type Api, type InviteKey, type Member, type PatInfo } from './api.ts';
 import { ConfirmButton, Crumbs, Empty, ErrorMessage, Loading, errorText, useLoad, type Loaded } from './ui.tsx';
 import { RepoTabs } from './views.tsx';
 import { href } from './route.ts';
@@ -166,12 +166,7 @@ function Members(props: {
   const owners = members?.filter((m) => m.role === 'owner').length ?? 0;
   const changeRole = (m: Member, role: 'owner' | 'member') =>
     run(async () => {
-      try {
-        await api.setRole(repo, m.user_id, role);
-      } catch (e) {
-        if (isMissingRoute(e)) throw new Error('This server cannot change roles (it has no role route): update it, or use its admin command (repo owner <repo> <user>).');
-        throw e;
-      }
+      await api.setRole(repo, m.user_id, role);
       setStatus(m.user_id === myId ? `You are now ${role === 'owner' ? 'an owner' : 'a member'} of ${repo}.` : `${m.email} is now ${role === 'owner' ? 'an owner' : 'a member'}.`);
       team.reload();
       heading.focus();

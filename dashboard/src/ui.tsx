@@ -1,7 +1,10 @@
 /** Shared pieces: data loading, error and empty states. */
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
-import { ApiError } from './api.ts';
+import { ApiError, errorText } from './api.ts';
+
+export { errorText };
+import type { LiveState } from './live.ts';
 
 export interface Loaded<T> {
   data: T | undefined;
@@ -10,11 +13,15 @@ export interface Loaded<T> {
   reload: () => void;
 }
 
-/** Runs `load` whenever `deps` change; a stale answer never overwrites a newer one. */
-export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
+/**
+ * Runs `load` whenever `deps` change; a stale answer never overwrites a newer one. While `when` is false
+ * nothing is asked and the state stays loading (a view that waits for its live events to start, live.ts).
+ */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[], when = true): Loaded<T> {
   const [state, setState] = useState<{ data?: T; error?: string; loading: boolean }>({ loading: true });
   const [tick, setTick] = useState(0);
   useEffect(() => {
+    if (!when) return;
     let live = true;
     setState((s) => ({ data: s.data, loading: true }));
     load().then(
@@ -25,31 +32,9 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
       live = false;
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [...deps, tick]);
+  }, [...deps, tick, when]);
   const reload = useCallback(() => setTick((t) => t + 1), []);
   return { data: state.data, error: state.error, loading: state.loading, reload };
-}
-
-/** A readable sentence for any failure; the API's own `error` text is kept as it is. */
-export function errorText(e: unknown): string {
-  if (e instanceof ApiError) {
-    if (e.status === 0) return e.message;
-    const hint =
-      e.status === 401
-        ? ' Sign in again.'
-        : e.status === 403
-          ? ' You do not have access to this.'
-          : e.status === 429
-            ? ' Too many requests: wait a moment and try again.'
-            : '';
-    return `${capitalise(e.message)} (HTTP ${e.status}).${hint}`;
-  }
-  if (e instanceof Error) return e.message;
-  return String(e);
-}
-
-function capitalise(s: string): string {
-  return s.charAt(0).toUpperCase() + s.slice(1);
 }
 
 /** A failure as shown: its sentence, and for a 402 the plan's upgrade page (an http(s) URL only). */
@@ -225,3 +210,26 @@ export function ConfirmButton(props: {
   );
 }
 
+
+/**
+ * How a view's live events stand, when that needs saying: a stream interrupted (and being opened again) or
+ * stopped for good, with the reason; `hint` is said while the stream is live.
+ */
+export function LiveNote({ live, hint }: { live: LiveState; hint?: string }) {
+  if (live.status === 'stopped') {
+    return (
+      <p class="note live-note" role="status">
+        Live updates stopped. {live.reason}
+      </p>
+    );
+  }
+  if (live.status === 'retrying') {
+    return (
+      <p class="hint live-note" role="status">
+        Live updates paused. {live.reason} Reconnecting…
+      </p>
+    );
+  }
+  if (live.status === 'live' && hint) return <p class="hint live-note">{hint}</p>;
+  return null;
+}

@@ -1,11 +1,12 @@
-import { useEffect, useMemo, useState } from 'preact/hooks';
-import { isMissingRoute, type Api, type CommitInfo, type LinksResponse, type SectionChange, type SectionDiff } from './api.ts';
-import { groupPages, pageName, showTime, showValue, snippetParts, splitFrontmatter } from './content.ts';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import type { Api, CommitInfo, LinksResponse, SectionChange, SectionDiff } from './api.ts';
+import { groupPages, pageName, showTime, showValue, snippetParts, splitFrontmatter, stringList } from './content.ts';
+import { changesSince, nameList, useRepoEvents, type PushEventData } from './live.ts';
 import { loadDraft } from './drafts.ts';
 import { Markdown } from './markdown.tsx';
 import { href } from './route.ts';
 import { rememberMeta, usePageMeta, usePageMetas, type PageMeta } from './titles.ts';
-import { ConfirmButton, Crumbs, Empty, ErrorMessage, Loading, errorText, problemOf, setFlash, shortSha, useFlash, useLoad, type Problem } from './ui.tsx';
+import { ConfirmButton, Crumbs, Empty, ErrorMessage, LiveNote, Loading, errorText, problemOf, setFlash, shortSha, useFlash, useLoad, type Problem } from './ui.tsx';
 
 function Change({ c }: { c: CommitInfo }) {
   return (
@@ -272,10 +273,36 @@ export function PageView({ api, repo, path }: { api: Api; repo: string; path: st
   return <Page key={`${repo}\n${path}`} api={api} repo={repo} path={path} />;
 }
 
+/** Whether a push event names `path` (or may, among the paths it left out), and what it did to it. */
+function touches(d: PushEventData, path: string): PushEventData['paths'][number]['status'] | 'maybe' | null {
+  return d.paths.find((p) => p.path === path)?.status ?? (d.more ? 'maybe' : null);
+}
+
+/**
+ * A page, live: it is read once the repository's event stream is open, and a push that changes it meanwhile
+ * is announced (ChangedOnServer) with a link to the diff from the version shown to the new one.
+ */
 function Page({ api, repo, path }: { api: Api; repo: string; path: string }) {
-  const page = useLoad(() => api.page(repo, path), [api, repo, path]);
-  const pages = useLoad(() => api.pages(repo), [api, repo]);
-  const history = useLoad(() => api.history(repo, path), [api, repo, path]);
+  // The pushes that changed this page since the view opened, oldest first.
+  const [changes, setChanges] = useState<PushEventData[]>([]);
+  const deleting = useRef(false);
+  const live = useRepoEvents(api, repo, {
+    push: (d) => {
+      if (deleting.current) return; // this view's own deletion: it leaves the page
+      const status = touches(d, path);
+      if (status === 'maybe') {
+        // The push listed 200 paths and counted the rest: whether this page is among them, its history says.
+        api.history(repo, path, 1).then(
+          (h) => h[0]?.sha === d.sha && setChanges((c) => [...c, d]),
+          () => undefined,
+        );
+      } else if (status) setChanges((c) => [...c, d]);
+    },
+  });
+  const page = useLoad(() => api.page(repo, path), [api, repo, path, live.epoch], live.ready);
+  const pages = useLoad(() => api.pages(repo), [api, repo, live.epoch]);
+  const history = useLoad(() => api.history(repo, path), [api, repo, path, live.epoch], live.ready);
+  const merges = useMergedCommits(api, repo, path, history.data, changes);
   const [raw, setRaw] = useState(false);
   const [copied, setCopied] = useState<string>();
   const [deleteError, setDeleteError] = useState<string>();
@@ -303,6 +330,7 @@ function Page({ api, repo, path }: { api: Api; repo: string; path: string }) {
   const remove = async (): Promise<boolean> => {
     if (!page.data) return false;
     setDeleteError(undefined);
+    deleting.current = true;
     try {
       const answer = await api.push(repo, [{ path, delete: true, parent_sha: page.data.sha }], `Delete ${meta.title ?? pageName(path)}`);
       if (!answer.ok) {
@@ -310,15 +338,25 @@ function Page({ api, repo, path }: { api: Api; repo: string; path: string }) {
         setDeleteError(
           `Not deleted: the page changed since you opened it${c ? ` (it is now at ${shortSha(c.current_sha)})` : ''}. Reload it, read the change, and delete it then if you still want to.`,
         );
+        deleting.current = false;
         return false;
       }
       setFlash(`Deleted ${path}.`);
       location.hash = href({ name: 'repo', repo });
       return true;
     } catch (e) {
+      deleting.current = false;
       setDeleteError(`Not deleted: ${errorText(e)}`);
       return false;
     }
+  };
+
+  // What changed on the server since the version shown (everything, when the page was not there).
+  const settled = page.data !== undefined || page.error !== undefined;
+  const pending = settled ? changesSince(changes, page.data?.sha ?? null) : [];
+  const showNew = () => {
+    page.reload();
+    history.reload();
   };
 
   const commits = history.data ?? [];
@@ -342,6 +380,8 @@ function Page({ api, repo, path }: { api: Api; repo: string; path: string }) {
           {flash}
         </p>
       )}
+      <LiveNote live={live} />
+      {pending.length > 0 && <ChangedOnServer repo={repo} path={path} shown={page.data?.sha ?? null} pending={pending} onShow={showNew} />}
       {draft && (
         <p class="note">
           You have unsaved changes to this page in this browser (from {showTime(new Date(draft.savedAt).toISOString())}).{' '}
@@ -405,7 +445,7 @@ function Page({ api, repo, path }: { api: Api; repo: string; path: string }) {
         </>
       )}
 
-      <LinkedFrom api={api} repo={repo} path={path} exists={page.data !== undefined} />
+      <LinkedFrom api={api} repo={repo} path={path} sha={page.data?.sha} />
 
       <section aria-labelledby="history-h">
         <h2 id="history-h">History</h2>
@@ -425,11 +465,19 @@ function Page({ api, repo, path }: { api: Api; repo: string; path: string }) {
                     <code title={c.sha}>{shortSha(c.sha)}</code>
                     <Change c={c} />
                     {prev ? <span>changed the page</span> : <span>created the page</span>}
+                    {merges.has(c.sha) && (
+                      <span class="badge merged" title="Written on top of changes made meanwhile, merged section by section">
+                        merged
+                      </span>
+                    )}
                   </div>
                 </li>
               );
             })}
           </ol>
+        )}
+        {commits.some((c) => merges.has(c.sha)) && (
+          <p class="hint">Merged: the change was saved on top of changes made meanwhile, and merged with them section by section.</p>
         )}
       </section>
 
@@ -451,27 +499,79 @@ function Page({ api, repo, path }: { api: Api; repo: string; path: string }) {
   );
 }
 
-/** The pages that link here, from the links route (API.md "Links between pages"). */
-function LinkedFrom({ api, repo, path, exists }: { api: Api; repo: string; path: string; exists: boolean }) {
-  const links = useLoad<LinksResponse | 'unsupported' | null>(async () => {
-    if (!exists) return null;
-    try {
-      return await api.links(repo, path);
-    } catch (e) {
-      if (isMissingRoute(e)) return 'unsupported';
-      throw e;
+/**
+ * A push changed the page shown: who, and a link to the diff from the version shown to the new one (a page
+ * that was missing, or is now deleted, has no such diff), and a button to show the new version.
+ */
+function ChangedOnServer(props: { repo: string; path: string; shown: string | null; pending: PushEventData[]; onShow: () => void }) {
+  const { repo, path, shown, pending } = props;
+  const last = pending[pending.length - 1]!;
+  const deleted = last.paths.find((p) => p.path === path)?.status === 'deleted';
+  const by = nameList(pending.map((c) => c.author || c.email));
+  const merged = pending.some((c) => c.merged?.includes(path));
+  const what = deleted ? 'This page was deleted on the server' : shown === null ? 'This page is now on the server' : 'This page changed on the server';
+  return (
+    <div class="note changed" role="status">
+      <p class="flush">
+        {what} (by {by}){merged ? ', merged section by section with changes made meanwhile' : ''}.
+      </p>
+      {!deleted && (
+        <div class="row">
+          {shown !== null && <a href={href({ name: 'diff', repo, path, from: shown, to: last.sha })}>See what changed</a>}
+          <button type="button" class="inline-action" onClick={props.onShow}>
+            Show the new version
+          </button>
+        </div>
+      )}
+    </div>
+  );
+}
+
+/** Activity events read, newest first, looking for a page's merges: the feed keeps its newest 1,000. */
+const MERGE_SCAN = [100, 400, 500];
+/** Seconds an activity event may be recorded before its commit's time (clocks of one server; a margin). */
+const CLOCK_SLACK_S = 60;
+
+/**
+ * The commits of a page's history that a section merge wrote, by their `sha` in the activity feed (a push's
+ * `detail.merged` names the pages it merged), plus those announced live. The feed is read back only as far as
+ * the oldest commit shown; merges older than the feed's retention, or pushed with the legacy key, are not known.
+ */
+function useMergedCommits(api: Api, repo: string, path: string, commits: CommitInfo[] | undefined, live: PushEventData[]): Set<string> {
+  const found = useLoad(async () => {
+    const shas = new Set<string>();
+    if (!commits || commits.length === 0) return shas;
+    const oldest = Date.parse(commits[commits.length - 1]!.time) / 1000 - CLOCK_SLACK_S;
+    let offset = 0;
+    for (const limit of MERGE_SCAN) {
+      const { events, total } = await api.activity(repo, { limit, offset });
+      for (const e of events) if (e.action === 'push' && e.sha && stringList(e.detail?.merged).includes(path)) shas.add(e.sha);
+      offset += events.length;
+      const last = events[events.length - 1];
+      if (!last || offset >= total || last.created_at < oldest) break;
     }
-  }, [api, repo, path, exists]);
+    return shas;
+  }, [api, repo, path, commits]);
+  return useMemo(() => {
+    const all = new Set(found.data);
+    for (const d of live) if (d.merged?.includes(path)) all.add(d.sha);
+    return all;
+  }, [found.data, live, path]);
+}
+
+/** The pages that link here, from the links route (API.md "Links between pages"); `sha`: the version shown. */
+function LinkedFrom({ api, repo, path, sha }: { api: Api; repo: string; path: string; sha: string | undefined }) {
+  const links = useLoad<LinksResponse | null>(async () => (sha === undefined ? null : api.links(repo, path)), [api, repo, path, sha]);
   const data = links.data;
-  if (data === null) return null;
+  if (sha === undefined) return null;
+  const more = data?.incoming_more ?? 0;
   return (
     <section aria-labelledby="linked-h" class="linked">
       <h2 id="linked-h">Linked from</h2>
       <ErrorMessage message={links.error} />
-      {links.loading && data === undefined && <Loading what="the pages that link here" />}
-      {data === 'unsupported' && <p class="hint">This server does not report links between pages.</p>}
-      {data && data !== 'unsupported' && data.incoming.length === 0 && <Empty>No page links here.</Empty>}
-      {data && data !== 'unsupported' && data.incoming.length > 0 && (
+      {links.loading && !data && <Loading what="the pages that link here" />}
+      {data && data.incoming.length === 0 && <Empty>No page links here.</Empty>}
+      {data && data.incoming.length > 0 && (
         <ul class="list" aria-label="Pages that link here">
           {data.incoming.map((l) => (
             <li key={l.path}>
@@ -484,6 +584,11 @@ function LinkedFrom({ api, repo, path, exists }: { api: Api; repo: string; path:
             </li>
           ))}
         </ul>
+      )}
+      {more > 0 && (
+        <p class="hint">
+          And {more} more {more === 1 ? 'page links' : 'pages link'} here: the first {data!.incoming.length} by path are listed.
+        </p>
       )}
     </section>
   );

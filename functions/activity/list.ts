@@ -11,7 +11,7 @@ export default defineRoute({
   doc: {
     operationId: 'listActivity',
     summary: "The repository's activity feed",
-    description: 'Pushes (with the first 50 committed paths) and pulls that received pages (with the announced client), by real users; the newest 1,000 events are kept.',
+    description: 'Pushes (with the first 50 committed paths, and `sha`, the commit) and pulls that received pages (with the announced client), by real users; the newest 1,000 events are kept.',
     tag: 'Members',
     access: 'members; the legacy key on any repository.',
     query: ActivityQuery,

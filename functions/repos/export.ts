@@ -1,5 +1,6 @@
 import { defineRoute } from '../../lib/route.ts';
 import { exportBundle, openRepo } from '../../lib/repos.ts';
+import { logStreamEnd } from '../../lib/http/stream.ts';
 
 /**
  * GET /v1/repos/:id/export — the whole repository as a git bundle (v2): `git clone <id>.bundle` restores
@@ -30,7 +31,13 @@ export default defineRoute({
   },
   handler: async (c) => {
     const { id } = await openRepo(c, 'repo.export');
-    const bundle = await exportBundle(c.get('deps'), id);
+    const requestId = c.get('requestId');
+    // Streamed as it is made (lib/git/bundle.ts): memory stays flat whatever the repository's size, and the
+    // work stops when the client goes away.
+    const bundle = await exportBundle(c.get('deps'), id, {
+      requestId,
+      onEnd: logStreamEnd(c.get('deps').log, { id: requestId, repo: id, what: 'export' }),
+    });
     return c.body(bundle, 200, {
       'Content-Type': 'application/x-git-bundle',
       'Content-Disposition': `attachment; filename="${id}.bundle"`,

@@ -1,7 +1,7 @@
 import { defineRoute } from '../../lib/route.ts';
 import { openRepo } from '../../lib/repos.ts';
-import { pull, pullJson } from '../../lib/sync.ts';
-import { textStream } from '../../lib/http/stream.ts';
+import { pull } from '../../lib/sync.ts';
+import { logStreamEnd } from '../../lib/http/stream.ts';
 import { PullResponse } from '../../schema/wire/sync.ts';
 import { PullQuery } from '../../schema/wire/query.ts';
 
@@ -22,14 +22,17 @@ export default defineRoute({
   handler: async (c) => {
     const { id, identity } = await openRepo(c, 'repo.read');
     const since = c.req.query('since');
-    const answer = await pull(
+    const requestId = c.get('requestId');
+    // Sent as it is made, a batch of pages at a time (lib/pull-body.ts): a full pull never holds its whole
+    // answer, and stops when the client goes away.
+    const body = await pull(
       c.get('deps'),
       identity,
       id,
       since === undefined || since === '' ? undefined : since,
       c.req.header('x-service-client'),
+      { requestId, onEnd: logStreamEnd(c.get('deps').log, { id: requestId, repo: id, what: 'pull' }) },
     );
-    // Sent as it is serialised, page by page (lib/sync.ts pullJson): a full pull never holds its whole answer.
-    return c.body(textStream(pullJson(answer)), 200, { 'content-type': 'application/json' });
+    return c.body(body, 200, { 'content-type': 'application/json' });
   },
 });

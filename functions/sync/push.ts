@@ -48,7 +48,7 @@ export default defineRoute({
     const id = repoIdParam(c);
     await precheckPush(c, id);
     const body = await parseBody(c, PushRequest);
-    const files = validatePush(body);
+    const files = await validatePush(body);
     const { identity } = await repoForPush(c, id);
     const res = await push(deps, identity, id, body, files, { requestId: c.get('requestId') });
     return c.json(res.body, res.status);

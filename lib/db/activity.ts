@@ -10,6 +10,8 @@ export interface ActivityEvent {
   detail?: Record<string, unknown>;
   /** Unix seconds. */
   created_at: number;
+  /** A push's commit (what the event stream's push event names as `sha`), when it was recorded with one. */
+  sha?: string;
 }
 
 /** The newest events kept per repository (SPEC.md "Events" rule 2). */
@@ -30,14 +32,18 @@ export class Activity {
     return this.db;
   }
 
-  /** Records one event and prunes the repository's feed to the newest `retention`, atomically. */
+  /**
+   * Records one event and prunes the repository's feed to the newest `retention`, atomically. `commitSha`:
+   * the commit a push made, shown as the event's `sha`.
+   */
   async record(
     repoId: string,
     actor: { userId: string; email: string },
     action: ActivityAction,
     detail?: Record<string, unknown>,
+    commitSha?: string,
   ): Promise<void> {
-    await this.db.batch(this.stmts(repoId, actor, action, detail));
+    await this.db.batch(this.stmts(repoId, actor, action, detail, commitSha));
   }
 
   /**
@@ -77,7 +83,7 @@ export class Activity {
   async list(repoId: string, limit: number, offset: number): Promise<{ events: ActivityEvent[]; total: number }> {
     const [rows, count] = await Promise.all([
       this.db.all<Record<string, unknown>>(
-        `SELECT user_id, email, action, detail, created_at FROM activity WHERE repo_id = ?
+        `SELECT user_id, email, action, detail, created_at, commit_sha FROM activity WHERE repo_id = ?
          ORDER BY id DESC LIMIT ? OFFSET ?`,
         [repoId, limit, offset],
       ),
@@ -91,6 +97,7 @@ export class Activity {
         created_at: Number(r.created_at),
       };
       if (typeof r.detail === 'string') e.detail = JSON.parse(r.detail) as Record<string, unknown>;
+      if (typeof r.commit_sha === 'string' && r.commit_sha !== '') e.sha = r.commit_sha;
       return e;
     });
     return { events, total: Number(count?.n ?? 0) };

@@ -5,6 +5,7 @@
  * async web APIs, and a push writes several objects. Reading is lib/git/object-reader.ts.
  */
 import { concatBytes } from '../bytes.ts';
+import { Sha1, type Hasher } from './sha1.ts';
 
 export type ObjectType = 'blob' | 'tree' | 'commit';
 
@@ -22,6 +23,11 @@ export interface ObjectCodec {
   hashAndDeflate(data: Uint8Array): EncodedObject | Promise<EncodedObject>;
   /** SHA-1 of `data` (20 bytes); the web-standard one when absent. */
   sha1?(data: Uint8Array): Uint8Array | Promise<Uint8Array>;
+  /**
+   * An incremental SHA-1 (a pack streamed as it is made is hashed a piece at a time); the plain-JavaScript
+   * one (lib/git/sha1.ts) when absent.
+   */
+  sha1Stream?(): Hasher;
   /** zlib deflate of `data`; the web-standard one when absent. */
   deflate?(data: Uint8Array): Uint8Array | Promise<Uint8Array>;
   /**
@@ -117,6 +123,11 @@ export function hexToBytes(hex: string, out: Uint8Array = new Uint8Array(hex.len
 export async function sha1(codec: ObjectCodec, data: Uint8Array): Promise<Uint8Array> {
   if (codec.sha1) return codec.sha1(data);
   return new Uint8Array(await crypto.subtle.digest('SHA-1', data as Uint8Array<ArrayBuffer>));
+}
+
+/** An incremental SHA-1: the codec's, or the plain-JavaScript one. */
+export function sha1Stream(codec: ObjectCodec): Hasher {
+  return codec.sha1Stream ? codec.sha1Stream() : new Sha1();
 }
 
 /** zlib deflate of `data` with the codec's, or the web-standard one. */

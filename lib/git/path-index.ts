@@ -7,6 +7,7 @@ import { FullTextIndex, type TextStore } from '../search/fts.ts';
 import type { SearchOptions, SearchPage } from '../search/results.ts';
 import { LinkIndex, linkDocument, linkStmts, type LinkDocument } from '../links/index.ts';
 import type { LinksResponse } from '../../schema/wire/links.ts';
+import { TimeSlice } from '../time-slice.ts';
 
 /**
  * The derived commit/path index in libSQL. It answers per-path history, "the previous commit touching
@@ -275,6 +276,57 @@ export class PathIndex {
   }
 
   /**
+   * One batch of a pull fixed at the commit `atSeq` (the head when the pull began), in path order after
+   * `after` (`''`: from the first path), at most `limit` paths: every page at that commit, or, with
+   * `sinceSeq`, the pages changed after that commit up to `atSeq` and (in `deleted`) the ones deleted since
+   * that existed then. Read from git_changes as of `atSeq`, so commits recorded meanwhile change nothing in
+   * it. `last` is the `after` of the next batch, or null when this one is the last.
+   */
+  async pullBatch(
+    repo: string,
+    atSeq: number,
+    after: string,
+    limit: number,
+    sinceSeq?: number,
+  ): Promise<{ present: HeadEntry[]; deleted: string[]; last: string | null }> {
+    // CROSS JOIN keeps the batch's paths the outer loop: each one's row at `atSeq` is found by primary key.
+    const rows =
+      sinceSeq === undefined
+        ? await this.db.all<Row>(
+            `SELECT p.path AS path, ch.blob AS blob, ${COMMIT_COLS}, NULL AS before
+             FROM (SELECT path, MAX(seq) AS at FROM git_changes WHERE repo_id = ? AND path > ? AND seq <= ?
+                   GROUP BY path ORDER BY path LIMIT ?) p
+             CROSS JOIN git_changes ch ON ch.repo_id = ? AND ch.path = p.path AND ch.seq = p.at
+             LEFT JOIN git_commits c ON c.repo_id = ch.repo_id AND c.seq = ch.seq
+             ORDER BY p.path`,
+            [repo, after, atSeq, limit, repo],
+          )
+        : await this.db.all<Row>(
+            // The paths changed since come from the seq index: O(changes), not O(history), a batch.
+            `SELECT p.path AS path, ch.blob AS blob, ${COMMIT_COLS},
+                    (SELECT o.blob FROM git_changes o WHERE o.repo_id = ? AND o.path = p.path AND o.seq <= ?
+                      ORDER BY o.seq DESC LIMIT 1) AS before
+             FROM (SELECT DISTINCT path FROM git_changes INDEXED BY git_changes_seq
+                   WHERE repo_id = ? AND seq > ? AND seq <= ? AND path > ? ORDER BY path LIMIT ?) p
+             CROSS JOIN git_changes ch ON ch.repo_id = ? AND ch.path = p.path
+               AND ch.seq = (SELECT MAX(m.seq) FROM git_changes m WHERE m.repo_id = ? AND m.path = p.path AND m.seq <= ?)
+             LEFT JOIN git_commits c ON c.repo_id = ch.repo_id AND c.seq = ch.seq
+             ORDER BY p.path`,
+            [repo, sinceSeq, repo, sinceSeq, atSeq, after, limit, repo, repo, atSeq],
+          );
+    const present: HeadEntry[] = [];
+    const deleted: string[] = [];
+    for (const r of rows) {
+      if (r.blob !== null && r.blob !== undefined) {
+        present.push({ path: String(r.path), blob: String(r.blob), commit: toCommit(r) });
+      } else if (r.before !== null && r.before !== undefined) {
+        deleted.push(String(r.path));
+      }
+    }
+    return { present, deleted, last: rows.length < limit ? null : String(rows[rows.length - 1]!.path) };
+  }
+
+  /**
    * Statements recording one commit on top of the current head (seq = previous + 1). With `links`, the link
    * rows of every changed path it holds are replaced in the same batch.
    */
@@ -357,7 +409,10 @@ export class PathIndex {
       // A page whose bytes are not at hand keeps its rows, which then describe an older blob: sync's
       // catch-up makes them again.
       const links = new Map<string, LinkDocument | null>();
+      // Parsing 10,000 pages for their links is most of a second: other requests get turns meanwhile.
+      const slice = new TimeSlice();
       for (const ch of changes) {
+        if (slice.due) await slice.next();
         const bytes = ch.blob === null ? null : contents.get(ch.path);
         if (ch.blob === null) links.set(ch.path, null);
         else if (bytes) links.set(ch.path, linkDocument(ch.path, bytes));

@@ -1,6 +1,9 @@
 import type { Clock } from '../clock.ts';
-import type { Repos } from './repos.ts';
-import { buildBundle } from './bundle.ts';
+import type { Repos, StreamOptions } from './repos.ts';
+import { bundleStream, nextBatch } from './bundle.ts';
+import { pullBody } from '../pull-body.ts';
+import { checkCancelled } from '../http/stream.ts';
+import { TimeSlice } from '../time-slice.ts';
 import { PathIndex, type HeadEntry, type IndexedCommit, type PageContents } from './path-index.ts';
 import type { Stmt } from '../db/sql.ts';
 import { ownerStmt } from '../db/members.ts';
@@ -111,6 +114,33 @@ export const GROUP_BYTES = 8 * 1024 * 1024;
 /** … and this many files. */
 export const GROUP_FILES = 20_000;
 
+/**
+ * Pages one batch of a pull holds at most, … (a batch's index query and the inflating of its blobs run on
+ * this thread in one go: tens of milliseconds at 1,024 small pages.) Each batch looks its blobs up in the
+ * packs' indexes: fewer, larger batches read each index page fewer times when the indexes outgrow the cache.
+ */
+export const PULL_BATCH = 4_096;
+/** … and the bytes of page content it aims at: the next batch is sized from the last one's pages. */
+export const PULL_BYTES = 2 * 1024 * 1024;
+
+/** A page of a pull, with its bytes. */
+export interface PulledPage {
+  entry: HeadEntry;
+  content: Uint8Array;
+}
+
+/** A pull fixed at the head when it began (RepoStore.pullPages). */
+export interface PullPages {
+  /** That head (null: the repository has no commit, and the pull no page). */
+  head: IndexedCommit | null;
+  /** The first batch of pages, already read; empty when the pull has none. */
+  first: PulledPage[];
+  /** The batches after `first`, in path order, each read when asked for; stops once `signal` is aborted. */
+  rest(signal?: AbortSignal): AsyncGenerator<PulledPage[], void, void>;
+  /** The paths deleted since (a pull since a commit), in path order, a batch at a time. */
+  deleted(signal?: AbortSignal): AsyncGenerator<string[], void, void>;
+}
+
 /** A push waiting for (or taken by) a group commit. */
 interface QueuedPush {
   files: PushFile[];
@@ -214,9 +244,10 @@ export class RepoStore implements Repos {
     return this.git.readBlob(id, oid);
   }
 
-  async bundle(id: string): Promise<Uint8Array<ArrayBuffer> | null> {
+  /** The repository as a git bundle, streamed as it is read (lib/git/bundle.ts), or null while it has no commit. */
+  async exportBody(id: string, opts: StreamOptions = {}): Promise<ReadableStream<Uint8Array> | null> {
     await this.ready(id);
-    return buildBundle(this.git, id);
+    return bundleStream(this.git, id, { onEnd: opts.onEnd });
   }
 
   /**
@@ -496,27 +527,81 @@ export class RepoStore implements Repos {
   }
 
   /**
-   * Everything a client needs to catch up: with no `since`, every page at head; otherwise the pages
-   * changed and deleted after `since` (UnknownShaError when it does not resolve).
+   * Everything a client needs to catch up, whole: with no `since`, every page at head; otherwise the pages
+   * changed and deleted after `since` (UnknownShaError when it does not resolve). For tests and tools: the
+   * pull route streams it (pullBody).
    */
   async pull(
     id: string,
     since?: string,
   ): Promise<{ head: IndexedCommit | null; files: Array<{ entry: HeadEntry; content: Uint8Array }>; deleted: string[] }> {
+    const pull = await this.pullPages(id, since);
+    const files = [...pull.first];
+    for await (const batch of pull.rest()) files.push(...batch);
+    const deleted: string[] = [];
+    for await (const paths of pull.deleted()) deleted.push(...paths);
+    return { head: pull.head, files, deleted };
+  }
+
+  /** A pull's answer as the PullResponse JSON, streamed as it is read (lib/pull-body.ts); `pages`: whether it holds any page. */
+  async pullBody(
+    id: string,
+    since?: string,
+    opts: StreamOptions = {},
+  ): Promise<{ pages: boolean; body: ReadableStream<Uint8Array> }> {
+    const pull = await this.pullPages(id, since);
+    return { pages: pull.first.length > 0, body: pullBody(pull, { onEnd: opts.onEnd }) };
+  }
+
+  /**
+   * A pull fixed at the head when it begins, read a batch at a time: with no `since`, every page at that
+   * head; otherwise the pages changed after `since` up to it, and the pages deleted meanwhile
+   * (UnknownShaError when `since` does not resolve, before anything is read). Each batch is the index's rows
+   * as of that head (PathIndex.pullBatch, so a push landing meanwhile changes nothing in the answer), then
+   * their blobs in pack order (GitStore.readBlobs); batches hold about PULL_BYTES of pages, PULL_BATCH at
+   * most. The first batch with a page is read here.
+   */
+  async pullPages(id: string, since?: string): Promise<PullPages> {
     await this.ready(id);
     const head = await this.index.headCommit(id);
-    let present: HeadEntry[];
-    let deleted: string[] = [];
-    if (since === undefined) {
-      present = head ? await this.index.pages(id) : [];
-    } else {
-      const from = await this.index.resolve(id, since);
-      ({ present, deleted } = await this.index.changedSince(id, from.seq));
-    }
-    // In pack order (GitStore.readBlobs): a full pull reads each pack a run of records at a time.
-    const contents = await this.git.readBlobs(id, present.map((e) => e.blob));
-    const files = present.map((entry, i) => ({ entry, content: contents[i]! }));
-    return { head, files, deleted };
+    const sinceSeq = since === undefined ? undefined : (await this.index.resolve(id, since)).seq;
+    const atSeq = head?.seq ?? 0;
+    // Sized as an export's reads are (bundle.ts nextBatch), from 16 pages, but going straight to the size
+    // the first batch's pages call for (a full pull of small pages is then two batches' index lookups).
+    let size = 16;
+    let after: string | null = '';
+    const next = async (): Promise<PulledPage[]> => {
+      const b = await this.index.pullBatch(id, atSeq, after!, size, sinceSeq);
+      after = b.last;
+      const contents = await this.git.readBlobs(id, b.present.map((e) => e.blob));
+      const bytes = contents.reduce((n, c) => n + c.byteLength, 0);
+      // At the mean size of the pages read (a batch since a commit holds deleted paths too).
+      if (b.present.length > 0) size = nextBatch(size, (bytes * size) / b.present.length, PULL_BATCH, PULL_BYTES, PULL_BATCH);
+      return b.present.map((entry, i) => ({ entry, content: contents[i]! }));
+    };
+    let first: PulledPage[] = [];
+    while (head && first.length === 0 && after !== null) first = await next();
+    const index = this.index;
+    return {
+      head,
+      first,
+      async *rest(signal) {
+        while (after !== null) {
+          if (signal) checkCancelled(signal);
+          const batch = await next();
+          if (batch.length > 0) yield batch;
+        }
+      },
+      async *deleted(signal) {
+        if (sinceSeq === undefined || !head) return;
+        for (let from: string | null = ''; from !== null; ) {
+          if (signal) checkCancelled(signal);
+          const b = await index.pullBatch(id, atSeq, from, PULL_BATCH, sinceSeq);
+          from = b.last;
+          if (b.deleted.length > 0) yield b.deleted;
+        }
+      },
+    };
   }
 
   /**
@@ -818,7 +903,9 @@ export class RepoStore implements Repos {
         else if (entry !== undefined) before.set(f.path, entry);
       }
     }
+    const slice = new TimeSlice();
     for (const f of files) {
+      if (slice.due) await slice.next();
       const current = before.get(f.path) ?? null;
       let content = f.content;
       if (f.parentSha !== undefined && current && !(await this.sameCommit(id, f.parentSha, current.commit.sha))) {

@@ -3,6 +3,7 @@ import type { PushFile, PushResult } from './repo-store.ts';
 import type { SearchOptions, SearchPage } from '../search/results.ts';
 import type { Stmt } from '../db/sql.ts';
 import type { LinksResponse } from '../../schema/wire/links.ts';
+import type { StreamWatch } from '../http/stream.ts';
 
 /**
  * Repositories as handlers and lib/ see them, whatever holds them: on Node, RepoStore over bare
@@ -55,10 +56,13 @@ export interface Repos {
   search(id: string, q: string, opts: SearchOptions): Promise<SearchPage>;
   /** The links of the page at head (what it links to, what links to it: lib/links/), or null when there is no such page. */
   links(id: string, path: string): Promise<LinksResponse | null>;
-  pull(
-    id: string,
-    since?: string,
-  ): Promise<{ head: IndexedCommit | null; files: Array<{ entry: HeadEntry; content: Uint8Array }>; deleted: string[] }>;
+  /**
+   * A pull's answer, the PullResponse JSON (lib/pull-body.ts), as a stream made as it is read: every page at
+   * head, or with `since` the pages changed and deleted after it, as of the head when the call was made
+   * (UnknownShaError, before anything is streamed, when `since` does not resolve). `pages`: whether the
+   * answer holds any page. `onEnd` hears how the stream ended (Node; the hosted build's object logs it).
+   */
+  pullBody(id: string, since?: string, opts?: StreamOptions): Promise<{ pages: boolean; body: ReadableStream<Uint8Array> }>;
   commitFiles(
     id: string,
     files: PushFile[],
@@ -67,10 +71,16 @@ export interface Repos {
     opts?: { owner?: string },
   ): Promise<PushResult>;
   readBlob(id: string, oid: string): Promise<Uint8Array>;
-  /** The repository as a git bundle (lib/git/bundle.ts), or null while it has no commit. */
-  bundle(id: string): Promise<Uint8Array<ArrayBuffer> | null>;
+  /** The repository as a git bundle (lib/git/bundle.ts), streamed as it is read, or null while it has no commit. */
+  exportBody(id: string, opts?: StreamOptions): Promise<ReadableStream<Uint8Array> | null>;
   /** The derived index's path queries (lib/git/path-index.ts), for the diff service. */
   readonly index: RepoIndex;
+}
+
+/** How a streamed answer reports its end: `onEnd` (in this process), `requestId` (the request it answers, for a log line made elsewhere). */
+export interface StreamOptions {
+  onEnd?: StreamWatch;
+  requestId?: string;
 }
 
 export interface RepoIndex {

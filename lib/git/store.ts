@@ -27,6 +27,7 @@ import {
   UnsafeNameError,
 } from '../errors.ts';
 import { KeyedMutex, noProgress, type HeldLock, type Progress } from './lock.ts';
+import { TimeSlice } from '../time-slice.ts';
 import { LruCache } from './lru.ts';
 import { isSafeRepoId, pagePathProblem, storedPathProblem } from '../page/path.ts';
 
@@ -676,7 +677,13 @@ export class GitStore {
       },
       add: async (args) => {
         if (state !== 'open') throw new StoreError('commit batch already prepared');
-        for (const w of args.writes) this.checkPath(w.path, w.content !== null);
+        // Checking, hashing and deflating 10,000 files is seconds of work on this thread: it runs in slices,
+        // other requests getting turns between them.
+        const slice = new TimeSlice();
+        for (const w of args.writes) {
+          this.checkPath(w.path, w.content !== null);
+          if (slice.due) await slice.next();
+        }
         const form: ObjectForm = this.fs.packs ? 'pack' : 'loose';
         const into = form === 'pack' ? packed : loose;
         const stage = new ObjectStage(codec, form);
@@ -684,10 +691,11 @@ export class GitStore {
         const byPath = new Map<string, string | null>();
         for (const w of args.writes) {
           byPath.set(w.path, w.content === null ? null : await stage.put('blob', w.content));
+          if (slice.due) await slice.next();
         }
         const parentTree = head ? (metas.get(head) ?? (await this.readCommit(id, head))).tree : null;
         const changes: PathChange[] = [];
-        const newTree = await this.rewriteTree(readTree, stage, parentTree, byPath, '', changes);
+        const newTree = await this.rewriteTree(readTree, stage, parentTree, byPath, '', changes, slice);
         if (changes.length === 0) return null;
         const rootTree = newTree ?? (await stage.put('tree', serializeTree([])));
         const message = args.message.endsWith('\n') ? args.message : `${args.message}\n`;
@@ -989,7 +997,9 @@ export class GitStore {
     byPath: Map<string, string | null>,
     prefix: string,
     changes: PathChange[],
+    slice: TimeSlice,
   ): Promise<string | null> {
+    if (slice.due) await slice.next();
     const entries = new Map<string, TreeEntry>((tree ? await readTree(tree) : []).map((e) => [e.path, e]));
     const files = new Map<string, string | null>();
     const dirs = new Map<string, Map<string, string | null>>();
@@ -1030,7 +1040,7 @@ export class GitStore {
         continue;
       }
       const before = cur?.oid ?? null;
-      const after = await this.rewriteTree(readTree, stage, before, sub, `${prefix}${name}/`, changes);
+      const after = await this.rewriteTree(readTree, stage, before, sub, `${prefix}${name}/`, changes, slice);
       if (after === before) continue;
       dirty = true;
       if (after === null) entries.delete(name);

@@ -21,6 +21,8 @@ export const ActivityEvent = z.object({
   action: z.enum(['push', 'pull']),
   detail: z.record(z.string(), z.unknown()).optional(),
   created_at: z.number().int(),
+  /** (ours) A push's commit. */
+  sha: z.string().optional().describe('A push: the commit it made, as the event stream\'s push event names it (`sha`).'),
 });
 export const ActivityResponse = z.object({ events: z.array(ActivityEvent), total: z.number().int() });
 export type ActivityResponse = z.infer<typeof ActivityResponse>;

@@ -43,6 +43,24 @@ describe('GET /v1/repos/:id/activity (functions/activity/list.ts)', () => {
     });
   });
 
+  it("a push recorded with its commit carries it as sha; one recorded without has none", async () => {
+    h = await mountHandler(activityList);
+    const alice = await h.user('alice@example.com');
+    await h.deps.repos.create('notes');
+    await h.deps.members.add('notes', alice.id, 'owner');
+    const sha = 'a'.repeat(40);
+    await h.deps.activity.record('notes', { userId: alice.id, email: alice.email }, 'push', { paths: ['a.md'] });
+    await h.deps.activity.record('notes', { userId: alice.id, email: alice.email }, 'push', { paths: ['b.md'], merged: ['b.md'] }, sha);
+    const res = await alice.request('/v1/repos/notes/activity');
+    expect(res.status).toBe(200);
+    const { events } = (await res.json()) as { events: Record<string, unknown>[] };
+    expect(events.map((e) => [e.detail, e.sha])).toEqual([
+      [{ paths: ['b.md'], merged: ['b.md'] }, sha],
+      [{ paths: ['a.md'] }, undefined],
+    ]);
+    expect(Object.keys(events[1]!)).not.toContain('sha');
+  });
+
   it('a non-member gets 403; a missing repository is 404 for the legacy key', async () => {
     h = await mountHandler(activityList);
     const carol = await h.user('carol@example.com');

@@ -149,7 +149,6 @@ async function rowsOf(m: MountedHandler, repo: string): Promise<Record<string, n
     ['git_commits', 'repo_id'],
     ['git_changes', 'repo_id'],
     ['git_head', 'repo_id'],
-    ['search_docs', 'repo_id'],
     ['page_links', 'repo_id'],
     ['page_link_sources', 'repo_id'],
     ['repo_registry', 'id'],
@@ -180,15 +179,18 @@ describe('DELETE /v1/repos/:id?confirm=<id> (functions/repos/delete.ts)', () => 
     await h.deps.members.remove('notes', bob.id);
     const before = await rowsOf(h, 'notes');
     expect(Object.keys(before).sort()).toEqual(
-      ['activity', 'git_changes', 'git_commits', 'git_head', 'invite_key_exclusions', 'invite_keys', 'members', 'page_link_sources', 'page_links', 'search_docs'].sort(),
+      ['activity', 'git_changes', 'git_commits', 'git_head', 'invite_key_exclusions', 'invite_keys', 'members', 'page_link_sources', 'page_links'].sort(),
     );
+    // The full-text rows live in the repository's own search file (lib/runtime/node/search-files.ts).
+    const root = h.dataRoot;
+    const searchFiles = () => readdirSync(join(root, 'search')).filter((f) => f.startsWith('notes.'));
+    expect(searchFiles()).toContain('notes.db');
 
     expect(await del(alice, 'notes', 'notes')).toEqual({ status: 204, body: null });
     expect(await h.deps.repos.exists('notes')).toBe(false);
     expect(readdirSync(join(h.dataRoot, 'repos'))).toEqual([]);
     expect(await rowsOf(h, 'notes')).toEqual({});
-    const fts = await h.deps.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM search_fts WHERE search_fts MATCH 'secretword'");
-    expect(Number(fts?.n)).toBe(0);
+    expect(searchFiles()).toEqual([]);
     expect(await del(alice, 'notes', 'notes')).toEqual({ status: 403, body: { error: 'not a member of this repo' } });
 
     // Created again, by someone else: a new, empty repository; nothing of the old one shows through.

@@ -11,8 +11,8 @@ afterEach(async () => {
 });
 
 describe('GET /v1/repos/:id/pages/<path> (functions/pages/read.ts)', () => {
-  // The example of README.md "Testing a handler in isolation", kept here so that it keeps working.
-  it('serves a page at head (README example)', async () => {
+  // The example of docs/testing.md "Testing a handler in isolation", kept here so that it keeps working.
+  it('serves a page at head (docs/testing.md example)', async () => {
     const h = await mountHandler(pagesRead); // real libSQL file and git repositories in a temp dir
     const sha = await h.commit('notes', { 'a.md': '# A\n' }); // creates the repository: one commit
     const alice = await h.user('alice@example.com'); // a user row and a real session token

@@ -39,7 +39,7 @@ describe('POST /v1/repos/:id/sync/push (functions/sync/push.ts)', () => {
     expect(await text(h, 'notes', 'd/b.md')).toBe('b');
     const { events } = await h.deps.activity.list('notes', 10, 0);
     expect(events).toEqual([
-      { user_id: alice.id, email: 'alice@example.com', action: 'push', detail: { paths: ['a.md', 'd/b.md'], message: 'push' }, created_at: events[0]!.created_at },
+      { user_id: alice.id, email: 'alice@example.com', action: 'push', detail: { paths: ['a.md', 'd/b.md'], message: 'push' }, created_at: events[0]!.created_at, sha: head.sha },
     ]);
   });
 

@@ -4,7 +4,7 @@ import { basename, dirname } from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { fdatasyncFd, flushData, flushDir } from './flush.ts';
-import { deflateSync, inflateSync } from 'node:zlib';
+import { deflate, deflateSync, inflate, inflateSync, type ZlibOptions } from 'node:zlib';
 import { replacedName, type StoreFs } from '../../git/fs.ts';
 import type { ObjectCodec } from '../../git/objects.ts';
 import { mapBounded } from '../../bounded.ts';
@@ -48,17 +48,35 @@ interface Created {
  */
 const DEFLATE = { level: 1 };
 
-/** Synchronous SHA-1 and deflate: a fraction of a millisecond per object. */
+/**
+ * Objects up to this size are deflated and inflated on this thread (a few milliseconds at most); larger ones
+ * in libuv's threadpool (node:zlib's async API, the same bytes), so that one big page never holds the event
+ * loop while other requests wait.
+ */
+const ON_THREAD_BYTES = 256 * 1024;
+const deflateAsync = promisify(deflate) as (data: Uint8Array, opts: ZlibOptions) => Promise<Buffer>;
+const inflateAsync = promisify(inflate) as (data: Uint8Array, opts: ZlibOptions) => Promise<Buffer>;
+
+/** SHA-1 (synchronous, incremental too) and zlib: a fraction of a millisecond per page-sized object. */
 export const nodeCodec: ObjectCodec = {
   hashAndDeflate(data) {
+    if (data.byteLength > ON_THREAD_BYTES) {
+      return deflateAsync(data, DEFLATE).then((deflated) => ({ oid: createHash('sha1').update(data).digest('hex'), deflated }));
+    }
     return { oid: createHash('sha1').update(data).digest('hex'), deflated: deflateSync(data, DEFLATE) };
   },
   sha1: (data) => createHash('sha1').update(data).digest(),
-  deflate: (data) => deflateSync(data, DEFLATE),
+  sha1Stream() {
+    const hash = createHash('sha1');
+    return { update: (data) => void hash.update(data), digest: () => new Uint8Array(hash.digest()) };
+  },
+  deflate: (data) => (data.byteLength > ON_THREAD_BYTES ? deflateAsync(data, DEFLATE) : deflateSync(data, DEFLATE)),
   // Output chunks no larger than the object (a pack record declares its size): zlib's default of 16 KiB a
   // chunk, allocated per call, was most of what reading many small objects allocated.
-  inflate: (data, maxBytes) =>
-    inflateSync(data, { maxOutputLength: Math.max(1, maxBytes), chunkSize: Math.min(16 * 1024, Math.max(64, maxBytes + 64)) }),
+  inflate: (data, maxBytes) => {
+    const opts = { maxOutputLength: Math.max(1, maxBytes), chunkSize: Math.min(16 * 1024, Math.max(64, maxBytes + 64)) };
+    return maxBytes > ON_THREAD_BYTES ? inflateAsync(data, opts) : inflateSync(data, opts);
+  },
 };
 
 const isMissing = (e: unknown) => (e as NodeJS.ErrnoException)?.code === 'ENOENT';

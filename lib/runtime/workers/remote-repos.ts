@@ -2,8 +2,19 @@ import type { SqlDatabase, Stmt } from '../../db/sql.ts';
 import { ownerStmt } from '../../db/members.ts';
 import { repositoryRowsDeletion } from '../../db/repo-rows.ts';
 import type { Clock } from '../../clock.ts';
-import type { RepoIndex, Repos } from '../../git/repos.ts';
-import { callRepoObject, forwarding, indexMethodName, type RepoNamespace, type ServedRepoMethod } from './rpc.ts';
+import { errorFromWire, type WireError } from '../../errors.ts';
+import type { RepoIndex, Repos, StreamOptions } from '../../git/repos.ts';
+import {
+  BODY_ERROR_HEADER,
+  BODY_PARAMS_HEADER,
+  callRepoObject,
+  forwarding,
+  indexMethodName,
+  PAGES_HEADER,
+  type BodyParams,
+  type RepoNamespace,
+  type ServedRepoMethod,
+} from './rpc.ts';
 
 export type { RepoNamespace } from './rpc.ts';
 
@@ -123,5 +134,34 @@ export class RemoteRepos implements Repos {
     await this.db.batch(repositoryRowsDeletion(id));
     this.known.delete(id);
     return true;
+  }
+  /**
+   * A pull's or an export's body from the object (RepoObject.fetch with BODY_PARAMS_HEADER: a response body is
+   * cancelled in the object when the client goes away, a stream returned by an RPC method is not). The object
+   * logs how the stream ended (`onEnd` stays unused here; `requestId` goes with it). A refusal's body is the
+   * error's wire form, rebuilt here as the same class.
+   */
+  private async body(id: string, params: BodyParams): Promise<Response> {
+    const stub = this.ns.get(this.ns.idFromName(id));
+    const res = await stub.fetch(new Request('https://repo/body', { headers: { [BODY_PARAMS_HEADER]: JSON.stringify(params) } }));
+    if (res.headers.get(BODY_ERROR_HEADER)) throw errorFromWire((await res.json()) as WireError);
+    return res;
+  }
+
+  /** The object streams the answer (RepoStore.pullBody): its bytes come through as the client reads them. */
+  async pullBody(id: string, since?: string, opts: StreamOptions = {}): Promise<{ pages: boolean; body: ReadableStream<Uint8Array> }> {
+    const params: BodyParams = { method: 'pull', repo: id };
+    if (since !== undefined) params.since = since;
+    if (opts.requestId !== undefined) params.requestId = opts.requestId;
+    const res = await this.body(id, params);
+    return { pages: res.headers.get(PAGES_HEADER) === '1', body: res.body ?? new Response('').body! };
+  }
+
+  /** As pullBody: the object streams the bundle (RepoStore.exportBody); null (204) while it has no commit. */
+  async exportBody(id: string, opts: StreamOptions = {}): Promise<ReadableStream<Uint8Array> | null> {
+    const params: BodyParams = { method: 'export', repo: id };
+    if (opts.requestId !== undefined) params.requestId = opts.requestId;
+    const res = await this.body(id, params);
+    return res.status === 204 ? null : res.body;
   }
 }

@@ -21,7 +21,17 @@ import { accessLost } from '../../events/access.ts';
 import { Deliverer } from '../../events/deliver.ts';
 import { fetchSender } from './webhook-sender.ts';
 import type { EventKind, MemberEventData } from '../../../schema/wire/events.ts';
-import { STREAM_PARAMS_HEADER, type Outcome, type RepoObjectRpc, type StreamParams } from './rpc.ts';
+import { logStreamEnd } from '../../http/stream.ts';
+import {
+  BODY_ERROR_HEADER,
+  BODY_PARAMS_HEADER,
+  PAGES_HEADER,
+  STREAM_PARAMS_HEADER,
+  type BodyParams,
+  type Outcome,
+  type RepoObjectRpc,
+  type StreamParams,
+} from './rpc.ts';
 
 /**
  * The hosted build's repository: one Durable Object per repository id holds that repository's git
@@ -33,7 +43,9 @@ import { STREAM_PARAMS_HEADER, type Outcome, type RepoObjectRpc, type StreamPara
  * The Worker calls its public methods directly on its stub, by native RPC (lib/runtime/workers/rpc.ts,
  * remote-repos.ts): the methods of Repos, RepoIndex (as `index…`) and Live, with the same names and arguments.
  * Each answers an Outcome: the value, or a named error by its code (lib/errors.ts), which the Worker rebuilds as
- * the same class; any other error is thrown, and the Worker answers 500.
+ * the same class; any other error is thrown, and the Worker answers 500. A pull's and an export's bodies, and
+ * event streams, are answers to its `fetch` (a response body is cancelled here when the Worker's client goes
+ * away; a stream returned by an RPC method is not), their refusals the error's wire form.
  *
  * Deleting the repository (`destroy`) wipes the object's whole storage (`deleteAll`) and leaves a tombstone:
  * from then on a call answers 404 `repo not found` instead of making the repository on first use, so a
@@ -218,17 +230,11 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
   links(id: string, path: string) {
     return this.#serve(id, (s) => s.links(id, path));
   }
-  pull(id: string, since?: string) {
-    return this.#serve(id, (s) => s.pull(id, since));
-  }
   commitFiles(id: string, files: PushFile[], author: { name: string; email: string }, message: string, opts?: { owner?: string }) {
     return this.#serve(id, (s) => s.commitFiles(id, files, author, message, opts));
   }
   readBlob(id: string, oid: string) {
     return this.#serve(id, (s) => s.readBlob(id, oid));
-  }
-  bundle(id: string) {
-    return this.#serve(id, (s) => s.bundle(id));
   }
 
   // RepoIndex, as `index` + its name; the index first catches up with git.
@@ -274,9 +280,12 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
 
   /**
    * Opens an event stream of the repository (the Worker has authenticated and authorised the caller): its
-   * response is the stream, or a refusal whose body is the named error's wire form (RemoteLive.stream).
+   * response is the stream, or a refusal whose body is the named error's wire form (RemoteLive.stream). Or
+   * serves a pull's or an export's body (BODY_PARAMS_HEADER: `#body`).
    */
   override async fetch(request: Request): Promise<Response> {
+    const wanted = request.headers.get(BODY_PARAMS_HEADER);
+    if (wanted) return this.#body(JSON.parse(wanted) as BodyParams);
     const header = request.headers.get(STREAM_PARAMS_HEADER);
     if (!header) return refusal(errorToWire(new HttpError(404, 'not found'))!);
     const params = JSON.parse(header) as StreamParams;
@@ -284,9 +293,28 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
     if (!r.ok) return refusal(r.error);
     return new Response(r.value, { headers: { 'Content-Type': 'text/event-stream' } });
   }
+
+  /**
+   * A pull's or an export's body as the response to the Worker's `fetch`: 200 with the stream (a pull's
+   * PAGES_HEADER says whether it holds any page), 204 for an export of a repository with no commit, or the
+   * error's wire form (BODY_ERROR_HEADER set). The pages are read only as fast as the client takes them;
+   * `requestId` names the Worker's request in this object's log lines about the stream.
+   */
+  async #body(p: BodyParams): Promise<Response> {
+    const onEnd = logStreamEnd(log, { id: p.requestId, repo: p.repo, what: p.method });
+    if (p.method === 'pull') {
+      const r = await this.#serve(p.repo, (s) => s.pullBody(p.repo, p.since, { onEnd }));
+      if (!r.ok) return Response.json(r.error, { headers: { [BODY_ERROR_HEADER]: '1' } });
+      return new Response(r.value.body, { headers: { [PAGES_HEADER]: r.value.pages ? '1' : '0' } });
+    }
+    const r = await this.#serve(p.repo, (s) => s.exportBody(p.repo, { onEnd }));
+    if (!r.ok) return Response.json(r.error, { headers: { [BODY_ERROR_HEADER]: '1' } });
+    return r.value ? new Response(r.value) : new Response(null, { status: 204 });
+  }
 }
 
-/** The outcome of a failed call: a named error by its code; any other error is thrown on. */
+/** The outcome of a failed call
+: a named error by its code; any other error is thrown on. */
 function failed(e: unknown): Outcome<never> {
   const error = errorToWire(e);
   if (!error) throw e;

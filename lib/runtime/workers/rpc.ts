@@ -14,10 +14,22 @@ import type { StreamGrant } from '../../events/stream.ts';
 export type Outcome<T> = { ok: true; value: T } | { ok: false; error: WireError };
 
 /**
- * The Repos methods the Worker answers from D1's registry (RemoteRepos) rather than the object; `create` and
- * `remove` go to the object after D1 (as `create` and `destroy`).
+ * The Repos members RemoteRepos answers itself: from D1's registry (`create` and `remove` go to the object after
+ * D1, as `create` and `destroy`), the index (RepoIndex, below), and the streamed bodies, which come from the
+ * object's `fetch` (BODY_PARAMS_HEADER).
  */
-export type RegistryMember = 'exists' | 'list' | 'caseVariant' | 'creatorOf' | 'create' | 'createOwned' | 'remove' | 'creation' | 'index';
+export type RegistryMember =
+  | 'exists'
+  | 'list'
+  | 'caseVariant'
+  | 'creatorOf'
+  | 'create'
+  | 'createOwned'
+  | 'remove'
+  | 'creation'
+  | 'index'
+  | 'pullBody'
+  | 'exportBody';
 /** The Repos methods the object serves, by the same name and arguments. */
 export type ServedRepoMethod = Exclude<keyof Repos, RegistryMember>;
 /** The Live methods the object serves by RPC (`stream` goes through its `fetch`; `deleted` is the object's own doing). */
@@ -61,6 +73,21 @@ export interface RepoNamespace {
 
 /** The request header that carries an event stream's parameters from the Worker (RemoteLive.stream). */
 export const STREAM_PARAMS_HEADER = 'x-kr-stream';
+
+/** The request header that asks for a pull's or an export's body (RepoObject.fetch), with its BodyParams. */
+export const BODY_PARAMS_HEADER = 'x-kr-body';
+/** Set on a body request's answer that is an error (its wire form as JSON). */
+export const BODY_ERROR_HEADER = 'x-kr-error';
+/** A pull body's answer: `1` when it holds any page. */
+export const PAGES_HEADER = 'x-kr-pages';
+
+/** A pull's or an export's body, asked for by the Worker (RemoteRepos). */
+export interface BodyParams {
+  method: 'pull' | 'export';
+  repo: string;
+  since?: string;
+  requestId?: string;
+}
 
 /** What the Worker asks for when it opens an event stream. */
 export interface StreamParams {

@@ -65,6 +65,7 @@ const OWNER_ONLY: Record<string, string> = {
   'invite.list': 'only an owner can manage invite keys',
   'invite.revoke': 'only an owner can manage invite keys',
   'member.remove': 'only an owner can remove members',
+  'repo.delete': 'only an owner can delete a repository',
 };
 
 const err = (status: number, error: string | RegExp): Outcome => ({ status, error });
@@ -87,6 +88,7 @@ const ROUTE_TABLE: Array<[string, string]> = [
   ['POST', '/v1/repos'],
   ['POST', '/v1/repos/join'],
   ['POST', '/v1/repos/:id'],
+  ['DELETE', '/v1/repos/:id'],
   ['GET', '/v1/repos/:id/members'],
   ['DELETE', '/v1/repos/:id/members/:userId'],
   ['POST', '/v1/repos/:id/invite-keys'],
@@ -112,7 +114,7 @@ interface Routed {
 const router = new Hono();
 for (const [method, path] of ROUTE_TABLE) {
   router.on(method, path, (c) =>
-    c.json({ route: `${method} ${path}`, params: c.req.param(), query: Object.fromEntries(['since', 'from', 'to'].map((k) => [k, c.req.query(k) ?? null])) }),
+    c.json({ route: `${method} ${path}`, params: c.req.param(), query: Object.fromEntries(['since', 'from', 'to', 'confirm'].map((k) => [k, c.req.query(k) ?? null])) }),
   );
 }
 for (const path of new Set(ROUTE_TABLE.map(([, p]) => p))) router.all(path, (c) => c.json({ route: '405', params: {}, query: {} }));
@@ -241,7 +243,8 @@ function repoScoped(action: string, id: string, who: Who, cont: (sc: Scenario) =
       }
     }
     if (!sc.exists) {
-      out.push(err(404, 'repo not found'));
+      // A member row without its repository (a creation under way) makes no one a member.
+      out.push(who.kind === 'legacy' ? err(404, 'repo not found') : err(403, NOT_MEMBER));
       continue;
     }
     out.push(...cont(sc));
@@ -454,6 +457,11 @@ export async function expectationOf(req: FuzzRequest, ctx: FuzzContext, limits: 
           if (id === 'lg') return [err(403, NOT_MEMBER)];
           return [created, err(403, NOT_MEMBER)];
         });
+      case 'DELETE /v1/repos/:id':
+        // The generator never confirms a deletion (the fixtures stay): reached only by a wrong method.
+        return withId((id) =>
+          repoScoped('repo.delete', id, who!, () => (routed.query.confirm === id ? [ok(204)] : [err(400, 'confirm the deletion with ?confirm=<id>')])),
+        );
       case 'GET /v1/repos/:id/members':
         return withId((id) => repoScoped('members.list', id, who!, () => [ok(200)]));
       case 'GET /v1/repos/:id/activity':

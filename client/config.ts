@@ -214,7 +214,7 @@ export async function connect(): Promise<Session> {
 /** Where the repository of a command comes from. */
 export type RepoSource = 'flag' | 'project' | 'default';
 
-/** The part of a project folder the repository rule reads (cli/project.ts Project). */
+/** The part of a project folder the repository rule reads (client/project.ts Project). */
 export interface LinkedFolder {
   state: { repo?: string };
   krDir: string;

@@ -41,6 +41,9 @@ export const DEFAULT_LIMITS: LimitsResponse = { max_body_bytes: 8_388_608, max_f
 const INVALID_TOKEN = 'invalid token';
 export const TOKEN_INVALID_MESSAGE = 'token expired or revoked; run kr login';
 
+/** The server's refusal of an 11th open event stream of one identity on one repository (API.md "Live events"). */
+const TOO_MANY_STREAMS = 'too many event streams';
+
 /** The server's refusal on a repository's routes to someone who is not a member (API.md). */
 const NOT_MEMBER = 'not a member of this repo';
 
@@ -215,7 +218,7 @@ export class Api {
     } catch {
       // not JSON: a proxy's page, say
     }
-    // Whatever the server says is shown on one line, without control characters (cli/output.ts).
+    // Whatever the server says is shown on one line, without control characters (client/output.ts).
     let message = clean(typeof body?.error === 'string' && body.error !== '' ? body.error : `HTTP ${res.status} ${res.statusText}`.trim());
     if (res.status >= 300 && res.status < 400) {
       const to = res.headers.get('location');
@@ -387,6 +390,52 @@ export class Api {
         query: { q: p.q, type: p.type, tag: p.tag, limit: p.limit, offset: p.offset },
       })
     ).data;
+
+  // --- live events ------------------------------------------------------------------------------------
+  /**
+   * `GET /v1/repos/:id/events` (Server-Sent Events), resuming after `lastEventId` when not null: the answer once
+   * its head has arrived, within the request time limit; its body is the stream, read for as long as it lasts
+   * (until `signal` aborts). Network failures and the time limit become an ApiError with status 0. What reads
+   * the stream is lib/events/sse-client.ts; a refused answer's error is {@link Api.eventsRefusal}.
+   */
+  async openEvents(repo: string, lastEventId: string | null, signal: AbortSignal): Promise<Response> {
+    const headers: Record<string, string> = { 'X-Service-Client': CLIENT_NAME, Accept: 'text/event-stream' };
+    if (this.token !== null) headers.Authorization = `Bearer ${this.token}`;
+    if (lastEventId !== null) headers['Last-Event-ID'] = lastEventId;
+    const conn = new AbortController();
+    const forward = () => conn.abort(signal.reason);
+    if (signal.aborted) forward();
+    else signal.addEventListener('abort', forward, { once: true });
+    // Only the head is under the time limit: the stream stays open as long as it is read.
+    const timer = setTimeout(() => conn.abort(new DOMException('the time limit passed', 'TimeoutError')), this.timeoutMs);
+    try {
+      return await this.doFetch(`${this.baseUrl}/v1/repos/${seg(repo)}/events`, { headers, signal: conn.signal, redirect: 'manual' });
+    } catch (e) {
+      throw this.failure(e);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Why an event stream was not opened: the server's refusal (429 explained), or an answer that is no stream. */
+  async eventsRefusal(res: Response, repo: string): Promise<ApiError> {
+    if (res.ok) {
+      await res.body?.cancel().catch(() => undefined);
+      const type = clean(res.headers.get('content-type') ?? 'none');
+      return new ApiError(`the server at ${this.baseUrl} answered the event stream of ${clean(repo)} with something else (Content-Type ${type}); it may be older than live events`, 0, null, 'bad_answer');
+    }
+    const err = await this.refusal(res);
+    if (err.status === 429 && err.serverError === TOO_MANY_STREAMS) {
+      return new ApiError(
+        `too many event streams: the server keeps at most 10 open per person and repository, and yours on ${clean(repo)} are all taken ` +
+          '(other "kr watch" or agent sessions); stop one and try again',
+        429,
+        err.body,
+        'too_many_streams',
+      );
+    }
+    return err;
+  }
 
   // --- members and invite keys ------------------------------------------------------------------------
   members = async (repo: string) => (await this.call('GET', `/v1/repos/${seg(repo)}/members`, MembersResponse)).data;

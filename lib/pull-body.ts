@@ -1,0 +1,46 @@
+import type { PullPages } from './git/repo-store.ts';
+import { checkCancelled, pieceStream, type StreamWatch } from './http/stream.ts';
+import type { PullResponse } from '../schema/wire/sync.ts';
+import { utf8 } from './bytes.ts';
+import { TimeSlice } from './time-slice.ts';
+
+/**
+ * A pull's answer (API.md PullResponse) as the client reads it: `new_head`, the pages batch by batch as
+ * RepoStore.pullPages reads them (each decoded and serialised only when its turn comes), then the deleted
+ * paths. The bytes are exactly JSON.stringify of the whole answer, which is never held: memory has one batch
+ * of pages and one chunk of text, whatever the repository's size.
+ */
+export function pullBody(pull: PullPages, opts: { onEnd?: StreamWatch } = {}): ReadableStream<Uint8Array> {
+  const sent = { pages: 0 };
+  return pieceStream((signal) => pullPieces(pull, signal, sent), { onEnd: opts.onEnd, detail: () => ({ pages: sent.pages }) });
+}
+
+async function* pullPieces(pull: PullPages, signal: AbortSignal, sent: { pages: number }): AsyncGenerator<string, void, void> {
+  yield `{"new_head":${JSON.stringify(pull.head?.sha ?? '')},"files":[`;
+  let sep = '';
+  // Serialising a batch is work on this thread: other requests get turns between slices of it.
+  const slice = new TimeSlice();
+  const rest = pull.rest(signal);
+  for (let batch: IteratorResult<PullPages['first']> = { done: false, value: pull.first }; !batch.done; batch = await rest.next()) {
+    for (const p of batch.value) {
+      const file: PullResponse['files'][number] = { path: p.entry.path, content: utf8(p.content), sha: p.entry.commit.sha };
+      yield sep + JSON.stringify(file);
+      sep = ',';
+      sent.pages++;
+      if (slice.due) {
+        await slice.next();
+        checkCancelled(signal);
+      }
+    }
+    checkCancelled(signal);
+  }
+  yield '],"deleted":[';
+  sep = '';
+  for await (const paths of pull.deleted(signal)) {
+    for (const path of paths) {
+      yield sep + JSON.stringify(path);
+      sep = ',';
+    }
+  }
+  yield ']}';
+}
