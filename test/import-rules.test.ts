@@ -5,8 +5,8 @@
  *   (a) lib/ outside lib/runtime/ is the shared library both builds run: it imports no Node builtin (`node:*`
  *       or bare), no database driver (`libsql`, `@libsql/*`), not `cloudflare:workers`, nothing of a runtime
  *       (lib/runtime/) and nothing of the routes (functions/). The runtimes pass in what differs.
- *   (b) the top-level folders (lib, functions, schema, cli, mcp, dashboard, admin, bench) import one another
- *       without a cycle. Tests import anything and are not counted.
+ *   (b) the top-level folders (lib, functions, schema, client, cli, mcp, dashboard, admin, bench) import one
+ *       another without a cycle. Tests import anything and are not counted.
  *
  * A failure lists each offending file → import.
  */
@@ -21,12 +21,7 @@ const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 /** Folders that are no source of the project. */
 const SKIP = new Set(['node_modules', 'dist', '.git', 'coverage', 'service-data', 'test-artifacts', '.tmp']);
 /** The folders whose graph must be acyclic. */
-const FOLDERS = ['lib', 'functions', 'schema', 'cli', 'mcp', 'dashboard', 'admin', 'bench'];
-/**
- * Folder cycles tolerated for now, each as "a ↔ b" with its two folders sorted: mcp and cli import each other
- * (`kr mcp` is a cli command; the MCP tools reuse the cli's code). To be removed once they no longer do.
- */
-export const KNOWN_FOLDER_CYCLES: readonly string[] = ['cli ↔ mcp'];
+const FOLDERS = ['lib', 'functions', 'schema', 'client', 'cli', 'mcp', 'dashboard', 'admin', 'bench'];
 
 /** Every .ts/.tsx file under `dir`, as paths relative to ROOT with `/`. */
 function sources(dir: string, out: string[] = []): string[] {
@@ -197,8 +192,7 @@ describe('import rules', () => {
     expect(sharedLibViolations(imports)).toEqual([]);
   });
 
-  it('(b) the top-level folders import one another without a cycle (but the known exceptions)', () => {
-    const cycles = folderCycles(imports).filter((c) => !KNOWN_FOLDER_CYCLES.includes(c.cycle));
-    expect(cycles).toEqual([]);
+  it('(b) the top-level folders import one another without a cycle', () => {
+    expect(folderCycles(imports)).toEqual([]);
   });
 });
