@@ -1,4 +1,4 @@
-import type { IndexedCommit } from './git/path-index.ts';
+import type { IndexedCommit } from './repo/path-index.ts';
 import { LABEL_MAX_CHARS, type Commit } from '../schema/wire/common.ts';
 import { HttpError } from './errors.ts';
 

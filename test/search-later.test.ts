@@ -4,8 +4,8 @@ import { openDatabaseFile } from '../lib/runtime/node/open-db.ts';
 import type { Database } from '../lib/runtime/node/libsql.ts';
 import { GitStore } from '../lib/git/store.ts';
 import { nodeStoreFs } from '../lib/runtime/node/store-fs.ts';
-import { PathIndex } from '../lib/git/path-index.ts';
-import { RepoStore, SEARCH_DELAY_MS, type PushFile } from '../lib/git/repo-store.ts';
+import { PathIndex } from '../lib/repo/path-index.ts';
+import { RepoStore, SEARCH_DELAY_MS, type PushFile } from '../lib/repo/repo-store.ts';
 import { tempDir } from './helpers/env.ts';
 
 /**

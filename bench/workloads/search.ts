@@ -9,8 +9,8 @@ import { createRepo, repoDir, type Ctx, type Row, type Side, type Workload } fro
 import { openDatabaseFile } from '../../lib/runtime/node/open-db.ts';
 import { GitStore } from '../../lib/git/store.ts';
 import { nodeStoreFs } from '../../lib/runtime/node/store-fs.ts';
-import { PathIndex } from '../../lib/git/path-index.ts';
-import { RepoStore } from '../../lib/git/repo-store.ts';
+import { PathIndex } from '../../lib/repo/path-index.ts';
+import { RepoStore } from '../../lib/repo/repo-store.ts';
 import { IndexFiles } from '../../lib/runtime/node/search-files.ts';
 import { systemClock } from '../../lib/clock.ts';
 

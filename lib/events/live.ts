@@ -1,4 +1,4 @@
-import type { RepoStore } from '../git/repo-store.ts';
+import type { RepoStore } from '../repo/repo-store.ts';
 import type { Logger } from '../log.ts';
 import type { Delivery, Webhook } from '../../schema/wire/webhooks.ts';
 import type { EventKind, MemberEventData } from '../../schema/wire/events.ts';

@@ -5,7 +5,7 @@
  * on worker threads), the repository's Durable Object's SQLite on Workers, or any one database (the index's
  * own, for tests and measurements). A search reads the rows of its repository only, so its cost does not
  * depend on what other repositories hold (docs/architecture.md). The commit rows (git_head, git_commits,
- * git_changes) stay in the index's database; PathIndex (lib/git/path-index.ts) keeps both in step and
+ * git_changes) stay in the index's database; PathIndex (lib/repo/path-index.ts) keeps both in step and
  * answers `search` through here. Plain SQL over the Database interface, the same on every backend.
  */
 import type { SqlDatabase as Database, Stmt } from '../db/sql.ts';

@@ -13,7 +13,7 @@ import { Activity } from '../../db/activity.ts';
 import { Invites } from '../../db/invites.ts';
 import { remoteIdpKeys } from '../../auth/idp.ts';
 import { quotaFor } from '../../hosted/quota.ts';
-import { ParseCache } from '../../diff-service.ts';
+import { ParseCache } from '../../differ/service.ts';
 import { buildApp } from '../../app.ts';
 import { workersClientIp } from './client-ip.ts';
 import { durableObjectLimiters, type RateLimiterNamespace } from './rate-limiter.ts';

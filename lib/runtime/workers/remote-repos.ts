@@ -3,7 +3,7 @@ import { ownerStmt } from '../../db/members.ts';
 import { repositoryRowsDeletion } from '../../db/repo-rows.ts';
 import type { Clock } from '../../clock.ts';
 import { errorFromWire, type WireError } from '../../errors.ts';
-import type { RepoIndex, Repos, StreamOptions } from '../../git/repos.ts';
+import type { RepoIndex, Repos, StreamOptions } from '../../repo/repos.ts';
 import {
   BODY_ERROR_HEADER,
   BODY_PARAMS_HEADER,
@@ -19,7 +19,7 @@ import {
 export type { RepoNamespace } from './rpc.ts';
 
 /**
- * The hosted build's repositories as handlers see them (lib/git/repos.ts): each repository's content
+ * The hosted build's repositories as handlers see them (lib/repo/repos.ts): each repository's content
  * and index live in its own Durable Object (lib/runtime/workers/repo-object.ts), reached by native RPC with the id
  * as the object's name: every Repos method but the registry's is the object's method of the same name (the
  * constructor forwards them, lib/runtime/workers/rpc.ts), its errors rebuilt from their codes. Which repositories exist is kept in D1 (`repo_registry`), since objects cannot be listed.

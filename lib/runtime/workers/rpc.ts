@@ -6,7 +6,7 @@
  * the Worker rebuilds as the same class — never its HTTP form.
  */
 import { errorFromWire, type WireError } from '../../errors.ts';
-import type { RepoIndex, Repos } from '../../git/repos.ts';
+import type { RepoIndex, Repos } from '../../repo/repos.ts';
 import type { Live } from '../../events/live.ts';
 import type { StreamGrant } from '../../events/stream.ts';
 

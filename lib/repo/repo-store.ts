@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.ts';
 import type { Repos, StreamOptions } from './repos.ts';
-import { bundleStream, nextBatch } from './bundle.ts';
+import { bundleStream, nextBatch } from '../git/bundle.ts';
 import { pullBody } from '../pull-body.ts';
 import { checkCancelled } from '../http/stream.ts';
 import { TimeSlice } from '../time-slice.ts';
@@ -9,8 +9,8 @@ import type { Stmt } from '../db/sql.ts';
 import { ownerStmt } from '../db/members.ts';
 import { repositoryRowsDeletion } from '../db/repo-rows.ts';
 import type { LinksResponse } from '../../schema/wire/links.ts';
-import { KeyedMutex, type HeldLock, type Progress } from './lock.ts';
-import { LruCache } from './lru.ts';
+import { KeyedMutex, type HeldLock, type Progress } from '../git/lock.ts';
+import { LruCache } from '../git/lru.ts';
 import { foldPathCase } from '../page/path.ts';
 import { parseQuery } from '../search/query.ts';
 import { mergePages } from '../differ/merge.ts';
@@ -32,7 +32,7 @@ import {
   type CommitMeta,
   type FileWrite,
   type PathChange,
-} from './store.ts';
+} from '../git/store.ts';
 
 /**
  * Repositories as the rest of the service sees them: the git store for content, the derived index for

@@ -1,5 +1,5 @@
 import type { SqlDatabase as Database, Stmt } from '../db/sql.ts';
-import type { CommitMeta, GitStore, PathChange } from './store.ts';
+import type { CommitMeta, GitStore, PathChange } from '../git/store.ts';
 import { UnknownShaError } from '../errors.ts';
 import { foldPathCase } from '../page/path.ts';
 import { searchDocument, type SearchDocument } from '../search/document.ts';
@@ -480,7 +480,7 @@ export class PathIndex {
   }
 
   /**
-   * Statements deleting every row this index holds for a repository (its deletion: lib/git/repo-store.ts
+   * Statements deleting every row this index holds for a repository (its deletion: lib/repo/repo-store.ts
    * `remove`): commits, changes, head and link rows, the event log and webhooks. The full-text rows live in
    * their own store: `dropSearch` deletes them.
    */
