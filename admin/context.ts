@@ -5,7 +5,7 @@
  *
  * - `node` (default): the Node server's data root (SERVICE_DATA_ROOT, read by the same loadConfig as the
  *   server): its libSQL file `service.db` and the git repositories under `repos/`. Safe while the server
- *   runs: the database is in WAL mode with a busy timeout on every connection (lib/db/open-node.ts), every
+ *   runs: the database is in WAL mode with a busy timeout on every connection (lib/runtime/node/open-db.ts), every
  *   write here is one atomic batch, and the repositories are only read (a ref file is replaced by rename
  *   and objects never change, so a concurrent push is seen whole or not at all).
  * - `worker-local`: the hosted build as `npm run dev:worker` keeps it under the same data root
@@ -19,13 +19,13 @@ import { join } from 'node:path';
 import { systemClock, type Clock } from '../lib/clock.ts';
 import { ConfigError, loadConfig } from '../lib/config.ts';
 import { Members } from '../lib/db/members.ts';
-import { openDatabaseFile } from '../lib/db/open-node.ts';
+import { openDatabaseFile } from '../lib/runtime/node/open-db.ts';
 import { Pats } from '../lib/db/pats.ts';
 import type { SqlDatabase } from '../lib/db/sql.ts';
 import { Users } from '../lib/db/users.ts';
-import { nodeStoreFs } from '../lib/git/node-fs.ts';
+import { nodeStoreFs } from '../lib/runtime/node/store-fs.ts';
 import { GitStore } from '../lib/git/store.ts';
-import { RemoteRepos, type RepoNamespace } from '../lib/runtime/workers-repos.ts';
+import { RemoteRepos, type RepoNamespace } from '../lib/runtime/workers/remote-repos.ts';
 
 /** A refusal: printed as `error: <message>` (or `{"error"}` with --json), exit code 1 unless stated. */
 export class AdminError extends Error {

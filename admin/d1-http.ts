@@ -1,5 +1,5 @@
 /**
- * A D1 database over HTTP, as the part of the Worker binding lib/db/d1.ts uses (`D1Like`), so that
+ * A D1 database over HTTP, as the part of the Worker binding lib/runtime/workers/d1.ts uses (`D1Like`), so that
  * D1Database and every lib/db module run over it unchanged: a deployed database through Cloudflare's HTTP
  * API, or a running `npm run dev:worker`'s through its admin channel (scripts/dev-worker-admin.ts), which
  * speaks the same shape:
@@ -17,7 +17,7 @@
  * Transport and authentication failures are AdminErrors (a clear message, exit 1); an SQL error comes back
  * as an Error carrying D1's message, as the binding throws one.
  */
-import type { D1Like, D1StatementLike } from '../lib/db/d1.ts';
+import type { D1Like, D1StatementLike } from '../lib/runtime/workers/d1.ts';
 import { AdminError } from './context.ts';
 
 export interface D1HttpConfig {

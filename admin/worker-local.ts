@@ -12,7 +12,7 @@
  * - dev:worker stopped: the files themselves, one command at a time (`workers/admin.lock`). D1 through a
  *   workerd of this command's (Miniflare, a loopback port of its own) and D1Database as the Worker uses
  *   it. A repository's pages from its Durable Object's SQLite file, opened read-only with libSQL and read
- *   by the same git store over the same file layout as the object itself (lib/git/do-fs.ts), counted from
+ *   by the same git store over the same file layout as the object itself (lib/runtime/workers/store-fs.ts), counted from
  *   git as for the Node build; the object's code never runs here. Miniflare names the file (the object id
  *   `idFromName` gives, under the class's directory); a repository whose object was never made has no
  *   file, and no pages.
@@ -22,11 +22,11 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import Database from 'libsql';
-import { D1Database, type D1Like } from '../lib/db/d1.ts';
-import type { DoStorageLike } from '../lib/db/do-sql.ts';
+import { D1Database, type D1Like } from '../lib/runtime/workers/d1.ts';
+import type { DoStorageLike } from '../lib/runtime/workers/do-sql.ts';
 import { migrate } from '../lib/db/migrate.ts';
-import { loadMigrations } from '../lib/db/open-node.ts';
-import { DoFs } from '../lib/git/do-fs.ts';
+import { loadMigrations } from '../lib/runtime/node/open-db.ts';
+import { DoFs } from '../lib/runtime/workers/store-fs.ts';
 import { GitStore } from '../lib/git/store.ts';
 import { COMPATIBILITY_DATE, D1_DATABASE_ID, REPO_CLASS, devWorkerStorage, type DevWorkerStorage } from '../scripts/dev-worker-storage.ts';
 import { readAdminChannel, type AdminChannelInfo } from '../scripts/dev-worker-admin.ts';
@@ -145,7 +145,7 @@ async function lockFiles(dir: string): Promise<() => Promise<void>> {
   }
 }
 
-/** Where a repository object keeps its bare repository (lib/git/repo-object.ts REPO_ROOT, which only workerd can load). */
+/** Where a repository object keeps its bare repository (lib/runtime/workers/repo-object.ts REPO_ROOT, which only workerd can load). */
 const REPO_ROOT = '/repos';
 
 /** Pages at head of repository `id` in the object file `file`, read only. */

@@ -11,9 +11,9 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { D1Database } from '../lib/db/d1.ts';
+import { D1Database } from '../lib/runtime/workers/d1.ts';
 import { migrate } from '../lib/db/migrate.ts';
-import { loadMigrations } from '../lib/db/open-node.ts';
+import { loadMigrations } from '../lib/runtime/node/open-db.ts';
 import { AdminError, contextOver, registryRepos, type AdminContext } from './context.ts';
 import { D1Http, type D1HttpConfig } from './d1-http.ts';
 

@@ -1,10 +1,10 @@
 import { mkdir, open, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { flushDir } from '../lib/flush.ts';
+import { flushDir } from '../lib/runtime/node/flush.ts';
 
 /**
  * W1·floor: what a durable one-page push must wait for on this machine, with no work of its own. The disk
- * steps are those the Node store takes for a push (lib/git/node-fs.ts), in its order and with its overlap:
+ * steps are those the Node store takes for a push (lib/runtime/node/store-fs.ts), in its order and with its overlap:
  *
  *   1. a pack and its index created under temporary names and written, the ref's lock file created and
  *      written, the database's commit (its write-ahead log frames, written over a log that has wrapped

@@ -2,20 +2,12 @@ import { Hono } from 'hono';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Deps } from './deps.ts';
 import type { AppEnv, RouteDef } from './route.ts';
-import { HttpError } from './http/errors.ts';
+import { toHttpError } from './errors.ts';
 import { BodyBudget, SMALL_BODIES_CEILING, SMALL_BODY_BYTES, bodyGuard, bodyHolders, declaredCap, type BodyKind, type BodySourceOf } from './http/body-limit.ts';
 import { corsMiddleware } from './http/cors.ts';
 import { rateLimit, type LimiterFactory } from './http/rate-limit.ts';
 import { ipBucketKey, type ClientIpOf } from './http/client-ip.ts';
 import { authenticate } from './auth/middleware.ts';
-import {
-  ConcurrentUpdateError,
-  PathCollisionError,
-  RepoNotFoundError,
-  UnknownShaError,
-  UnsafeNameError,
-} from './git/store.ts';
-import { PathCaseError } from './git/repo-store.ts';
 
 export interface AppOptions {
   /** Routes to mount (functions/index.ts in production; tests may add their own). */
@@ -24,17 +16,17 @@ export interface AppOptions {
   inflight?: Map<string, InflightRequest>;
   /**
    * The client address of a request, as the runtime knows it: the access log's `ip`, and (per IPv6 /64) the
-   * rate-limit key. Node: lib/http/node-peer.ts (socket peer, X-Forwarded-For behind a trusted proxy);
-   * Workers: lib/http/peer-workers.ts (CF-Connecting-IP).
+   * rate-limit key. Node: lib/runtime/node/client-ip.ts (socket peer, X-Forwarded-For behind a trusted proxy);
+   * Workers: lib/runtime/workers/client-ip.ts (CF-Connecting-IP).
    */
   clientIp: ClientIpOf;
   /**
    * Makes the rate limiters (unless SERVICE_RATELIMIT_DISABLE). Node: memoryLimiters (lib/http/rate-limit.ts);
-   * Workers: durableObjectLimiters (lib/http/rate-limit-do.ts), which hold across isolates.
+   * Workers: durableObjectLimiters (lib/runtime/workers/rate-limiter.ts), which hold across isolates.
    */
   limiters: LimiterFactory;
   /**
-   * Where request bodies are read from. Node: lib/http/node-body.ts (the IncomingMessage itself); default
+   * Where request bodies are read from. Node: lib/runtime/node/body.ts (the IncomingMessage itself); default
    * (Workers, in-process requests): the Request's web stream.
    */
   bodySource?: BodySourceOf;
@@ -45,18 +37,6 @@ export interface InflightRequest {
   path: string;
   /** Clock milliseconds when the request arrived. */
   started: number;
-}
-
-/** Maps errors of lib/ to their HTTP form; anything unknown is a 500 with the details only in the log. */
-export function toHttpError(e: unknown): HttpError | null {
-  if (e instanceof HttpError) return e;
-  if (e instanceof UnknownShaError) return new HttpError(400, `unknown sha: ${e.value}`);
-  if (e instanceof PathCollisionError) return new HttpError(409, e.message);
-  if (e instanceof PathCaseError) return new HttpError(400, e.message);
-  if (e instanceof RepoNotFoundError) return new HttpError(404, 'repo not found');
-  if (e instanceof UnsafeNameError) return new HttpError(400, e.message);
-  if (e instanceof ConcurrentUpdateError) return new HttpError(409, 'concurrent update, retry');
-  return null;
 }
 
 /** `/v1` and everything under it: the API proper, whose responses are never to be cached. */

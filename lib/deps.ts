@@ -1,7 +1,7 @@
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
-import type { Database } from './db/database.ts';
-import type { Repos } from './git/repos.ts';
+import type { SqlDatabase as Database } from './db/sql.ts';
+import type { Repos } from './repo/repos.ts';
 import type { Logger } from './log.ts';
 import type { Members } from './db/members.ts';
 import type { Users } from './db/users.ts';
@@ -10,13 +10,13 @@ import type { IdpKeySource } from './auth/idp.ts';
 import type { Activity } from './db/activity.ts';
 import type { Invites } from './db/invites.ts';
 import type { QuotaPolicy } from './quota.ts';
-import type { ParseCache } from './diff-service.ts';
+import type { ParseCache } from './differ/service.ts';
 import type { Live } from './events/live.ts';
 import type { HostResolver } from './events/url.ts';
 
 /**
  * Everything a handler may use, injected: no module-level singletons. The Node entry builds these from
- * the environment (lib/runtime/node.ts); tests build them on temporary directories.
+ * the environment (lib/runtime/node/server.ts); tests build them on temporary directories.
  */
 export interface Deps {
   config: Config;

@@ -1,7 +1,7 @@
 import type { UserIdentity } from './auth/identity.ts';
 import type { Role } from './db/members.ts';
 import type { Deps } from './deps.ts';
-import { HttpError } from './http/errors.ts';
+import { HttpError } from './errors.ts';
 import { quotaError } from './quota.ts';
 import type { MemberChange } from '../schema/wire/events.ts';
 

@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import type { Identity, UserIdentity } from './auth/identity.ts';
 import type { Role } from './db/members.ts';
-import { HttpError } from './http/errors.ts';
+import { HttpError } from './errors.ts';
 import { roleIn } from './membership.ts';
 import type { AppEnv } from './route.ts';
 

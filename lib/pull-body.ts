@@ -1,7 +1,7 @@
-import type { PullPages } from './git/repo-store.ts';
+import type { PullPages } from './repo/repo-store.ts';
 import { checkCancelled, pieceStream, type StreamWatch } from './http/stream.ts';
 import type { PullResponse } from '../schema/wire/sync.ts';
-import { utf8 } from './wire.ts';
+import { utf8 } from './bytes.ts';
 import { TimeSlice } from './time-slice.ts';
 
 /**

@@ -1,6 +1,6 @@
 import type { UserIdentity } from './auth/identity.ts';
 import type { Stmt } from './db/sql.ts';
-import { HttpError } from './http/errors.ts';
+import { HttpError } from './errors.ts';
 
 /**
  * The quota seam. Repository creation (all three paths), joining and promotion to owner ask it first; the self-hosted build

@@ -2,9 +2,8 @@ import type { Context } from 'hono';
 import type { Identity, UserIdentity } from './auth/identity.ts';
 import type { Role } from './db/members.ts';
 import type { Deps } from './deps.ts';
-import type { StreamOptions } from './git/repos.ts';
-import { HttpError } from './http/errors.ts';
-import { RepoNotFoundError } from './git/store.ts';
+import type { StreamOptions } from './repo/repos.ts';
+import { HttpError, RepoNotFoundError } from './errors.ts';
 import { repoIdParam } from './http/params.ts';
 import { authorizeRepo, type Action } from './policy.ts';
 import { quotaError } from './quota.ts';
@@ -17,7 +16,7 @@ import { commitJson } from './wire.ts';
  * Repositories as the API sees them: who may open one, how each of the three creation paths works,
  * and the listing. Creation of one id is serialised, so two creators never both become its owner, and a
  * user's owner row is written in one atomic step with the repository's coming into existence, within the
- * plan cap, however many creations race (lib/git/repos.ts `createOwned`).
+ * plan cap, however many creations race (lib/repo/repos.ts `createOwned`).
  */
 
 /**

@@ -1,12 +1,12 @@
 import type { Identity } from './auth/identity.ts';
 import type { Deps } from './deps.ts';
 import { PUSH_DETAIL_PATHS } from './db/activity.ts';
-import { HttpError } from './http/errors.ts';
+import { HttpError } from './errors.ts';
 import { pagePathProblem, storedPathProblem } from './page/path.ts';
-import { RepoStore, type MergedWrite, type PushFile as StoreFile, type PushResult } from './git/repo-store.ts';
+import { RepoStore, type MergedWrite, type PushFile as StoreFile, type PushResult } from './repo/repo-store.ts';
 import type { PushRequest, PushResponse } from '../schema/wire/sync.ts';
-import { toBase64 } from './wire.ts';
-import type { StreamOptions } from './git/repos.ts';
+import { toBase64 } from './bytes.ts';
+import type { StreamOptions } from './repo/repos.ts';
 import { TimeSlice } from './time-slice.ts';
 
 /**

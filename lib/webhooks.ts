@@ -1,6 +1,6 @@
 import type { Deps } from './deps.ts';
 import type { Identity } from './auth/identity.ts';
-import { HttpError } from './http/errors.ts';
+import { HttpError } from './errors.ts';
 import { checkWebhookUrl } from './events/url.ts';
 import type { StreamGrant } from './events/stream.ts';
 import { MAX_WEBHOOKS, type CreateWebhookRequest, type CreateWebhookResponse, type Delivery } from '../schema/wire/webhooks.ts';

@@ -24,7 +24,7 @@ export const SERVER_BUNDLE = join(ROOT, 'dist', 'server.mjs');
 
 /** The esbuild options; part of the record, so that changing them here rebuilds. */
 export const SERVER_OPTIONS = {
-  entryPoints: ['lib/runtime/node-main.ts'],
+  entryPoints: ['server.ts'],
   bundle: true,
   platform: 'node',
   // CommonJS: a script, which node:vm can compile from V8's code cache (scripts/server-loader.mjs); Node 20

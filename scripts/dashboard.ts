@@ -19,7 +19,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const DASHBOARD_DIR = fileURLToPath(new URL('../dashboard/', import.meta.url));
+export const DASHBOARD_DIR = fileURLToPath(new URL('../dashboard', import.meta.url));
 export const DEFAULT_OUT_DIR = join(DASHBOARD_DIR, 'dist');
 
 export interface DashboardConfig {

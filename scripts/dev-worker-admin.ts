@@ -22,9 +22,10 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Miniflare } from 'miniflare';
-import type { D1Like, D1StatementLike } from '../lib/db/d1.ts';
-import type { RepoNamespace } from '../lib/runtime/workers-repos.ts';
+import type { D1Like, D1StatementLike } from '../lib/runtime/workers/d1.ts';
+import type { RepoNamespace } from '../lib/runtime/workers/remote-repos.ts';
 import { isSafeRepoId } from '../lib/page/path.ts';
+import { errorFromWire, toHttpError } from '../lib/errors.ts';
 
 /** What the channel file holds. */
 export interface AdminChannelInfo {
@@ -138,9 +139,9 @@ export async function openAdminChannel(mf: Miniflare, workersDir: string): Promi
       const { repo } = (await readBody(req)) as { repo?: unknown };
       if (typeof repo !== 'string' || !isSafeRepoId(repo)) throw new BadRequest('repo must be a repository id');
       // The repository's own object, the one the Worker uses: its pages at head as its index has them.
-      const r = await repos.get(repos.idFromName(repo)).call('summary', [repo]);
-      if (!r.ok) return send(res, 400, failure(r.error));
-      return send(res, 200, { page_count: (r.value as { pageCount: number }).pageCount });
+      const r = await repos.get(repos.idFromName(repo)).summary(repo);
+      if (!r.ok) return send(res, 400, failure(toHttpError(errorFromWire(r.error))?.message ?? r.error.message));
+      return send(res, 200, { page_count: r.value.pageCount });
     }
     return send(res, 404, failure('not found'));
   };

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { d1DatabaseIdFromToml } from '../admin/worker-remote.ts';
 import { clean } from '../client/output.ts';
 import { systemClock } from '../lib/clock.ts';
-import { loadMigrations } from '../lib/db/open-node.ts';
+import { loadMigrations } from '../lib/runtime/node/open-db.ts';
 import { Pats } from '../lib/db/pats.ts';
 import { Users } from '../lib/db/users.ts';
 import { TSX_LOADER, runNode, type Run } from './helpers/admin.ts';
@@ -134,7 +134,7 @@ describe('admin --target worker-remote, through the D1 HTTP API', () => {
   }, 60_000);
 
   it('user add: the first user adopts the ownerless repositories of the registry, in one batch; token mints a PAT the Worker accepts', async () => {
-    // Repositories as the Worker registers them (lib/runtime/workers-repos.ts): one made under the legacy key.
+    // Repositories as the Worker registers them (lib/runtime/workers/remote-repos.ts): one made under the legacy key.
     await api.db.run("INSERT INTO repo_registry (id, id_fold, creator, created_at) VALUES ('early', 'early', NULL, 1)");
     api.bodies.length = 0;
     const added = await admin('user', 'add', 'alice@example.com', '--name', 'Alice');

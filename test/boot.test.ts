@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 // @ts-expect-error plain JavaScript module (scripts/bundle.mjs), run by node without a loader
 import { build, buildIfStale, codeFile, metaFile, ROOT, SERVER_BUNDLE, SERVER_OPTIONS, staleReason } from '../scripts/bundle.mjs';
 import { cacheBudget, loadConfig } from '../lib/config.ts';
-import { openNodeDeps } from '../lib/runtime/node.ts';
+import { openNodeDeps } from '../lib/runtime/node/server.ts';
 import { jsonLogger } from '../lib/log.ts';
 
 /**
@@ -107,7 +107,7 @@ describe('build only when stale', () => {
   it("the server's build keeps the native database driver out of the bundle", () => {
     expect(SERVER_BUNDLE).toMatch(/dist\/server\.mjs$/);
     expect(SERVER_OPTIONS.external).toContain('libsql');
-    expect(SERVER_OPTIONS.entryPoints).toEqual(['lib/runtime/node-main.ts']);
+    expect(SERVER_OPTIONS.entryPoints).toEqual(['server.ts']);
     expect(SERVER_OPTIONS.format).toBe('cjs');
   });
 });

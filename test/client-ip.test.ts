@@ -2,8 +2,8 @@
 // socket peer. The trusted-proxy rules themselves are pinned in http-pipeline.test.ts.
 import { describe, expect, it } from 'vitest';
 import { Hono } from 'hono';
-import { workersClientIp } from '../lib/http/peer-workers.ts';
-import { nodeClientIp, nodePeer } from '../lib/http/node-peer.ts';
+import { workersClientIp } from '../lib/runtime/workers/client-ip.ts';
+import { nodeClientIp, nodePeer } from '../lib/runtime/node/client-ip.ts';
 
 function echo(of: (c: Parameters<typeof workersClientIp>[0]) => unknown) {
   const app = new Hono();

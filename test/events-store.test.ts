@@ -5,8 +5,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { ManualClock } from '../lib/clock.ts';
-import { openDatabaseFile } from '../lib/db/open-node.ts';
-import type { LibsqlDatabase } from '../lib/db/database.ts';
+import { openDatabaseFile } from '../lib/runtime/node/open-db.ts';
+import type { LibsqlDatabase } from '../lib/runtime/node/libsql.ts';
 import { EventLog, pushEventData } from '../lib/events/log.ts';
 import { WebhookStore } from '../lib/events/webhook-store.ts';
 import { tempDir } from './helpers/env.ts';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { inflateSync } from 'node:zlib';
 import { encodeObject, hexToBytes, serializeCommit, serializeTree, serializeTreeSorted, toHex, webCodec } from '../lib/git/objects.ts';
-import { nodeCodec } from '../lib/git/node-fs.ts';
+import { nodeCodec } from '../lib/runtime/node/store-fs.ts';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 /** What `git hash-object --stdin -t <type>` says for the same content. */

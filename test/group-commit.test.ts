@@ -1,11 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { openDatabaseFile } from '../lib/db/open-node.ts';
+import { openDatabaseFile } from '../lib/runtime/node/open-db.ts';
 import { GitStore } from '../lib/git/store.ts';
-import { nodeStoreFs } from '../lib/git/node-fs.ts';
+import { nodeStoreFs } from '../lib/runtime/node/store-fs.ts';
 import type { StoreFs } from '../lib/git/fs.ts';
-import { PathIndex } from '../lib/git/path-index.ts';
-import { GROUP_PUSHES, PathCaseError, RepoStore, type PushFile, type PushResult } from '../lib/git/repo-store.ts';
+import { PathIndex } from '../lib/repo/path-index.ts';
+import { PathCaseError } from '../lib/errors.ts';
+import { GROUP_PUSHES, RepoStore, type PushFile, type PushResult } from '../lib/repo/repo-store.ts';
 import { tempDir } from './helpers/env.ts';
 import { fsckStrict, git } from './reliability/helpers/git.ts';
 

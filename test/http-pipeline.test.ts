@@ -5,7 +5,7 @@ import { Hono } from 'hono';
 import { serve, type ServerType } from '@hono/node-server';
 import { ManualClock } from '../lib/clock.ts';
 import { BodyBudget, bodyGuard, bodyHolders } from '../lib/http/body-limit.ts';
-import { HttpError } from '../lib/http/errors.ts';
+import { HttpError } from '../lib/errors.ts';
 import {
   TrustedProxies,
   clientIp,
@@ -17,7 +17,7 @@ import {
 } from '../lib/http/client-ip.ts';
 import { corsMiddleware } from '../lib/http/cors.ts';
 import { RateLimiter, rateLimit } from '../lib/http/rate-limit.ts';
-import { nodeClientIp, nodePeer } from '../lib/http/node-peer.ts';
+import { nodeClientIp, nodePeer } from '../lib/runtime/node/client-ip.ts';
 
 // ---------------------------------------------------------------------------------------------------
 describe('IP parsing', () => {

@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { linkSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { nodeStoreFs, type FsTraceEvent } from '../lib/git/node-fs.ts';
+import { nodeStoreFs, type FsTraceEvent } from '../lib/runtime/node/store-fs.ts';
 import { GitStore } from '../lib/git/store.ts';
 import { fsck, gitIn, tempDir } from './helpers/env.ts';
 

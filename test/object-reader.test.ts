@@ -12,14 +12,13 @@ import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import git from 'isomorphic-git';
 import * as nodeFs from 'node:fs';
-import { nodeStoreFs } from '../lib/git/node-fs.ts';
+import { nodeStoreFs } from '../lib/runtime/node/store-fs.ts';
 import { webCodec, packRecord } from '../lib/git/objects.ts';
 import { buildPack } from '../lib/git/pack.ts';
+import { CorruptObjectError, ObjectMissingError } from '../lib/errors.ts';
 import {
   applyDelta,
-  CorruptObjectError,
   MAX_OBJECT_BYTES,
-  ObjectMissingError,
   ObjectReader,
   parseCommit,
   parseTree,

@@ -3,7 +3,7 @@ import { Hono } from 'hono';
 import type { Identity } from '../lib/auth/identity.ts';
 import { LEGACY } from '../lib/auth/identity.ts';
 import type { Role } from '../lib/db/members.ts';
-import { HttpError } from '../lib/http/errors.ts';
+import { HttpError } from '../lib/errors.ts';
 import { ADMIN_ACTIONS, REPO_SCOPED, authorize, authorizeUser, decide, type Action, type Decision } from '../lib/policy.ts';
 import type { AppEnv } from '../lib/route.ts';
 

@@ -21,11 +21,11 @@ import {
   durableObjectLimiter,
   durableObjectLimiters,
   type RateLimiterNamespace,
-} from '../lib/http/rate-limit-do.ts';
-import { workersClientIp } from '../lib/http/peer-workers.ts';
+} from '../lib/runtime/workers/rate-limiter.ts';
+import { workersClientIp } from '../lib/runtime/workers/client-ip.ts';
 import { buildApp } from '../lib/app.ts';
 import { memoryLogger } from '../lib/log.ts';
-import { openNodeDeps } from '../lib/runtime/node.ts';
+import { openNodeDeps } from '../lib/runtime/node/server.ts';
 import { routes } from '../functions/index.ts';
 import type { Deps } from '../lib/deps.ts';
 import { tempDir, testConfig } from './helpers/env.ts';

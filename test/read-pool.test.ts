@@ -1,14 +1,14 @@
 /**
- * lib/db/read-pool.ts: read queries on worker threads, each with its own libSQL connection to the file.
+ * lib/runtime/node/read-pool.ts: read queries on worker threads, each with its own libSQL connection to the file.
  * Real libSQL files in WAL mode, written by the main thread's connection (openDerivedFile) as the search
  * index's files are.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { openDerivedFile } from '../lib/db/open-node.ts';
-import type { LibsqlDatabase } from '../lib/db/database.ts';
-import { ReadError, ReadPool } from '../lib/db/read-pool.ts';
+import { openDerivedFile } from '../lib/runtime/node/open-db.ts';
+import type { LibsqlDatabase } from '../lib/runtime/node/libsql.ts';
+import { ReadError, ReadPool } from '../lib/runtime/node/read-pool.ts';
 import { tempDir } from './helpers/env.ts';
 
 let cleanup: Array<() => Promise<void>> = [];

@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { openDatabaseFile } from '../lib/db/open-node.ts';
-import type { Database } from '../lib/db/database.ts';
+import { openDatabaseFile } from '../lib/runtime/node/open-db.ts';
+import type { Database } from '../lib/runtime/node/libsql.ts';
 import { GitStore } from '../lib/git/store.ts';
-import { nodeStoreFs } from '../lib/git/node-fs.ts';
-import { PathIndex } from '../lib/git/path-index.ts';
-import { RepoStore, SEARCH_DELAY_MS, type PushFile } from '../lib/git/repo-store.ts';
+import { nodeStoreFs } from '../lib/runtime/node/store-fs.ts';
+import { PathIndex } from '../lib/repo/path-index.ts';
+import { RepoStore, SEARCH_DELAY_MS, type PushFile } from '../lib/repo/repo-store.ts';
 import { tempDir } from './helpers/env.ts';
 
 /**

@@ -10,6 +10,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createClient } from '@libsql/client';
 import { parseQuery, MAX_PREFIXES, MAX_WORDS, MIN_PREFIX_CHARS, SearchQueryError } from '../lib/search/query.ts';
+import { toHttpError } from '../lib/errors.ts';
 import { searchDocument, tagKey, tagNeedle } from '../lib/search/document.ts';
 import { shapeSnippet, scoreOf } from '../lib/search/results.ts';
 import { startTestServer, tempDir, type TestServer } from './helpers/env.ts';
@@ -58,7 +59,7 @@ describe('query language → FTS5 MATCH', () => {
         parseQuery(q);
       } catch (e) {
         expect(e).toBeInstanceOf(SearchQueryError);
-        expect((e as SearchQueryError).status).toBe(400);
+        expect(toHttpError(e)?.status).toBe(400);
         return (e as Error).message;
       }
       return null;

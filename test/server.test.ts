@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { request } from 'node:http';
 import { routes } from '../functions/index.ts';
 import { defineRoute } from '../lib/route.ts';
-import { HttpError } from '../lib/http/errors.ts';
+import { HttpError } from '../lib/errors.ts';
 import { startTestServer, tempDir, type TestServer } from './helpers/env.ts';
 import { serverNodeFlags } from '../bench/procs.ts';
 

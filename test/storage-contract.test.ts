@@ -15,14 +15,14 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Miniflare } from 'miniflare';
 import type { StoreFs } from '../lib/git/fs.ts';
-import { nodeStoreFs } from '../lib/git/node-fs.ts';
-import { DoFs } from '../lib/git/do-fs.ts';
+import { nodeStoreFs } from '../lib/runtime/node/store-fs.ts';
+import { DoFs } from '../lib/runtime/workers/store-fs.ts';
 import { GitStore } from '../lib/git/store.ts';
 import { buildBundle } from '../lib/git/bundle.ts';
 import type { SqlDatabase } from '../lib/db/sql.ts';
-import { DoSqlDatabase } from '../lib/db/do-sql.ts';
-import { D1Database, type D1Like } from '../lib/db/d1.ts';
-import { loadMigrations, openDatabaseFile } from '../lib/db/open-node.ts';
+import { DoSqlDatabase } from '../lib/runtime/workers/do-sql.ts';
+import { D1Database, type D1Like } from '../lib/runtime/workers/d1.ts';
+import { loadMigrations, openDatabaseFile } from '../lib/runtime/node/open-db.ts';
 import { migrate, type Migration } from '../lib/db/migrate.ts';
 import { Members } from '../lib/db/members.ts';
 import { Users } from '../lib/db/users.ts';
@@ -636,7 +636,7 @@ describe('GitStore across filesystems', () => {
 let migrationSource = '';
 async function doMigrations(): Promise<Migration[]> {
   try {
-    const m = (await import('../lib/db/migrations-bundled.ts')) as { BUNDLED_MIGRATIONS: Migration[] };
+    const m = (await import('../lib/runtime/workers/migrations.ts')) as { BUNDLED_MIGRATIONS: Migration[] };
     migrationSource = 'BUNDLED_MIGRATIONS';
     return m.BUNDLED_MIGRATIONS;
   } catch {
@@ -668,7 +668,7 @@ const dbImpls: Array<{ name: string; open(): Promise<DbTarget> }> = [
   {
     name: 'Durable Object SQLite (DoSqlDatabase)',
     async open() {
-      // As lib/git/repo-object.ts has it: the repository's files and the index in one storage.
+      // As lib/runtime/workers/repo-object.ts has it: the repository's files and the index in one storage.
       const storage: FakeDoStorage = fakeDoStorage();
       new DoFs(storage);
       const db = new DoSqlDatabase(storage);

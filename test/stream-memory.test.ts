@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startTestServer, type TestServer } from './helpers/env.ts';
-import { RepoStore, PULL_BYTES } from '../lib/git/repo-store.ts';
+import { RepoStore, PULL_BYTES } from '../lib/repo/repo-store.ts';
 import { BATCH_BYTES, bundleStream, type BundleProgress } from '../lib/git/bundle.ts';
 import { CHUNK_BYTES } from '../lib/http/stream.ts';
 

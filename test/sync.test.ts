@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fsck, gitIn, startTestServer, type TestServer } from './helpers/env.ts';
 import { pullBody } from '../lib/pull-body.ts';
-import type { PulledPage, PullPages } from '../lib/git/repo-store.ts';
+import type { PulledPage, PullPages } from '../lib/repo/repo-store.ts';
 
 const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
 const enc = (p: string) => p.split('/').map(encodeURIComponent).join('/');

@@ -10,18 +10,18 @@ import { fileURLToPath } from 'node:url';
 import { tempDir } from './helpers/env.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const BUNDLED = join(ROOT, 'lib/db/migrations-bundled.ts');
+const BUNDLED = join(ROOT, 'lib/runtime/workers/migrations.ts');
 
 const sqlFiles = () =>
   readdirSync(join(ROOT, 'schema/migrations'))
     .filter((n) => n.endsWith('.sql'))
     .sort();
 
-describe('lib/db/migrations-bundled.ts', () => {
+describe('lib/runtime/workers/migrations.ts', () => {
   it('lists every .sql file of schema/migrations, in order, each imported from its own file', async () => {
     let names: string[];
     try {
-      const m = (await import('../lib/db/migrations-bundled.ts')) as { BUNDLED_MIGRATION_FILES: Array<{ name: string; sql: string }> };
+      const m = (await import('../lib/runtime/workers/migrations.ts')) as { BUNDLED_MIGRATION_FILES: Array<{ name: string; sql: string }> };
       names = m.BUNDLED_MIGRATION_FILES.map((f) => f.name);
     } catch {
       // vitest cannot load `.sql` as a module (wrangler and esbuild load it as text): read the source.
@@ -31,9 +31,9 @@ describe('lib/db/migrations-bundled.ts', () => {
     const source = readFileSync(BUNDLED, 'utf8');
     // Each listed name takes its text from the file of that name.
     for (const m of source.matchAll(/\{\s*name:\s*'([^']+)',\s*sql:\s*(\w+)\s*\}/g)) {
-      expect(source, m[1]).toMatch(new RegExp(`import ${m[2]} from '\\.\\./\\.\\./schema/migrations/${m[1]!.replace(/\./g, '\\.')}';`));
+      expect(source, m[1]).toMatch(new RegExp(`import ${m[2]} from '\\.\\./\\.\\./\\.\\./schema/migrations/${m[1]!.replace(/\./g, '\\.')}';`));
     }
-    expect([...source.matchAll(/from '\.\.\/\.\.\/schema\/migrations\/([^']+)'/g)].map((m) => m[1]).sort()).toEqual(sqlFiles());
+    expect([...source.matchAll(/from '\.\.\/\.\.\/\.\.\/schema\/migrations\/([^']+)'/g)].map((m) => m[1]).sort()).toEqual(sqlFiles());
   });
 });
 

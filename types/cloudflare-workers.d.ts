@@ -1,6 +1,6 @@
 /**
  * The little of the Workers runtime that the hosted build's own code touches (worker.ts, the Durable
- * Object classes in lib/git/repo-object.ts and lib/http/rate-limit-do.ts), for the Node type-check only
+ * Object classes in lib/runtime/workers/repo-object.ts and lib/runtime/workers/rate-limiter.ts), for the Node type-check only
  * (tsconfig.json: this folder). @cloudflare/workers-types declares the real module, but only with its
  * global Workers types, which clash with the DOM and Node types of this build.
  */

@@ -6,12 +6,12 @@ import { pushBody, type PushResponse } from '../http.ts';
 import { sq, timedSteps } from '../git.ts';
 import { round, summarize } from '../stats.ts';
 import { createRepo, repoDir, type Ctx, type Row, type Side, type Workload } from './types.ts';
-import { openDatabaseFile } from '../../lib/db/open-node.ts';
+import { openDatabaseFile } from '../../lib/runtime/node/open-db.ts';
 import { GitStore } from '../../lib/git/store.ts';
-import { nodeStoreFs } from '../../lib/git/node-fs.ts';
-import { PathIndex } from '../../lib/git/path-index.ts';
-import { RepoStore } from '../../lib/git/repo-store.ts';
-import { IndexFiles } from '../../lib/search/index-files.ts';
+import { nodeStoreFs } from '../../lib/runtime/node/store-fs.ts';
+import { PathIndex } from '../../lib/repo/path-index.ts';
+import { RepoStore } from '../../lib/repo/repo-store.ts';
+import { IndexFiles } from '../../lib/runtime/node/search-files.ts';
 import { systemClock } from '../../lib/clock.ts';
 
 /**
@@ -193,7 +193,7 @@ export const w8: Workload = {
     });
 
     // ------------------------------------------------------------------ index size on disk
-    // The repository's own file of full-text rows (lib/search/index-files.ts).
+    // The repository's own file of full-text rows (lib/runtime/node/search-files.ts).
     const db = createClient({ url: `file:${join(ctx.dataRoot, 'search', 'w8.db')}` });
     let indexBytes = NaN;
     let indexed = NaN;

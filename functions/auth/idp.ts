@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineRoute } from '../../lib/route.ts';
-import { HttpError } from '../../lib/http/errors.ts';
+import { HttpError } from '../../lib/errors.ts';
 import { parseBody } from '../../lib/http/parse.ts';
 import { signInWithIdToken } from '../../lib/auth/idp.ts';
 import { IdpSignInRequest, IdpSignInResponse } from '../../schema/wire/auth.ts';

@@ -1,7 +1,7 @@
 import { defineRoute } from '../../lib/route.ts';
 import { openRepo } from '../../lib/repos.ts';
 import { flagQuery, pagePathParam } from '../../lib/http/params.ts';
-import { diffPage } from '../../lib/diff-service.ts';
+import { diffPage } from '../../lib/differ/service.ts';
 import { SectionDiff } from '../../schema/wire/diff.ts';
 import { DiffQuery } from '../../schema/wire/query.ts';
 

@@ -1,7 +1,7 @@
 import { defineRoute } from '../../lib/route.ts';
 import { openRepo } from '../../lib/repos.ts';
 import { flagQuery, limitQuery, pagePathParam } from '../../lib/http/params.ts';
-import { EVOLUTION_DEFAULT_LIMIT, EVOLUTION_MAX_LIMIT, evolutionJsonStream, pageEvolution } from '../../lib/diff-service.ts';
+import { EVOLUTION_DEFAULT_LIMIT, EVOLUTION_MAX_LIMIT, evolutionJsonStream, pageEvolution } from '../../lib/differ/service.ts';
 import { EvolutionResponse } from '../../schema/wire/diff.ts';
 import { EvolutionQuery } from '../../schema/wire/query.ts';
 

@@ -1,7 +1,7 @@
 import { defineRoute } from '../../lib/route.ts';
 import { authorizeUser } from '../../lib/policy.ts';
 import { parseBody } from '../../lib/http/parse.ts';
-import { HttpError } from '../../lib/http/errors.ts';
+import { HttpError } from '../../lib/errors.ts';
 import { redeemInvite } from '../../lib/membership.ts';
 import { JoinRequest, JoinResponse } from '../../schema/wire/members.ts';
 

@@ -1,6 +1,6 @@
 import { defineRoute } from '../../lib/route.ts';
 import { openRepo } from '../../lib/repos.ts';
-import { HttpError } from '../../lib/http/errors.ts';
+import { HttpError } from '../../lib/errors.ts';
 
 /** DELETE /v1/repos/:id/invite-keys/:keyId — revoke by key id (never by token). */
 export default defineRoute({

@@ -1,7 +1,7 @@
 import { defineRoute } from '../../lib/route.ts';
 import { openRepo } from '../../lib/repos.ts';
 import { parseBody } from '../../lib/http/parse.ts';
-import { HttpError } from '../../lib/http/errors.ts';
+import { HttpError } from '../../lib/errors.ts';
 import { changeRole } from '../../lib/membership.ts';
 import { SetRoleRequest, SetRoleResponse } from '../../schema/wire/members.ts';
 

@@ -1,7 +1,7 @@
 import { defineRoute } from '../../lib/route.ts';
 import { openRepo } from '../../lib/repos.ts';
 import { pagePathParam } from '../../lib/http/params.ts';
-import { HttpError } from '../../lib/http/errors.ts';
+import { HttpError } from '../../lib/errors.ts';
 import { LinksResponse } from '../../schema/wire/links.ts';
 
 /** GET /v1/repos/:id/links/<path> — what the page at head links to, and the pages that link to it. */

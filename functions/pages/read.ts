@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { defineRoute } from '../../lib/route.ts';
 import { openRepo } from '../../lib/repos.ts';
 import { pagePathParam } from '../../lib/http/params.ts';
-import { HttpError } from '../../lib/http/errors.ts';
+import { HttpError } from '../../lib/errors.ts';
 
 /** GET /v1/repos/:id/pages/<path> — the page's bytes at head; X-Page-SHA = its last commit. */
 export default defineRoute({

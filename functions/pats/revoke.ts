@@ -1,6 +1,6 @@
 import { defineRoute } from '../../lib/route.ts';
 import { authorizeUser } from '../../lib/policy.ts';
-import { HttpError } from '../../lib/http/errors.ts';
+import { HttpError } from '../../lib/errors.ts';
 
 /**
  * DELETE /v1/pats/:id — revoke one of the caller's PATs and every PAT minted with it, transitively (their

@@ -1,7 +1,7 @@
 import { defineRoute } from '../../lib/route.ts';
 import { authorizeUser } from '../../lib/policy.ts';
 import { parseBody } from '../../lib/http/parse.ts';
-import { HttpError } from '../../lib/http/errors.ts';
+import { HttpError } from '../../lib/errors.ts';
 import { REPO_ID_PATTERN } from '../../lib/page/path.ts';
 import { createRepo } from '../../lib/repos.ts';
 import { CreateRepoRequest, CreateRepoResponse } from '../../schema/wire/repos.ts';

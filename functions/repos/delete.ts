@@ -1,6 +1,6 @@
 import { defineRoute } from '../../lib/route.ts';
 import { deleteRepo, openRepo } from '../../lib/repos.ts';
-import { HttpError } from '../../lib/http/errors.ts';
+import { HttpError } from '../../lib/errors.ts';
 import { DeleteRepoQuery } from '../../schema/wire/repos.ts';
 
 /**

@@ -14,7 +14,7 @@ import type { FetchImplementation, JWTVerifyGetKey } from 'jose';
 import type { Clock } from '../clock.ts';
 import type { Deps } from '../deps.ts';
 import type { IdpProfile, User } from '../db/users.ts';
-import { HttpError } from '../http/errors.ts';
+import { HttpError } from '../errors.ts';
 import { mintSession } from './session.ts';
 
 /** Where ID-token signing keys come from. Injected through Deps (`idpKeys`), so tests can use a loopback JWKS. */

@@ -13,7 +13,7 @@
  * - Anything unknown, expired, revoked or malformed → 401 `invalid token`, the same whatever it looked like.
  */
 import type { Deps } from '../deps.ts';
-import { HttpError } from '../http/errors.ts';
+import { HttpError } from '../errors.ts';
 import { LEGACY, type Identity } from './identity.ts';
 import { verifySession } from './session.ts';
 import { PAT_PREFIX, constantTimeEqual } from './tokens.ts';

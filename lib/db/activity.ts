@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.ts';
-import type { Database, Stmt } from './database.ts';
+import type { SqlDatabase as Database, Stmt } from './sql.ts';
 
 export type ActivityAction = 'push' | 'pull';
 

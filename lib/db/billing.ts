@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.ts';
-import type { Database, Stmt } from './database.ts';
+import type { SqlDatabase as Database, Stmt } from './sql.ts';
 
 /**
  * Subscriptions and the billing webhook's replay guard (hosted build; schema/migrations/0004_billing.sql).

@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.ts';
-import type { Database } from './database.ts';
+import type { SqlDatabase as Database } from './sql.ts';
 import { INVITE_PREFIX, randomToken, sha256Hex } from '../auth/tokens.ts';
 
 export interface InviteKey {

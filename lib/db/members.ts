@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.ts';
-import type { Database, Stmt } from './database.ts';
+import type { SqlDatabase as Database, Stmt } from './sql.ts';
 
 export type Role = 'owner' | 'member';
 
@@ -180,7 +180,7 @@ function insertStmt(repoId: string, userId: string, role: Role, now: number, whe
 /**
  * The owner row of a repository being created, written only where `when` holds (a cap, or that the
  * repository was just registered): the statement the creation paths of both builds make atomic with the
- * repository coming into existence (lib/git/repos.ts `createOwned`). A row the user already had for the id
+ * repository coming into existence (lib/repo/repos.ts `createOwned`). A row the user already had for the id
  * (left by a creation that died halfway) becomes this owner row.
  */
 export function ownerStmt(repoId: string, userId: string, now: number, when: Stmt | null): Stmt {

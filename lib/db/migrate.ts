@@ -1,4 +1,4 @@
-import type { Database } from './database.ts';
+import type { SqlDatabase as Database } from './sql.ts';
 
 export interface Migration {
   version: number;

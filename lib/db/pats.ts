@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.ts';
 import { PAT_PREFIX, randomToken, sha256Hex } from '../auth/tokens.ts';
-import type { Database } from './database.ts';
-import { HttpError } from '../http/errors.ts';
+import type { SqlDatabase as Database } from './sql.ts';
+import { HttpError } from '../errors.ts';
 
 /** A personal access token as listed: never the token, never its hash. Times are Unix seconds. */
 export interface Pat {

@@ -1,6 +1,6 @@
 import type { Deps } from '../deps.ts';
 import { resolveToken } from '../auth/resolve.ts';
-import { HttpError } from '../http/errors.ts';
+import { HttpError } from '../errors.ts';
 import type { StreamGrant } from './stream.ts';
 
 /**

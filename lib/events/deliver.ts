@@ -9,8 +9,8 @@ import type { DueDelivery, WebhookStore } from './webhook-store.ts';
  * by default about 10 s, 1 min, 10 min, 1 h and 6 h after the first attempt), then `failed`. At least once: a delivery is marked
  * only after its attempt, so a crash in between sends it again after the restart.
  *
- * The sending is the runtime's (WebhookSender: Node, lib/runtime/node-webhook.ts; Workers,
- * lib/events/fetch-sender.ts), and so is when `run` is called: on Node a timer in the server process
+ * The sending is the runtime's (WebhookSender: Node, lib/runtime/node/webhook-sender.ts; Workers,
+ * lib/runtime/workers/webhook-sender.ts), and so is when `run` is called: on Node a timer in the server process
  * (DeliveryLoop), on Workers the repository's Durable Object alarm.
  */
 

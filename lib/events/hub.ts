@@ -1,5 +1,5 @@
 import type { Logger } from '../log.ts';
-import { HttpError } from '../http/errors.ts';
+import { HttpError } from '../errors.ts';
 import type { EventLog, StoredEvent } from './log.ts';
 import { EventStream, sseEvent, type StreamGrant } from './stream.ts';
 

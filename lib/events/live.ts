@@ -1,4 +1,4 @@
-import type { RepoStore } from '../git/repo-store.ts';
+import type { RepoStore } from '../repo/repo-store.ts';
 import type { Logger } from '../log.ts';
 import type { Delivery, Webhook } from '../../schema/wire/webhooks.ts';
 import type { EventKind, MemberEventData } from '../../schema/wire/events.ts';
@@ -9,7 +9,7 @@ import type { StreamGrant } from './stream.ts';
  * Live events and webhooks as handlers see them (Deps.live), whatever holds them: on Node, LocalLive over
  * the server's RepoStore, its hub of open streams and its delivery loop; on Workers, the repository's
  * Durable Object running that same LocalLive, reached from the Worker by RemoteLive
- * (lib/runtime/workers-live.ts). Every method takes the repository id first; who may call what is decided
+ * (lib/runtime/workers/remote-live.ts). Every method takes the repository id first; who may call what is decided
  * before (lib/policy.ts).
  */
 export interface Live {

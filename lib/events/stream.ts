@@ -1,5 +1,5 @@
 import type { StoredEvent } from './log.ts';
-import { concatBytes } from '../wire.ts';
+import { concatBytes } from '../bytes.ts';
 
 /**
  * One open event stream (`GET /v1/repos/:id/events`): the Server-Sent Events text of a repository's events,

@@ -1,5 +1,5 @@
 import ipaddr from 'ipaddr.js';
-import { HttpError } from '../http/errors.ts';
+import { HttpError } from '../errors.ts';
 import { MAX_WEBHOOK_URL_CHARS } from '../../schema/wire/webhooks.ts';
 
 /**
@@ -8,7 +8,7 @@ import { MAX_WEBHOOK_URL_CHARS } from '../../schema/wire/webhooks.ts';
  * link-local, unique-local, carrier-grade NAT, multicast, reserved, nor any of those mapped into IPv6 —
  * unless SERVICE_WEBHOOK_ALLOW_PRIVATE. Checked when a webhook is made and again at each delivery (a name
  * may come to resolve elsewhere). Runtime-neutral: resolving names is the runtime's (HostResolver; Node:
- * lib/runtime/node-webhook.ts, which also connects to the very address it checked).
+ * lib/runtime/node/webhook-sender.ts, which also connects to the very address it checked).
  */
 
 export interface UrlPolicy {

@@ -2,7 +2,7 @@ import { PACK_TYPE, deflate, hexToBytes, packRecord, sha1Stream, toHex, webCodec
 import { BRANCH, type GitStore } from './store.ts';
 import { checkCancelled, pieceStream, type StreamWatch } from '../http/stream.ts';
 import { TimeSlice } from '../time-slice.ts';
-import { concatBytes } from '../wire.ts';
+import { concatBytes } from '../bytes.ts';
 
 /**
  * A repository as a git bundle (v2), streamed: the header names `HEAD` and `refs/heads/main`, then one

@@ -1,5 +1,5 @@
 /**
- * What the git store needs from a filesystem. The Node implementation is lib/git/node-fs.ts; the hosted
+ * What the git store needs from a filesystem. The Node implementation is lib/runtime/node/store-fs.ts; the hosted
  * build supplies its own (Durable Object storage). Paths are absolute, `/`-separated.
  */
 import type { ObjectCodec } from './objects.ts';

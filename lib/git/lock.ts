@@ -7,6 +7,8 @@
  * A holder is never forced out: it may still be writing, and only it knows when its writes are over.
  */
 
+import { LockTimeoutError } from '../errors.ts';
+
 /** What a holder reports as it goes, for the lock's diagnostics. */
 export interface Progress {
   /** The step the holder is at now (replaces the previous one). */
@@ -34,20 +36,6 @@ export interface HeldLock {
   waiting: number;
 }
 
-/** A waiter gave up: the lock was not free within its deadline. Carries who held it, doing what. */
-export class LockTimeoutError extends Error {
-  constructor(
-    readonly key: string,
-    readonly waitedMs: number,
-    readonly holder: { owner: string; step: string; heldMs: number } | null,
-  ) {
-    super(
-      `lock ${key} not free after ${Math.round(waitedMs)} ms` +
-        (holder ? ` (held ${Math.round(holder.heldMs)} ms by ${holder.owner} at ${holder.step})` : ''),
-    );
-    this.name = 'LockTimeoutError';
-  }
-}
 
 export interface RunOptions {
   /** Who is asking (shown while it holds the lock). Default `anonymous`. */

@@ -19,6 +19,7 @@
  * Inflated objects are not kept here (the store caches what it decodes).
  */
 import type { StoreFs } from './fs.ts';
+import { CorruptObjectError, ObjectMissingError } from '../errors.ts';
 import { hexToBytes, inflate, toHex, webCodec, type ObjectCodec } from './objects.ts';
 import { LruCache } from './lru.ts';
 import { idxTable, openIdx, readAt, StaleIndex, TablePages, type IdTable, type PageMemo } from './id-table.ts';
@@ -32,24 +33,6 @@ export interface RawObject {
   content: Uint8Array;
 }
 
-/** The object is in no pack and no loose file of the repository. */
-export class ObjectMissingError extends Error {
-  constructor(readonly oid: string) {
-    super(`object ${oid} not found`);
-    this.name = 'ObjectMissingError';
-  }
-}
-
-/** The object's file or record does not decode as git writes them. */
-export class CorruptObjectError extends Error {
-  constructor(
-    readonly oid: string,
-    why: string,
-  ) {
-    super(`object ${oid} is corrupt: ${why}`);
-    this.name = 'CorruptObjectError';
-  }
-}
 
 /** The largest object read (bytes, inflated): pages and their trees are far below it; a bomb is not. */
 export const MAX_OBJECT_BYTES = 256 * 1024 * 1024;

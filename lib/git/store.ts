@@ -16,8 +16,17 @@ import { buildPacks, copyableRecords, type PackEntry } from './pack.ts';
 import { syncMidx } from './midx.ts';
 import { ObjectReader, parseCommit, parseTree, type RawObject } from './object-reader.ts';
 import { replacedName, type StoreFs } from './fs.ts';
-import { HttpError } from '../http/errors.ts';
-import { KeyedMutex, LockTimeoutError, noProgress, type HeldLock, type Progress } from './lock.ts';
+import {
+  ConcurrentUpdateError,
+  LockTimeoutError,
+  PathCollisionError,
+  RepoBusyError,
+  RepoNotFoundError,
+  StoreError,
+  UnknownShaError,
+  UnsafeNameError,
+} from '../errors.ts';
+import { KeyedMutex, noProgress, type HeldLock, type Progress } from './lock.ts';
 import { TimeSlice } from '../time-slice.ts';
 import { LruCache } from './lru.ts';
 import { isSafeRepoId, pagePathProblem, storedPathProblem } from '../page/path.ts';
@@ -38,8 +47,6 @@ const REF = `refs/heads/${BRANCH}`;
 const STALE_LOCK_MS = 30_000;
 /** How long a writer waits for a repository's lock before giving up with RepoBusyError. */
 export const LOCK_WAIT_MS = 60_000;
-/** What a RepoBusyError asks the client to wait before retrying, in seconds. */
-const BUSY_RETRY_AFTER_S = 5;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 /** The store's cache budget when none is given (bytes). */
@@ -105,39 +112,6 @@ export interface PathChange {
 /** Repository ids hold ASCII only, so ASCII folding is the whole of "ignoring case" for them. */
 const asciiLower = (s: string) => s.replace(/[A-Z]/g, (ch) => ch.toLowerCase());
 
-export class StoreError extends Error {}
-/** The id or a path could escape the data root or is not allowed; nothing touched the filesystem. */
-export class UnsafeNameError extends StoreError {}
-/** A sha (or abbreviation) that resolves to no commit, or to more than one. */
-export class UnknownShaError extends StoreError {
-  constructor(readonly value: string) {
-    super(`unknown sha: ${value}`);
-  }
-}
-/** The branch moved since the writer started: nothing was changed. */
-export class ConcurrentUpdateError extends StoreError {}
-/** A file write collides with a directory of the same name, or the reverse. */
-export class PathCollisionError extends StoreError {
-  constructor(readonly path: string) {
-    super(`path collides with an existing page or directory: ${path}`);
-  }
-}
-/**
- * The repository's write lock was not free within LOCK_WAIT_MS (its holder is stuck, or the queue is that
- * long): the caller gets 503 and retries later. An HttpError so that every route answers it the same way;
- * `headers` are for the response (Retry-After). The holder is named in `lock`, for the log only.
- */
-export class RepoBusyError extends HttpError {
-  constructor(readonly lock: LockTimeoutError) {
-    super(503, 'repository busy, retry', undefined, { 'Retry-After': String(BUSY_RETRY_AFTER_S) });
-    this.name = 'RepoBusyError';
-  }
-}
-export class RepoNotFoundError extends StoreError {
-  constructor(readonly id: string) {
-    super(`repo not found: ${id}`);
-  }
-}
 
 export interface CommitArgs {
   parent: string | null;

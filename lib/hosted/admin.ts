@@ -1,6 +1,6 @@
 import type { Deps } from '../deps.ts';
 import { mapBounded } from '../bounded.ts';
-import { HttpError } from '../http/errors.ts';
+import { HttpError } from '../errors.ts';
 import { billingOf } from './billing.ts';
 import type { AdminRepo, AdminStats, AdminUser } from '../../schema/wire/hosted.ts';
 

@@ -1,6 +1,6 @@
 import type { Deps } from '../deps.ts';
 import { Billing } from '../db/billing.ts';
-import { HttpError } from '../http/errors.ts';
+import { HttpError } from '../errors.ts';
 import { describeIssue } from '../http/parse.ts';
 import { verifySignature } from './signature.ts';
 import { WebhookEvent, type BillingResponse } from '../../schema/wire/hosted.ts';

@@ -11,7 +11,7 @@
  *   `parseBody` uses), so push's membership precheck still comes before its body, and a refused request
  *   leaves its body unread (the Node adapter drains or closes the rest after the response).
  * - **Where the bytes come from** is the runtime's (`BodySourceOf`): the request's web stream by default
- *   (Workers, in-process `app.request()`); on Node, lib/http/node-body.ts reads the socket's IncomingMessage
+ *   (Workers, in-process `app.request()`); on Node, lib/runtime/node/body.ts reads the socket's IncomingMessage
  *   directly, which spares every request with a body a web stream, a second Request and their promises
  *   (a fifth of a one-page push's time on the event loop).
  * - **Idle timeout and deadline.** While the handler waits for the next chunk, a timer runs; when no byte
@@ -41,7 +41,7 @@
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Identity } from '../auth/identity.ts';
-import { HttpError } from './errors.ts';
+import { HttpError } from '../errors.ts';
 
 /** Cap of routes whose body is small JSON: sign-in, PATs, repository creation, invite keys, join, billing webhook. */
 export const SMALL_BODY_BYTES = 64 * 1024;

@@ -1,7 +1,7 @@
 /**
  * Client IP derivation for rate limiting (SPEC.md "Limits": X-Forwarded-For is used only when the direct
  * peer is a trusted proxy), on ipaddr.js. Pure, web-standard code; the runtimes supply the peer
- * (./node-peer.ts, ./peer-workers.ts).
+ * (lib/runtime/node/client-ip.ts, lib/runtime/workers/client-ip.ts).
  *
  * An IPv4-mapped IPv6 address (`::ffff:127.0.0.1`) is the IPv4 address it maps. Address text is strict:
  * IPv4 only as a dotted quad without leading zeros (`010.0.0.1` is octal to some parsers), an IPv6 zone

@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import { storedPathProblem, stripRepoId } from '../page/path.ts';
-import { HttpError } from './errors.ts';
+import { HttpError } from '../errors.ts';
 import type { AppEnv } from '../route.ts';
 
 /** The longest raw id a log line carries: the rest of a long one is cut (the id used is at most 64). */

@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import type { z } from 'zod';
-import { HttpError } from './errors.ts';
+import { HttpError } from '../errors.ts';
 import { readBody } from './body-limit.ts';
 
 /** Describes the first problem zod found, naming the field: `files[2].path: expected string`. */

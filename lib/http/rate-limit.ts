@@ -5,7 +5,7 @@
  * per elapsed millisecond (perMinute tokens per 60 000 ms), so refill and Retry-After never suffer from
  * floating-point drift. The in-memory {@link RateLimiter} is the Node store: one process holds every bucket.
  * No timers: idle buckets are pruned from `take()` at most once per prune interval, so nothing keeps the
- * process alive. On Workers the buckets live in Durable Objects (./rate-limit-do.ts), with the same
+ * process alive. On Workers the buckets live in Durable Objects (lib/runtime/workers/rate-limiter.ts), with the same
  * arithmetic ({@link takeToken}).
  */
 import type { Context, MiddlewareHandler } from 'hono';

@@ -1,5 +1,5 @@
 import type { Logger } from '../log.ts';
-import { concatBytes } from '../wire.ts';
+import { concatBytes } from '../bytes.ts';
 
 /**
  * Response bodies made as the client reads them, on both runtimes (web streams). A generator produces the

@@ -1,7 +1,7 @@
 /**
  * The link rows of the derived index (schema/migrations/0012_links.sql): `page_link_sources`, one row per
  * page at head (the blob its rows were made from, and its title), and `page_links`, the links each page
- * makes as written (lib/links/extract.ts), unresolved. PathIndex (lib/git/path-index.ts) keeps them in
+ * makes as written (lib/links/extract.ts), unresolved. PathIndex (lib/repo/path-index.ts) keeps them in
  * step — `linkStmts` go into the batch that records a commit, `catchUp` levels them with git_head on every
  * sync, like the full-text rows — and answers the links route through `forPage`.
  *
@@ -11,7 +11,7 @@
  * repository. Plain SQL over the Database interface: the same on libSQL (Node) and in a Durable Object's
  * SQLite (Workers).
  */
-import type { Database, Stmt } from '../db/database.ts';
+import type { SqlDatabase as Database, Stmt } from '../db/sql.ts';
 import { PAGE_TYPES, pagePathFor, pageRefOfPath, parsePage, type PageType } from '../page/parse.ts';
 import { extractLinks, MAX_SCANNED_CHARS, type LinkRef } from './extract.ts';
 import type { IncomingLink, LinksResponse, OutgoingLink } from '../../schema/wire/links.ts';

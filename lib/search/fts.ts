@@ -1,14 +1,14 @@
 /**
  * The full-text rows of the derived index, per repository: `search_docs` (one row per page at head), the
  * FTS5 table `search_fts` sharing its ids, and `search_level` (the commit they are level with). They live in
- * a TextStore: a database of their own per repository on Node (lib/search/index-files.ts: a file each, read
+ * a TextStore: a database of their own per repository on Node (lib/runtime/node/search-files.ts: a file each, read
  * on worker threads), the repository's Durable Object's SQLite on Workers, or any one database (the index's
  * own, for tests and measurements). A search reads the rows of its repository only, so its cost does not
  * depend on what other repositories hold (docs/architecture.md). The commit rows (git_head, git_commits,
- * git_changes) stay in the index's database; PathIndex (lib/git/path-index.ts) keeps both in step and
+ * git_changes) stay in the index's database; PathIndex (lib/repo/path-index.ts) keeps both in step and
  * answers `search` through here. Plain SQL over the Database interface, the same on every backend.
  */
-import type { Database, Stmt } from '../db/database.ts';
+import type { SqlDatabase as Database, Stmt } from '../db/sql.ts';
 import type { SqlArgs } from '../db/sql.ts';
 import { normalizeField, searchDocument, tagKey, tagNeedle, type SearchDocument } from './document.ts';
 import { parseQuery } from './query.ts';

@@ -24,7 +24,7 @@
  * MIN_PREFIX_CHARS letters or digits long. Decided from the text alone, before any index is read: the same
  * answer on both builds and for every repository.
  */
-import { HttpError } from '../http/errors.ts';
+import { SearchQueryError } from '../errors.ts';
 
 /** Longest term, in characters (UTF-16 code units, as typed, without its quotes and `-`/`*`). */
 export const MAX_TERM_CHARS = 200;
@@ -47,13 +47,8 @@ export const QUERY_ERRORS = [
   `invalid query: a prefix needs at least ${MIN_PREFIX_CHARS} letters or digits before *`,
 ];
 
-/** A refused query: 400 with a message that says what is wrong. */
-export class SearchQueryError extends HttpError {
-  constructor(message: string) {
-    super(400, message);
-    this.name = 'SearchQueryError';
-  }
-}
+/** A refused query: 400 with a message that says what is wrong (defined with the other errors). */
+export { SearchQueryError };
 
 export interface SearchTerm {
   /** The text to search for, as typed (without quotes, `-` and `*`), NFC-normalised. */

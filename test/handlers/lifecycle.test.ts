@@ -18,7 +18,7 @@ import pagesLinks from '../../functions/pages/links.ts';
 import searchRepo from '../../functions/search/repo.ts';
 import invitesJoin from '../../functions/invites/join.ts';
 import { billingOf } from '../../lib/hosted/billing.ts';
-import { openNodeDeps } from '../../lib/runtime/node.ts';
+import { openNodeDeps } from '../../lib/runtime/node/server.ts';
 import { memoryLogger } from '../../lib/log.ts';
 import { testConfig, fsck } from '../helpers/env.ts';
 import { mountHandler, type MountedHandler, type TestUser } from '../helpers/handler.ts';
@@ -181,7 +181,7 @@ describe('DELETE /v1/repos/:id?confirm=<id> (functions/repos/delete.ts)', () => 
     expect(Object.keys(before).sort()).toEqual(
       ['activity', 'git_changes', 'git_commits', 'git_head', 'invite_key_exclusions', 'invite_keys', 'members', 'page_link_sources', 'page_links'].sort(),
     );
-    // The full-text rows live in the repository's own search file (lib/search/index-files.ts).
+    // The full-text rows live in the repository's own search file (lib/runtime/node/search-files.ts).
     const root = h.dataRoot;
     const searchFiles = () => readdirSync(join(root, 'search')).filter((f) => f.startsWith('notes.'));
     expect(searchFiles()).toContain('notes.db');

@@ -16,7 +16,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Database from 'libsql';
-import { LibsqlDatabase } from '../../lib/db/database.ts';
+import { LibsqlDatabase } from '../../lib/runtime/node/libsql.ts';
 
 export interface D1ApiStandIn {
   /** `http://127.0.0.1:<port>/client/v4`, as CLOUDFLARE_API_BASE_URL. */

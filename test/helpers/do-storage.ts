@@ -1,17 +1,17 @@
 /**
  * A Durable Object's SQLite storage for Node tests: the `DoStorageLike` part of `ctx.storage`
- * (lib/db/do-sql.ts) — `sql.exec(query, ...bindings)` and `transactionSync(fn)` — on the synchronous
- * `libsql` package (SQLite, better-sqlite3's API), in memory or on a file. Lets lib/git/do-fs.ts and
- * lib/db/do-sql.ts run their contract suites (test/storage-contract.test.ts) without workerd.
+ * (lib/runtime/workers/do-sql.ts) — `sql.exec(query, ...bindings)` and `transactionSync(fn)` — on the synchronous
+ * `libsql` package (SQLite, better-sqlite3's API), in memory or on a file. Lets lib/runtime/workers/store-fs.ts and
+ * lib/runtime/workers/do-sql.ts run their contract suites (test/storage-contract.test.ts) without workerd.
  *
  * What it mirrors of workerd's SQL API (the parts the service depends on; test/storage-contract.test.ts runs
  * the same probes on this and on a Durable Object in workerd and requires the same answers):
  * - bindings: ArrayBuffer and ArrayBufferView are stored as BLOB, strings as TEXT, numbers bound as REAL
  *   (an INTEGER column's affinity stores whole ones as integers), null and undefined as NULL; a boolean
- *   is bound as the TEXT 'true' / 'false' (workerd coerces it so — hence lib/db/do-sql.ts binds 1/0
+ *   is bound as the TEXT 'true' / 'false' (workerd coerces it so — hence lib/runtime/workers/do-sql.ts binds 1/0
  *   itself); a bigint is a TypeError, as in workerd;
  * - a bound string or BLOB above workerd's SQLITE_MAX_LENGTH (2,200,000 bytes) is refused with
- *   `string or blob too big: SQLITE_TOOBIG` — why lib/git/do-fs.ts splits files into chunks;
+ *   `string or blob too big: SQLITE_TOOBIG` — why lib/runtime/workers/store-fs.ts splits files into chunks;
  * - foreign keys are enforced (workerd's `PRAGMA foreign_keys` is 1);
  * - BLOB columns come back as ArrayBuffer, integers and reals as numbers, NULL as null;
  * - `exec` of a statement without rows gives a cursor whose `toArray()` is `[]`;
@@ -25,7 +25,7 @@
  * - workerd runs every statement of a multi-statement query string; the libsql package would silently run
  *   only the first, so the fake refuses such strings instead (nothing in the service sends one);
  * - `rowsWritten` here is SQLite's change count (total_changes); workerd's also counts the index rows
- *   written (one INSERT into a table with a UNIQUE column: 2), which is why lib/db/do-sql.ts reads
+ *   written (one INSERT into a table with a UNIQUE column: 2), which is why lib/runtime/workers/do-sql.ts reads
  *   `changes()` instead;
  * - the cursor is materialised at `exec` (workerd steps it lazily as it is read; `rowsRead`, `columnNames`,
  *   `one()`, `raw()` and iteration are not provided);
@@ -40,7 +40,7 @@
  *   ending in `: SQLITE_…`.
  */
 import Database from 'libsql';
-import type { DoStorageLike } from '../../lib/db/do-sql.ts';
+import type { DoStorageLike } from '../../lib/runtime/workers/do-sql.ts';
 
 type LibsqlDb = InstanceType<typeof Database>;
 

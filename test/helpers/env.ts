@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { loadConfig, type Config } from '../../lib/config.ts';
 import { memoryLogger } from '../../lib/log.ts';
 import type { Clock } from '../../lib/clock.ts';
-import { openNodeDeps, startServer, type NodeDeps, type RunningServer } from '../../lib/runtime/node.ts';
+import { openNodeDeps, startServer, type NodeDeps, type RunningServer } from '../../lib/runtime/node/server.ts';
 import { routesFor } from '../../functions/index.ts';
 import type { Deps } from '../../lib/deps.ts';
 import type { RouteDef } from '../../lib/route.ts';

@@ -28,7 +28,7 @@ import type { ClientIpOf } from '../../lib/http/client-ip.ts';
 import { memoryLimiters } from '../../lib/http/rate-limit.ts';
 import { memoryLogger } from '../../lib/log.ts';
 import type { AppEnv, RouteDef } from '../../lib/route.ts';
-import { openNodeDeps } from '../../lib/runtime/node.ts';
+import { openNodeDeps } from '../../lib/runtime/node/server.ts';
 import { tempDir, testConfig } from './env.ts';
 
 /** The Node runtime's dependencies, as openNodeDeps builds them. */

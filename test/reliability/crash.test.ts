@@ -27,7 +27,7 @@ const CYCLES = Number(process.env.RELIABILITY_KILL_CYCLES ?? 20);
 const WORKERS = 6;
 /**
  * More workers pushing to crash-a only, all the time: pushes queue behind its writer and are committed as
- * groups (lib/git/repo-store.ts), so kills land in the middle of a group — some of its pushes built, its
+ * groups (lib/repo/repo-store.ts), so kills land in the middle of a group — some of its pushes built, its
  * objects half written, its branch move or its database batch not yet made.
  */
 const GROUP_WORKERS = 4;

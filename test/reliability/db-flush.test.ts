@@ -1,5 +1,5 @@
 /**
- * The database's durability on the Node build (lib/db/database.ts, lib/db/open-node.ts): SQLite writes each
+ * The database's durability on the Node build (lib/runtime/node/libsql.ts, lib/runtime/node/open-db.ts): SQLite writes each
  * commit's frames to the write-ahead log with synchronous NORMAL, and the log is flushed by us, through the
  * threadpool, before the write resolves. These tests hold the flush back and check that no write is answered
  * before it, that a failed flush fails the write, and that openDatabaseFile really flushes the log file.
@@ -8,8 +8,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { statSync } from 'node:fs';
 import Database from 'libsql';
-import { LibsqlDatabase } from '../../lib/db/database.ts';
-import { openDatabaseFile } from '../../lib/db/open-node.ts';
+import { LibsqlDatabase } from '../../lib/runtime/node/libsql.ts';
+import { openDatabaseFile } from '../../lib/runtime/node/open-db.ts';
 import { tempDir } from '../helpers/env.ts';
 
 const cleanups: Array<() => Promise<void>> = [];

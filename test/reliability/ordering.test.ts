@@ -2,15 +2,15 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { openDatabaseFile } from '../../lib/db/open-node.ts';
+import { openDatabaseFile } from '../../lib/runtime/node/open-db.ts';
 import { Activity } from '../../lib/db/activity.ts';
 import { GitStore } from '../../lib/git/store.ts';
-import { PathIndex } from '../../lib/git/path-index.ts';
-import { RepoStore, type PushResult } from '../../lib/git/repo-store.ts';
+import { PathIndex } from '../../lib/repo/path-index.ts';
+import { RepoStore, type PushResult } from '../../lib/repo/repo-store.ts';
 import { tempDir } from '../helpers/env.ts';
 import { fsckStrict, git, gitWithInput } from './helpers/git.ts';
 import { orderViolations, recording, type Recorded, type Recording } from './helpers/recording-fs.ts';
-import type { FsTraceEvent } from '../../lib/git/node-fs.ts';
+import type { FsTraceEvent } from '../../lib/runtime/node/store-fs.ts';
 
 /**
  * Durability ordering, proven deterministically (issue 18 item 5). The kill tests are probabilistic and a
@@ -38,7 +38,7 @@ import type { FsTraceEvent } from '../../lib/git/node-fs.ts';
  * with "object … not durable (never renamed into place)" or "(bytes or directory entry not flushed)"; the
  * 20-cycle kill test passes with that mutation, since a killed process loses nothing the kernel already had.
  * Likewise shown to fail with GitStore.batch's prepare() no longer awaiting the lock file's `flushed`
- * ("the branch waits for the flush of its lock file"), and with node-fs.ts no longer flushing the parent of
+ * ("the branch waits for the flush of its lock file"), and with store-fs.ts (Node) no longer flushing the parent of
  * a directory it made (writeDurable's `flush.add(dirname(d))` for a fan-out directory, packs.write's
  * `fsyncDir(dirname(packDir))` for objects/pack: "directories a push makes").
  */

@@ -7,9 +7,9 @@
  */
 import { existsSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { nodeStoreFs, type FsTraceEvent, type NodeStoreFsOptions } from '../../../lib/git/node-fs.ts';
+import { nodeStoreFs, type FsTraceEvent, type NodeStoreFsOptions } from '../../../lib/runtime/node/store-fs.ts';
 import type { StoreFs } from '../../../lib/git/fs.ts';
-import type { Database, Stmt } from '../../../lib/db/database.ts';
+import type { Database, Stmt } from '../../../lib/runtime/node/libsql.ts';
 import { readIdx } from '../../../lib/git/pack.ts';
 import { git } from './git.ts';
 

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { join } from 'node:path';
 
-export const PROJECT_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+export const PROJECT_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const SERVER_TS = join(PROJECT_ROOT, 'server.ts');
 const TSX_LOADER = pathToFileURL(join(PROJECT_ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
 

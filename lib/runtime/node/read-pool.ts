@@ -1,8 +1,8 @@
 import { Worker } from 'node:worker_threads';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
-import { bindArgs, rowsOf } from './database.ts';
-import type { SqlArgs, SqlRow } from './sql.ts';
+import { bindArgs, rowsOf } from './libsql.ts';
+import type { SqlArgs, SqlRow } from '../../db/sql.ts';
 
 /**
  * Read queries on worker threads (Node): each thread has its own libSQL connections, one per database file

@@ -11,7 +11,7 @@
  * arithmetic is the Node limiter's (./rate-limit.ts).
  */
 import { DurableObject } from 'cloudflare:workers';
-import { systemClock, type Clock } from '../clock.ts';
+import { systemClock, type Clock } from '../../clock.ts';
 import {
   checkRates,
   fullAt,
@@ -22,7 +22,7 @@ import {
   type LimiterStore,
   type LimitSpec,
   type TakeResult,
-} from './rate-limit.ts';
+} from '../../http/rate-limit.ts';
 
 /** A stored bucket and when it is full again (then it is as good as absent and may be forgotten). */
 interface Stored extends Bucket {

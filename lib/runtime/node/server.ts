@@ -3,37 +3,37 @@ import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { serve } from '@hono/node-server';
-import type { Clock } from '../clock.ts';
-import { systemClock } from '../clock.ts';
-import { cacheBudget, type Config } from '../config.ts';
-import type { Deps } from '../deps.ts';
-import type { LibsqlDatabase } from '../db/database.ts';
-import type { Logger } from '../log.ts';
-import { openDatabaseFile } from '../db/open-node.ts';
-import { GitStore, LOCK_WAIT_MS } from '../git/store.ts';
-import { nodeStoreFs } from '../git/node-fs.ts';
-import { PathIndex } from '../git/path-index.ts';
-import { RepoStore } from '../git/repo-store.ts';
-import { dropSharedRows, IndexFiles } from '../search/index-files.ts';
-import { Members } from '../db/members.ts';
-import { Users } from '../db/users.ts';
-import { Pats } from '../db/pats.ts';
-import { remoteIdpKeys } from '../auth/idp.ts';
-import { Activity } from '../db/activity.ts';
-import { Invites } from '../db/invites.ts';
-import type { QuotaPolicy } from '../quota.ts';
-import { quotaFor } from '../hosted/quota.ts';
-import { ParseCache } from '../diff-service.ts';
-import { buildApp, type InflightRequest } from '../app.ts';
-import { nodeClientIp } from '../http/node-peer.ts';
-import { nodeBodySource } from '../http/node-body.ts';
-import { memoryLimiters } from '../http/rate-limit.ts';
-import type { RouteDef } from '../route.ts';
-import { Hub } from '../events/hub.ts';
-import { LocalLive } from '../events/live.ts';
-import { accessLost } from '../events/access.ts';
-import { Deliverer, DeliveryLoop } from '../events/deliver.ts';
-import { nodeResolveHost, nodeWebhookSender } from './node-webhook.ts';
+import type { Clock } from '../../clock.ts';
+import { systemClock } from '../../clock.ts';
+import { cacheBudget, type Config } from '../../config.ts';
+import type { Deps } from '../../deps.ts';
+import type { LibsqlDatabase } from './libsql.ts';
+import type { Logger } from '../../log.ts';
+import { openDatabaseFile } from './open-db.ts';
+import { GitStore, LOCK_WAIT_MS } from '../../git/store.ts';
+import { nodeStoreFs } from './store-fs.ts';
+import { PathIndex } from '../../repo/path-index.ts';
+import { RepoStore } from '../../repo/repo-store.ts';
+import { dropSharedRows, IndexFiles } from './search-files.ts';
+import { Members } from '../../db/members.ts';
+import { Users } from '../../db/users.ts';
+import { Pats } from '../../db/pats.ts';
+import { remoteIdpKeys } from '../../auth/idp.ts';
+import { Activity } from '../../db/activity.ts';
+import { Invites } from '../../db/invites.ts';
+import type { QuotaPolicy } from '../../quota.ts';
+import { quotaFor } from '../../hosted/quota.ts';
+import { ParseCache } from '../../differ/service.ts';
+import { buildApp, type InflightRequest } from '../../app.ts';
+import { nodeClientIp } from './client-ip.ts';
+import { nodeBodySource } from './body.ts';
+import { memoryLimiters } from '../../http/rate-limit.ts';
+import type { RouteDef } from '../../route.ts';
+import { Hub } from '../../events/hub.ts';
+import { LocalLive } from '../../events/live.ts';
+import { accessLost } from '../../events/access.ts';
+import { Deliverer, DeliveryLoop } from '../../events/deliver.ts';
+import { nodeResolveHost, nodeWebhookSender } from './webhook-sender.ts';
 
 /** The Node build's dependencies, with their concrete stores (the watchdog and tests look inside them). */
 export type NodeDeps = Deps & {
@@ -66,7 +66,7 @@ export async function openNodeDeps(
   });
   // Nothing else writes these repositories: leftovers of a crash are safe to clear before serving.
   await git.recoverAll();
-  // Each repository's full-text rows in a file of its own, searched on worker threads (lib/search/index-files.ts).
+  // Each repository's full-text rows in a file of its own, searched on worker threads (lib/runtime/node/search-files.ts).
   await mkdir(join(config.dataRoot, 'search'), { recursive: true });
   await dropSharedRows(db);
   const repos = new RepoStore(git, new PathIndex(db, { text: new IndexFiles(join(config.dataRoot, 'search')) }), clock);

@@ -3,9 +3,9 @@ import { lookup as dnsLookupAll } from 'node:dns/promises';
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { DELIVERY_TIMEOUT_MS, type WebhookResult, type WebhookSender } from '../events/deliver.ts';
-import { NOT_ALLOWED, parseWebhookUrl, resolvedProblem, type HostResolver, type UrlPolicy } from '../events/url.ts';
-import { HttpError } from '../http/errors.ts';
+import { DELIVERY_TIMEOUT_MS, type WebhookResult, type WebhookSender } from '../../events/deliver.ts';
+import { NOT_ALLOWED, parseWebhookUrl, resolvedProblem, type HostResolver, type UrlPolicy } from '../../events/url.ts';
+import { HttpError } from '../../errors.ts';
 
 /**
  * Webhooks on Node: names resolved with the system resolver (node:dns, as every connection of the process

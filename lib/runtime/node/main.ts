@@ -1,10 +1,11 @@
-import { ConfigError, loadConfig } from '../config.ts';
-import { jsonLogger } from '../log.ts';
-import { openNodeDeps, startServer } from './node.ts';
-import { routesFor } from '../../functions/index.ts';
+import { ConfigError, loadConfig, type Config } from '../../config.ts';
+import { jsonLogger } from '../../log.ts';
+import type { RouteDef } from '../../route.ts';
+import { openNodeDeps, startServer } from './server.ts';
 
 /**
- * The Node server: environment → config → deps (libSQL file, git store on disk) → app → HTTP server.
+ * The Node server: environment → config → deps (libSQL file, git store on disk) → app → HTTP server. The routes
+ * are handed in by the entry (server.ts: functions/index.ts's `routesFor`), so that lib/ never imports functions/.
  *
  * The server listens only once the database is open and migrated and the repositories' crash leftovers are
  * cleared: `/health` answering 200 means every route can be served. That boot work takes milliseconds (it
@@ -14,7 +15,7 @@ import { routesFor } from '../../functions/index.ts';
 /** How the bundle's code was compiled (dist/server.mjs reports it; nothing when run from the sources). */
 export type CodeCache = 'hit' | 'miss' | 'rejected';
 
-export async function main(opts: { codeCache?: CodeCache } = {}): Promise<void> {
+export async function main(routesFor: (config: Config) => RouteDef[], opts: { codeCache?: CodeCache } = {}): Promise<void> {
   const loadedMs = performance.now();
   // Info lines (one access-log line per request) are written once per event-loop turn rather than one
   // write each; warnings and errors go out at once. Whatever is pending is written before exit.

@@ -1,42 +1,38 @@
-import type { SqlDatabase, Stmt } from '../db/sql.ts';
-import { ownerStmt } from '../db/members.ts';
-import { repositoryRowsDeletion } from '../db/repo-rows.ts';
-import type { Clock } from '../clock.ts';
-import { HttpError } from '../http/errors.ts';
-import type { RepoIndex, Repos, StreamOptions } from '../git/repos.ts';
-import type { BodyParams, RepoMethod, RpcResult } from '../git/repo-object.ts';
-import { BODY_ERROR_HEADER, BODY_PARAMS_HEADER, PAGES_HEADER } from '../git/do-headers.ts';
-import type { PushFile, PushResult } from '../git/repo-store.ts';
-import type { HeadEntry, IndexedCommit } from '../git/path-index.ts';
-import type { SearchOptions, SearchPage } from '../search/results.ts';
-import type { LinksResponse } from '../../schema/wire/links.ts';
+import type { SqlDatabase, Stmt } from '../../db/sql.ts';
+import { ownerStmt } from '../../db/members.ts';
+import { repositoryRowsDeletion } from '../../db/repo-rows.ts';
+import type { Clock } from '../../clock.ts';
+import { errorFromWire, type WireError } from '../../errors.ts';
+import type { RepoIndex, Repos, StreamOptions } from '../../repo/repos.ts';
+import {
+  BODY_ERROR_HEADER,
+  BODY_PARAMS_HEADER,
+  callRepoObject,
+  forwarding,
+  indexMethodName,
+  PAGES_HEADER,
+  type BodyParams,
+  type RepoNamespace,
+  type ServedRepoMethod,
+} from './rpc.ts';
+
+export type { RepoNamespace } from './rpc.ts';
 
 /**
- * The hosted build's repositories as handlers see them (lib/git/repos.ts): each repository's content
- * and index live in its own Durable Object (lib/git/repo-object.ts), reached by RPC with the id as the
- * object's name; which repositories exist is kept in D1 (`repo_registry`), since objects cannot be listed.
+ * The hosted build's repositories as handlers see them (lib/repo/repos.ts): each repository's content
+ * and index live in its own Durable Object (lib/runtime/workers/repo-object.ts), reached by native RPC with the id
+ * as the object's name: every Repos method but the registry's is the object's method of the same name (the
+ * constructor forwards them, lib/runtime/workers/rpc.ts), its errors rebuilt from their codes. Which repositories exist is kept in D1 (`repo_registry`), since objects cannot be listed.
  * Creation is atomic there: the unique `id_fold` lets exactly one of two racing creators of an id (or of
  * two spellings of it) in, and a user's creation records its owner row (within the plan cap) in the same
  * batch (`createOwned`). Deletion (`remove`) empties the object first, which then refuses to be made again
  * until D1 registers the id anew, then deletes the registry row with every row of D1 about the repository.
  */
 
-/** The part of the Durable Object namespace binding used here: RepoObject's methods, by native RPC. */
-export interface RepoNamespace {
-  idFromName(name: string): unknown;
-  get(id: unknown): {
-    call(method: string, args: unknown[]): Promise<RpcResult>;
-    fetch(request: Request): Promise<Response>;
-  };
-}
-
-/** A call's value, or its error as the HttpError it stands for. */
-function settle<T>(r: RpcResult): T {
-  if (r.ok) return r.value as T;
-  throw new HttpError(r.status, r.error, r.extra, r.headers);
-}
-
 const fold = (id: string) => id.replace(/[A-Z]/g, (c) => c.toLowerCase());
+
+/** The Repos methods the object serves: RemoteRepos forwards them by name (see its constructor). */
+export interface RemoteRepos extends Pick<Repos, ServedRepoMethod> {}
 
 export class RemoteRepos implements Repos {
   /**
@@ -48,7 +44,7 @@ export class RemoteRepos implements Repos {
   readonly index: RepoIndex;
   /**
    * Repositories seen to exist by this isolate. One deleted through another isolate may stay here: its
-   * object then answers 404 `repo not found` (the tombstone of lib/git/repo-object.ts), which is all the
+   * object then answers 404 `repo not found` (the tombstone of lib/runtime/workers/repo-object.ts), which is all the
    * stale entry can lead to.
    */
   private readonly known = new Set<string>();
@@ -58,20 +54,15 @@ export class RemoteRepos implements Repos {
     private readonly db: SqlDatabase,
     private readonly clock: Clock,
   ) {
-    this.index = {
-      resolve: (repo, value) => this.call(repo, 'index.resolve', value),
-      history: (repo, path, limit, before) => this.call(repo, 'index.history', path, limit, before),
-      touches: (repo, path, limit, before) => this.call(repo, 'index.touches', path, limit, before),
-      lastTouch: (repo, path, atSeq) => this.call(repo, 'index.lastTouch', path, atSeq),
-    };
+    this.index = forwarding({} as RepoIndex, (name) => (repo: string, ...args: unknown[]) =>
+      this.call(repo, indexMethodName(name as keyof RepoIndex & string), ...args),
+    );
+    // Every other Repos method is the object's, by the same name and arguments.
+    return forwarding(this, (name) => (id: string, ...args: unknown[]) => this.call(id, name, ...args));
   }
 
-  private stub(id: string): ReturnType<RepoNamespace['get']> {
-    return this.ns.get(this.ns.idFromName(id));
-  }
-
-  private async call<T>(id: string, method: RepoMethod, ...args: unknown[]): Promise<T> {
-    return settle<T>(await this.stub(id).call(method, [id, ...args]));
+  private call<T>(id: string, method: string, ...args: unknown[]): Promise<T> {
+    return callRepoObject<T>(this.ns, id, method, args);
   }
 
   async exists(id: string): Promise<boolean> {
@@ -144,52 +135,20 @@ export class RemoteRepos implements Repos {
     this.known.delete(id);
     return true;
   }
-
-  ready(id: string): Promise<void> {
-    return this.call(id, 'ready');
-  }
-  head(id: string): Promise<IndexedCommit | null> {
-    return this.call(id, 'head');
-  }
-  resolve(id: string, sha: string): Promise<IndexedCommit> {
-    return this.call(id, 'resolve', sha);
-  }
-  page(id: string, path: string): Promise<{ entry: HeadEntry; content: Uint8Array } | null> {
-    return this.call(id, 'page', path);
-  }
-  fileAt(id: string, sha: string, path: string): Promise<Uint8Array | null> {
-    return this.call(id, 'fileAt', sha, path);
-  }
-  pages(id: string): Promise<HeadEntry[]> {
-    return this.call(id, 'pages');
-  }
-  history(id: string, path: string, limit: number, beforeSeq?: number): Promise<IndexedCommit[]> {
-    return this.call(id, 'history', path, limit, beforeSeq);
-  }
-  timeline(id: string, limit: number): Promise<Array<IndexedCommit & { paths: string[] }>> {
-    return this.call(id, 'timeline', limit);
-  }
-  summary(id: string): Promise<{ pageCount: number; lastCommit: IndexedCommit | null }> {
-    return this.call(id, 'summary');
-  }
-  search(id: string, q: string, opts: SearchOptions): Promise<SearchPage> {
-    return this.call(id, 'search', q, opts);
-  }
-  links(id: string, path: string): Promise<LinksResponse | null> {
-    return this.call(id, 'links', path);
-  }
   /**
-   * A pull's or an export's body from the object (RepoObject.body, over its `fetch`: a response body is
-   * cancelled in the object when the client goes away, a stream returned by an RPC method is not). The
-   * object logs how the stream ended (`onEnd` stays unused here; `requestId` goes with it).
+   * A pull's or an export's body from the object (RepoObject.fetch with BODY_PARAMS_HEADER: a response body is
+   * cancelled in the object when the client goes away, a stream returned by an RPC method is not). The object
+   * logs how the stream ended (`onEnd` stays unused here; `requestId` goes with it). A refusal's body is the
+   * error's wire form, rebuilt here as the same class.
    */
   private async body(id: string, params: BodyParams): Promise<Response> {
-    const res = await this.stub(id).fetch(new Request('https://repo/body', { headers: { [BODY_PARAMS_HEADER]: JSON.stringify(params) } }));
-    if (res.headers.get(BODY_ERROR_HEADER)) return settle((await res.json()) as RpcResult);
+    const stub = this.ns.get(this.ns.idFromName(id));
+    const res = await stub.fetch(new Request('https://repo/body', { headers: { [BODY_PARAMS_HEADER]: JSON.stringify(params) } }));
+    if (res.headers.get(BODY_ERROR_HEADER)) throw errorFromWire((await res.json()) as WireError);
     return res;
   }
 
-  /** The object streams the answer (RepoObject.pullBody): its bytes come through as the client reads them. */
+  /** The object streams the answer (RepoStore.pullBody): its bytes come through as the client reads them. */
   async pullBody(id: string, since?: string, opts: StreamOptions = {}): Promise<{ pages: boolean; body: ReadableStream<Uint8Array> }> {
     const params: BodyParams = { method: 'pull', repo: id };
     if (since !== undefined) params.since = since;
@@ -197,19 +156,8 @@ export class RemoteRepos implements Repos {
     const res = await this.body(id, params);
     return { pages: res.headers.get(PAGES_HEADER) === '1', body: res.body ?? new Response('').body! };
   }
-  commitFiles(
-    id: string,
-    files: PushFile[],
-    author: { name: string; email: string },
-    message: string,
-    opts?: { owner?: string },
-  ): Promise<PushResult> {
-    return this.call(id, 'commitFiles', files, author, message, opts);
-  }
-  readBlob(id: string, oid: string): Promise<Uint8Array> {
-    return this.call(id, 'readBlob', oid);
-  }
-  /** As pullBody: the object streams the bundle (RepoObject.exportBody); null (204) while it has no commit. */
+
+  /** As pullBody: the object streams the bundle (RepoStore.exportBody); null (204) while it has no commit. */
   async exportBody(id: string, opts: StreamOptions = {}): Promise<ReadableStream<Uint8Array> | null> {
     const params: BodyParams = { method: 'export', repo: id };
     if (opts.requestId !== undefined) params.requestId = opts.requestId;

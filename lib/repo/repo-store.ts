@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.ts';
 import type { Repos, StreamOptions } from './repos.ts';
-import { bundleStream, nextBatch } from './bundle.ts';
+import { bundleStream, nextBatch } from '../git/bundle.ts';
 import { pullBody } from '../pull-body.ts';
 import { checkCancelled } from '../http/stream.ts';
 import { TimeSlice } from '../time-slice.ts';
@@ -9,8 +9,8 @@ import type { Stmt } from '../db/sql.ts';
 import { ownerStmt } from '../db/members.ts';
 import { repositoryRowsDeletion } from '../db/repo-rows.ts';
 import type { LinksResponse } from '../../schema/wire/links.ts';
-import { KeyedMutex, LockTimeoutError, type HeldLock, type Progress } from './lock.ts';
-import { LruCache } from './lru.ts';
+import { KeyedMutex, type HeldLock, type Progress } from '../git/lock.ts';
+import { LruCache } from '../git/lru.ts';
 import { foldPathCase } from '../page/path.ts';
 import { parseQuery } from '../search/query.ts';
 import { mergePages } from '../differ/merge.ts';
@@ -20,15 +20,19 @@ import { WebhookStore } from '../events/webhook-store.ts';
 import type { PathStatus } from '../../schema/wire/events.ts';
 import {
   ConcurrentUpdateError,
-  GitStore,
+  LockTimeoutError,
+  PathCaseError,
   RepoBusyError,
   RepoNotFoundError,
   StoreError,
   UnknownShaError,
+} from '../errors.ts';
+import {
+  GitStore,
   type CommitMeta,
   type FileWrite,
   type PathChange,
-} from './store.ts';
+} from '../git/store.ts';
 
 /**
  * Repositories as the rest of the service sees them: the git store for content, the derived index for
@@ -37,18 +41,6 @@ import {
  * and again after anything went wrong).
  */
 
-/**
- * A push would create a page whose path differs only in letter case (foldPathCase) from another page's:
- * one at head, or another new one in the same push. On a case-insensitive disk both would be one file.
- */
-export class PathCaseError extends StoreError {
-  constructor(
-    readonly path: string,
-    readonly existing: string,
-  ) {
-    super(`path "${path}" differs only in letter case from "${existing}"`);
-  }
-}
 
 export interface PushFile {
   path: string;

@@ -1,18 +1,18 @@
 import { rm } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import type { Database } from '../db/database.ts';
-import type { LibsqlDatabase } from '../db/database.ts';
-import { openDerivedFile } from '../db/open-node.ts';
-import { ReadPool } from '../db/read-pool.ts';
-import { isSafeRepoId } from '../page/path.ts';
-import type { TextReader, TextStore } from './fts.ts';
+import type { Database } from './libsql.ts';
+import type { LibsqlDatabase } from './libsql.ts';
+import { openDerivedFile } from './open-db.ts';
+import { ReadPool } from './read-pool.ts';
+import { isSafeRepoId } from '../../page/path.ts';
+import type { TextReader, TextStore } from '../../search/fts.ts';
 
 /**
  * The Node server's full-text rows: one libSQL file per repository, `<dir>/<id>.db`, as a Durable Object
  * holds its own on Workers. A search then reads its repository's words and nothing else (the cost of a
  * search in a one-page repository does not grow with a 100,000-page neighbour), and it reads them on the
- * read pool's threads (lib/db/read-pool.ts), off the event loop. Writes (catch-ups, under the repository's
+ * read pool's threads (lib/runtime/node/read-pool.ts), off the event loop. Writes (catch-ups, under the repository's
  * lock) go through a connection on this thread; at most `maxOpen` of those stay open, the least recently
  * used idle one closed first. The files hold nothing git cannot rebuild: a missing file is made again and
  * filled by the next catch-up, one that is not a database is deleted and made again.

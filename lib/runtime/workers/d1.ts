@@ -1,4 +1,4 @@
-import { workersBindable, type SqlArgs, type SqlDatabase, type SqlRow, type Stmt } from './sql.ts';
+import { workersBindable, type SqlArgs, type SqlDatabase, type SqlRow, type Stmt } from '../../db/sql.ts';
 
 /**
  * The hosted build's relational database: Cloudflare D1 through its Worker binding. D1 runs each statement

@@ -1,6 +1,6 @@
-import type { DoStorageLike } from '../db/do-sql.ts';
-import type { StoreFs } from './fs.ts';
-import { concatBytes } from '../wire.ts';
+import type { DoStorageLike } from './do-sql.ts';
+import type { StoreFs } from '../../git/fs.ts';
+import { concatBytes } from '../../bytes.ts';
 
 /**
  * The git store's filesystem inside a Durable Object: files and directories as rows of the object's own

@@ -7,9 +7,9 @@ import type { StreamWatch } from '../http/stream.ts';
 
 /**
  * Repositories as handlers and lib/ see them, whatever holds them: on Node, RepoStore over bare
- * repositories on disk and the index in the database file (lib/git/repo-store.ts); in the hosted build, one
+ * repositories on disk and the index in the database file (lib/repo/repo-store.ts); in the hosted build, one
  * Durable Object per repository running that same RepoStore over its own storage, reached by RPC
- * (lib/runtime/workers-repos.ts). Every method takes the repository id first; errors are the git store's
+ * (lib/runtime/workers/remote-repos.ts). Every method takes the repository id first; errors are the git store's
  * (lib/git/store.ts), mapped to HTTP by lib/app.ts on both runtimes.
  */
 export interface Repos {
@@ -73,7 +73,7 @@ export interface Repos {
   readBlob(id: string, oid: string): Promise<Uint8Array>;
   /** The repository as a git bundle (lib/git/bundle.ts), streamed as it is read, or null while it has no commit. */
   exportBody(id: string, opts?: StreamOptions): Promise<ReadableStream<Uint8Array> | null>;
-  /** The derived index's path queries (lib/git/path-index.ts), for the diff service. */
+  /** The derived index's path queries (lib/repo/path-index.ts), for the diff service. */
   readonly index: RepoIndex;
 }
 

@@ -1,9 +1,9 @@
 import type LibsqlConnection from 'libsql';
-import { LruCache } from '../git/lru.ts';
-import type { SqlArgs, SqlDatabase, SqlRow, SqlValue, Stmt } from './sql.ts';
+import { LruCache } from '../../git/lru.ts';
+import type { SqlArgs, SqlDatabase, SqlRow, SqlValue, Stmt } from '../../db/sql.ts';
 
 /** The database as every module sees it, whatever backs it (lib/db/sql.ts). */
-export type { SqlDatabase as Database, Stmt } from './sql.ts';
+export type { SqlDatabase as Database, Stmt } from '../../db/sql.ts';
 
 type Connection = InstanceType<typeof LibsqlConnection>;
 type Statement = ReturnType<Connection['prepare']>;

@@ -11,14 +11,15 @@ import {
   type BlameTimeline,
   type ParsedPage,
   type SectionDiff,
-} from './differ/index.ts';
-import type { IndexedCommit } from './git/path-index.ts';
-import type { Repos } from './git/repos.ts';
-import { LruCache } from './git/lru.ts';
-import { HttpError } from './http/errors.ts';
-import type { Logger } from './log.ts';
-import { commitJson, utf8 } from './wire.ts';
-import type { Commit } from '../schema/wire/common.ts';
+} from './index.ts';
+import type { IndexedCommit } from '../repo/path-index.ts';
+import type { Repos } from '../repo/repos.ts';
+import { LruCache } from '../git/lru.ts';
+import { HttpError } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import { commitJson } from '../wire.ts';
+import { utf8 } from '../bytes.ts';
+import type { Commit } from '../../schema/wire/common.ts';
 
 /**
  * The diff and evolution endpoints' logic (SPEC.md "Diff rules", API.md "Diff and evolution"), answered

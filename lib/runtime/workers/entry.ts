@@ -1,26 +1,25 @@
 import type { Hono } from 'hono';
-import { systemClock } from '../clock.ts';
-import { ConfigError, loadConfig, type Config } from '../config.ts';
-import type { Deps } from '../deps.ts';
-import { jsonLogger, type Logger } from '../log.ts';
-import { D1Database, type D1Like } from '../db/d1.ts';
-import { migrate } from '../db/migrate.ts';
-import { BUNDLED_MIGRATIONS } from '../db/migrations-bundled.ts';
-import { Members } from '../db/members.ts';
-import { Users } from '../db/users.ts';
-import { Pats } from '../db/pats.ts';
-import { Activity } from '../db/activity.ts';
-import { Invites } from '../db/invites.ts';
-import { remoteIdpKeys } from '../auth/idp.ts';
-import { quotaFor } from '../hosted/quota.ts';
-import { ParseCache } from '../diff-service.ts';
-import { buildApp } from '../app.ts';
-import { workersClientIp } from '../http/peer-workers.ts';
-import { durableObjectLimiters, type RateLimiterNamespace } from '../http/rate-limit-do.ts';
-import type { AppEnv } from '../route.ts';
-import { routesFor } from '../../functions/index.ts';
-import { RemoteRepos, type RepoNamespace } from './workers-repos.ts';
-import { RemoteLive } from './workers-live.ts';
+import { systemClock } from '../../clock.ts';
+import { ConfigError, loadConfig, type Config } from '../../config.ts';
+import type { Deps } from '../../deps.ts';
+import { jsonLogger, type Logger } from '../../log.ts';
+import { D1Database, type D1Like } from './d1.ts';
+import { migrate } from '../../db/migrate.ts';
+import { BUNDLED_MIGRATIONS } from './migrations.ts';
+import { Members } from '../../db/members.ts';
+import { Users } from '../../db/users.ts';
+import { Pats } from '../../db/pats.ts';
+import { Activity } from '../../db/activity.ts';
+import { Invites } from '../../db/invites.ts';
+import { remoteIdpKeys } from '../../auth/idp.ts';
+import { quotaFor } from '../../hosted/quota.ts';
+import { ParseCache } from '../../differ/service.ts';
+import { buildApp } from '../../app.ts';
+import { workersClientIp } from './client-ip.ts';
+import { durableObjectLimiters, type RateLimiterNamespace } from './rate-limiter.ts';
+import type { AppEnv, RouteDef } from '../../route.ts';
+import { RemoteRepos, type RepoNamespace } from './remote-repos.ts';
+import { RemoteLive } from './remote-live.ts';
 
 /**
  * The Workers runtime (the hosted build, worker.ts): the same app as the Node build, with dependencies
@@ -94,7 +93,10 @@ export function workerDeps(env: WorkerEnv, config: Config): Deps {
   };
 }
 
-function build(env: WorkerEnv): Built {
+/** The route table for a configuration: functions/index.ts's `routesFor`, handed in by worker.ts. */
+export type RoutesFor = (config: Config) => RouteDef[];
+
+function build(env: WorkerEnv, routesFor: RoutesFor): Built {
   const { config, warnings } = workerConfig(env);
   for (const w of warnings) log.warn('config', { warning: w });
   const deps = workerDeps(env, config);
@@ -109,12 +111,12 @@ function build(env: WorkerEnv): Built {
   return { app, ready };
 }
 
-/** The Worker's fetch handler. */
-export async function handleWorkerRequest(request: Request, env: WorkerEnv, ctx: unknown): Promise<Response> {
+/** The Worker's fetch handler, serving the routes `routesFor` gives. */
+export async function handleWorkerRequest(request: Request, env: WorkerEnv, ctx: unknown, routesFor: RoutesFor): Promise<Response> {
   let b = built.get(env);
   if (!b) {
     try {
-      b = build(env);
+      b = build(env, routesFor);
     } catch (e) {
       log.error('config', { error: e instanceof Error ? e.message : String(e) });
       return Response.json({ error: 'server misconfigured' }, { status: 503 });

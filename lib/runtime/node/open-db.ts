@@ -3,9 +3,9 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'libsql';
-import { flushData, flushDir } from '../flush.ts';
-import { LibsqlDatabase } from './database.ts';
-import { migrate, migrationsFromFiles, type Migration } from './migrate.ts';
+import { flushData, flushDir } from './flush.ts';
+import { LibsqlDatabase } from './libsql.ts';
+import { migrate, migrationsFromFiles, type Migration } from '../../db/migrate.ts';
 
 /**
  * schema/migrations, found by walking up from this module: from lib/db/ in the sources, or from the
@@ -75,7 +75,7 @@ export async function openDatabaseFile(file: string, nowSeconds: number): Promis
 
 /**
  * Opens (creating if needed) a database file of derived rows that git can rebuild (a repository's full-text
- * index, lib/search/index-files.ts), without migrations: WAL (the read threads of lib/db/read-pool.ts read
+ * index, lib/runtime/node/search-files.ts), without migrations: WAL (the read threads of lib/runtime/node/read-pool.ts read
  * beside this connection's writes), synchronous NORMAL without flushes of our own (a crash may lose the last
  * commits, never part of one: they are made again), a page cache of `cacheKib`. A file that is not a
  * database is an error here (SQLITE_NOTADB), before anything is written to it.

@@ -1,4 +1,4 @@
-import { workersBindable, type SqlArgs, type SqlDatabase, type SqlRow, type Stmt } from './sql.ts';
+import { workersBindable, type SqlArgs, type SqlDatabase, type SqlRow, type Stmt } from '../../db/sql.ts';
 
 /**
  * A Durable Object's own SQLite (`ctx.storage.sql`) as the service's database: the hosted build keeps each

@@ -1,6 +1,6 @@
-import type { Database, Stmt } from '../db/database.ts';
-import type { CommitMeta, GitStore, PathChange } from './store.ts';
-import { UnknownShaError } from './store.ts';
+import type { SqlDatabase as Database, Stmt } from '../db/sql.ts';
+import type { CommitMeta, GitStore, PathChange } from '../git/store.ts';
+import { UnknownShaError } from '../errors.ts';
 import { foldPathCase } from '../page/path.ts';
 import { searchDocument, type SearchDocument } from '../search/document.ts';
 import { FullTextIndex, type TextStore } from '../search/fts.ts';
@@ -62,7 +62,7 @@ export interface PathIndexOptions {
   search?: boolean;
   /**
    * Where the full-text rows live (lib/search/fts.ts): by default this index's own database, shared by every
-   * repository; the Node server gives each repository a file of its own (lib/search/index-files.ts).
+   * repository; the Node server gives each repository a file of its own (lib/runtime/node/search-files.ts).
    */
   text?: TextStore;
 }
@@ -480,7 +480,7 @@ export class PathIndex {
   }
 
   /**
-   * Statements deleting every row this index holds for a repository (its deletion: lib/git/repo-store.ts
+   * Statements deleting every row this index holds for a repository (its deletion: lib/repo/repo-store.ts
    * `remove`): commits, changes, head and link rows, the event log and webhooks. The full-text rows live in
    * their own store: `dropSearch` deletes them.
    */

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Context } from 'hono';
-import type { BodySource } from './body-limit.ts';
+import type { BodySource } from '../../http/body-limit.ts';
 
 /**
  * The Node runtime's request bodies (lib/http/body-limit.ts `BodySourceOf`): the socket's IncomingMessage

@@ -3,11 +3,11 @@ import { link, mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/pr
 import { basename, dirname } from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
-import { fdatasyncFd, flushData, flushDir } from '../flush.ts';
+import { fdatasyncFd, flushData, flushDir } from './flush.ts';
 import { deflate, deflateSync, inflate, inflateSync, type ZlibOptions } from 'node:zlib';
-import { replacedName, type StoreFs } from './fs.ts';
-import type { ObjectCodec } from './objects.ts';
-import { mapBounded } from '../bounded.ts';
+import { replacedName, type StoreFs } from '../../git/fs.ts';
+import type { ObjectCodec } from '../../git/objects.ts';
+import { mapBounded } from '../../bounded.ts';
 
 /**
  * libuv's threadpool runs every file operation, and a flush holds one of its threads until the disk answers:

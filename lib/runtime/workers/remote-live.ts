@@ -1,0 +1,34 @@
+import { errorFromWire, type WireError } from '../../errors.ts';
+import type { Live } from '../../events/live.ts';
+import type { StreamGrant } from '../../events/stream.ts';
+import { callRepoObject, forwarding, STREAM_PARAMS_HEADER, type RepoNamespace, type ServedLiveMethod, type StreamParams } from './rpc.ts';
+
+/**
+ * The hosted build's live events and webhooks as handlers see them (lib/events/live.ts): each repository's
+ * are held by its Durable Object (lib/runtime/workers/repo-object.ts), reached by native RPC — every Live method
+ * but `stream` and `deleted` is the object's method of the same name (the constructor forwards them) — and, for
+ * an event stream, by the object's `fetch`, whose response body is the stream itself, held open by the object.
+ * Errors come back by their codes and are rebuilt as the same classes (lib/errors.ts). The Worker has
+ * authenticated and authorised the caller before any of these.
+ */
+
+/** The Live methods the object serves: RemoteLive forwards them by name (see its constructor). */
+export interface RemoteLive extends Pick<Live, ServedLiveMethod> {}
+
+export class RemoteLive implements Live {
+  constructor(private readonly ns: RepoNamespace) {
+    return forwarding(this, (name) => (repoId: string, ...args: unknown[]) => callRepoObject(this.ns, repoId, name, args));
+  }
+
+  async stream(repoId: string, grant: StreamGrant, after: string | null): Promise<ReadableStream<Uint8Array>> {
+    const params: StreamParams = { repo: repoId, grant, after };
+    const res = await this.ns
+      .get(this.ns.idFromName(repoId))
+      .fetch(new Request('https://repository.internal/events', { headers: { [STREAM_PARAMS_HEADER]: JSON.stringify(params) } }));
+    if (res.status !== 200 || !res.body) throw errorFromWire((await res.json()) as WireError);
+    return res.body;
+  }
+
+  /** Nothing to do here: the repository's object ends its own streams as it deletes its storage. */
+  deleted(): void {}
+}

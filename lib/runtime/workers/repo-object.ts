@@ -1,0 +1,325 @@
+import { DurableObject, type DurableObjectState } from 'cloudflare:workers';
+import { systemClock } from '../../clock.ts';
+import { DoSqlDatabase } from './do-sql.ts';
+import { migrate } from '../../db/migrate.ts';
+import { BUNDLED_MIGRATIONS } from './migrations.ts';
+import { errorToWire, HttpError, RepoNotFoundError, type WireError } from '../../errors.ts';
+import { DoFs } from './store-fs.ts';
+import { PathIndex, type HeadEntry } from '../../repo/path-index.ts';
+import { RepoStore, type PushFile } from '../../repo/repo-store.ts';
+import { GitStore } from '../../git/store.ts';
+import type { SearchOptions } from '../../search/results.ts';
+import { loadConfig, type Config } from '../../config.ts';
+import { jsonLogger } from '../../log.ts';
+import { D1Database, type D1Like } from './d1.ts';
+import { Members } from '../../db/members.ts';
+import { Pats } from '../../db/pats.ts';
+import { Users } from '../../db/users.ts';
+import { Hub } from '../../events/hub.ts';
+import { LocalLive, REPO_DELETED } from '../../events/live.ts';
+import { accessLost } from '../../events/access.ts';
+import { Deliverer } from '../../events/deliver.ts';
+import { fetchSender } from './webhook-sender.ts';
+import type { EventKind, MemberEventData } from '../../../schema/wire/events.ts';
+import { logStreamEnd } from '../../http/stream.ts';
+import {
+  BODY_ERROR_HEADER,
+  BODY_PARAMS_HEADER,
+  PAGES_HEADER,
+  STREAM_PARAMS_HEADER,
+  type BodyParams,
+  type Outcome,
+  type RepoObjectRpc,
+  type StreamParams,
+} from './rpc.ts';
+
+/**
+ * The hosted build's repository: one Durable Object per repository id holds that repository's git
+ * objects and refs (lib/runtime/workers/store-fs.ts, in the object's own SQLite storage) and its derived index, and runs
+ * the same RepoStore as the Node build over them — the same object format, one commit per push, the
+ * check-and-set of the branch and the index kept level with git. The object's single-threaded execution
+ * serialises its writes, as the per-repository lock does on Node (and that lock still runs inside).
+ *
+ * The Worker calls its public methods directly on its stub, by native RPC (lib/runtime/workers/rpc.ts,
+ * remote-repos.ts): the methods of Repos, RepoIndex (as `index…`) and Live, with the same names and arguments.
+ * Each answers an Outcome: the value, or a named error by its code (lib/errors.ts), which the Worker rebuilds as
+ * the same class; any other error is thrown, and the Worker answers 500. A pull's and an export's bodies, and
+ * event streams, are answers to its `fetch` (a response body is cancelled here when the Worker's client goes
+ * away; a stream returned by an RPC method is not), their refusals the error's wire form.
+ *
+ * Deleting the repository (`destroy`) wipes the object's whole storage (`deleteAll`) and leaves a tombstone:
+ * from then on a call answers 404 `repo not found` instead of making the repository on first use, so a
+ * Worker isolate that still takes the id for an existing one cannot bring it back. Only `create` (called
+ * once D1 has registered the id again) lifts it.
+ *
+ * It also holds the repository's live events and webhooks (lib/events/, reached through RemoteLive in
+ * lib/runtime/workers/remote-live.ts): the event log and outbox in its SQLite beside the index, so that a push's
+ * event and deliveries are written with its commit; the repository's open event streams (`fetch`, whose
+ * response is the stream), fed as commits publish and members change, re-checked against D1 at each ping;
+ * and webhook delivery, run by its alarm.
+ */
+
+export const REPO_ROOT = '/repos';
+
+/** The storage key of the tombstone a deleted repository leaves (its value: when, in ms). */
+const TOMBSTONE = 'kr:deleted';
+
+const log = jsonLogger(
+  (line) => console.log(line),
+  (line) => console.error(line),
+);
+
+/** The Worker's configuration, read from the same bindings (the object shares the Worker's). */
+function objectConfig(env: Record<string, unknown>): Config {
+  const vars: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (typeof v === 'string') vars[k] = v;
+  try {
+    return loadConfig(vars, '/').config;
+  } catch {
+    // A configuration the Worker refuses (it answers 503 and never calls here): the defaults, unused.
+    return loadConfig({}, '/').config;
+  }
+}
+
+export class RepoObject extends DurableObject implements RepoObjectRpc {
+  #store: RepoStore | null = null;
+  /** The repository was deleted and not created again (the tombstone is in storage). */
+  #deleted = false;
+  #live: LocalLive | null = null;
+  #deliverer: Deliverer | null = null;
+
+  constructor(ctx: DurableObjectState, env: unknown) {
+    super(ctx, env);
+    void ctx.blockConcurrencyWhile(async () => {
+      this.#store = await this.#open();
+      this.#deleted = (await ctx.storage.get(TOMBSTONE)) !== undefined;
+      // Deliveries left pending by an earlier life of this object (evicted, restarted, crashed between a push
+      // and its release) are looked at by an alarm now, if none is set already.
+      if (await this.#store.webhooks.anyPending()) await this.#deliverSoon();
+    });
+  }
+
+  /**
+   * The repository store over this object's storage, its tables made where missing, with its live side: the
+   * event hub of its streams and the webhook deliverer.
+   */
+  async #open(): Promise<RepoStore> {
+    const db = new DoSqlDatabase(this.ctx.storage);
+    // The index tables come from the same numbered migrations as everywhere (the rest of them stay empty).
+    await migrate(db, BUNDLED_MIGRATIONS, Math.floor(Date.now() / 1000));
+    const git = new GitStore({ fs: new DoFs(this.ctx.storage).storeFs(), root: REPO_ROOT, cacheBytes: 16 * 1024 * 1024 });
+    const store = new RepoStore(git, new PathIndex(db), systemClock);
+    const env = this.env as Record<string, unknown>;
+    const config = objectConfig(env);
+    // Accounts, tokens and membership are in D1: a stream's caller is re-checked there at each ping.
+    const d1 = new D1Database((env as { DB: D1Like }).DB);
+    const clock = systemClock;
+    const access = { config, clock, users: new Users(d1, clock), pats: new Pats(d1, clock), members: new Members(d1, clock) };
+    const hub = new Hub({
+      log: store.events,
+      logger: log,
+      exclusive: (id, fn) => store.exclusive(id, fn, 'event stream'),
+      recheck: (repoId, grant) => accessLost(access, repoId, grant),
+      pingMs: config.eventsPingMs,
+    });
+    this.#deliverer = new Deliverer({
+      store: store.webhooks,
+      send: fetchSender({ allowHttp: config.webhookAllowHttp, allowPrivate: config.webhookAllowPrivate }),
+      clock,
+      logger: log,
+      releaseHeld: (id) => store.releaseHeld(id),
+      retryMs: config.webhookRetryMs,
+    });
+    this.#live = new LocalLive(store, hub, () => void this.#deliverSoon(), log);
+    return store;
+  }
+
+  /** An alarm now, unless one is due sooner: deliveries were queued. */
+  async #deliverSoon(): Promise<void> {
+    const now = Date.now();
+    const current = await this.ctx.storage.getAlarm();
+    if (current === null || current > now) await this.ctx.storage.setAlarm(now);
+  }
+
+  /**
+   * Runs `fn` on repository `id`, answering its outcome: the value, or a named error by its code; any other error
+   * is thrown. A deleted repository is not found; any other is made on first use (the registry row in D1 is what
+   * says it exists, and a creation that died between writing that row and calling `create` must not leave it
+   * unusable).
+   */
+  async #serve<T>(id: string, fn: (store: RepoStore, live: LocalLive) => Promise<T>): Promise<Outcome<T>> {
+    try {
+      if (this.#deleted) throw new RepoNotFoundError(id);
+      await this.#store!.create(id);
+      return { ok: true, value: await fn(this.#store!, this.#live!) };
+    } catch (e) {
+      return failed(e);
+    }
+  }
+
+  async create(id: string, creator?: string): Promise<Outcome<boolean>> {
+    try {
+      if (this.#deleted) {
+        // D1 registered the id again: a new repository, in the storage destroy emptied.
+        await this.ctx.storage.delete(TOMBSTONE);
+        this.#deleted = false;
+      }
+      return { ok: true, value: await this.#store!.create(id, creator) };
+    } catch (e) {
+      return failed(e);
+    }
+  }
+
+  /**
+   * Deletes the repository: once no push or index work is in flight (the store's lock), the object's whole
+   * storage goes (events, webhooks and pending deliveries with it), its streams end, the tombstone is written,
+   * and a fresh store starts over the empty storage. Calls that waited behind the lock with the old store find
+   * no repository (404).
+   */
+  async destroy(id: string): Promise<Outcome<null>> {
+    const old = this.#store!;
+    try {
+      await old.whileQuiet(id, async () => {
+        // The old store forgets the repository, so that its waiters see it gone.
+        if (await old.git.exists(id)) await old.git.retire(id);
+        this.#live?.hub.endRepo(id, REPO_DELETED);
+        this.#live?.hub.close();
+        await this.ctx.storage.deleteAlarm();
+        await this.ctx.storage.deleteAll();
+        await this.ctx.storage.put(TOMBSTONE, Date.now());
+        this.#deleted = true;
+        this.#store = await this.#open();
+      });
+      return { ok: true, value: null };
+    } catch (e) {
+      return failed(e);
+    }
+  }
+
+  // Repos, by the same names and arguments.
+  ready(id: string) {
+    return this.#serve(id, (s) => s.ready(id));
+  }
+  head(id: string) {
+    return this.#serve(id, (s) => s.head(id));
+  }
+  resolve(id: string, sha: string) {
+    return this.#serve(id, (s) => s.resolve(id, sha));
+  }
+  page(id: string, path: string) {
+    return this.#serve(id, (s) => s.page(id, path));
+  }
+  fileAt(id: string, sha: string, path: string) {
+    return this.#serve(id, (s) => s.fileAt(id, sha, path));
+  }
+  pages(id: string): Promise<Outcome<HeadEntry[]>> {
+    return this.#serve(id, (s) => s.pages(id));
+  }
+  history(id: string, path: string, limit: number, beforeSeq?: number) {
+    return this.#serve(id, (s) => s.history(id, path, limit, beforeSeq));
+  }
+  timeline(id: string, limit: number) {
+    return this.#serve(id, (s) => s.timeline(id, limit));
+  }
+  summary(id: string) {
+    return this.#serve(id, (s) => s.summary(id));
+  }
+  search(id: string, q: string, opts: SearchOptions) {
+    return this.#serve(id, (s) => s.search(id, q, opts));
+  }
+  links(id: string, path: string) {
+    return this.#serve(id, (s) => s.links(id, path));
+  }
+  commitFiles(id: string, files: PushFile[], author: { name: string; email: string }, message: string, opts?: { owner?: string }) {
+    return this.#serve(id, (s) => s.commitFiles(id, files, author, message, opts));
+  }
+  readBlob(id: string, oid: string) {
+    return this.#serve(id, (s) => s.readBlob(id, oid));
+  }
+
+  // RepoIndex, as `index` + its name; the index first catches up with git.
+  indexResolve(id: string, value: string) {
+    return this.#serve(id, async (s) => (await s.ready(id), s.index.resolve(id, value)));
+  }
+  indexHistory(id: string, path: string, limit: number, beforeSeq?: number) {
+    return this.#serve(id, async (s) => (await s.ready(id), s.index.history(id, path, limit, beforeSeq)));
+  }
+  indexTouches(id: string, path: string, limit: number, beforeSeq?: number) {
+    return this.#serve(id, async (s) => (await s.ready(id), s.index.touches(id, path, limit, beforeSeq)));
+  }
+  indexLastTouch(id: string, path: string, atSeq: number) {
+    return this.#serve(id, async (s) => (await s.ready(id), s.index.lastTouch(id, path, atSeq)));
+  }
+
+  // Live, by the same names and arguments.
+  member(id: string, data: MemberEventData) {
+    return this.#serve(id, (_, live) => live.member(id, data));
+  }
+  createWebhook(id: string, url: string, events: EventKind[]) {
+    return this.#serve(id, (_, live) => live.createWebhook(id, url, events));
+  }
+  listWebhooks(id: string) {
+    return this.#serve(id, (_, live) => live.listWebhooks(id));
+  }
+  deleteWebhook(id: string, webhookId: string) {
+    return this.#serve(id, (_, live) => live.deleteWebhook(id, webhookId));
+  }
+  testWebhook(id: string, webhookId: string) {
+    return this.#serve(id, (_, live) => live.testWebhook(id, webhookId));
+  }
+  deliveries(id: string, webhookId: string, limit: number) {
+    return this.#serve(id, (_, live) => live.deliveries(id, webhookId, limit));
+  }
+
+  /** Webhook deliveries: everything due now, then an alarm for the next one. */
+  override async alarm(): Promise<void> {
+    if (!this.#deliverer) return;
+    const next = await this.#deliverer.run();
+    if (next !== null) await this.ctx.storage.setAlarm(Math.max(next, Date.now()));
+  }
+
+  /**
+   * Opens an event stream of the repository (the Worker has authenticated and authorised the caller): its
+   * response is the stream, or a refusal whose body is the named error's wire form (RemoteLive.stream). Or
+   * serves a pull's or an export's body (BODY_PARAMS_HEADER: `#body`).
+   */
+  override async fetch(request: Request): Promise<Response> {
+    const wanted = request.headers.get(BODY_PARAMS_HEADER);
+    if (wanted) return this.#body(JSON.parse(wanted) as BodyParams);
+    const header = request.headers.get(STREAM_PARAMS_HEADER);
+    if (!header) return refusal(errorToWire(new HttpError(404, 'not found'))!);
+    const params = JSON.parse(header) as StreamParams;
+    const r = await this.#serve(params.repo, (_, live) => live.stream(params.repo, params.grant, params.after));
+    if (!r.ok) return refusal(r.error);
+    return new Response(r.value, { headers: { 'Content-Type': 'text/event-stream' } });
+  }
+
+  /**
+   * A pull's or an export's body as the response to the Worker's `fetch`: 200 with the stream (a pull's
+   * PAGES_HEADER says whether it holds any page), 204 for an export of a repository with no commit, or the
+   * error's wire form (BODY_ERROR_HEADER set). The pages are read only as fast as the client takes them;
+   * `requestId` names the Worker's request in this object's log lines about the stream.
+   */
+  async #body(p: BodyParams): Promise<Response> {
+    const onEnd = logStreamEnd(log, { id: p.requestId, repo: p.repo, what: p.method });
+    if (p.method === 'pull') {
+      const r = await this.#serve(p.repo, (s) => s.pullBody(p.repo, p.since, { onEnd }));
+      if (!r.ok) return Response.json(r.error, { headers: { [BODY_ERROR_HEADER]: '1' } });
+      return new Response(r.value.body, { headers: { [PAGES_HEADER]: r.value.pages ? '1' : '0' } });
+    }
+    const r = await this.#serve(p.repo, (s) => s.exportBody(p.repo, { onEnd }));
+    if (!r.ok) return Response.json(r.error, { headers: { [BODY_ERROR_HEADER]: '1' } });
+    return r.value ? new Response(r.value) : new Response(null, { status: 204 });
+  }
+}
+
+/** The outcome of a failed call
+: a named error by its code; any other error is thrown on. */
+function failed(e: unknown): Outcome<never> {
+  const error = errorToWire(e);
+  if (!error) throw e;
+  return { ok: false, error };
+}
+
+/** A refused stream: the error's wire form as the body (its status says only that it was refused). */
+const refusal = (error: WireError) => Response.json(error, { status: 400 });

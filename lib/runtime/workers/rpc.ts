@@ -1,0 +1,122 @@
+/**
+ * What crosses between the Worker and a repository's Durable Object (lib/runtime/workers/repo-object.ts), by
+ * native RPC: the object's public methods, called directly on its stub. Their names and arguments are those of
+ * the interfaces they serve (Repos, its RepoIndex, Live), so no list of them is kept here: the types below are
+ * made from those interfaces. Each returns an Outcome: the value, or the error by its code (lib/errors.ts), which
+ * the Worker rebuilds as the same class — never its HTTP form.
+ */
+import { errorFromWire, type WireError } from '../../errors.ts';
+import type { RepoIndex, Repos } from '../../repo/repos.ts';
+import type { Live } from '../../events/live.ts';
+import type { StreamGrant } from '../../events/stream.ts';
+
+/** A call's outcome as it crosses to the Worker. */
+export type Outcome<T> = { ok: true; value: T } | { ok: false; error: WireError };
+
+/**
+ * The Repos members RemoteRepos answers itself: from D1's registry (`create` and `remove` go to the object after
+ * D1, as `create` and `destroy`), the index (RepoIndex, below), and the streamed bodies, which come from the
+ * object's `fetch` (BODY_PARAMS_HEADER).
+ */
+export type RegistryMember =
+  | 'exists'
+  | 'list'
+  | 'caseVariant'
+  | 'creatorOf'
+  | 'create'
+  | 'createOwned'
+  | 'remove'
+  | 'creation'
+  | 'index'
+  | 'pullBody'
+  | 'exportBody';
+/** The Repos methods the object serves, by the same name and arguments. */
+export type ServedRepoMethod = Exclude<keyof Repos, RegistryMember>;
+/** The Live methods the object serves by RPC (`stream` goes through its `fetch`; `deleted` is the object's own doing). */
+export type ServedLiveMethod = Exclude<keyof Live, 'stream' | 'deleted'>;
+
+/** The object's side of methods K of T: the same arguments, the outcome of the result. */
+type Served<T, K extends keyof T> = {
+  [P in K]: T[P] extends (...args: infer A) => Promise<infer R> ? (...args: A) => Promise<Outcome<R>> : never;
+};
+
+/** RepoIndex methods as the object serves them: `index` + the name (`indexResolve`, ...). */
+export type IndexMethodName<K extends keyof RepoIndex & string> = `index${Capitalize<K>}`;
+type ServedIndex = {
+  [P in keyof RepoIndex & string as IndexMethodName<P>]: RepoIndex[P] extends (...args: infer A) => Promise<infer R>
+    ? (...args: A) => Promise<Outcome<R>>
+    : never;
+};
+
+/** Every RPC method of the repository's object. */
+export type RepoObjectRpc = Served<Repos, ServedRepoMethod> &
+  Served<Live, ServedLiveMethod> &
+  ServedIndex & {
+    /** Makes the repository (D1 registered its id); lifts the tombstone of an earlier deletion. */
+    create(id: string, creator?: string): Promise<Outcome<boolean>>;
+    /** Deletes the repository: the object's whole storage, and a tombstone. */
+    destroy(id: string): Promise<Outcome<null>>;
+  };
+
+/** The object's name for the RepoIndex method `name`. */
+export const indexMethodName = <K extends keyof RepoIndex & string>(name: K): IndexMethodName<K> =>
+  `index${name[0]!.toUpperCase()}${name.slice(1)}` as IndexMethodName<K>;
+
+/** A stub of the repository's object: its RPC methods, and `fetch` for event streams. */
+export type RepoStub = RepoObjectRpc & { fetch(request: Request): Promise<Response> };
+
+/** The part of the Durable Object namespace binding used here. */
+export interface RepoNamespace {
+  idFromName(name: string): unknown;
+  get(id: unknown): RepoStub;
+}
+
+/** The request header that carries an event stream's parameters from the Worker (RemoteLive.stream). */
+export const STREAM_PARAMS_HEADER = 'x-kr-stream';
+
+/** The request header that asks for a pull's or an export's body (RepoObject.fetch), with its BodyParams. */
+export const BODY_PARAMS_HEADER = 'x-kr-body';
+/** Set on a body request's answer that is an error (its wire form as JSON). */
+export const BODY_ERROR_HEADER = 'x-kr-error';
+/** A pull body's answer: `1` when it holds any page. */
+export const PAGES_HEADER = 'x-kr-pages';
+
+/** A pull's or an export's body, asked for by the Worker (RemoteRepos). */
+export interface BodyParams {
+  method: 'pull' | 'export';
+  repo: string;
+  since?: string;
+  requestId?: string;
+}
+
+/** What the Worker asks for when it opens an event stream. */
+export interface StreamParams {
+  repo: string;
+  grant: StreamGrant;
+  after: string | null;
+}
+
+/**
+ * An object whose every other method (a string name it does not have) is `forward(name)`: how the Worker's
+ * side serves an interface's methods from the object's by their names, without a list of them. `then` is
+ * never forwarded (the object is no promise).
+ */
+export function forwarding<T extends object, F>(target: T, forward: (name: string) => F): T {
+  return new Proxy(target, {
+    get(t, name, receiver) {
+      if (typeof name !== 'string' || name in t || name === 'then') return Reflect.get(t, name, receiver);
+      return forward(name);
+    },
+  });
+}
+
+/**
+ * Calls `method` of repository `id`'s object with the id first, as the object's methods take it: its value, or
+ * the error it sent, rebuilt as the same class (lib/errors.ts).
+ */
+export async function callRepoObject<T>(ns: RepoNamespace, id: string, method: string, args: readonly unknown[]): Promise<T> {
+  const stub = ns.get(ns.idFromName(id)) as unknown as Record<string, (...a: unknown[]) => Promise<Outcome<T>>>;
+  const r = await stub[method]!(id, ...args);
+  if (r.ok) return r.value;
+  throw errorFromWire(r.error);
+}
