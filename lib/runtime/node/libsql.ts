@@ -44,7 +44,7 @@ export class LibsqlDatabase implements SqlDatabase {
    * `flush`, when given, makes every commit durable before its write resolves (see openDatabaseFile: the
    * write-ahead log flushed off this thread); without it a commit is as durable as the connection's
    * `synchronous` setting makes it. `keepStatements: false` for a connection that will be closed while the
-   * process runs on (a repository's search file, lib/search/index-files.ts): the driver cannot finalize a
+   * process runs on (a repository's search file, lib/runtime/node/search-files.ts): the driver cannot finalize a
    * statement, and a closed connection keeps its file handles and page cache until every statement
    * prepared on it has been garbage collected. Statements used for one call only die young and are
    * collected soon; cached ones would live on until a full collection, which a quiet heap may not make for
