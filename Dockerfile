@@ -16,7 +16,9 @@ COPY lib ./lib
 COPY functions ./functions
 COPY schema ./schema
 COPY admin ./admin
-COPY scripts/bundle.mjs scripts/server-loader.mjs ./scripts/
+# The admin command's terminal-safe output is the client's (client/output.ts).
+COPY client ./client
+COPY scripts/bundle.mjs scripts/server-loader.mjs scripts/dev-worker-storage.ts scripts/dev-worker-admin.ts ./scripts/
 # What `npm start` does when the bundle is stale (scripts/bundle.mjs): bundle the TypeScript sources and their
 # dependencies but the native database driver with esbuild (a runtime dependency) into dist/server.cjs, run by
 # dist/server.mjs through V8's code cache, which is written here (dist/ is read-only to the server), with the node
