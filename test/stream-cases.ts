@@ -239,10 +239,11 @@ export function streamCases(kind: TargetKind): void {
         const files = Array.from({ length: PAGES }, (_, i) => ({ path: `more/${pagePath(i)}`, content: pageText(i, 5) }));
         await push(files, 'more pages');
       });
-      // Each big request took many of the poller's rounds; every poll but the one in flight at the end was
-      // answered while it ran.
+      // Polls were answered while each big request ran (an event loop held for the whole request answers at
+      // most the one poll sent before it, and that one only at the end); every poll but the one in flight at
+      // the end was answered while it ran. How many rounds fit depends on the machine's speed, not asserted.
       for (const seen of [exported, pulled, pushed]) {
-        expect(seen.during).toBeGreaterThanOrEqual(3);
+        expect(seen.during).toBeGreaterThanOrEqual(2);
         expect(seen.late).toBeLessThanOrEqual(1);
       }
     }, 300_000);
