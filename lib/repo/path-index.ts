@@ -263,15 +263,7 @@ export class PathIndex {
        ORDER BY p.path`,
       [repo, sinceSeq, repo, sinceSeq, repo],
     );
-    const present: HeadEntry[] = [];
-    const deleted: string[] = [];
-    for (const r of rows) {
-      if (r.blob !== null && r.blob !== undefined) {
-        present.push({ path: String(r.path), blob: String(r.blob), commit: toCommit(r) });
-      } else if (r.before !== null && r.before !== undefined) {
-        deleted.push(String(r.path));
-      }
-    }
+    const { present, deleted } = changesOf(rows);
     return { present, deleted };
   }
 
@@ -314,15 +306,7 @@ export class PathIndex {
              ORDER BY p.path`,
             [repo, sinceSeq, repo, sinceSeq, atSeq, after, limit, repo, repo, atSeq],
           );
-    const present: HeadEntry[] = [];
-    const deleted: string[] = [];
-    for (const r of rows) {
-      if (r.blob !== null && r.blob !== undefined) {
-        present.push({ path: String(r.path), blob: String(r.blob), commit: toCommit(r) });
-      } else if (r.before !== null && r.before !== undefined) {
-        deleted.push(String(r.path));
-      }
-    }
+    const { present, deleted } = changesOf(rows);
     return { present, deleted, last: rows.length < limit ? null : String(rows[rows.length - 1]!.path) };
   }
 
@@ -573,4 +557,22 @@ export class PathIndex {
     }
     return missing.length;
   }
+}
+
+/**
+ * Rows of a pull's query (path, blob at the pulled commit, `before`: the blob at `since`) as the pages present
+ * and the paths deleted since: a page with no blob now that had one then is a deletion; one that had none
+ * either (made and deleted in between) is neither.
+ */
+function changesOf(rows: Row[]): { present: HeadEntry[]; deleted: string[] } {
+  const present: HeadEntry[] = [];
+  const deleted: string[] = [];
+  for (const r of rows) {
+    if (r.blob !== null && r.blob !== undefined) {
+      present.push({ path: String(r.path), blob: String(r.blob), commit: toCommit(r) });
+    } else if (r.before !== null && r.before !== undefined) {
+      deleted.push(String(r.path));
+    }
+  }
+  return { present, deleted };
 }
