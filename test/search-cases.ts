@@ -271,6 +271,42 @@ export function searchCases(kind: TargetKind): void {
       expect(deep.body.results.every((r) => r.snippet.includes('«Swift»') && r.sha === new_head)).toBe(true);
     });
 
+    it('equal ranks: rank then path across every page of results, whatever the ids the rows were given', async () => {
+      // Five groups of twelve pages; the pages of a group are alike (equal ranks), the groups are not.
+      const group = (g: number) => `## Dipper\n${'dipper '.repeat(g + 1)}and ${'stream '.repeat(6 - g)}`;
+      const name = (g: number, k: number) => `g${g}/${String.fromCharCode(97 + k)}.md`;
+      // Pushed last page first, each push searched at once (its rows made then): the rows' ids run against
+      // the paths' order, which is the order equal ranks come out of the full-text table.
+      for (let k = 11; k >= 0; k--) {
+        await push('ties', Array.from({ length: 5 }, (_, g) => ({ path: name(g, k), content: group(g) })));
+        expect((await search('ties', 'dipper')).body.total).toBe(5 * (12 - k));
+      }
+      const all = await search('ties', 'dipper', '&limit=100');
+      expect([all.status, all.body.total, all.body.results.length]).toEqual([200, 60, 60]);
+      const got = all.body.results.map((r) => r.path);
+      // Best group first (most dippers in the shortest body), and within a group by path: a.md first.
+      const groups = [...new Set(got.map((p) => p.split('/')[0]))];
+      expect(groups).toHaveLength(5);
+      expect(got).toEqual(groups.flatMap((g) => Array.from({ length: 12 }, (_, k) => `${g}/${String.fromCharCode(97 + k)}.md`)));
+      // Every page size and start gives the same order: a cut inside a group, inside a run longer than a page.
+      for (const [limit, offsets] of [[10, [0, 5, 10, 38, 50, 55]], [7, [3, 20, 53]], [1, [0, 11, 12, 59]], [40, [0, 20]]] as const) {
+        for (const offset of offsets) {
+          const r = await search('ties', 'dipper', `&limit=${limit}&offset=${offset}`);
+          expect([r.status, r.body.total, paths(r)], `limit ${limit} offset ${offset}`).toEqual([200, 60, got.slice(offset, offset + limit)]);
+        }
+      }
+      // One run of equal ranks longer than any page and its margin: still by path.
+      const wrens = Array.from({ length: 70 }, (_, i) => `w/${String(i).padStart(2, '0')}.md`);
+      for (let i = 0; i < 70; i += 10) {
+        await push('ties-run', wrens.slice(i, i + 10).reverse().map((path) => ({ path, content: '## Wren\nA wren sang.\n' })));
+        await search('ties-run', 'wren');
+      }
+      for (const offset of [0, 10, 33, 65]) {
+        const r = await search('ties-run', 'wren', `&limit=5&offset=${offset}`);
+        expect([r.status, r.body.total, paths(r)]).toEqual([200, 70, wrens.slice(offset, offset + 5)]);
+      }
+    });
+
     it('refuses bad syntax with 400 and a readable message, on both routes', async () => {
       const cases: Array<[string, string]> = [
         ['', 'q required'],

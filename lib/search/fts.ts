@@ -40,6 +40,11 @@ const IDS_PER_QUERY = 90;
  * then the event loop gets a turn, so that a 100,000-page repository does not hold it for the whole walk.
  */
 const COMPARE_CHUNK = 5_000;
+/**
+ * Rows past the requested page that a search of one repository's table ranks and looks at, to see a run of
+ * equal ranks at the page's end whole (see search).
+ */
+const TIE_MARGIN = 32;
 
 /**
  * The full-text table: title, tags and summary from the frontmatter, the headings, the body; case and
@@ -80,10 +85,13 @@ export interface TextStore {
   close(): Promise<void>;
 }
 
-/** Every repository's rows in one database (the index's own): for the Durable Object and for tests. */
-export function sharedTextStore(db: Database): TextStore {
+/**
+ * The rows in one database, the index's own: a Durable Object's, which holds one repository
+ * (`oneRepository`: its queries need not filter by repository), or every repository's (tests, measurements).
+ */
+export function sharedTextStore(db: Database, opts: { oneRepository?: boolean } = {}): TextStore {
   return {
-    perRepository: false,
+    perRepository: opts.oneRepository === true,
     write: (_repo, fn) => fn(db),
     read: (_repo, fn) => fn(db),
     async drop(repo) {
@@ -348,13 +356,37 @@ export class FullTextIndex {
             : await r.all<Row>(`SELECT count(*) AS n ${from}`, args))[0]?.n ?? 0,
         );
       if (opts.limit <= 0) return { top: [] as Row[], total: await count(), snippets: new Map<number, string>() };
-      const top = await r.all<Row>(
+      const end = opts.offset + opts.limit;
+      let top: Row[] | null = null;
+      let total: number | null = null;
+      if (this.text.perRepository && filters.length === 0) {
+        // The full-text table ranks alone and hands on its best `want` rows; only those are joined with their
+        // pages (joining every match first was a third of a common word's search at 100,000 pages). The order
+        // is rank then path: the rows past `end` are there so that a run of equal ranks at the cut is seen
+        // whole. Were the last row handed on still equal to the one at the cut, the run may go on beyond it,
+        // and the query below, which orders every match, answers instead.
+        const want = end + TIE_MARGIN;
+        const ranked = await r.all<Row>(
+          `SELECT d.id, d.path, d.title, d.type, d.tags, m.rank FROM
+             (SELECT rowid AS id, bm25(search_fts, ${BM25_ARGS}) AS rank FROM search_fts WHERE search_fts MATCH ? ORDER BY rank LIMIT ?) m
+           CROSS JOIN search_docs d ON d.id = m.id ORDER BY m.rank, d.path`,
+          [match, want],
+        );
+        const cutRank = ranked[end - 1]?.rank;
+        const lastRank = ranked[ranked.length - 1]?.rank;
+        if (ranked.length < want || cutRank === undefined || Number(cutRank) !== Number(lastRank)) {
+          top = ranked.slice(opts.offset, end);
+          // Fewer than asked for: those were every match.
+          if (ranked.length < want) total = ranked.length;
+        }
+      }
+      top ??= await r.all<Row>(
         `SELECT d.id, d.path, d.title, d.type, d.tags, bm25(search_fts, ${BM25_ARGS}) AS rank ${from}
          ORDER BY rank, d.path LIMIT ? OFFSET ?`,
         [...args, opts.limit, opts.offset],
       );
       // A short page says how many there are; only a full one (or an empty one past the start) needs counting.
-      const total =
+      total ??=
         top.length > 0 && top.length < opts.limit ? opts.offset + top.length : top.length === 0 && opts.offset === 0 ? 0 : await count();
       const snippets = new Map<number, string>();
       const ids = top.map((t) => Number(t.id));

@@ -9,6 +9,7 @@ import { PathIndex, type HeadEntry } from '../../repo/path-index.ts';
 import { RepoStore, type PushFile } from '../../repo/repo-store.ts';
 import { GitStore } from '../../git/store.ts';
 import type { SearchOptions } from '../../search/results.ts';
+import { sharedTextStore } from '../../search/fts.ts';
 import { loadConfig, type Config } from '../../config.ts';
 import { jsonLogger } from '../../log.ts';
 import { D1Database, type D1Like } from './d1.ts';
@@ -108,7 +109,8 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
     // The index tables come from the same numbered migrations as everywhere (the rest of them stay empty).
     await migrate(db, BUNDLED_MIGRATIONS, Math.floor(Date.now() / 1000));
     const git = new GitStore({ fs: new DoFs(this.ctx.storage).storeFs(), root: REPO_ROOT, cacheBytes: 16 * 1024 * 1024 });
-    const store = new RepoStore(git, new PathIndex(db), systemClock);
+    // An object holds one repository (idFromName of its id): its full-text rows need no filter by repository.
+    const store = new RepoStore(git, new PathIndex(db, { text: sharedTextStore(db, { oneRepository: true }) }), systemClock);
     const env = this.env as Record<string, unknown>;
     const config = objectConfig(env);
     // Accounts, tokens and membership are in D1: a stream's caller is re-checked there at each ping.
