@@ -24,6 +24,7 @@ import { hexToBytes, inflate, toHex, webCodec, type ObjectCodec } from './object
 import { LruCache } from './lru.ts';
 import { idxTable, openIdx, readAt, StaleIndex, TablePages, type IdTable, type PageMemo } from './id-table.ts';
 import { MIDX_FILE, openMidx } from './midx.ts';
+import { TimeSlice } from '../time-slice.ts';
 
 export type RawType = 'blob' | 'tree' | 'commit' | 'tag';
 
@@ -412,7 +413,9 @@ export class ObjectReader {
         left.length = 0;
         const bin = new Uint8Array(20);
         const memo: PageMemo = new Map();
+        const slice = new TimeSlice();
         for (const oid of oids) {
+          if (slice.due) await slice.next();
           hexToBytes(oid, bin);
           // In id order, the pages one lookup reads serve the next ones: most need no read at all.
           let loc = this.locateNow(repo, bin, memo);
@@ -429,6 +432,7 @@ export class ObjectReader {
       }
     }
     at.sort((a, b) => a.pack.ordinal - b.pack.ordinal || a.offset - b.offset);
+    const slice = new TimeSlice();
     for (let i = 0; i < at.length; ) {
       const { pack, offset: start } = at[i]!;
       let j = i + 1;
@@ -439,6 +443,8 @@ export class ObjectReader {
       const end = Math.min(last, run[run.length - 1]!.offset + RUN_TAIL);
       const bytes = start >= 12 && end > start ? await readAt(this.fs, pack.path, start, end - start) : null;
       for (const r of run) {
+        // Inflating thousands of objects is work on this thread: other requests get turns between slices.
+        if (slice.due) await slice.next();
         // What the run cannot give (a delta, a long record) is read from its place, already known.
         const got = (bytes && (await this.fromRun(pack, bytes, start, r.offset, r.oid))) || (await this.fromKnown(gitdir, r));
         if (got) found.set(r.oid, got);

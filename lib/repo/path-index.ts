@@ -267,12 +267,27 @@ export class PathIndex {
     return { present, deleted };
   }
 
+  /** The commits of `seqs` by seq (every one recorded: git_head and git_changes name only recorded commits). */
+  private async commitsBySeq(repo: string, seqs: number[]): Promise<Map<number, IndexedCommit>> {
+    const out = new Map<number, IndexedCommit>();
+    for (let i = 0; i < seqs.length; i += ENTRIES_CHUNK) {
+      const chunk = seqs.slice(i, i + ENTRIES_CHUNK);
+      for (const r of await this.db.all<Row>(
+        `SELECT ${COMMIT_COLS} FROM git_commits c WHERE c.repo_id = ? AND c.seq IN (${chunk.map(() => '?').join(', ')})`,
+        [repo, ...chunk],
+      )) {
+        out.set(Number(r.seq), toCommit(r));
+      }
+    }
+    return out;
+  }
+
   /**
    * One batch of a pull fixed at the commit `atSeq` (the head when the pull began), in path order after
    * `after` (`''`: from the first path), at most `limit` paths: every page at that commit, or, with
    * `sinceSeq`, the pages changed after that commit up to `atSeq` and (in `deleted`) the ones deleted since
-   * that existed then. Read from git_changes as of `atSeq`, so commits recorded meanwhile change nothing in
-   * it. `last` is the `after` of the next batch, or null when this one is the last.
+   * that existed then. Read as of `atSeq` (git_head while it is still the head, git_changes after), so
+   * commits recorded meanwhile change nothing in it. `last` is the `after` of the next batch, or null when this one is the last.
    */
   async pullBatch(
     repo: string,
@@ -281,6 +296,26 @@ export class PathIndex {
     limit: number,
     sinceSeq?: number,
   ): Promise<{ present: HeadEntry[]; deleted: string[]; last: string | null }> {
+    if (sinceSeq === undefined) {
+      // While the head is still `atSeq`, the pages at it are git_head's rows: a range of its primary key,
+      // whatever the length of the history. The head is read in the same statement (one snapshot); once a
+      // push has moved it (or nothing is left to show it), the pages as of `atSeq` come from git_changes.
+      const rows = await this.db.all<Row>(
+        `SELECT path, blob, seq, (SELECT seq FROM git_commits WHERE repo_id = ? ORDER BY seq DESC LIMIT 1) AS head_seq
+         FROM git_head WHERE repo_id = ? AND path > ? ORDER BY path LIMIT ?`,
+        [repo, repo, after, limit],
+      );
+      if (rows.length > 0 && Number(rows[0]!.head_seq) === atSeq) {
+        // The commits once each (a push of 10,000 pages is one commit for all of them), not once a row.
+        const seqs = [...new Set(rows.map((r) => Number(r.seq)))];
+        const commits = await this.commitsBySeq(repo, seqs);
+        // (A commit gone meanwhile — the index cut back to another history — leaves it to the query below.)
+        if (commits.size === seqs.length) {
+          const present = rows.map((r) => ({ path: String(r.path), blob: String(r.blob), commit: commits.get(Number(r.seq))! }));
+          return { present, deleted: [], last: rows.length < limit ? null : String(rows[rows.length - 1]!.path) };
+        }
+      }
+    }
     // CROSS JOIN keeps the batch's paths the outer loop: each one's row at `atSeq` is found by primary key.
     const rows =
       sinceSeq === undefined
