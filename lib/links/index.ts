@@ -15,6 +15,7 @@ import type { SqlDatabase as Database, Stmt } from '../db/sql.ts';
 import { PAGE_TYPES, pagePathFor, pageRefOfPath, parsePage, type PageType } from '../page/parse.ts';
 import { extractLinks, MAX_SCANNED_CHARS, type LinkRef } from './extract.ts';
 import type { IncomingLink, LinksResponse, OutgoingLink } from '../../schema/wire/links.ts';
+import { nextTurn } from '../differ/budget.ts';
 
 /** Incoming links listed at most; `incoming_more` counts the rest. */
 export const MAX_INCOMING = 1000;
@@ -173,6 +174,8 @@ export class LinkIndex {
       if (gone.length === 0) break;
       await this.db.batch(gone.flatMap((r) => linkStmts(repo, String(r.path), null)), { durable: false });
       after = String(gone[gone.length - 1]!.path);
+      // Each batch runs on this thread: other requests get a turn between them.
+      await nextTurn();
     }
     for (let after = ''; ; ) {
       const stale = await this.db.all<Row>(
@@ -193,6 +196,7 @@ export class LinkIndex {
       await Promise.all(Array.from({ length: Math.min(READS_IN_FLIGHT, pages.length) }, worker));
       await this.db.batch(pages.flatMap((p, k) => linkStmts(repo, p.path, { blob: p.blob, doc: docs[k]! })), { durable: false });
       after = pages[pages.length - 1]!.path;
+      await nextTurn();
     }
   }
 

@@ -153,7 +153,9 @@ export class PathIndex {
 
   /**
    * The pages at head whose case-folded path (foldPathCase) is one of `folds`, grouped by that key: what
-   * a new path would collide with on a case-insensitive disk. One indexed lookup per key.
+   * a new path would collide with on a case-insensitive disk. One indexed lookup per key (INDEXED BY: left
+   * to itself, SQLite walks the whole repository's rows in path order to spare the sort, once per chunk — 1.4 s
+   * for a push of 10,000 pages into 20,000).
    */
   async caseTwins(repo: string, folds: string[]): Promise<Map<string, string[]>> {
     const out = new Map<string, string[]>();
@@ -161,7 +163,8 @@ export class PathIndex {
     for (let i = 0; i < unique.length; i += ENTRIES_CHUNK) {
       const chunk = unique.slice(i, i + ENTRIES_CHUNK);
       const rows = await this.db.all<Row>(
-        `SELECT path, path_fold FROM git_head WHERE repo_id = ? AND path_fold IN (${chunk.map(() => '?').join(', ')}) ORDER BY path`,
+        `SELECT path, path_fold FROM git_head INDEXED BY git_head_fold
+         WHERE repo_id = ? AND path_fold IN (${chunk.map(() => '?').join(', ')}) ORDER BY path`,
         [repo, ...chunk],
       );
       for (const r of rows) {

@@ -12,6 +12,8 @@ import type { SqlDatabase as Database, Stmt } from '../db/sql.ts';
 import type { SqlArgs } from '../db/sql.ts';
 import { normalizeField, searchDocument, tagKey, tagNeedle, type SearchDocument } from './document.ts';
 import { parseQuery } from './query.ts';
+import { nextTurn } from '../differ/budget.ts';
+import { TimeSlice } from '../time-slice.ts';
 import {
   BM25_ARGS,
   SNIPPET_CLOSE,
@@ -26,8 +28,11 @@ import {
 
 type Row = Record<string, unknown>;
 
-/** Pages re-indexed per batch when catchUp levels the full-text rows with head. */
-const CHUNK = 200;
+/**
+ * Pages re-indexed per batch when catchUp levels the full-text rows with head: a batch runs on the event loop
+ * (some 50 ms for 100 small pages on a busy 2-core machine), the loop gets a turn between batches.
+ */
+const CHUNK = 100;
 /** Blob reads catchUp keeps in flight. */
 const READS_IN_FLIGHT = 16;
 /**
@@ -227,7 +232,10 @@ export class FullTextIndex {
   private async compareSome(db: Database, repo: string, paths: string[]) {
     const stale: Array<{ path: string; blob: string }> = [];
     const gone: string[] = [];
+    // 10,000 paths are two queries per 90 of them, on this thread: other requests get turns between slices.
+    const slice = new TimeSlice();
     for (let i = 0; i < paths.length; i += IDS_PER_QUERY) {
+      if (slice.due) await slice.next();
       const some = paths.slice(i, i + IDS_PER_QUERY);
       const list = some.map(() => '?').join(', ');
       const heads = await this.meta.all<Row>(`SELECT path, blob FROM git_head WHERE repo_id = ? AND path IN (${list})`, [repo, ...some]);
@@ -299,6 +307,9 @@ export class FullTextIndex {
       // The level goes with the last rows: a crash before it leaves the rows to be looked at again.
       if (i === batches.length - 1) stmts.push(levelStmt);
       await db.batch(stmts, { durable: false });
+      // A batch runs on this thread (200 pages' rows, tens of ms): other requests get a turn after each, or
+      // a catch-up of 10,000 pages would hold them for seconds.
+      if (i < batches.length - 1) await nextTurn();
     }
   }
 
