@@ -1,6 +1,6 @@
 // The per-request caches of issue 28 (a page read's server CPU): route matches (lib/http/router.ts), peer
 // addresses (lib/http/client-ip.ts), the log's time text (lib/log.ts) and the LRU's most recent entry
-// (lib/git/lru.ts). Each must answer exactly as the uncached code does, and stay bounded.
+// (lib/git/lru.ts), the session key (lib/auth/session.ts). Each must answer exactly as the uncached code does, and stay bounded.
 import { describe, expect, it } from 'vitest';
 import { Hono } from 'hono';
 import { TrieRouter } from 'hono/router/trie-router';
@@ -8,6 +8,8 @@ import { CachingRouter, MATCH_CACHE_ENTRIES, MATCH_CACHE_PATH_CHARS } from '../l
 import { PEERS_KEPT, TrustedProxies, clientIp } from '../lib/http/client-ip.ts';
 import { jsonLogger } from '../lib/log.ts';
 import { LruCache } from '../lib/git/lru.ts';
+import { mintSession, verifySession } from '../lib/auth/session.ts';
+import { ManualClock } from '../lib/clock.ts';
 
 /** Two apps with the same routes, one on Hono's default router and one on CachingRouter. */
 function apps() {
@@ -166,5 +168,21 @@ describe('LruCache', () => {
     expect(c.get('x')).toBe('X'); // x was not the newest: it moves up, y is the oldest
     c.set('z', 'Z');
     expect([c.get('y'), c.get('x'), c.get('z')]).toEqual([undefined, 'X', 'Z']);
+  });
+});
+
+describe('verifySession with the imported key kept', () => {
+  it('follows the secret bytes, also when the same array is changed in place', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 0, 1));
+    const secret = new TextEncoder().encode('a'.repeat(48));
+    const token = await mintSession(secret, clock, { id: 'u1', email: 'u1@example.com' });
+    expect((await verifySession(secret, clock, token))?.sub).toBe('u1');
+    expect(await verifySession(new TextEncoder().encode('b'.repeat(48)), clock, token)).toBeNull();
+    expect((await verifySession(secret, clock, token))?.sub).toBe('u1');
+    secret[0] = 'c'.charCodeAt(0);
+    expect(await verifySession(secret, clock, token)).toBeNull();
+    secret[0] = 'a'.charCodeAt(0);
+    expect((await verifySession(secret, clock, token))?.sub).toBe('u1');
+    expect(await verifySession(secret, clock, `${token.slice(0, -2)}xx`)).toBeNull();
   });
 });
