@@ -8,6 +8,7 @@ import { corsMiddleware } from './http/cors.ts';
 import { rateLimit, type LimiterFactory } from './http/rate-limit.ts';
 import { ipBucketKey, type ClientIpOf } from './http/client-ip.ts';
 import { authenticate } from './auth/middleware.ts';
+import { CachingRouter } from './http/router.ts';
 
 export interface AppOptions {
   /** Routes to mount (functions/index.ts in production; tests may add their own). */
@@ -45,7 +46,8 @@ const isApiPath = (path: string) => path === '/v1' || path.startsWith('/v1/');
 /** Builds the whole HTTP application around injected dependencies. */
 export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
   const { config, log, clock } = deps;
-  const app = new Hono<AppEnv>();
+  // Matches are kept per (method, path): see lib/http/router.ts.
+  const app = new Hono<AppEnv>({ router: new CachingRouter() });
   const ipOf = (c: Context) => ipBucketKey(opts.clientIp(c));
 
   // Request id, security headers and one access-log line per request, around everything else.

@@ -1,8 +1,9 @@
 /**
  * Opaque bearer tokens (API.md "Identities and tokens"): a kind prefix plus 32 characters of base64url
  * from 24 random bytes. Only the SHA-256 hex of the whole token is ever stored. Web-standard only
- * (`crypto.getRandomValues`, `crypto.subtle`), so this runs unchanged on Workers.
+ * (`crypto.getRandomValues`, and SHA-256 in plain JavaScript), so this runs unchanged on Workers.
  */
+import { sha256 } from './sha256.ts';
 
 /** Personal access tokens. A token with this prefix is only ever looked up as a PAT. */
 export const PAT_PREFIX = 'krp_';
@@ -26,16 +27,17 @@ export function randomToken(prefix: string): string {
   return prefix + base64url(bytes);
 }
 
-async function sha256(text: string): Promise<Uint8Array> {
-  return new Uint8Array(await crypto.subtle.digest('SHA-256', encoder.encode(text)));
-}
-
-/** SHA-256 of the UTF-8 text, lowercase hex: the form tokens are stored and looked up in. */
+/**
+ * SHA-256 of the UTF-8 text, lowercase hex: the form tokens are stored and looked up in. Hashed in plain
+ * JavaScript (lib/auth/sha256.ts), not with crypto.subtle: see there why.
+ */
 export async function sha256Hex(text: string): Promise<string> {
   let hex = '';
-  for (const b of await sha256(text)) hex += b.toString(16).padStart(2, '0');
+  for (const b of sha256(encoder.encode(text))) hex += HEX[b];
   return hex;
 }
+
+const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0'));
 
 /**
  * Whether `given` equals `secret`, in time that depends only on the secret's length: every byte of the
