@@ -15,22 +15,35 @@ export function pullBody(pull: PullPages, opts: { onEnd?: StreamWatch } = {}): R
   return pieceStream((signal) => pullPieces(pull, signal, sent), { onEnd: opts.onEnd, detail: () => ({ pages: sent.pages }) });
 }
 
+/** Characters of pages gathered before they are handed on. */
+const PIECE_CHARS = 32 * 1024;
+
 async function* pullPieces(pull: PullPages, signal: AbortSignal, sent: { pages: number }): AsyncGenerator<string, void, void> {
   yield `{"new_head":${JSON.stringify(pull.head?.sha ?? '')},"files":[`;
   let sep = '';
   // Serialising a batch is work on this thread: other requests get turns between slices of it.
   const slice = new TimeSlice();
   const rest = pull.rest(signal);
+  // Pages are gathered into pieces of about PIECE_CHARS: one step of the stream per piece, not per page.
+  let piece = '';
   for (let batch: IteratorResult<PullPages['first']> = { done: false, value: pull.first }; !batch.done; batch = await rest.next()) {
     for (const p of batch.value) {
       const file: PullResponse['files'][number] = { path: p.entry.path, content: utf8(p.content), sha: p.entry.commit.sha };
-      yield sep + JSON.stringify(file);
+      piece += sep + JSON.stringify(file);
       sep = ',';
       sent.pages++;
+      if (piece.length >= PIECE_CHARS) {
+        yield piece;
+        piece = '';
+      }
       if (slice.due) {
         await slice.next();
         checkCancelled(signal);
       }
+    }
+    if (piece !== '') {
+      yield piece;
+      piece = '';
     }
     checkCancelled(signal);
   }
