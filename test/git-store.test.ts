@@ -364,4 +364,24 @@ describe('cache budget', () => {
     // The default budget: 32 MiB.
     expect(store.headCacheBytes).toBe(4 * 1024 * 1024);
   });
+
+  it('a cached blob holds its own bytes only, not the larger buffer it came in (what the budget counts is what is kept)', async () => {
+    await store.init('own');
+    // Small node Buffers are views into a shared 8 KiB pool: as a push's content, the cache kept the pool.
+    const pooled = Buffer.from('# A page\n\nsmall\n');
+    expect(pooled.buffer.byteLength).toBeGreaterThan(pooled.byteLength);
+    const made = await store.commit('own', { parent: null, writes: [{ path: 'a.md', content: pooled }], author: ann, message: 'm', time: 1 });
+    const oid = (await store.listFiles('own', made!.meta.sha)).get('a.md')!;
+    const owns = (b: Uint8Array) => b.byteOffset === 0 && b.buffer.byteLength === b.byteLength;
+    for (const b of [await store.readBlob('own', oid), (await store.readBlobs('own', [oid]))[0]!]) {
+      expect(dec(b)).toBe('# A page\n\nsmall\n');
+      expect(owns(b)).toBe(true);
+    }
+    // Read from disk by a store that has nothing cached: the same.
+    const fresh = new GitStore({ fs: nodeStoreFs(), root: join(dir.path, 'repos') });
+    const read = await fresh.readBlob('own', oid);
+    expect(dec(read)).toBe('# A page\n\nsmall\n');
+    expect(owns(read)).toBe(true);
+    expect(owns(await fresh.readBlob('own', oid))).toBe(true);
+  });
 });

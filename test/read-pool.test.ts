@@ -4,7 +4,7 @@
  * index's files are.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { existsSync } from 'node:fs';
+import { copyFileSync, existsSync, readdirSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { openDerivedFile } from '../lib/runtime/node/open-db.ts';
 import type { LibsqlDatabase } from '../lib/runtime/node/libsql.ts';
@@ -116,6 +116,32 @@ describe('ReadPool', () => {
     expect(pool.size).toBe(1);
     await vi.waitFor(() => expect(pool.size).toBe(0), { timeout: 5_000, interval: 20 });
     expect(await pool.all(file, 'SELECT x FROM t')).toEqual([{ x: 2 }]);
+  });
+
+  it.skipIf(!existsSync('/proc/self/fd'))('a connection past openPerThread is closed for good soon after the query that evicted it', async () => {
+    // The driver closes a connection only once its statements are collected: a thread left to V8 kept them
+    // (and their files and memory) by the dozen. Each thread collects after its closes, so that by the time it
+    // answers the next query only the connections it keeps, and those of the latest closes, are still open.
+    const { dir, pool, open } = await setup({ threads: 1, openPerThread: 4 });
+    const source = open('source.db');
+    await source.batch([{ sql: 'CREATE TABLE t (x)' }, { sql: 'INSERT INTO t VALUES (1)' }]);
+    await source.close();
+    const files = Array.from({ length: 40 }, (_, i) => join(dir, `f${i}.db`));
+    for (const f of files) copyFileSync(join(dir, 'source.db'), f);
+    /** Database files of `files` this process has open (the read thread's connections are its files too). */
+    const openFiles = () =>
+      readdirSync('/proc/self/fd').filter((fd) => {
+        try {
+          return files.includes(readlinkSync(`/proc/self/fd/${fd}`));
+        } catch {
+          return false; // closed meanwhile
+        }
+      }).length;
+    for (const f of files) expect(await pool.all(f, 'SELECT x FROM t')).toEqual([{ x: 1 }]);
+    // Two more answers: the thread has had its turns since the closes of every query but the last ones.
+    expect(await pool.all(files[39]!, 'SELECT count(*) AS n FROM t')).toEqual([{ n: 1 }]);
+    expect(await pool.all(files[38]!, 'SELECT count(*) AS n FROM t')).toEqual([{ n: 1 }]);
+    expect(openFiles()).toBeLessThanOrEqual(4 + 1);
   });
 
   it('close fails the queries still waiting and every later one', async () => {

@@ -28,6 +28,7 @@ import {
 } from '../errors.ts';
 import { KeyedMutex, noProgress, type HeldLock, type Progress } from './lock.ts';
 import { TimeSlice } from '../time-slice.ts';
+import { ownBytes } from '../bytes.ts';
 import { LruCache } from './lru.ts';
 import { isSafeRepoId, pagePathProblem, storedPathProblem } from '../page/path.ts';
 
@@ -504,7 +505,7 @@ export class GitStore {
     const key = `${id}:${oid}`;
     const hit = this.blobs.get(key) ?? this.inFlight.get(id)?.blobs.get(oid);
     if (hit) return hit;
-    const blob = (await this.raw(id, oid, 'blob')).content;
+    const blob = ownBytes((await this.raw(id, oid, 'blob')).content);
     this.blobs.set(key, blob);
     return blob;
   }
@@ -532,7 +533,7 @@ export class GitStore {
       const oid = oids[missing[k]!]!;
       if (o.type !== 'blob') throw new StoreError(`object ${oid} is a ${o.type}, not a blob`);
       out[missing[k]!] = o.content;
-      if (keep) this.blobs.set(`${id}:${oid}`, o.content);
+      if (keep) this.blobs.set(`${id}:${oid}`, ownBytes(o.content));
     });
     return out;
   }
@@ -799,7 +800,7 @@ export class GitStore {
         }
         for (const [oid, entries] of trees) this.trees.set(`${id}:${oid}`, entries);
         for (const [sha, meta] of metas) this.commits.set(`${id}:${sha}`, meta);
-        for (const [oid, content] of blobs) this.blobs.set(`${id}:${oid}`, content);
+        for (const [oid, content] of blobs) this.blobs.set(`${id}:${oid}`, ownBytes(content));
       },
       publish: async () => {
         if (state !== 'prepared') throw new StoreError('commit batch not prepared, or already published or aborted');

@@ -44,6 +44,25 @@ const THREAD_SOURCE = `
 'use strict';
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
+// This isolate's gc function, for a young collection after closes (see close below). V8 hands it out only
+// under --expose-gc: the flag is set for the one call that makes a context (whose global then has gc) and
+// cleared again at once, as scripts/server-loader.mjs sets its flags at run time; a process started with
+// --expose-gc has it already. The flag is the process's: threads starting together take turns with it
+// (workerData.flagTurn, one Int32 shared by every read thread), or one would clear it under another.
+const gc = (() => {
+  if (typeof globalThis.gc === 'function') return globalThis.gc;
+  const turn = workerData.flagTurn;
+  while (Atomics.compareExchange(turn, 0, 0, 1) !== 0) Atomics.wait(turn, 0, 1);
+  const v8 = require('node:v8');
+  try {
+    v8.setFlagsFromString('--expose-gc');
+    return require('node:vm').runInNewContext('gc');
+  } finally {
+    v8.setFlagsFromString('--no-expose-gc');
+    Atomics.store(turn, 0, 0);
+    Atomics.notify(turn, 0, 1);
+  }
+})();
 const open = new Map();
 function connection(file, uri) {
   let c = open.get(file);
@@ -62,22 +81,41 @@ function connection(file, uri) {
   db.exec('PRAGMA cache_size = -' + workerData.cacheKib);
   c = { db };
   open.set(file, c);
+  const evicted = [];
   for (const [f, old] of open) {
     if (open.size <= workerData.openPerThread) break;
     open.delete(f);
-    close(old.db);
+    evicted.push(old.db);
   }
+  // Closed before the query, the collection made after its answer (see close). Not the closes after the answer:
+  // the pool may terminate a thread that owes nothing, and the driver aborts the process when a thread is
+  // terminated inside one of its calls.
+  if (evicted.length > 0) close(evicted);
   return c;
 }
 // Prepared for one query only: the driver cannot finalize a statement, and a closed connection keeps its
-// files open and its page cache until every statement made on it is collected, which a statement that dies
+// files open and its memory until every statement made on it is collected, which a statement that dies
 // young soon is (a cached one would wait for a full collection: open files piled up by the thousand).
-// The page cache goes at once, whenever the statements are collected.
-function close(db) {
-  try {
-    db.exec('PRAGMA shrink_memory');
-  } catch {}
-  db.close();
+// The page cache goes at once; the rest (some 140 KiB) with the collection made once the query is answered,
+// whose finalizers run on the thread's next turn: this thread allocates too little for V8 to collect it often
+// on its own (W10: up to 180 closed connections waiting, 20 MiB of this thread's malloc arena). After the
+// answer, when the query's statement is garbage too: a young collection made before the query sometimes
+// left every closed connection open.
+let collect = false;
+function close(dbs) {
+  for (const db of dbs) {
+    try {
+      db.exec('PRAGMA shrink_memory');
+    } catch {}
+    db.close();
+  }
+  collect = true;
+}
+function answer(message) {
+  parentPort.postMessage(message);
+  if (!collect) return;
+  collect = false;
+  gc({ type: 'minor' });
 }
 function statement(c, sql) {
   const st = c.db.prepare(sql);
@@ -91,19 +129,22 @@ parentPort.on('message', (m) => {
     const c = open.get(m.file);
     if (c) {
       open.delete(m.file);
-      close(c.db);
+      close([c.db]);
     }
-    parentPort.postMessage({ id: m.id, columns: [], rows: [] });
+    answer({ id: m.id, columns: [], rows: [] });
     return;
   }
   try {
     const { st, columns } = statement(connection(m.file, m.uri), m.sql);
-    parentPort.postMessage({ id: m.id, columns, rows: st.all(m.args) });
+    answer({ id: m.id, columns, rows: st.all(m.args) });
   } catch (e) {
-    parentPort.postMessage({ id: m.id, error: { message: String((e && e.message) || e), code: e && e.code } });
+    answer({ id: m.id, error: { message: String((e && e.message) || e), code: e && e.code } });
   }
 });
 `;
+
+/** Taken by a read thread while it sets V8's --expose-gc for a moment (see THREAD_SOURCE): one per process, as the flag is. */
+const FLAG_TURN = new Int32Array(new SharedArrayBuffer(4));
 
 /** How long a read waits for a lock another connection holds (a checkpoint's instant) before SQLITE_BUSY. */
 const BUSY_TIMEOUT_MS = 5000;
@@ -265,7 +306,7 @@ export class ReadPool {
   private start(): Thread {
     const worker = new Worker(THREAD_SOURCE, {
       eval: true,
-      workerData: { driver: this.driver, busyMs: BUSY_TIMEOUT_MS, openPerThread: this.opts.openPerThread, cacheKib: this.opts.cacheKib },
+      workerData: { driver: this.driver, busyMs: BUSY_TIMEOUT_MS, openPerThread: this.opts.openPerThread, cacheKib: this.opts.cacheKib, flagTurn: FLAG_TURN },
     });
     const t: Thread = { worker, job: null, replies: new Map(), idle: null, files: new Map() };
     // An idle thread never keeps the process alive (send refs it while it owes answers).
