@@ -242,9 +242,15 @@ describe.skipIf(!hasChromium)('live events in the dashboard', () => {
   it('a member removed while the view is open is told why the live updates stopped', async () => {
     await h.signInWithToken(carol.pat);
     const opened = streamOpen();
+    // The chart's and the feed's loads must be answered before the removal: one the server reads after it
+    // is refused (403), rightly, and the browser logs that refusal.
+    const loaded = (limit: number) =>
+      page.waitForResponse((r) => r.url().includes(`/v1/repos/acme/activity?limit=${limit}&offset=0`) && r.status() === 200);
+    const feedLoaded = loaded(20); // the feed's page (FEED_PAGE in dashboard/src/activity.tsx)
+    const chartLoaded = loaded(500); // the chart's events (CHART_EVENTS)
     await go('#/repo/acme/activity');
     await heading('Activity in acme').waitFor();
-    await opened;
+    await Promise.all([opened, feedLoaded, chartLoaded]);
     await page.getByText('Live: new pushes appear at the top as they happen.').waitFor();
     await api(`/v1/repos/acme/members/${carol.id}`, alice.session, { method: 'DELETE' });
     await page.getByRole('status').filter({ hasText: 'Live updates stopped. Removed from this repo.' }).waitFor();
