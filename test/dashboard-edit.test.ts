@@ -402,6 +402,45 @@ describe.skipIf(!hasChromium)('writing pages in the dashboard', () => {
     expect((await serverText('notes/stale.md'))!.text).toBe('Two.\n');
   });
 
+  it('never saves a page deleted meanwhile back silently: says who deleted it, and creates it again only on "Re-create page"', async () => {
+    const DOOMED = 'wiki/concepts/doomed.md';
+    const created = await push(alice, [{ path: DOOMED, content: '---\ntitle: Doomed\n---\nDoomed text.\n' }], 'doomed');
+    await go(`#/repo/acme/edit/${DOOMED}`);
+    await heading('Edit Doomed').waitFor();
+    await page.locator('.cm-content').waitFor();
+    await typeAfter('Doomed text.', ' Still wanted.');
+    // Bob deletes the page meanwhile.
+    const deletion = await push(bob, [{ path: DOOMED, delete: true }], 'retire doomed');
+
+    const saves = await pushesDuring(async () => {
+      await page.getByRole('button', { name: 'Save', exact: true }).click();
+      await page.getByRole('heading', { name: 'This page was deleted while you were editing it' }).waitFor();
+      await page.getByText(`It was deleted on the server by Bob in ${deletion.slice(0, 7)}`).waitFor();
+    });
+    expect(saves).toEqual([{ message: 'Edit Doomed', merge: 'sections', files: [{ path: DOOMED, content: '---\ntitle: Doomed\n---\nDoomed text. Still wanted.\n', parent_sha: created }] }]);
+    expect(await serverText(DOOMED)).toBeNull();
+    await noSeriousAxe('a page deleted while edited');
+    await h.shot('edit-deleted');
+
+    // Back to editing: the edit is still there; saving again asks again, the page still deleted.
+    await page.getByRole('button', { name: 'Back to editing' }).click();
+    await page.locator('.cm-content').waitFor();
+    expect(await editorText()).toBe('Doomed text. Still wanted.\n');
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    await page.getByRole('heading', { name: 'This page was deleted while you were editing it' }).waitFor();
+    expect(await serverText(DOOMED)).toBeNull();
+
+    // Asked for: the edit is pushed on top of the deletion, and the page exists again.
+    const again = await pushesDuring(async () => {
+      await page.getByRole('button', { name: 'Re-create page' }).click();
+      await heading('Doomed').waitFor();
+      await page.getByRole('status').filter({ hasText: 'Page created again.' }).waitFor();
+    });
+    expect(again).toEqual([{ message: 'Edit Doomed', merge: 'sections', files: [{ path: DOOMED, content: '---\ntitle: Doomed\n---\nDoomed text. Still wanted.\n', parent_sha: deletion }] }]);
+    expect((await serverText(DOOMED))!.text).toBe('---\ntitle: Doomed\n---\nDoomed text. Still wanted.\n');
+    expect(await storedDraft(DOOMED)).toBeNull();
+  });
+
   it('keeps drafts per user: the next member signing in on the same browser is never offered another one\'s unsaved text', async () => {
     await go(`#/repo/acme/edit/${LOG}`);
     await page.locator('.cm-content').waitFor();
