@@ -202,7 +202,8 @@ export async function sendPushes(
     for (const c of data.conflicts) {
       answered.add(c.path);
       const f = sent.get(c.path);
-      if (f && f.kind !== 'deleted' && f.wire.content !== undefined && fromBase64(c.current_content) === f.wire.content) {
+      // (A page deleted on the server is never in sync with a file, even an empty one.)
+      if (f && !c.deleted && f.kind !== 'deleted' && f.wire.content !== undefined && fromBase64(c.current_content) === f.wire.content) {
         project.state.pages[c.path] = { sha: c.current_sha, hash: f.hash! };
         outcome.inSync.push(c.path);
         continue;
@@ -254,6 +255,15 @@ export function reportConflicts(conflicts: PushResponse['conflicts'], sent: Map<
   if (!json) {
     for (const c of conflicts) {
       const f = sent.get(c.path);
+      if (c.deleted) {
+        const by = authors.get(c.path);
+        out(
+          `${p.red('conflict')}  ${clean(c.path)}: deleted on the server${by === undefined ? '' : ` by ${clean(by)}`} in ${shortSha(c.current_sha)}, ` +
+            `after the version your file is based on (${shortSha(c.expected_parent_sha)}); your file was left as it is, and the page stays deleted.`,
+        );
+        out(`    (to create it again from your file: "kr resolve <slug>", then "kr push"; to drop your file: "kr resolve <slug> --theirs")`);
+        continue;
+      }
       if (c.conflicting?.length && f?.kind !== 'deleted') {
         const whole = anyWholeFile(f?.wire.content, fromBase64(c.current_content), c.ancestor_content === undefined ? undefined : fromBase64(c.ancestor_content));
         const by = authors.get(c.path);
@@ -279,9 +289,12 @@ export function reportConflicts(conflicts: PushResponse['conflicts'], sent: Map<
       for (const line of conflictSummary(ours, theirs, ancestor, p)) out(line);
     }
   }
+  const gone = conflicts.filter((c) => c.deleted);
+  const lines = [`${conflicts.length} page(s) not pushed because they changed on the server: ${conflicts.map((c) => clean(c.path)).join(', ')}`];
+  if (gone.length < conflicts.length) lines.push(`  next: "kr pull", compare with "kr diff <slug> --local", merge into your file, then "kr resolve <slug>" and "kr push"`);
+  if (gone.length) lines.push(`  deleted on the server: ${gone.map((c) => clean(c.path)).join(', ')}; "kr resolve <slug>" then "kr push" creates a page again from your file`);
   return new CliError(
-    `${conflicts.length} page(s) not pushed because they changed on the server: ${conflicts.map((c) => clean(c.path)).join(', ')}\n` +
-      `  next: "kr pull", compare with "kr diff <slug> --local", merge into your file, then "kr resolve <slug>" and "kr push"`,
+    lines.join('\n'),
     1,
     'conflict',
   );
@@ -341,13 +354,13 @@ export function packPlan(plan: PushPlan, limits: LimitsResponse): { tooLarge: Ou
 }
 
 /**
- * Who pushed the server's version of each page whose conflict names its parts (path → email), from the
- * page's history; a page the server cannot say for is left out.
+ * Who pushed the server's version of each page whose conflict names its parts, or who deleted a page deleted
+ * on the server (path → email), from the page's history; a page the server cannot say for is left out.
  */
 export async function conflictAuthors(api: Api, repo: string, conflicts: PushResponse['conflicts']): Promise<Map<string, string>> {
   const authors = new Map<string, string>();
   for (const c of conflicts) {
-    if (!c.conflicting?.length) continue;
+    if (!c.conflicting?.length && !c.deleted) continue;
     const commits = (await api.history(repo, c.path, 20).catch(() => null))?.commits ?? [];
     const commit = commits.find((x) => x.sha === c.current_sha);
     if (commit) authors.set(c.path, commit.email);

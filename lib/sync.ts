@@ -109,6 +109,7 @@ export async function push(
         expected_parent_sha: o.expectedParentSha,
         ...(o.ancestorContent ? { ancestor_content: toBase64(o.ancestorContent) } : {}),
         ...(o.conflicting ? { conflicting: o.conflicting } : {}),
+        ...(o.deleted ? { deleted: true as const } : {}),
       });
     }
   }

@@ -110,7 +110,8 @@ export function registerTools(server: McpServer, ctx: KrContext): void {
       description:
         'One push of the new, modified and deleted pages (or only `paths`) as one commit. A page that changed on the server since your version is merged section by section, ' +
         'and the merged page is written into .kr/ (the answer says which parts came from the server and which from you). ' +
-        'When parts changed on both sides do not merge, the answer is a merge brief per page: those parts as the server, the ancestor and you have them, what else changed, and the exact next step.',
+        'When parts changed on both sides do not merge, the answer is a merge brief per page: those parts as the server, the ancestor and you have them, what else changed, and the exact next step. ' +
+        'A page deleted on the server since your version is never brought back by a push: its brief says who deleted it and how to create it again if it should exist.',
       inputSchema: {
         message: z.string().optional().describe('commit message'),
         paths: z.array(z.string()).optional().describe('slugs or page paths to push (default: every changed page)'),
@@ -165,6 +166,7 @@ export function registerTools(server: McpServer, ctx: KrContext): void {
               '',
               mergeBrief({
                 conflicting: k.conflicting,
+                deleted: k.deleted === true,
                 path: k.path,
                 repo: c.repo,
                 ours: f?.kind === 'deleted' ? undefined : (f?.wire.content ?? ''),

@@ -211,6 +211,49 @@ export function cliMergeCases(kind: TargetKind): void {
       expect(await fsckedSubjects('clash')).toHaveLength(3);
     }, CASE_TIMEOUT);
 
+    it('a page deleted on the server since the file\'s base: named with who deleted it, never re-created silently; resolve then push creates it again', async () => {
+      const alice = await member('alice4@example.com');
+      const bob = await member('bob4@example.com');
+      await team('gone', alice, bob);
+      await alice.write(ADR, base);
+      await ok(alice, 'push');
+      await ok(bob, 'pull');
+      // Alice deletes the page; Bob, not knowing, edits his copy.
+      const rm = await ok(alice, 'rm', 'adr');
+      const deletion = JSON.parse((await ok(alice, 'status', '--json')).stdout).last_push.head as string;
+      expect(rm.stdout).toContain(deletion.slice(0, 7));
+      const bobs = base.replace('Postgres.', 'SQLite.');
+      await bob.write(ADR, bobs);
+      for (const args of [['push'], ['push', '--no-merge']]) {
+        const r = await bob.kr(...args);
+        expect(r.code, show(r)).toBe(1);
+        expectNoEscapes(r);
+        expect(r.stdout).toBe(
+          `conflict  ${ADR}: deleted on the server by alice4@example.com in ${deletion.slice(0, 7)}, after the version your file is based on ` +
+            `(${JSON.parse(await readFile(join(bob.project, '.kr', 'state.json'), 'utf8')).pages[ADR].sha.slice(0, 7)}); your file was left as it is, and the page stays deleted.\n` +
+            `    (to create it again from your file: "kr resolve <slug>", then "kr push"; to drop your file: "kr resolve <slug> --theirs")\n`,
+        );
+        expect(r.stderr).toContain(`deleted on the server: ${ADR}; "kr resolve <slug>" then "kr push" creates a page again from your file`);
+        expect(r.stderr).not.toContain('kr diff');
+      }
+      const json = await bob.kr('push', '--json');
+      expect(json.code, show(json)).toBe(1);
+      expect(JSON.parse(json.stdout).conflicts).toEqual([
+        { path: ADR, current_sha: deletion, expected_parent_sha: expect.stringMatching(/^[0-9a-f]{40}$/), deleted: true, deleted_by: 'alice4@example.com' },
+      ]);
+      // Still deleted on the server; Bob's file untouched.
+      expect((await t.api(`/v1/repos/gone/pages/${ADR}`)).status).toBe(404);
+      expect(await bob.read(ADR)).toBe(bobs);
+
+      // The explicit step: resolve bases the file on "no page", and the push creates it again.
+      const resolved = await ok(bob, 'resolve', 'adr');
+      expect(resolved.stdout).toContain('not on the server; "kr push" creates it from your file.');
+      const again = await ok(bob, 'push', '-m', 'bring back');
+      expect(again.stdout).toContain(`new       ${ADR}`);
+      expect((await serverPage('gone', ADR)).text).toBe(bobs);
+      expect(await fsckedSubjects('gone')).toEqual(['bring back', `delete ${ADR}`, `update ${ADR}`]);
+    }, CASE_TIMEOUT);
+
     it('--no-merge: the original conflict with its section summary, and the original JSON; without it the same push merges', async () => {
       const alice = await member('alice3@example.com');
       const bob = await member('bob3@example.com');

@@ -66,8 +66,9 @@ describe.skipIf(!hasChromium)('writing pages in the dashboard', () => {
     await page.keyboard.press('Shift+Home');
     await page.keyboard.type(text);
   };
-  const draftKey = (path: string) => `kr.draft:${JSON.stringify([h.srv.url, 'acme', path])}`;
-  const storedDraft = (path: string) => page.evaluate((k) => localStorage.getItem(k), draftKey(path));
+  const draftKey = (path: string, who: SignedUp = alice) => `kr.draft:${JSON.stringify([h.srv.url, who.id, 'acme', path])}`;
+  const storedDraft = (path: string, who: SignedUp = alice) => page.evaluate((k) => localStorage.getItem(k), draftKey(path, who));
+  const draftKeys = () => page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith('kr.draft:')).sort());
   const noSeriousAxe = async (what: string) => expect(await h.axe(), `axe-core on ${what}`).toEqual([]);
   const fits375 = async (name: string) => {
     await page.setViewportSize({ width: 375, height: 800 });
@@ -399,6 +400,92 @@ describe.skipIf(!hasChromium)('writing pages in the dashboard', () => {
     await page.getByRole('button', { name: 'Yes, delete notes/stale.md' }).click();
     await page.getByRole('alert').filter({ hasText: 'Not deleted: the page changed since you opened it' }).waitFor();
     expect((await serverText('notes/stale.md'))!.text).toBe('Two.\n');
+  });
+
+  it('never saves a page deleted meanwhile back silently: says who deleted it, and creates it again only on "Re-create page"', async () => {
+    const DOOMED = 'wiki/concepts/doomed.md';
+    const created = await push(alice, [{ path: DOOMED, content: '---\ntitle: Doomed\n---\nDoomed text.\n' }], 'doomed');
+    await go(`#/repo/acme/edit/${DOOMED}`);
+    await heading('Edit Doomed').waitFor();
+    await page.locator('.cm-content').waitFor();
+    await typeAfter('Doomed text.', ' Still wanted.');
+    // Bob deletes the page meanwhile.
+    const deletion = await push(bob, [{ path: DOOMED, delete: true }], 'retire doomed');
+
+    const saves = await pushesDuring(async () => {
+      await page.getByRole('button', { name: 'Save', exact: true }).click();
+      await page.getByRole('heading', { name: 'This page was deleted while you were editing it' }).waitFor();
+      await page.getByText(`It was deleted on the server by Bob in ${deletion.slice(0, 7)}`).waitFor();
+    });
+    expect(saves).toEqual([{ message: 'Edit Doomed', merge: 'sections', files: [{ path: DOOMED, content: '---\ntitle: Doomed\n---\nDoomed text. Still wanted.\n', parent_sha: created }] }]);
+    expect(await serverText(DOOMED)).toBeNull();
+    await noSeriousAxe('a page deleted while edited');
+    await h.shot('edit-deleted');
+
+    // Back to editing: the edit is still there; saving again asks again, the page still deleted.
+    await page.getByRole('button', { name: 'Back to editing' }).click();
+    await page.locator('.cm-content').waitFor();
+    expect(await editorText()).toBe('Doomed text. Still wanted.\n');
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    await page.getByRole('heading', { name: 'This page was deleted while you were editing it' }).waitFor();
+    expect(await serverText(DOOMED)).toBeNull();
+
+    // Asked for: the edit is pushed on top of the deletion, and the page exists again.
+    const again = await pushesDuring(async () => {
+      await page.getByRole('button', { name: 'Re-create page' }).click();
+      await heading('Doomed').waitFor();
+      await page.getByRole('status').filter({ hasText: 'Page created again.' }).waitFor();
+    });
+    expect(again).toEqual([{ message: 'Edit Doomed', merge: 'sections', files: [{ path: DOOMED, content: '---\ntitle: Doomed\n---\nDoomed text. Still wanted.\n', parent_sha: deletion }] }]);
+    expect((await serverText(DOOMED))!.text).toBe('---\ntitle: Doomed\n---\nDoomed text. Still wanted.\n');
+    expect(await storedDraft(DOOMED)).toBeNull();
+  });
+
+  it('keeps drafts per user: the next member signing in on the same browser is never offered another one\'s unsaved text', async () => {
+    await go(`#/repo/acme/edit/${LOG}`);
+    await page.locator('.cm-content').waitFor();
+    await page.locator('.cm-line').first().click();
+    await page.keyboard.press('End');
+    await page.keyboard.type(' Alice private words.');
+    const kept = () => page.evaluate(() => Object.entries(localStorage).filter(([k]) => k.startsWith('kr.draft:')).map(([, v]) => v).join('\n'));
+    await expect.poll(kept).toContain('Alice private words.');
+    // A draft kept before drafts were keyed by user: nobody can say whose it is.
+    const unowned = `kr.draft:${JSON.stringify([h.srv.url, 'acme', LOG])}`;
+    await page.evaluate((k) => localStorage.setItem(k, JSON.stringify({ text: 'Unowned words.', parentSha: null, savedAt: Date.now() })), unowned);
+
+    // Alice signs out; Bob signs in on the same browser (and the tab is loaded again).
+    await go('#/');
+    await page.getByRole('heading', { name: 'Repositories', level: 1 }).waitFor();
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await h.signInWithToken(bob.pat);
+    await page.reload();
+    await page.getByRole('heading', { name: 'Repositories', level: 1 }).waitFor();
+    await go(`#/repo/acme/page/${LOG}`);
+    await page.locator('article.markdown').waitFor();
+    expect(await page.getByText('You have unsaved changes to this page in this browser').count()).toBe(0);
+    await go(`#/repo/acme/edit/${LOG}`);
+    await page.locator('.cm-content').waitFor();
+    expect(await page.getByRole('heading', { name: /^Unsaved changes from / }).count()).toBe(0);
+    const server = (await serverText(LOG))!.text;
+    expect(server).not.toContain('Alice private words.');
+    expect(await editorText()).toBe(server.slice(server.indexOf('---\n', 4) + 4));
+    // The unowned draft is gone; Alice's is still kept for her, under her own key; Bob has none.
+    expect(await draftKeys()).toEqual([draftKey(LOG)]);
+    expect(await storedDraft(LOG, bob)).toBeNull();
+
+    // Alice back: her draft is offered to her, and she discards it.
+    await go('#/');
+    await h.signInWithToken(alice.pat);
+    await go(`#/repo/acme/edit/${LOG}`);
+    await page.getByRole('heading', { name: /^Unsaved changes from / }).waitFor();
+    await page.getByRole('button', { name: 'Restore draft' }).click();
+    await page.locator('.cm-content').waitFor();
+    expect(await editorText()).toContain(' Alice private words.');
+    page.once('dialog', (d) => void d.accept());
+    await page.getByRole('button', { name: 'Discard changes' }).click();
+    await page.getByRole('button', { name: 'Yes, discard' }).click();
+    await heading('Decision record').or(page.getByRole('heading', { level: 1 })).first().waitFor();
+    await expect.poll(() => draftKeys()).toEqual([]);
   });
 
   it('fits 375 px while editing', async () => {

@@ -285,6 +285,55 @@ title: Hostile
     expect(await page.evaluate(() => (window as unknown as { __csp: string[] }).__csp)).toEqual([]);
   });
 
+  it('renders a page of inline handlers and <base> inert, with nothing refused or logged: the console stays clean', async () => {
+    const hostile = `---
+title: Handlers
+---
+Before.
+
+<img src=x onerror=alert(1)> <img src="https://example.com/i.png" ONERROR="window.__pwned='img'">
+
+<base href=//evil.example/> <BASE HREF="https://evil.example/">
+
+<a onclick="window.__pwned='a'" href="readme.md">clicky</a> <a href="https://example.com/" onmouseover=alert(2)>hover</a>
+
+<svg onload="window.__pwned='svg'"><circle r="4" onclick="alert(3)"></circle></svg>
+
+<details open ontoggle=alert(4)><summary>more</summary>inside</details>
+
+<p onpointerenter=alert(5) title="onclick=kept as text">After.</p>
+
+<div><body onload=alert(6)>body</body></div>
+`;
+    await push(alice, 'acme', [{ path: 'notes/handlers.md', content: hostile }], 'Handlers');
+    const logged: string[] = [];
+    const onConsole = (m: { type(): string; text(): string }) => void (m.type() !== 'debug' && logged.push(`${m.type()}: ${m.text()}`));
+    page.on('console', onConsole);
+    try {
+      await page.goto('about:blank');
+      await go('#/repo/acme/page/notes/handlers.md');
+      await heading('Handlers').waitFor();
+      const article = page.locator('article.markdown');
+      await article.getByText('After.').waitFor();
+      await article.getByText('inside').waitFor();
+      // Inert: no handler, no <base>, and the links and text are there.
+      expect(await article.locator('[onerror], [onclick], [onload], [onmouseover], [ontoggle], [onpointerenter], base').count()).toBe(0);
+      expect(await page.locator('base').count()).toBe(0);
+      expect(await article.getByRole('link', { name: 'clicky' }).getAttribute('href')).toBe('#/repo/acme/page/notes/readme.md');
+      expect(await article.getByRole('link', { name: 'hover' }).getAttribute('href')).toBe('https://example.com/');
+      expect(await article.locator('p[title]').getAttribute('title')).toBe('onclick=kept as text');
+      await article.getByRole('link', { name: 'clicky' }).hover();
+      await article.getByRole('link', { name: 'hover' }).hover();
+      await page.waitForLoadState('load');
+      expect(await page.evaluate(() => (window as unknown as { __pwned?: string }).__pwned)).toBeUndefined();
+      // Nothing refused by the Content-Security-Policy, nothing in the console.
+      expect(await page.evaluate(() => (window as unknown as { __csp: string[] }).__csp)).toEqual([]);
+      expect(logged).toEqual([]);
+    } finally {
+      page.off('console', onConsole);
+    }
+  });
+
   it('shows titles with their summaries in lists, and the exact command that starts an empty repository', async () => {
     await go('#/repo/acme');
     await heading('acme').waitFor();

@@ -1,14 +1,14 @@
 /**
  * The dashboard's pure pieces, without a browser: link resolution (links.ts), the editor's page model
  * (fields.ts), conflict resolution (resolve.ts, against the server's own merge) and the pre-pass that keeps
- * inline styles out of the HTML parser (content.ts withoutInlineStyles) and
+ * inline styles, event handlers and <base> out of the HTML parser (content.ts withoutPolicyTriggers) and
  * what the live views make of the event stream's events (live.ts; the stream's parser is lib/events/sse-parser.ts, tested in test/sse-client.test.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { isRelativeHref, parseWikiLink, resolveRelativeHref, resolveWikiTarget } from '../dashboard/src/links.ts';
 import { modelOf, newPageModel, splitTags, textOf } from '../dashboard/src/fields.ts';
 import { conflictItems, resolvePage, type Choice } from '../dashboard/src/resolve.ts';
-import { withoutInlineStyles } from '../dashboard/src/content.ts';
+import { withoutPolicyTriggers } from '../dashboard/src/content.ts';
 import { mergePages } from '../lib/differ/merge.ts';
 import { backoffMs, changesSince, MAX_BACKOFF_MS, memberEventOf, nameList, pushEventOf } from '../dashboard/src/live.ts';
 
@@ -202,12 +202,12 @@ describe('resolving a conflict', () => {
   });
 });
 
-describe('inline styles kept out of the HTML parser', () => {
-  it('renames style attributes and drops <style> elements, nothing else', () => {
+describe('inline styles, event handlers and <base> kept out of the HTML parser', () => {
+  it('drops style and on… attributes, <style> and <base> elements, nothing else', () => {
     const cases: [string, string][] = [
-      ['<p style="a">x</p>', '<p data-style="a">x</p>'],
-      ['<P STYLE = "a" title="b">y</P>', '<P data-style = "a" title="b">y</P>'],
-      ['<img src=x style=a style=b>', '<img src=x data-style=a data-style=b>'],
+      ['<p style="a">x</p>', '<p>x</p>'],
+      ['<P STYLE = "a" title="b">y</P>', '<P title="b">y</P>'],
+      ['<img src=x style=a style=b>', '<img src=x>'],
       ['a < b and <style>p{}</style> c', 'a < b and  c'],
       ['<STYLE media="x">p{}</STYLE >after', 'after'],
       ['<style>unclosed', ''],
@@ -215,14 +215,36 @@ describe('inline styles kept out of the HTML parser', () => {
       ['text <3 ok', 'text <3 ok'],
       ['<p>style="not an attribute"</p>', '<p>style="not an attribute"</p>'],
       ['<p title="nostyle=1">x', '<p title="nostyle=1">x'],
+      // Event handlers, however they are spelled and placed.
+      ['<img src=x onerror=alert(1)>', '<img src=x>'],
+      ['<IMG SRC="x" ONERROR="alert(1)" alt=y>', '<IMG SRC="x" alt=y>'],
+      ['<img/onerror=alert(1)>', '<img>'],
+      ['<img src="x"onerror=alert(1)>', '<img src="x">'],
+      ["<svg onload='a()'><circle onclick=b() r=4></circle></svg>", '<svg><circle r=4></circle></svg>'],
+      ['<a href=x onclick>k</a>', '<a href=x>k</a>'],
+      ['<details open\nontoggle\t=\n"x">d</details>', '<details open>d</details>'],
+      // Text that only looks like a handler stays: inside a quoted value, in text, in an end tag.
+      ['<p title="x onclick=y" data-on="1">t</p>', '<p title="x onclick=y" data-on="1">t</p>'],
+      ['<a title=\'a > onclick=b\'>z</a>', '<a title=\'a > onclick=b\'>z</a>'],
+      ['onclick=x <b>bold</b></p onclick=y>', 'onclick=x <b>bold</b></p onclick=y>'],
+      ['<button-x online=1>', '<button-x>'],
+      // <base>, whole, and nothing like it.
+      ['a<base href=//evil.example/>b', 'ab'],
+      ['<BASE HREF="https://evil.example/">c', 'c'],
+      ['<base/href=x>', ''],
+      ['<basefont size=3>', '<basefont size=3>'],
+      ['<p title="<base href=x>">', '<p title="<base href=x>">'],
     ];
-    for (const [input, output] of cases) expect(withoutInlineStyles(input), input).toBe(output);
+    for (const [input, output] of cases) expect(withoutPolicyTriggers(input), input).toBe(output);
   });
 
-  it('takes a megabyte of unclosed tags or styles in one pass (a tag ends at the next ">", or the text does)', () => {
-    expect(withoutInlineStyles('<a'.repeat(500_000))).toBe('<a'.repeat(500_000));
-    expect(withoutInlineStyles('<style'.repeat(200_000))).toBe('');
-    expect(withoutInlineStyles(`<p ${'x'.repeat(1_000_000)} style=`)).toBe(`<p ${'x'.repeat(1_000_000)} style=`);
+  it('takes a megabyte of unclosed tags, quotes or styles in one pass (a tag ends at its ">", or the text does)', () => {
+    expect(withoutPolicyTriggers('<a'.repeat(500_000))).toBe('<a'.repeat(500_000));
+    expect(withoutPolicyTriggers('<style'.repeat(200_000))).toBe('');
+    expect(withoutPolicyTriggers(`<p ${'x'.repeat(1_000_000)} style=`)).toBe(`<p ${'x'.repeat(1_000_000)}`);
+    expect(withoutPolicyTriggers('<p title="'.repeat(100_000))).toBe('<p title="'.repeat(100_000));
+    expect(withoutPolicyTriggers('<p a=1 '.repeat(100_000) + '>')).toBe('<p a=1 '.repeat(100_000) + '>');
+    expect(withoutPolicyTriggers('<i onx=1 '.repeat(100_000) + '>')).not.toContain('onx');
   });
 });
 

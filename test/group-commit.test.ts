@@ -173,4 +173,28 @@ describe('group commit', () => {
     expect(b.outcomes[0]).toEqual({ path: 'p.md', kind: 'unchanged', sha: a.commit!.sha });
     expect(b.head).toBe(a.commit!.sha);
   });
+
+  it('a page deleted by an earlier push of the group: a later write from an older parent is a conflict naming that deletion', async () => {
+    const { push, repos, gitdir } = await setup();
+    const seed = await push([{ path: 'p.md', content: 'v0\n' }, { path: 'q.md', content: 'q\n' }]);
+    const [del, edit, again] = values(
+      await queuedTogether(repos, () => [
+        push([{ path: 'p.md', content: null, parentSha: seed.commit!.sha }], 'delete'),
+        push([{ path: 'p.md', content: 'v1\n', parentSha: seed.commit!.sha }, { path: 'q.md', content: 'q1\n', parentSha: seed.commit!.sha }], 'edit'),
+        push([{ path: 'p.md', content: null, parentSha: seed.commit!.sha }], 'delete again'),
+      ]),
+    );
+    expect(del.commit).not.toBeNull();
+    // The write's other file lands; the page stays deleted.
+    expect(edit.commit).not.toBeNull();
+    expect(edit.outcomes).toEqual([
+      { path: 'p.md', kind: 'conflict', currentSha: del.commit!.sha, currentContent: new Uint8Array(0), expectedParentSha: seed.commit!.sha, ancestorContent: enc('v0\n'), deleted: true },
+      { path: 'q.md', kind: 'committed' },
+    ]);
+    // Deleting it again is a no-op.
+    expect(again.commit).toBeNull();
+    expect(again.outcomes).toEqual([{ path: 'p.md', kind: 'absent' }]);
+    expect((await git(gitdir, 'ls-tree', '-r', '--name-only', 'main')).trim().split('\n')).toEqual(['q.md']);
+    await fsckStrict(gitdir);
+  });
 });

@@ -123,6 +123,21 @@ export function lifecycleCases(kind: TargetKind): void {
       expect(await links('kb', 'wiki/concepts/notes.md', users.dave!.token)).toEqual({ status: 403, body: { error: 'not a member of this repo' } });
     });
 
+    it('links: repositories with the same paths never see each other\'s links', async () => {
+      // Same paths in both; only twin-a's notes link to b (and its titles differ from twin-b's).
+      await push('twin-a', [
+        { path: 'wiki/concepts/a.md', content: '---\ntitle: A here\n---\n[[b]] [x](b.md)\n' },
+        { path: 'wiki/concepts/b.md', content: 'b\n' },
+      ]);
+      await push('twin-b', [
+        { path: 'wiki/concepts/a.md', content: '---\ntitle: A there\n---\nno links\n' },
+        { path: 'wiki/concepts/b.md', content: 'b\n' },
+      ]);
+      expect((await links('twin-b', 'wiki/concepts/b.md')).body).toEqual({ path: 'wiki/concepts/b.md', outgoing: [], incoming: [] });
+      expect((await links('twin-b', 'wiki/concepts/a.md')).body.outgoing).toEqual([]);
+      expect((await links('twin-a', 'wiki/concepts/b.md')).body.incoming).toEqual([{ path: 'wiki/concepts/a.md', title: 'A here' }]);
+    });
+
     it('roles: promote, demote, the refusals; the last owner stays', async () => {
       const { alice, bob, carol, dave } = users as Record<string, User>;
       await create('team', alice!);

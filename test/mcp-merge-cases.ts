@@ -213,5 +213,42 @@ export function mcpMergeCases(kind: TargetKind): void {
       expect(pages[1]!.startsWith(`${DECISION}\nagent line 0 of the long decision.`)).toBe(true);
       expect(pages.join('\n')).not.toContain('## Consequences');
     }, CASE_TIMEOUT);
+
+    it('a page deleted on the server since the agent\'s version: the brief names the deletion and who made it; the page comes back only as the brief says', async () => {
+      const RETIRED = 'wiki/concepts/retired.md';
+      const text = '---\ntitle: Retired\ntype: concept\n---\n## Notes\nOld notes.\n';
+      const made = await t.api(`/v1/repos/${REPO}/sync/push`, { method: 'POST', token: bob, json: { message: 'retired', files: [{ path: RETIRED, content: text }] } });
+      const created = ((await made.json()) as { new_head: string }).new_head;
+      expect((await call('kr_pull')).isError).toBe(false);
+      const gone = await t.api(`/v1/repos/${REPO}/sync/push`, { method: 'POST', token: bob, json: { message: 'retire', files: [{ path: RETIRED, delete: true, parent_sha: created }] } });
+      expect(gone.status).toBe(200);
+      const deletion = ((await gone.json()) as { new_head: string }).new_head;
+      expect((await call('kr_write_page', { slug: 'retired', type: 'concept', body: '## Notes\nOld notes, and new ones.\n' })).isError).toBe(false);
+
+      for (const merge of [true, false]) {
+        const p = await call('kr_push', { paths: [RETIRED], merge });
+        expect(p.isError, p.text).toBe(false);
+        expect(p.text).toContain('1 page(s) NOT pushed because they changed on the server.');
+        expect(p.text).toContain(
+          `CONFLICT (the page is named in the fence below): a project member deleted this page on the server (in ${deletion.slice(0, 8)}) after the version yours is based on (${created.slice(0, 8)}). ` +
+            'Your file was left as it is, and the page stays deleted: a push never brings a deleted page back by itself.',
+        );
+        const data = splitFences(p.text).fences.map((f) => f.body).join('\n');
+        expect(data).toContain(`deleted on the server in ${deletion.slice(0, 8)} by: Bob ${MARK} <bob@example.com>`);
+        expect(p.text).toContain(`base_sha "${deletion}"`);
+        expect((await t.api(`/v1/repos/${REPO}/pages/${RETIRED}`)).status).toBe(404);
+      }
+      expect(await alice.read(RETIRED)).toContain('Old notes, and new ones.');
+
+      // The brief's step: write with base_sha = the deletion, push: the page exists again, from the agent's file.
+      const w = await call('kr_write_page', { slug: 'retired', type: 'concept', body: '## Notes\nOld notes, and new ones.\n', base_sha: deletion });
+      expect(w.isError, w.text).toBe(false);
+      const again = await call('kr_push', { paths: [RETIRED], message: 'bring it back' });
+      expect(again.isError, again.text).toBe(false);
+      expect(again.text.split('\n')[0]).toMatch(new RegExp(`^Pushed 1 page\\(s\\) to ${REPO}; HEAD=[0-9a-f]{8}$`));
+      const r = await t.api(`/v1/repos/${REPO}/pages/${RETIRED}`);
+      expect(r.status).toBe(200);
+      expect(await r.text()).toBe(await alice.read(RETIRED));
+    }, CASE_TIMEOUT);
   });
 }

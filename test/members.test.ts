@@ -168,6 +168,33 @@ describe('removing members', () => {
   });
 });
 
+describe('changing roles', () => {
+  const setRole = async (repo: string, token: string, userId: string, role: string) => {
+    const r = await api(`/v1/repos/${repo}/members/${userId}/role`, token, { method: 'POST', json: { role } });
+    return { status: r.status, body: await r.json() };
+  };
+  const roles = async (repo: string, token: string) =>
+    (await (await api(`/v1/repos/${repo}/members`, token)).json()).members.map((m: { email: string; role: string }) => [m.email, m.role]);
+
+  it('a member asking: 403 only an owner can change roles, and nothing changed', async () => {
+    expect((await api('/v1/repos', alice.token, { method: 'POST', json: { id: 'roles-member' } })).status).toBe(201);
+    const k = await mint('roles-member', alice.token);
+    expect((await join_(bob.token, k.body.token)).status).toBe(200);
+    for (const [userId, role] of [[bob.user.id, 'owner'], [alice.user.id, 'member']]) {
+      expect(await setRole('roles-member', bob.token, userId!, role!)).toEqual({ status: 403, body: { error: 'only an owner can change roles' } });
+    }
+    expect(await roles('roles-member', alice.token)).toEqual([['alice@example.test', 'owner'], ['bob@example.test', 'member']]);
+  });
+
+  it('the last owner demoting themselves: 409 can\'t remove the last owner, and still the owner', async () => {
+    expect((await api('/v1/repos', alice.token, { method: 'POST', json: { id: 'roles-last' } })).status).toBe(201);
+    const k = await mint('roles-last', alice.token);
+    expect((await join_(bob.token, k.body.token)).status).toBe(200);
+    expect(await setRole('roles-last', alice.token, alice.user.id, 'member')).toEqual({ status: 409, body: { error: "can't remove the last owner" } });
+    expect(await roles('roles-last', alice.token)).toEqual([['alice@example.test', 'owner'], ['bob@example.test', 'member']]);
+  });
+});
+
 describe('the quota seam', () => {
   it('a refusal answers 402 with its body and leaves nothing behind', async () => {
     // Caps whose condition never holds.

@@ -173,6 +173,76 @@ export function mergePushCases(kind: TargetKind): void {
       expect(unb64(r.body.pushed[0].content)).toBe('---\ntitle: Notes\n---\n## B\nb\n\n## A\na\n');
     });
 
+    it('a stale write of a page deleted since its parent is a conflict naming the deletion, with or without merge; the page stays deleted', async () => {
+      const parent = await seed('gone', alice);
+      const deletion = (await push('gone', { files: [{ path: 'wiki/analyses/adr.md', delete: true, parent_sha: parent }] }, alice)).body.new_head;
+      const other = (await push('gone', { files: [{ path: 'wiki/concepts/other.md', content: 'other\n' }] }, alice)).body.new_head;
+      const edit = { path: 'wiki/analyses/adr.md', content: PAGE.replace('Postgres.', 'SQLite.'), parent_sha: parent };
+      const expected = {
+        new_head: other,
+        pushed: [],
+        conflicts: [{ path: 'wiki/analyses/adr.md', current_sha: deletion, current_content: '', expected_parent_sha: parent, ancestor_content: b64(PAGE), deleted: true }],
+      };
+      const plain = await push('gone', { files: [edit] }, alice);
+      expect([plain.status, plain.body]).toEqual([409, expected]);
+      const merged = await push('gone', { merge: 'sections', files: [edit] }, alice);
+      expect([merged.status, merged.body]).toEqual([409, expected]);
+      // An abbreviated parent counts the same.
+      const short = await push('gone', { files: [{ ...edit, parent_sha: parent.slice(0, 7) }] }, alice);
+      expect([short.status, short.body.conflicts]).toEqual([409, [{ ...expected.conflicts[0], expected_parent_sha: parent.slice(0, 7) }]]);
+      // Deleting it again from the stale parent stays a no-op, with or without merge.
+      for (const extra of [{}, { merge: 'sections' }]) {
+        const again = await push('gone', { ...extra, files: [{ path: 'wiki/analyses/adr.md', delete: true, parent_sha: parent }] }, alice);
+        expect([again.status, again.body]).toEqual([200, { new_head: other, pushed: [], conflicts: [] }]);
+      }
+      // The page stays deleted and nothing was committed.
+      expect((await t.api('/v1/repos/gone/pages/wiki/analyses/adr.md', { token: alice })).status).toBe(404);
+      expect((await call('/v1/repos/gone/timeline', { token: alice })).body.commits.map((c: { sha: string }) => c.sha)).toEqual([other, deletion, parent]);
+
+      // Based on the deletion itself (or later), or with no parent, the write creates the page again.
+      const based = await push('gone', { files: [{ ...edit, parent_sha: deletion }] }, alice);
+      expect(based.status).toBe(200);
+      expect(await read('gone', 'wiki/analyses/adr.md')).toBe(edit.content);
+      await push('gone', { files: [{ path: 'wiki/analyses/adr.md', delete: true }] }, alice);
+      const bare = await push('gone', { files: [{ path: 'wiki/analyses/adr.md', content: 'again\n' }] }, alice);
+      expect(bare.status).toBe(200);
+      // A parent that names no commit (a client's new page) creates it as before.
+      await push('gone', { files: [{ path: 'wiki/analyses/adr.md', delete: true }] }, alice);
+      const fresh = await push('gone', { files: [{ path: 'wiki/analyses/adr.md', content: 'fresh\n', parent_sha: '0'.repeat(40) }] }, alice);
+      expect(fresh.status).toBe(200);
+    });
+
+    it('a page created after the parent and deleted since is a conflict too; other files of the push commit', async () => {
+      const parent = await seed('later', alice);
+      await push('later', { files: [{ path: 'wiki/concepts/late.md', content: 'late\n' }] }, alice);
+      const deletion = (await push('later', { files: [{ path: 'wiki/concepts/late.md', delete: true }] }, alice)).body.new_head;
+      const r = await push('later', { files: [
+        { path: 'wiki/concepts/late.md', content: 'mine\n', parent_sha: parent },
+        { path: 'wiki/concepts/new.md', content: 'new\n', parent_sha: parent },
+      ] }, alice);
+      expect(r.status).toBe(409);
+      expect(r.body.pushed).toEqual([{ path: 'wiki/concepts/new.md', sha: r.body.new_head }]);
+      // Not there at the parent: no ancestor.
+      expect(r.body.conflicts).toEqual([{ path: 'wiki/concepts/late.md', current_sha: deletion, current_content: '', expected_parent_sha: parent, deleted: true }]);
+      expect((await t.api('/v1/repos/later/pages/wiki/concepts/late.md', { token: alice })).status).toBe(404);
+    });
+
+    it('concurrent pushes: a write from the parent racing the page\'s deletion never brings it back', async () => {
+      const parent = await seed('race', alice);
+      const [del, edit] = await Promise.all([
+        push('race', { files: [{ path: 'wiki/analyses/adr.md', delete: true, parent_sha: parent }] }, alice),
+        push('race', { merge: 'sections', files: [{ path: 'wiki/analyses/adr.md', content: PAGE.replace('Postgres.', 'SQLite.'), parent_sha: parent }] }, alice),
+      ]);
+      // One of them lands first; the other is the conflict.
+      if (del.status === 200) {
+        expect([edit.status, edit.body.conflicts[0].deleted, edit.body.conflicts[0].current_sha]).toEqual([409, true, del.body.new_head]);
+        expect((await t.api('/v1/repos/race/pages/wiki/analyses/adr.md', { token: alice })).status).toBe(404);
+      } else {
+        expect([edit.status, del.status]).toEqual([200, 409]);
+        expect(await read('race', 'wiki/analyses/adr.md')).toBe(PAGE.replace('Postgres.', 'SQLite.'));
+      }
+    });
+
     it('refuses any other merge mode', async () => {
       for (const merge of ['lines', '', true, 1, null]) {
         const r = await push('modes', { merge, files: [{ path: 'wiki/concepts/x.md', content: 'x' }] });

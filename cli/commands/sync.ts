@@ -116,7 +116,7 @@ export async function push(args: string[], opts: Common & { type?: string; messa
   for (const m of res.merged) {
     origins.set(m.path, await mergeOrigins(session!.api, repo, m.path, { parent: m.parent, mergedWith: m.merged_with, sha: m.sha }, m.text).catch(() => null));
   }
-  const authors = merging ? await conflictAuthors(session!.api, repo, res.conflicts) : undefined;
+  const authors = await conflictAuthors(session!.api, repo, merging ? res.conflicts : res.conflicts.filter((c) => c.deleted));
 
   if (opts.json) {
     printJson({
@@ -142,6 +142,7 @@ export async function push(args: string[], opts: Common & { type?: string; messa
         current_sha: c.current_sha,
         expected_parent_sha: c.expected_parent_sha,
         ...(c.conflicting ? { conflicting: c.conflicting } : {}),
+        ...(c.deleted ? { deleted: true, deleted_by: authors.get(c.path) ?? null } : {}),
       })),
       too_large: tooLarge.map((f) => ({ path: f.wire.path, bytes: f.bytes, max_body_bytes: limits.max_body_bytes })),
       skipped,

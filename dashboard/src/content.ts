@@ -90,7 +90,7 @@ export interface RenderContext {
  *    index), until the reader asks for it (its index in `load`).
  */
 export function renderMarkdown(markdown: string, ctx?: RenderContext, load: ReadonlySet<number> = new Set()): string {
-  const html = withoutInlineStyles(marked.parse(markdown) as string);
+  const html = withoutPolicyTriggers(marked.parse(markdown) as string);
   const body = DOMPurify.sanitize(html, SANITIZE) as HTMLElement;
   const doc = body.ownerDocument;
   fixLinks(body, ctx);
@@ -100,13 +100,15 @@ export function renderMarkdown(markdown: string, ctx?: RenderContext, load: Read
 }
 
 /**
- * The HTML text without `<style>` elements and with every `style` attribute renamed (DOMPurify drops both
- * anyway). Parsing them at all, even into DOMPurify's inert document, counts under the dashboard's
- * Content-Security-Policy as applying an inline style: refused, and logged in the console for every page that
- * has one. One pass, linear in the text: a tag ends at the next `>` (a quoted `>` inside an attribute only
- * leaves the rest of that tag as it was, for DOMPurify to clean as before).
+ * The HTML text without what the dashboard's Content-Security-Policy refuses merely to see parsed: `<style>`
+ * elements, `<base>` elements, and the `style` and event-handler (`on…`) attributes of every tag. DOMPurify
+ * drops them all anyway, but parsing them at all, even into DOMPurify's inert document, counts as applying an
+ * inline style, setting a document base or compiling an inline handler: refused, and logged in the console
+ * (several times over) for every page that has one. One pass, linear in the text; a tag's attributes are read
+ * as the HTML tokenizer reads them (quoted values, `/` between attributes, a value running on to the next
+ * whitespace or `>`), so a handler's name inside a quoted value is text and stays.
  */
-export function withoutInlineStyles(html: string): string {
+export function withoutPolicyTriggers(html: string): string {
   const lower = html.toLowerCase();
   let out = '';
   let at = 0;
@@ -123,12 +125,64 @@ export function withoutInlineStyles(html: string): string {
       at = i + 1;
       continue;
     }
-    const end = lower.indexOf('>', i);
-    if (end < 0) break;
-    out += html.slice(at, i) + html.slice(i, end + 1).replace(/(\s)style(\s*=)/gi, '$1data-style$2');
-    at = end + 1;
+    const tag = startTag(html, lower, i);
+    out += html.slice(at, i);
+    // A <base> goes whole; any other tag keeps every attribute but the refused ones.
+    if (!(tag.name === 'base')) out += tag.text;
+    at = tag.end;
   }
   return out + html.slice(at);
+}
+
+const TAG_SPACE = /[\t\n\f\r /]/;
+
+/**
+ * The start tag at `i` (`<` followed by a letter) as the HTML tokenizer reads it: its lower-case name, its text
+ * without `style` and `on…` attributes, and where it ends (after its `>`, or at the end of the text).
+ */
+function startTag(html: string, lower: string, i: number): { name: string; text: string; end: number } {
+  let j = i + 1;
+  while (j < html.length && !TAG_SPACE.test(html[j]!) && html[j] !== '>') j++;
+  const name = lower.slice(i + 1, j);
+  let text = html.slice(i, j);
+  let dropped = false;
+  while (j < html.length && html[j] !== '>') {
+    const gapStart = j;
+    while (j < html.length && TAG_SPACE.test(html[j]!)) j++;
+    const gap = html.slice(gapStart, j);
+    if (j >= html.length || html[j] === '>') {
+      text += gap;
+      break;
+    }
+    // An attribute: its name runs to whitespace, `/`, `>` or `=` (a first `=` belongs to the name).
+    const nameStart = j;
+    j++;
+    while (j < html.length && !TAG_SPACE.test(html[j]!) && html[j] !== '>' && html[j] !== '=') j++;
+    const attr = lower.slice(nameStart, j);
+    // Its value, if any: `=` (with whitespace around it), then quoted text or text up to whitespace or `>`.
+    let k = j;
+    while (k < html.length && /[\t\n\f\r ]/.test(html[k]!)) k++;
+    if (html[k] === '=') {
+      k++;
+      while (k < html.length && /[\t\n\f\r ]/.test(html[k]!)) k++;
+      const q = html[k];
+      if (q === '"' || q === "'") {
+        const close = html.indexOf(q, k + 1);
+        k = close < 0 ? html.length : close + 1;
+      } else {
+        while (k < html.length && !/[\t\n\f\r >]/.test(html[k]!)) k++;
+      }
+      j = k;
+    }
+    // A dropped attribute takes the space before it along; the next one still gets a separator.
+    if (attr === 'style' || attr.startsWith('on')) dropped = true;
+    else {
+      text += (gap === '' && dropped ? ' ' : gap) + html.slice(nameStart, j);
+      dropped = false;
+    }
+  }
+  if (j < html.length) text += '>';
+  return { name, text, end: Math.min(j + 1, html.length) };
 }
 
 /** A link out of the dashboard: any http(s) address, with or without its `//`, or protocol-relative `//host`. */

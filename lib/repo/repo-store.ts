@@ -74,6 +74,8 @@ export type PushOutcome =
       ancestorContent?: Uint8Array;
       /** With `merge`: what could not be merged (`frontmatter.<key>`, `_preamble`, a heading). */
       conflicting?: string[];
+      /** The page was deleted after `expectedParentSha`, by `currentSha` (`currentContent` is empty). */
+      deleted?: true;
     };
 
 export interface PushResult {
@@ -157,9 +159,13 @@ interface QueuedPush {
   reject(e: unknown): void;
 }
 
-/** What a group's earlier pushes changed, ahead of the index (null: deleted), and their new blobs. */
+/**
+ * What a group's earlier pushes changed, ahead of the index (null: deleted), the commit that deleted each
+ * page deleted there, and their new blobs.
+ */
 interface Overlay {
   entries: Map<string, HeadEntry | null>;
+  deletedBy: Map<string, IndexedCommit>;
   staged(oid: string): Uint8Array | undefined;
 }
 
@@ -732,7 +738,7 @@ export class RepoStore implements Repos {
     progress.step('read index');
     const head = await this.index.headCommit(id);
     const batch = this.git.batch(id, head?.sha ?? null);
-    const overlay: Overlay = { entries: new Map(), staged: (oid) => batch.staged(oid) };
+    const overlay: Overlay = { entries: new Map(), deletedBy: new Map(), staged: (oid) => batch.staged(oid) };
     const made: Array<{
       push: QueuedPush;
       meta: CommitMeta;
@@ -769,6 +775,8 @@ export class RepoStore implements Repos {
             changed = new Set(c.changes.map((ch) => ch.path));
             for (const ch of c.changes) {
               overlay.entries.set(ch.path, ch.blob === null ? null : { path: ch.path, blob: ch.blob, commit });
+              if (ch.blob === null) overlay.deletedBy.set(ch.path, commit);
+              else overlay.deletedBy.delete(ch.path);
             }
             made.push({
               push: p,
@@ -904,10 +912,20 @@ export class RepoStore implements Repos {
       }
     }
     const slice = new TimeSlice();
+    const parents = new Map<string, IndexedCommit | null>();
     for (const f of files) {
       if (slice.due) await slice.next();
       const current = before.get(f.path) ?? null;
       let content = f.content;
+      // A write of a page that is gone, based on a version from before it went: the deletion is news to the
+      // writer, never undone silently (with or without merge). Deleting it again stays a no-op.
+      if (f.parentSha !== undefined && current === null && f.content !== null) {
+        const gone = await this.deletedSince(id, f, overlay, parents);
+        if (gone) {
+          outcomes.push(gone);
+          continue;
+        }
+      }
       if (f.parentSha !== undefined && current && !(await this.sameCommit(id, f.parentSha, current.commit.sha))) {
         const conflict = await this.conflict(id, f, current, overlay);
         const merge = f.merge && f.content !== null ? mergeWrite(conflict, f.content) : null;
@@ -1012,6 +1030,50 @@ export class RepoStore implements Repos {
       if (e instanceof UnknownShaError) return false;
       throw e;
     }
+  }
+
+  /**
+   * The conflict of a write of a page absent at head whose `parentSha` resolves and is older than the
+   * page's deletion (by an earlier push of the group, or the last commit that touched it in the index);
+   * null when the parent does not resolve, the page never existed, or it was deleted at or before the
+   * parent (the writer saw the deletion). `parents` caches the push's resolved parents.
+   */
+  private async deletedSince(
+    id: string,
+    f: PushFile,
+    overlay: Overlay,
+    parents: Map<string, IndexedCommit | null>,
+  ): Promise<ConflictOutcome | null> {
+    const given = f.parentSha!.toLowerCase();
+    let parent = parents.get(given);
+    if (parent === undefined) {
+      try {
+        parent = await this.index.resolve(id, given);
+      } catch (e) {
+        if (!(e instanceof UnknownShaError)) throw e;
+        parent = null;
+      }
+      parents.set(given, parent);
+    }
+    if (parent === null) return null;
+    // Deleted by an earlier push of this group: after any parent the index resolves.
+    let deletion = overlay.entries.get(f.path) === null ? (overlay.deletedBy.get(f.path) ?? null) : null;
+    if (deletion === null) {
+      const last = await this.index.lastTouch(id, f.path, Number.MAX_SAFE_INTEGER);
+      if (!last || last.blob !== null || last.commit.seq <= parent.seq) return null;
+      deletion = last.commit;
+    }
+    const out: ConflictOutcome = {
+      path: f.path,
+      kind: 'conflict',
+      currentSha: deletion.sha,
+      currentContent: new Uint8Array(0),
+      expectedParentSha: f.parentSha!,
+      deleted: true,
+    };
+    const ancestor = await this.git.readFileAt(id, parent.sha, f.path);
+    if (ancestor) out.ancestorContent = ancestor;
+    return out;
   }
 
   private async conflict(id: string, f: PushFile, current: HeadEntry, overlay: Overlay): Promise<ConflictOutcome> {

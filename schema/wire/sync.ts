@@ -40,6 +40,11 @@ export const Conflict = z.object({
   ancestor_content: z.string().optional(),
   /** (ours) With `merge`: what could not be merged (`frontmatter.<key>`, `_preamble`, a heading). */
   conflicting: z.array(z.string()).optional(),
+  /**
+   * (ours) The page was deleted after `expected_parent_sha`: `current_sha` is the deleting commit and
+   * `current_content` is empty. The page stays deleted.
+   */
+  deleted: z.literal(true).optional(),
 });
 export type Conflict = z.infer<typeof Conflict>;
 

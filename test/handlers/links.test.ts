@@ -130,6 +130,19 @@ describe('GET /v1/repos/:id/links/<path> (functions/pages/links.ts)', () => {
     });
   });
 
+  it('two repositories with the same paths: one\'s links are never the other\'s backlinks', async () => {
+    h = await mountHandler(pagesLinks);
+    // Same paths in both; only kb's page links to b, by slug and by path (titles differ, so a row of the wrong
+    // repository shows).
+    await h.commit('kb', { 'wiki/concepts/a.md': '---\ntitle: A in kb\n---\n[[b]] [x](b.md)\n', 'wiki/concepts/b.md': 'b\n' });
+    await h.commit('other', { 'wiki/concepts/a.md': '---\ntitle: A in other\n---\nno links\n', 'wiki/concepts/b.md': 'b\n' });
+    expect(await links(h, 'wiki/concepts/b.md', 'other')).toEqual({ status: 200, body: { path: 'wiki/concepts/b.md', outgoing: [], incoming: [] } });
+    expect(await links(h, 'wiki/concepts/b.md', 'kb')).toEqual({
+      status: 200,
+      body: { path: 'wiki/concepts/b.md', outgoing: [], incoming: [{ path: 'wiki/concepts/a.md', title: 'A in kb' }] },
+    });
+  });
+
   it('kept current with every push: pages created, deleted and edited later change both directions', async () => {
     h = await mountHandler(pagesLinks);
     await h.commit('kb', { 'wiki/concepts/a.md': '[[b]] [[c]]\n', 'wiki/concepts/b.md': 'b\n' });

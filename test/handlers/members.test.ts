@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import membersList from '../../functions/members/list.ts';
 import membersRemove from '../../functions/members/remove.ts';
+import membersRole from '../../functions/members/role.ts';
 import { ManualClock } from '../../lib/clock.ts';
 import { mountHandler, type MountedHandler, type TestUser } from '../helpers/handler.ts';
 
@@ -76,5 +77,38 @@ describe('DELETE /v1/repos/:id/members/:userId (functions/members/remove.ts)', (
     expect(last.status).toBe(409);
     expect(await last.json()).toEqual({ error: "can't remove the last owner" });
     expect(await h.deps.members.roleOf('notes', alice.id)).toBe('owner');
+  });
+});
+
+describe('POST /v1/repos/:id/members/:userId/role (functions/members/role.ts)', () => {
+  const setRole = (who: { request: TestUser['request'] }, repo: string, userId: string, role: string) =>
+    who.request(`/v1/repos/${repo}/members/${userId}/role`, { method: 'POST', json: { role } });
+  const roles = async (m: MountedHandler, alice: TestUser, bob: TestUser) => [await m.deps.members.roleOf('notes', alice.id), await m.deps.members.roleOf('notes', bob.id)];
+
+  it('a member may not change roles, theirs or an owner\'s: 403 and nothing changed', async () => {
+    const clock = new ManualClock();
+    h = await mountHandler(membersRole, { clock });
+    const { alice, bob } = await team(h, clock);
+    for (const [userId, role] of [[bob.id, 'owner'], [alice.id, 'member']] as const) {
+      const res = await setRole(bob, 'notes', userId, role);
+      expect(res.status).toBe(403);
+      expect(await res.json()).toEqual({ error: 'only an owner can change roles' });
+    }
+    expect(await roles(h, alice, bob)).toEqual(['owner', 'member']);
+  });
+
+  it('the last owner demoting themselves: 409, and still the owner', async () => {
+    const clock = new ManualClock();
+    h = await mountHandler(membersRole, { clock });
+    const { alice, bob } = await team(h, clock);
+    const res = await setRole(alice, 'notes', alice.id, 'member');
+    expect(res.status).toBe(409);
+    expect(await res.json()).toEqual({ error: "can't remove the last owner" });
+    expect(await roles(h, alice, bob)).toEqual(['owner', 'member']);
+    // With a second owner the same demotion goes through.
+    expect((await setRole(alice, 'notes', bob.id, 'owner')).status).toBe(200);
+    const demoted = await setRole(alice, 'notes', alice.id, 'member');
+    expect([demoted.status, await demoted.json()]).toEqual([200, { user_id: alice.id, email: 'alice@example.com', role: 'member' }]);
+    expect(await roles(h, alice, bob)).toEqual(['member', 'owner']);
   });
 });
