@@ -16,14 +16,19 @@ import { nodeStoreFs } from './store-fs.ts';
  * client went away: the stream is cancelled, `cancelled` answered).
  */
 
-export type ToThread = { type: 'start'; root: string; id: string; cacheBytes: number } | { type: 'more' } | { type: 'cancel' };
+/** A request to the thread; its answer carries the same `seq` (an answer to an earlier request is told apart). */
+export type ToThread = { seq: number } & ({ type: 'start'; root: string; id: string; cacheBytes: number } | { type: 'more' } | { type: 'cancel' });
 
-export type FromThread =
+export type FromThread = { seq: number } & (
   | { type: 'started'; empty: boolean }
   | { type: 'chunk'; bytes: ArrayBuffer; progress: BundleProgress }
   | { type: 'done'; progress: BundleProgress }
   | { type: 'cancelled' }
-  | { type: 'error'; error: { code: string; message: string; fields: Record<string, unknown> } | null; message: string; progress: BundleProgress };
+  | { type: 'error'; error: { code: string; message: string; fields: Record<string, unknown> } | null; message: string; progress: BundleProgress }
+);
+
+/** A FromThread message without its `seq`. */
+type Answer = FromThread extends infer T ? (T extends unknown ? Omit<T, 'seq'> : never) : never;
 
 /** Runs the thread's loop; called by the thread's bootstrap (export-threads.ts) in the export thread. */
 export function exportThread(): void {
@@ -31,12 +36,12 @@ export function exportThread(): void {
   if (!port || !(workerData as { krExportThread?: boolean } | null)?.krExportThread) throw new Error('exportThread runs in an export thread');
   let reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
   let progress: BundleProgress = { objects: 0, sent: 0 };
-  const send = (m: FromThread, transfer: ArrayBuffer[] = []) => port.postMessage(m, transfer);
-  const fail = (e: unknown) => {
-    reader = null;
-    send({ type: 'error', error: errorToWire(e), message: e instanceof Error ? `${e.name}: ${e.message}` : String(e), progress: { ...progress } });
-  };
   port.on('message', (m: ToThread) => {
+    const send = (a: Answer, transfer: ArrayBuffer[] = []) => port.postMessage({ ...a, seq: m.seq }, transfer);
+    const fail = (e: unknown) => {
+      reader = null;
+      send({ type: 'error', error: errorToWire(e), message: e instanceof Error ? `${e.name}: ${e.message}` : String(e), progress: { ...progress } });
+    };
     void (async () => {
       try {
         if (m.type === 'start') {

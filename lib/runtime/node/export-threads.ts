@@ -34,6 +34,9 @@ interface Thread {
   dead: boolean;
 }
 
+/** A request without its `seq`. */
+type AskOf<T> = T extends unknown ? Omit<T, 'seq'> : never;
+
 /** The code that starts the thread: the bundle's `exportThread`, or export-thread.ts through tsx. */
 function bootstrap(): string {
   const self = fileURLToPath(import.meta.url);
@@ -48,6 +51,8 @@ export class ExportThreads {
   private readonly waiting: Array<(t: Thread) => void> = [];
   private readonly all = new Set<Thread>();
   private closed = false;
+  /** The last request's number (answers carry it). */
+  private seq = 0;
 
   constructor(
     private readonly opts: { root: string; cacheBytes: number; threads: number; idleMs?: number },
@@ -65,23 +70,26 @@ export class ExportThreads {
   async bundle(id: string, opts: { onEnd?: StreamWatch } = {}): Promise<ReadableStream<Uint8Array> | null> {
     const thread = await this.take();
     let progress: BundleProgress = { objects: 0, sent: 0 };
-    let next: { resolve: (m: FromThread) => void; reject: (e: Error) => void } | null = null;
+    let next: { seq: number; resolve: (m: FromThread) => void; reject: (e: Error) => void } | null = null;
     thread.onMessage = (m) => {
+      // An answer to a request no longer waited for (a chunk asked for before a cancel) is dropped.
+      if (!next || m.seq !== next.seq) return;
       if ('progress' in m) progress = m.progress;
       const n = next;
       next = null;
-      n?.resolve(m);
+      n.resolve(m);
     };
     thread.onExit = (e) => {
       const n = next;
       next = null;
       n?.reject(e);
     };
-    const ask = (m: ToThread) =>
+    const ask = (m: AskOf<ToThread>) =>
       new Promise<FromThread>((resolve, reject) => {
         if (thread.dead) return reject(new Error('export thread exited'));
-        next = { resolve, reject };
-        thread.worker.postMessage(m);
+        const seq = ++this.seq;
+        next = { seq, resolve, reject };
+        thread.worker.postMessage({ ...m, seq });
       });
     let released = false;
     const release = () => {
