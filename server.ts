@@ -2,6 +2,9 @@ import { pathToFileURL } from 'node:url';
 import { routesFor } from './functions/index.ts';
 import { main as nodeMain, type CodeCache } from './lib/runtime/node/main.ts';
 
+// The export threads run this bundle too, and start here (lib/runtime/node/export-threads.ts).
+export { exportThread } from './lib/runtime/node/export-thread.ts';
+
 /**
  * Node entry: the Node server (lib/runtime/node/main.ts) with the service's routes (functions/index.ts), handed
  * in here so that lib/ never imports functions/. Run from the sources (`node --import tsx server.ts`), it starts

@@ -2,7 +2,7 @@ import type { Clock } from '../clock.ts';
 import type { Repos, StreamOptions } from './repos.ts';
 import { bundleStream, nextBatch } from '../git/bundle.ts';
 import { pullBody } from '../pull-body.ts';
-import { checkCancelled } from '../http/stream.ts';
+import { checkCancelled, type StreamWatch } from '../http/stream.ts';
 import { TimeSlice } from '../time-slice.ts';
 import { PathIndex, type HeadEntry, type IndexedCommit, type PageContents } from './path-index.ts';
 import type { Stmt } from '../db/sql.ts';
@@ -250,9 +250,16 @@ export class RepoStore implements Repos {
     return this.git.readBlob(id, oid);
   }
 
+  /**
+   * Where exports are made when set (Node: on a worker thread, lib/runtime/node/export-threads.ts); in this
+   * thread otherwise (bundleStream: the Workers build, in the repository's Durable Object).
+   */
+  bundler: ((id: string, opts: { onEnd?: StreamWatch }) => Promise<ReadableStream<Uint8Array> | null>) | null = null;
+
   /** The repository as a git bundle, streamed as it is read (lib/git/bundle.ts), or null while it has no commit. */
   async exportBody(id: string, opts: StreamOptions = {}): Promise<ReadableStream<Uint8Array> | null> {
     await this.ready(id);
+    if (this.bundler) return this.bundler(id, { onEnd: opts.onEnd });
     return bundleStream(this.git, id, { onEnd: opts.onEnd });
   }
 

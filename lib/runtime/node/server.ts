@@ -34,6 +34,15 @@ import { LocalLive } from '../../events/live.ts';
 import { accessLost } from '../../events/access.ts';
 import { Deliverer, DeliveryLoop } from '../../events/deliver.ts';
 import { nodeResolveHost, nodeWebhookSender } from './webhook-sender.ts';
+import { ExportThreads } from './export-threads.ts';
+
+/** Exports made at once at most, each on a worker thread of its own; more wait for one (export-threads.ts). */
+export const EXPORT_THREADS = 2;
+/**
+ * The git store cache of an export's thread (at most; SERVICE_CACHE_MB's share for the git store when
+ * smaller): an export reads each object once, so what it keeps is the packs' index pages (an eighth of it).
+ */
+export const EXPORT_CACHE_BYTES = 16 * 1024 * 1024;
 
 /** The Node build's dependencies, with their concrete stores (the watchdog and tests look inside them). */
 export type NodeDeps = Deps & {
@@ -42,6 +51,8 @@ export type NodeDeps = Deps & {
   live: LocalLive;
   /** Webhook deliveries in this process: started by startServer, stopped before the database closes. */
   deliveries: DeliveryLoop;
+  /** The export threads: stopped when the server closes. */
+  exports: ExportThreads;
 };
 
 /**
@@ -70,6 +81,9 @@ export async function openNodeDeps(
   await mkdir(join(config.dataRoot, 'search'), { recursive: true });
   await dropSharedRows(db);
   const repos = new RepoStore(git, new PathIndex(db, { text: new IndexFiles(join(config.dataRoot, 'search')) }), clock);
+  // Exports are made on worker threads, each with a git store of its own over the same files.
+  const exports = new ExportThreads({ root: git.root, cacheBytes: Math.min(budget.gitStore, EXPORT_CACHE_BYTES), threads: EXPORT_THREADS });
+  repos.bundler = (id, o) => exports.bundle(id, o);
   // A repository deletion that a crash cut short is finished (rows and directory) before serving.
   await repos.finishRemovals();
   const members = new Members(db, clock);
@@ -111,6 +125,7 @@ export async function openNodeDeps(
     parsedPages: new ParseCache(budget.parsedPages, budget.outlines, budget.blames),
     live: new LocalLive(repos, hub, () => deliveries.kick(), opts.log),
     deliveries,
+    exports,
     resolveHost: nodeResolveHost,
   };
 }
@@ -253,6 +268,7 @@ export async function startServer(deps: NodeDeps, routes: RouteDef[], opts: Watc
         await deps.repos.git.packMerges();
         // A delivery under way finishes and is recorded; the rest stay pending for the next start.
         await deps.deliveries.stop();
+        await deps.exports.close();
         await deps.repos.index.close();
         await deps.db.close();
       })();

@@ -3,6 +3,7 @@ import { ownerStmt } from '../../db/members.ts';
 import { repositoryRowsDeletion } from '../../db/repo-rows.ts';
 import type { Clock } from '../../clock.ts';
 import { errorFromWire, type WireError } from '../../errors.ts';
+import { openSealedBody } from './sealed-body.ts';
 import type { RepoIndex, Repos, StreamOptions } from '../../repo/repos.ts';
 import {
   BODY_ERROR_HEADER,
@@ -139,7 +140,8 @@ export class RemoteRepos implements Repos {
    * A pull's or an export's body from the object (RepoObject.fetch with BODY_PARAMS_HEADER: a response body is
    * cancelled in the object when the client goes away, a stream returned by an RPC method is not). The object
    * logs how the stream ended (`onEnd` stays unused here; `requestId` goes with it). A refusal's body is the
-   * error's wire form, rebuilt here as the same class.
+   * error's wire form, rebuilt here as the same class. A streamed body comes sealed (sealed-body.ts): one that
+   * ends without its end mark (its stream failed in the object) fails here, and the client's transfer breaks.
    */
   private async body(id: string, params: BodyParams): Promise<Response> {
     const stub = this.ns.get(this.ns.idFromName(id));
@@ -154,7 +156,7 @@ export class RemoteRepos implements Repos {
     if (since !== undefined) params.since = since;
     if (opts.requestId !== undefined) params.requestId = opts.requestId;
     const res = await this.body(id, params);
-    return { pages: res.headers.get(PAGES_HEADER) === '1', body: res.body ?? new Response('').body! };
+    return { pages: res.headers.get(PAGES_HEADER) === '1', body: openSealedBody(res.body ?? new Response('').body!) };
   }
 
   /** As pullBody: the object streams the bundle (RepoStore.exportBody); null (204) while it has no commit. */
@@ -162,6 +164,6 @@ export class RemoteRepos implements Repos {
     const params: BodyParams = { method: 'export', repo: id };
     if (opts.requestId !== undefined) params.requestId = opts.requestId;
     const res = await this.body(id, params);
-    return res.status === 204 ? null : res.body;
+    return res.status === 204 ? null : openSealedBody(res.body ?? new Response('').body!);
   }
 }

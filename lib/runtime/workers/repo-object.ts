@@ -3,7 +3,7 @@ import { systemClock } from '../../clock.ts';
 import { DoSqlDatabase } from './do-sql.ts';
 import { migrate } from '../../db/migrate.ts';
 import { BUNDLED_MIGRATIONS } from './migrations.ts';
-import { errorToWire, HttpError, RepoNotFoundError, type WireError } from '../../errors.ts';
+import { errorToWire, HttpError, LockTimeoutError, RepoBusyError, RepoNotFoundError, type WireError } from '../../errors.ts';
 import { DoFs } from './store-fs.ts';
 import { PathIndex, type HeadEntry } from '../../repo/path-index.ts';
 import { RepoStore, type PushFile } from '../../repo/repo-store.ts';
@@ -23,6 +23,7 @@ import { Deliverer } from '../../events/deliver.ts';
 import { fetchSender } from './webhook-sender.ts';
 import type { EventKind, MemberEventData } from '../../../schema/wire/events.ts';
 import { logStreamEnd } from '../../http/stream.ts';
+import { sealBody } from './sealed-body.ts';
 import {
   BODY_ERROR_HEADER,
   BODY_PARAMS_HEADER,
@@ -62,6 +63,9 @@ import {
 
 export const REPO_ROOT = '/repos';
 
+/** How long a deletion waits for the pulls' and exports' bodies being streamed (then 503, nothing deleted). */
+export const BODY_WAIT_MS = 60_000;
+
 /** The storage key of the tombstone a deleted repository leaves (its value: when, in ms). */
 const TOMBSTONE = 'kr:deleted';
 
@@ -88,6 +92,10 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
   #deleted = false;
   #live: LocalLive | null = null;
   #deliverer: Deliverer | null = null;
+  /** The pulls' and exports' bodies being streamed now, each settled when its stream ends (`destroy` waits for them). */
+  readonly #bodies = new Set<Promise<void>>();
+  /** A deletion under way: bodies asked for meanwhile wait for it (and then find no repository). */
+  #deletion: Promise<unknown> | null = null;
 
   constructor(ctx: DurableObjectState, env: unknown) {
     super(ctx, env);
@@ -173,14 +181,40 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
   }
 
   /**
-   * Deletes the repository: once no push or index work is in flight (the store's lock), the object's whole
-   * storage goes (events, webhooks and pending deliveries with it), its streams end, the tombstone is written,
-   * and a fresh store starts over the empty storage. Calls that waited behind the lock with the old store find
-   * no repository (404).
+   * Deletes the repository: once no pull's or export's body is being streamed (`#destroy`) and no push or
+   * index work is in flight (the store's lock), the object's whole storage goes (events, webhooks and pending
+   * deliveries with it), its streams end, the tombstone is written, and a fresh store starts over the empty
+   * storage. Calls that waited behind the lock with the old store find no repository (404).
    */
   async destroy(id: string): Promise<Outcome<null>> {
+    const deletion = this.#destroy(id);
+    this.#deletion = deletion;
+    try {
+      return await deletion;
+    } finally {
+      if (this.#deletion === deletion) this.#deletion = null;
+    }
+  }
+
+  /**
+   * destroy, once the bodies being streamed have ended: workerd ends a response whose stream fails as if it
+   * were whole (its chunked terminator sent), so a deletion under an export or a full pull would hand the
+   * client a clean 200 cut short. It waits for them at most BODY_WAIT_MS (a reader that stalls), then gives up
+   * with RepoBusyError (503 `repository busy, retry`), the repository untouched.
+   */
+  async #destroy(id: string): Promise<Outcome<null>> {
     const old = this.#store!;
     try {
+      if (this.#bodies.size > 0) {
+        const started = Date.now();
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), BODY_WAIT_MS)));
+        const ended = await Promise.race([Promise.all([...this.#bodies]).then(() => true), timeout]);
+        clearTimeout(timer);
+        if (!ended) {
+          throw new RepoBusyError(new LockTimeoutError(id, Date.now() - started, { owner: 'export or pull', step: 'streaming', heldMs: Date.now() - started }));
+        }
+      }
       await old.whileQuiet(id, async () => {
         // The old store forgets the repository, so that its waiters see it gone.
         if (await old.git.exists(id)) await old.git.retire(id);
@@ -300,18 +334,35 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
    * A pull's or an export's body as the response to the Worker's `fetch`: 200 with the stream (a pull's
    * PAGES_HEADER says whether it holds any page), 204 for an export of a repository with no commit, or the
    * error's wire form (BODY_ERROR_HEADER set). The pages are read only as fast as the client takes them;
-   * `requestId` names the Worker's request in this object's log lines about the stream.
+   * `requestId` names the Worker's request in this object's log lines about the stream. A body is sealed
+   * (sealed-body.ts): its stream failing here (the repository deleted meanwhile) does not reach the Worker as
+   * an error, its missing end mark does.
    */
   async #body(p: BodyParams): Promise<Response> {
-    const onEnd = logStreamEnd(log, { id: p.requestId, repo: p.repo, what: p.method });
-    if (p.method === 'pull') {
-      const r = await this.#serve(p.repo, (s) => s.pullBody(p.repo, p.since, { onEnd }));
+    // Asked for while a deletion runs: after it (then the repository is gone, unless the deletion gave up).
+    while (this.#deletion) await this.#deletion.catch(() => undefined);
+    let ended!: () => void;
+    const streaming = new Promise<void>((resolve) => (ended = resolve));
+    this.#bodies.add(streaming);
+    void streaming.then(() => this.#bodies.delete(streaming));
+    let body: ReadableStream<Uint8Array> | null = null;
+    try {
+      const onEnd = logStreamEnd(log, { id: p.requestId, repo: p.repo, what: p.method });
+      if (p.method === 'pull') {
+        const r = await this.#serve(p.repo, (s) => s.pullBody(p.repo, p.since, { onEnd }));
+        if (!r.ok) return Response.json(r.error, { headers: { [BODY_ERROR_HEADER]: '1' } });
+        body = sealBody(r.value.body, ended);
+        return new Response(body, { headers: { [PAGES_HEADER]: r.value.pages ? '1' : '0' } });
+      }
+      const r = await this.#serve(p.repo, (s) => s.exportBody(p.repo, { onEnd }));
       if (!r.ok) return Response.json(r.error, { headers: { [BODY_ERROR_HEADER]: '1' } });
-      return new Response(r.value.body, { headers: { [PAGES_HEADER]: r.value.pages ? '1' : '0' } });
+      if (!r.value) return new Response(null, { status: 204 });
+      body = sealBody(r.value, ended);
+      return new Response(body);
+    } finally {
+      // Nothing streams (a refusal, a 204, a failure): nothing for a deletion to wait for.
+      if (!body) ended();
     }
-    const r = await this.#serve(p.repo, (s) => s.exportBody(p.repo, { onEnd }));
-    if (!r.ok) return Response.json(r.error, { headers: { [BODY_ERROR_HEADER]: '1' } });
-    return r.value ? new Response(r.value) : new Response(null, { status: 204 });
   }
 }
 
