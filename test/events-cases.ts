@@ -531,6 +531,22 @@ export function eventsCases(kind: TargetKind): void {
         ['https://[::ffff:127.0.0.1]/', '[::ffff:7f00:1] is an IPv4-mapped loopback address (127.0.0.1)'],
         ['https://[::ffff:10.1.1.1]/', '[::ffff:a01:101] is an IPv4-mapped private address (10.1.1.1)'],
         ['https://100.64.0.1/', '100.64.0.1 is a carrier-grade NAT address'],
+        // Special-purpose IPv6: IPv4-compatible, NAT64, 6to4 of a refused IPv4, documentation, discard,
+        // site-local, multicast, reserved.
+        ['https://[::127.0.0.1]/', '[::7f00:1] is an IPv4-compatible address (127.0.0.1)'],
+        ['https://[::a00:1]/', '[::a00:1] is an IPv4-compatible address (10.0.0.1)'],
+        ['https://[0:0:0:0:0:0:A9FE:A9FE]/', '[::a9fe:a9fe] is an IPv4-compatible address (169.254.169.254)'],
+        ['https://[::ffff:8.8.8.8]/', '[::ffff:808:808] is an IPv4-mapped address (8.8.8.8)'],
+        ['https://[64:ff9b::10.0.0.1]/', '[64:ff9b::a00:1] is a NAT64 address'],
+        ['https://[64:ff9b:1::1]/', '[64:ff9b:1::1] is a NAT64 (local-use) address'],
+        ['https://[2002:7F00:1::1]/', '[2002:7f00:1::1] is a 6to4 address of a loopback address (127.0.0.1)'],
+        ['https://[2001::1]/', '[2001::1] is a Teredo address'],
+        ['https://[2001:db8::1]/', '[2001:db8::1] is a documentation address'],
+        ['https://[3fff::1]/', '[3fff::1] is a documentation address'],
+        ['https://[100::1]/', '[100::1] is a discard-only address'],
+        ['https://[fec0::1]/', '[fec0::1] is a site-local address'],
+        ['https://[FF05::2]/', '[ff05::2] is a multicast address'],
+        ['https://[1::1]/', '[1::1] is a reserved address'],
         ['https://0.0.0.0/', '0.0.0.0 is an unspecified address'],
         ['https://user:secret@example.com/', 'credentials in the URL (sign with the secret instead)'],
         [`https://example.com/${'x'.repeat(2100)}`, 'longer than 2048 characters'],
@@ -541,7 +557,7 @@ export function eventsCases(kind: TargetKind): void {
       const localhost = await create('https://localhost:8443/hook');
       expect(localhost.status).toBe(400);
       expect(localhost.body.error).toBe(
-        kind === 'node' ? 'webhook url not allowed: localhost resolves to 127.0.0.1, a loopback address' : 'webhook url not allowed: localhost is a loopback name',
+        kind === 'node' ? 'webhook url not allowed: localhost resolves to a non-public address' : 'webhook url not allowed: localhost is a loopback name',
       );
       expect((await h.call('/v1/repos/wa1/webhooks', { token: alice.token })).body).toEqual({ webhooks: [] });
     });
