@@ -204,6 +204,21 @@ describe('configuration of live events and webhooks', () => {
     expect(load({ SERVICE_EVENTS_PING_MS: 'soon' }).config.eventsPingMs).toBe(15_000);
   });
 
+  it('a delivery timeout of 10 s and 1,000 pending deliveries per webhook; either may be lowered, never raised', () => {
+    expect([load({}).config.webhookTimeoutMs, load({}).config.webhookMaxPending]).toEqual([10_000, 1_000]);
+    const low = load({ SERVICE_WEBHOOK_TIMEOUT_MS: '2500', SERVICE_WEBHOOK_MAX_PENDING: ' 5 ' });
+    expect([low.config.webhookTimeoutMs, low.config.webhookMaxPending]).toEqual([2_500, 5]);
+    expect(low.warnings.filter((w) => w.includes('WEBHOOK'))).toEqual([]);
+    const high = load({ SERVICE_WEBHOOK_TIMEOUT_MS: '60000', SERVICE_WEBHOOK_MAX_PENDING: '5000' });
+    expect([high.config.webhookTimeoutMs, high.config.webhookMaxPending]).toEqual([10_000, 1_000]);
+    expect(high.warnings.filter((w) => w.includes('WEBHOOK'))).toEqual([
+      'SERVICE_WEBHOOK_TIMEOUT_MS (60000) is above 10000; using 10000',
+      'SERVICE_WEBHOOK_MAX_PENDING (5000) is above 1000; using 1000',
+    ]);
+    const junk = load({ SERVICE_WEBHOOK_TIMEOUT_MS: 'soon', SERVICE_WEBHOOK_MAX_PENDING: '0' });
+    expect([junk.config.webhookTimeoutMs, junk.config.webhookMaxPending]).toEqual([10_000, 1_000]);
+  });
+
   it('a retry schedule that is not increasing whole milliseconds (at most 10) refuses to start', () => {
     for (const bad of ['x', '100,100', '200,100', '0', '-5', '1.5', '1,,2', Array.from({ length: 11 }, (_, i) => i + 1).join(',')]) {
       expect(() => retrySchedule(bad), bad).toThrow(ConfigError);

@@ -12,8 +12,12 @@ import type { EventKind } from '../../schema/wire/events.ts';
 
 /** Prefix of webhook secrets. */
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';
-/** Finished (delivered or failed) deliveries kept per webhook; pending ones are always kept. */
+/** Finished (delivered or failed) deliveries kept per webhook; pending ones up to MAX_PENDING_DELIVERIES. */
 export const DELIVERY_RETENTION = 200;
+/** Pending deliveries kept per webhook (API.md: 1,000): beyond, the oldest pending one is dropped. */
+export const MAX_PENDING_DELIVERIES = 1_000;
+/** `last_error` of a delivery dropped for MAX_PENDING_DELIVERIES. */
+export const DROPPED = 'dropped: too many pending deliveries';
 
 /**
  * A new delivery id in SQL: a random UUID v4, made by the database so that a push's outbox rows need no
@@ -30,7 +34,7 @@ export function deliveryStmts(
   repoId: string,
   kind: EventKind,
   data: string,
-  opts: { commitSha?: string; nowMs: number; held: boolean },
+  opts: { commitSha?: string; nowMs: number; held: boolean; maxPending?: number },
 ): Stmt[] {
   return [
     {
@@ -39,6 +43,33 @@ export function deliveryStmts(
             SELECT ${SQL_UUID}, id, repo_id, ?, ?, ?, 'pending', 0, ?, ?
             FROM webhooks WHERE repo_id = ? AND instr(',' || events || ',', ?) > 0`,
       args: [kind, data, opts.commitSha ?? null, opts.held ? null : opts.nowMs, Math.floor(opts.nowMs / 1000), repoId, `,${kind},`],
+    },
+    ...pendingCapStmts(repoId, opts.maxPending ?? MAX_PENDING_DELIVERIES),
+  ];
+}
+
+/**
+ * To follow an insert into the outbox (they act only when it inserted a row: `changes()` is the statement
+ * before's): each webhook of the repository keeps its newest `maxPending` pending deliveries, the older ones
+ * are marked `failed` (DROPPED), and its finished ones are pruned to DELIVERY_RETENTION, so that a receiver
+ * that never succeeds holds a bounded number of rows however many events it misses. A drop of a delivery
+ * whose attempt is under way stands: `record` changes only rows still pending.
+ */
+function pendingCapStmts(repoId: string, maxPending: number): Stmt[] {
+  return [
+    {
+      sql: `UPDATE webhook_deliveries SET status = 'failed', last_error = ?, next_attempt_ms = NULL
+            WHERE rowid IN (SELECT rid FROM (
+              SELECT rowid AS rid, ROW_NUMBER() OVER (PARTITION BY webhook_id ORDER BY created_at DESC, rowid DESC) AS n
+              FROM webhook_deliveries WHERE changes() > 0 AND repo_id = ? AND status = 'pending') WHERE n > ?)`,
+      args: [DROPPED, repoId, maxPending],
+    },
+    {
+      sql: `DELETE FROM webhook_deliveries
+            WHERE rowid IN (SELECT rid FROM (
+              SELECT rowid AS rid, ROW_NUMBER() OVER (PARTITION BY webhook_id ORDER BY created_at DESC, rowid DESC) AS n
+              FROM webhook_deliveries WHERE changes() > 0 AND repo_id = ? AND status <> 'pending') WHERE n > ?)`,
+      args: [repoId, DELIVERY_RETENTION],
     },
   ];
 }
@@ -75,10 +106,31 @@ const toWebhook = (r: Row): Webhook => ({
   created_at: Number(r.created_at),
 });
 
+/** A webhook with deliveries due, and when its earliest one fell due. */
+export interface DueWebhook {
+  webhookId: string;
+  repoId: string;
+  dueMs: number;
+}
+
+const toDue = (r: Row): DueDelivery => ({
+  id: String(r.id),
+  webhookId: String(r.webhook_id),
+  repoId: String(r.repo_id),
+  event: String(r.event),
+  data: String(r.data),
+  attempts: Number(r.attempts),
+  firstAttemptMs: r.first_attempt_ms === null || r.first_attempt_ms === undefined ? null : Number(r.first_attempt_ms),
+  url: String(r.url),
+  secret: String(r.secret),
+});
+
 export class WebhookStore {
   constructor(
     private readonly db: SqlDatabase,
     private readonly clock: Clock,
+    /** Pending deliveries kept per webhook (config.webhookMaxPending). */
+    private readonly maxPending = MAX_PENDING_DELIVERIES,
   ) {}
 
   private seconds(): number {
@@ -129,12 +181,15 @@ export class WebhookStore {
   /** Queues a `ping` delivery to the webhook, due now; false when the repository has no such webhook. */
   async ping(repoId: string, id: string): Promise<boolean> {
     const now = this.clock.now();
-    const { changes } = await this.db.run(
-      `INSERT INTO webhook_deliveries (id, webhook_id, repo_id, event, data, commit_sha, status, attempts, next_attempt_ms, created_at)
-       SELECT ?, id, repo_id, 'ping', ?, NULL, 'pending', 0, ?, ? FROM webhooks WHERE repo_id = ? AND id = ?`,
-      [crypto.randomUUID(), JSON.stringify({ repo_id: repoId, webhook_id: id }), now, Math.floor(now / 1000), repoId, id],
-    );
-    return changes > 0;
+    const [inserted] = await this.db.batch([
+      {
+        sql: `INSERT INTO webhook_deliveries (id, webhook_id, repo_id, event, data, commit_sha, status, attempts, next_attempt_ms, created_at)
+              SELECT ?, id, repo_id, 'ping', ?, NULL, 'pending', 0, ?, ? FROM webhooks WHERE repo_id = ? AND id = ?`,
+        args: [crypto.randomUUID(), JSON.stringify({ repo_id: repoId, webhook_id: id }), now, Math.floor(now / 1000), repoId, id],
+      },
+      ...pendingCapStmts(repoId, this.maxPending),
+    ]);
+    return inserted!.changes > 0;
   }
 
   /** The webhook's deliveries, newest first; null when the repository has no such webhook. */
@@ -216,17 +271,35 @@ export class WebhookStore {
     return rows
       .filter((r) => !skip.has(String(r.id)))
       .slice(0, limit)
-      .map((r) => ({
-        id: String(r.id),
-        webhookId: String(r.webhook_id),
-        repoId: String(r.repo_id),
-        event: String(r.event),
-        data: String(r.data),
-        attempts: Number(r.attempts),
-        firstAttemptMs: r.first_attempt_ms === null || r.first_attempt_ms === undefined ? null : Number(r.first_attempt_ms),
-        url: String(r.url),
-        secret: String(r.secret),
-      }));
+      .map(toDue);
+  }
+
+  /**
+   * The webhooks with a delivery due at `nowMs`, but those in `busy` (a delivery of theirs under way), each
+   * with when its earliest due one fell due; the earliest first, then the oldest webhook.
+   */
+  async dueWebhooks(nowMs: number, busy: ReadonlySet<string>): Promise<DueWebhook[]> {
+    const rows = await this.db.all<Row>(
+      `SELECT d.webhook_id, d.repo_id, MIN(d.next_attempt_ms) AS due FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+       WHERE d.status = 'pending' AND d.next_attempt_ms IS NOT NULL AND d.next_attempt_ms <= ?
+       GROUP BY d.webhook_id, d.repo_id ORDER BY due, MIN(w.created_at), MIN(w.rowid)`,
+      [nowMs],
+    );
+    return rows
+      .filter((r) => !busy.has(String(r.webhook_id)))
+      .map((r) => ({ webhookId: String(r.webhook_id), repoId: String(r.repo_id), dueMs: Number(r.due) }));
+  }
+
+  /** The webhook's earliest delivery due at `nowMs` (the oldest first among equals), or null. */
+  async nextOf(webhookId: string, nowMs: number): Promise<DueDelivery | null> {
+    const r = await this.db.get<Row>(
+      `SELECT d.id, d.webhook_id, d.repo_id, d.event, d.data, d.attempts, d.first_attempt_ms, w.url, w.secret
+       FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+       WHERE d.webhook_id = ? AND d.status = 'pending' AND d.next_attempt_ms IS NOT NULL AND d.next_attempt_ms <= ?
+       ORDER BY d.next_attempt_ms, d.created_at, d.rowid LIMIT 1`,
+      [webhookId, nowMs],
+    );
+    return r ? toDue(r) : null;
   }
 
   /** Whether any delivery is pending, held or due. */
@@ -234,20 +307,30 @@ export class WebhookStore {
     return (await this.db.get(`SELECT 1 AS x FROM webhook_deliveries WHERE status = 'pending' LIMIT 1`)) !== undefined;
   }
 
-  /** When the next pending delivery is due (clock ms), or null when none is waiting. */
-  async nextDue(): Promise<number | null> {
+  /**
+   * When the next pending delivery is due (clock ms), or null when none is waiting; deliveries of the webhooks
+   * in `busy` are left out (the end of their attempt under way looks again).
+   */
+  async nextDue(busy: ReadonlySet<string> = new Set()): Promise<number | null> {
+    const ids = [...busy];
     const r = await this.db.get<Row>(
-      `SELECT MIN(next_attempt_ms) AS t FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_ms IS NOT NULL`,
+      `SELECT MIN(d.next_attempt_ms) AS t FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+       WHERE d.status = 'pending' AND d.next_attempt_ms IS NOT NULL
+       ${ids.length > 0 ? `AND d.webhook_id NOT IN (${ids.map(() => '?').join(', ')})` : ''}`,
+      ids,
     );
     return r?.t === null || r?.t === undefined ? null : Number(r.t);
   }
 
-  /** Records an attempt; a finished delivery also prunes its webhook's finished ones to DELIVERY_RETENTION. */
+  /**
+   * Records an attempt of a delivery still pending (one dropped meanwhile stays `failed`); a finished delivery
+   * also prunes its webhook's finished ones to DELIVERY_RETENTION.
+   */
   async record(d: DueDelivery, a: AttemptRecord): Promise<void> {
     const stmts: Stmt[] = [
       {
         sql: `UPDATE webhook_deliveries SET status = ?, attempts = ?, last_status = ?, last_error = ?, first_attempt_ms = ?,
-              next_attempt_ms = ? WHERE id = ?`,
+              next_attempt_ms = ? WHERE id = ? AND status = 'pending'`,
         args: [a.status, a.attempts, a.lastStatus, a.lastError, a.firstAttemptMs, a.nextAttemptMs, d.id],
       },
     ];

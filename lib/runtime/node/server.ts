@@ -69,7 +69,9 @@ export async function openNodeDeps(
   // Each repository's full-text rows in a file of its own, searched on worker threads (lib/runtime/node/search-files.ts).
   await mkdir(join(config.dataRoot, 'search'), { recursive: true });
   await dropSharedRows(db);
-  const repos = new RepoStore(git, new PathIndex(db, { text: new IndexFiles(join(config.dataRoot, 'search')) }), clock);
+  const repos = new RepoStore(git, new PathIndex(db, { text: new IndexFiles(join(config.dataRoot, 'search')) }), clock, {
+    maxPendingDeliveries: config.webhookMaxPending,
+  });
   // A repository deletion that a crash cut short is finished (rows and directory) before serving.
   await repos.finishRemovals();
   const members = new Members(db, clock);
@@ -87,13 +89,13 @@ export async function openNodeDeps(
   const policy = { allowHttp: config.webhookAllowHttp, allowPrivate: config.webhookAllowPrivate };
   const deliverer = new Deliverer({
     store: repos.webhooks,
-    send: nodeWebhookSender(policy),
+    send: nodeWebhookSender(policy, config.webhookTimeoutMs),
     clock,
     logger: opts.log,
     releaseHeld: (id) => repos.releaseHeld(id),
     retryMs: config.webhookRetryMs,
   });
-  const deliveries = new DeliveryLoop(deliverer, clock, opts.log);
+  const deliveries = new DeliveryLoop(deliverer, clock);
   return {
     config,
     clock,
