@@ -58,18 +58,29 @@ export function deliveryStmts(
 function pendingCapStmts(repoId: string, maxPending: number): Stmt[] {
   return [
     {
-      sql: `UPDATE webhook_deliveries SET status = 'failed', last_error = ?, next_attempt_ms = NULL
-            WHERE rowid IN (SELECT rid FROM (
-              SELECT rowid AS rid, ROW_NUMBER() OVER (PARTITION BY webhook_id ORDER BY created_at DESC, rowid DESC) AS n
-              FROM webhook_deliveries WHERE changes() > 0 AND repo_id = ? AND status = 'pending') WHERE n > ?)`,
-      args: [DROPPED, repoId, maxPending],
+      sql: `WITH cut AS MATERIALIZED (
+              SELECT w.id AS wid, (SELECT e.rowid FROM webhook_deliveries e WHERE e.webhook_id = w.id AND e.status = 'pending'
+                                   ORDER BY e.created_at DESC, e.rowid DESC LIMIT 1 OFFSET ?) AS rid
+              FROM webhooks w WHERE w.repo_id = ? AND changes() > 0)
+            UPDATE webhook_deliveries SET status = 'failed', last_error = ?, next_attempt_ms = NULL
+            WHERE rowid IN (
+              SELECT d.rowid FROM cut JOIN webhook_deliveries c ON c.rowid = cut.rid
+              JOIN webhook_deliveries d ON d.webhook_id = cut.wid AND d.status = 'pending' AND d.created_at <= c.created_at
+              WHERE d.created_at < c.created_at OR d.rowid <= c.rowid)`,
+      args: [maxPending, repoId, DROPPED],
     },
     {
-      sql: `DELETE FROM webhook_deliveries
-            WHERE rowid IN (SELECT rid FROM (
-              SELECT rowid AS rid, ROW_NUMBER() OVER (PARTITION BY webhook_id ORDER BY created_at DESC, rowid DESC) AS n
-              FROM webhook_deliveries WHERE changes() > 0 AND repo_id = ? AND status <> 'pending') WHERE n > ?)`,
-      args: [repoId, DELIVERY_RETENTION],
+      sql: `WITH cut AS MATERIALIZED (
+              SELECT w.id AS wid, (SELECT e.rowid FROM webhook_deliveries e INDEXED BY webhook_deliveries_hook_status
+                                   WHERE e.webhook_id = w.id AND e.status IN ('delivered', 'failed')
+                                   ORDER BY e.created_at DESC, e.rowid DESC LIMIT 1 OFFSET ?) AS rid
+              FROM webhooks w WHERE w.repo_id = ? AND changes() > 0)
+            DELETE FROM webhook_deliveries
+            WHERE rowid IN (
+              SELECT d.rowid FROM cut JOIN webhook_deliveries c ON c.rowid = cut.rid
+              JOIN webhook_deliveries d ON d.webhook_id = cut.wid AND d.status IN ('delivered', 'failed') AND d.created_at <= c.created_at
+              WHERE d.created_at < c.created_at OR d.rowid <= c.rowid)`,
+      args: [DELIVERY_RETENTION, repoId],
     },
   ];
 }
