@@ -155,18 +155,21 @@ export class Deliverer {
     if (this.halted) return null;
     await this.releaseLost();
     const now = clock.now();
-    if (this.inFlight.size < this.slots) {
-      const waiting = await store.dueWebhooks(now, new Set(this.inFlight.keys()));
-      if (this.started.size > MAX_FAIRNESS_ENTRIES) this.forget(waiting);
-      while (waiting.length > 0 && this.inFlight.size < this.slots && !this.halted) {
-        const [hook] = waiting.splice(this.fairest(waiting), 1);
-        if (this.inFlight.has(hook!.webhookId)) continue;
-        const d = await store.nextOf(hook!.webhookId, now);
-        if (d && !this.inFlight.has(d.webhookId) && !this.halted) this.start(d);
-      }
+    // Every webhook with a pending delivery, and when its earliest falls due; those under way wait for the end
+    // of their attempt.
+    const queues = (await store.queues()).filter((q) => !this.inFlight.has(q.webhookId));
+    const waiting = queues.filter((q) => q.dueMs <= now);
+    if (this.started.size > MAX_FAIRNESS_ENTRIES) this.forget(waiting);
+    while (waiting.length > 0 && this.inFlight.size < this.slots && !this.halted) {
+      const [hook] = waiting.splice(this.fairest(waiting), 1);
+      const d = await store.nextOf(hook!.webhookId, now);
+      if (d && !this.inFlight.has(d.webhookId) && !this.halted) this.start(d);
     }
+    // Every slot taken: the end of an attempt looks again. Otherwise the next of a webhook not under way.
     if (this.inFlight.size >= this.slots) return null;
-    return store.nextDue(new Set(this.inFlight.keys()));
+    let next: number | null = null;
+    for (const q of queues) if (!this.inFlight.has(q.webhookId) && q.dueMs > now && (next === null || q.dueMs < next)) next = q.dueMs;
+    return next;
   }
 
   /** The index of the webhook whose turn it is (see the class). */

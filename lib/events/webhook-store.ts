@@ -117,7 +117,7 @@ const toWebhook = (r: Row): Webhook => ({
   created_at: Number(r.created_at),
 });
 
-/** A webhook with deliveries due, and when its earliest one fell due. */
+/** A webhook with pending deliveries, and when its earliest one falls due. */
 export interface DueWebhook {
   webhookId: string;
   repoId: string;
@@ -286,19 +286,18 @@ export class WebhookStore {
   }
 
   /**
-   * The webhooks with a delivery due at `nowMs`, but those in `busy` (a delivery of theirs under way), each
-   * with when its earliest due one fell due; the earliest first, then the oldest webhook.
+   * Every webhook with a pending delivery that is not held, with when its earliest one falls due: the earliest
+   * first, then the oldest webhook. One index lookup per webhook (webhook_deliveries_hook_due).
    */
-  async dueWebhooks(nowMs: number, busy: ReadonlySet<string>): Promise<DueWebhook[]> {
+  async queues(): Promise<DueWebhook[]> {
     const rows = await this.db.all<Row>(
-      `SELECT d.webhook_id, d.repo_id, MIN(d.next_attempt_ms) AS due FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-       WHERE d.status = 'pending' AND d.next_attempt_ms IS NOT NULL AND d.next_attempt_ms <= ?
-       GROUP BY d.webhook_id, d.repo_id ORDER BY due, MIN(w.created_at), MIN(w.rowid)`,
-      [nowMs],
+      `SELECT webhook_id, repo_id, due FROM (
+         SELECT w.id AS webhook_id, w.repo_id, w.created_at, w.rowid AS wr,
+           (SELECT MIN(d.next_attempt_ms) FROM webhook_deliveries d WHERE d.webhook_id = w.id AND d.status = 'pending') AS due
+         FROM webhooks w)
+       WHERE due IS NOT NULL ORDER BY due, created_at, wr`,
     );
-    return rows
-      .filter((r) => !busy.has(String(r.webhook_id)))
-      .map((r) => ({ webhookId: String(r.webhook_id), repoId: String(r.repo_id), dueMs: Number(r.due) }));
+    return rows.map((r) => ({ webhookId: String(r.webhook_id), repoId: String(r.repo_id), dueMs: Number(r.due) }));
   }
 
   /** The webhook's earliest delivery due at `nowMs` (the oldest first among equals), or null. */
@@ -307,7 +306,7 @@ export class WebhookStore {
       `SELECT d.id, d.webhook_id, d.repo_id, d.event, d.data, d.attempts, d.first_attempt_ms, w.url, w.secret
        FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
        WHERE d.webhook_id = ? AND d.status = 'pending' AND d.next_attempt_ms IS NOT NULL AND d.next_attempt_ms <= ?
-       ORDER BY d.next_attempt_ms, d.created_at, d.rowid LIMIT 1`,
+       ORDER BY d.next_attempt_ms, d.rowid LIMIT 1`,
       [webhookId, nowMs],
     );
     return r ? toDue(r) : null;
@@ -318,17 +317,10 @@ export class WebhookStore {
     return (await this.db.get(`SELECT 1 AS x FROM webhook_deliveries WHERE status = 'pending' LIMIT 1`)) !== undefined;
   }
 
-  /**
-   * When the next pending delivery is due (clock ms), or null when none is waiting; deliveries of the webhooks
-   * in `busy` are left out (the end of their attempt under way looks again).
-   */
-  async nextDue(busy: ReadonlySet<string> = new Set()): Promise<number | null> {
-    const ids = [...busy];
+  /** When the next pending delivery is due (clock ms), or null when none is waiting. */
+  async nextDue(): Promise<number | null> {
     const r = await this.db.get<Row>(
-      `SELECT MIN(d.next_attempt_ms) AS t FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-       WHERE d.status = 'pending' AND d.next_attempt_ms IS NOT NULL
-       ${ids.length > 0 ? `AND d.webhook_id NOT IN (${ids.map(() => '?').join(', ')})` : ''}`,
-      ids,
+      `SELECT MIN(next_attempt_ms) AS t FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_ms IS NOT NULL`,
     );
     return r?.t === null || r?.t === undefined ? null : Number(r.t);
   }
