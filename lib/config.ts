@@ -152,9 +152,9 @@ export const DEFAULTS = {
   eventsPingMs: 15_000,
   /** API.md: retries about 10 s, 1 min, 10 min, 1 h and 6 h after the first attempt. */
   webhookRetryMs: [10_000, 60_000, 600_000, 3_600_000, 21_600_000],
-  /** API.md: a receiver has 10 s to answer. */
+  /** docs/api.md: a receiver has 10 s to answer. */
   webhookTimeoutMs: 10_000,
-  /** API.md: at most 1,000 pending deliveries per webhook. */
+  /** docs/api.md: at most 1,000 pending deliveries per webhook. */
   webhookMaxPending: 1_000,
 } as const;
 

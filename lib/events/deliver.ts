@@ -14,7 +14,7 @@ import type { DueDelivery, DueWebhook, WebhookStore } from './webhook-store.ts';
  * (DeliveryLoop), on Workers the repository's Durable Object alarm.
  */
 
-/** A receiver has this long to answer (API.md: 10 s; SERVICE_WEBHOOK_TIMEOUT_MS may lower it). */
+/** A receiver has this long to answer (docs/api.md: 10 s; SERVICE_WEBHOOK_TIMEOUT_MS may lower it). */
 export const DELIVERY_TIMEOUT_MS = 10_000;
 /** Attempts under way at once by default (the Node server's, across all repositories). */
 export const SENDS_IN_FLIGHT = 8;

@@ -14,7 +14,7 @@ import type { EventKind } from '../../schema/wire/events.ts';
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';
 /** Finished (delivered or failed) deliveries kept per webhook; pending ones up to MAX_PENDING_DELIVERIES. */
 export const DELIVERY_RETENTION = 200;
-/** Pending deliveries kept per webhook (API.md: 1,000): beyond, the oldest pending one is dropped. */
+/** Pending deliveries kept per webhook (docs/api.md: 1,000): beyond, the oldest pending one is dropped. */
 export const MAX_PENDING_DELIVERIES = 1_000;
 /** `last_error` of a delivery dropped for MAX_PENDING_DELIVERIES. */
 export const DROPPED = 'dropped: too many pending deliveries';
