@@ -83,6 +83,10 @@ export interface Config {
   eventsPingMs: number;
   /** SERVICE_WEBHOOK_RETRY_MS: when a failed delivery is tried again, ms after its first attempt. */
   webhookRetryMs: number[];
+  /** SERVICE_WEBHOOK_TIMEOUT_MS: how long a receiver has to answer a delivery. */
+  webhookTimeoutMs: number;
+  /** SERVICE_WEBHOOK_MAX_PENDING: pending deliveries kept per webhook (beyond, the oldest is dropped). */
+  webhookMaxPending: number;
 }
 
 /**
@@ -148,6 +152,10 @@ export const DEFAULTS = {
   eventsPingMs: 15_000,
   /** API.md: retries about 10 s, 1 min, 10 min, 1 h and 6 h after the first attempt. */
   webhookRetryMs: [10_000, 60_000, 600_000, 3_600_000, 21_600_000],
+  /** docs/api.md: a receiver has 10 s to answer. */
+  webhookTimeoutMs: 10_000,
+  /** docs/api.md: at most 1,000 pending deliveries per webhook. */
+  webhookMaxPending: 1_000,
 } as const;
 
 /** The longest SERVICE_EVENTS_PING_MS (API.md: a ping at least every 15 s). */
@@ -534,6 +542,17 @@ export function loadConfig(env: Env, cwd?: string): { config: Config; warnings: 
     eventsPingMs = MAX_EVENTS_PING_MS;
   }
   const webhookRetryMs = retrySchedule(env.SERVICE_WEBHOOK_RETRY_MS);
+  // Both may be lowered (tests, a receiver known to be quick), never raised past what the contract promises.
+  let webhookTimeoutMs = positiveInt(env.SERVICE_WEBHOOK_TIMEOUT_MS, DEFAULTS.webhookTimeoutMs);
+  if (webhookTimeoutMs > DEFAULTS.webhookTimeoutMs) {
+    warnings.push(`SERVICE_WEBHOOK_TIMEOUT_MS (${webhookTimeoutMs}) is above ${DEFAULTS.webhookTimeoutMs}; using ${DEFAULTS.webhookTimeoutMs}`);
+    webhookTimeoutMs = DEFAULTS.webhookTimeoutMs;
+  }
+  let webhookMaxPending = positiveInt(env.SERVICE_WEBHOOK_MAX_PENDING, DEFAULTS.webhookMaxPending);
+  if (webhookMaxPending > DEFAULTS.webhookMaxPending) {
+    warnings.push(`SERVICE_WEBHOOK_MAX_PENDING (${webhookMaxPending}) is above ${DEFAULTS.webhookMaxPending}; using ${DEFAULTS.webhookMaxPending}`);
+    webhookMaxPending = DEFAULTS.webhookMaxPending;
+  }
 
   return {
     config: {
@@ -572,6 +591,8 @@ export function loadConfig(env: Env, cwd?: string): { config: Config; warnings: 
       webhookAllowPrivate,
       eventsPingMs,
       webhookRetryMs,
+      webhookTimeoutMs,
+      webhookMaxPending,
     },
     warnings,
   };

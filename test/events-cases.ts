@@ -507,6 +507,118 @@ export function eventsCases(kind: TargetKind): void {
     });
   });
 
+  describe(`${kind}: webhook fairness and bounds`, () => {
+    // A short delivery timeout (receivers that never answer give up sooner), retries far away, and at most 5
+    // pending deliveries per webhook (1,000 by default).
+    const h = withTarget(kind, {
+      SERVICE_WEBHOOK_ALLOW_HTTP: '1',
+      SERVICE_WEBHOOK_ALLOW_PRIVATE: '1',
+      SERVICE_WEBHOOK_TIMEOUT_MS: '6000',
+      SERVICE_WEBHOOK_RETRY_MS: '600000',
+      SERVICE_WEBHOOK_MAX_PENDING: '5',
+    });
+    let rx: Receiver;
+    /** Receivers that never answer. */
+    let dead: Receiver;
+    beforeAll(async () => {
+      rx = await startReceiver();
+      dead = await startReceiver();
+      dead.answer = () => 'never';
+    });
+    afterAll(async () => {
+      await rx?.close();
+      await dead?.close();
+    });
+    const hook = async (repo: string, token: string, url: string) => {
+      const made = await h.call(`/v1/repos/${repo}/webhooks`, { method: 'POST', token, json: { url } });
+      expect(made.status).toBe(201);
+      return made.body.webhook.id as string;
+    };
+    /** Requests each dead path holds open now (sent, neither answered nor given up). */
+    const open = () => {
+      const n = new Map<string, number>();
+      for (const r of dead.received) n.set(r.path, (n.get(r.path) ?? 0) + 1);
+      for (const r of dead.gaveUp) n.set(r.path, n.get(r.path)! - 1);
+      return n;
+    };
+
+    it('one repository\'s 20 receivers that never answer do not hold back another repository\'s first delivery past one timeout', async () => {
+      const alice = await h.signIn('fair-alice', 'alice@fair.test');
+      await h.repo('fa', alice.token);
+      await h.repo('fb', alice.token);
+      const deadHooks: string[] = [];
+      for (let i = 0; i < 20; i++) deadHooks.push(await hook('fa', alice.token, `${dead.url}/fa-${i}`));
+      await hook('fb', alice.token, `${rx.url}/fb`);
+      for (let i = 0; i < 10; i++) expect((await h.push('fa', alice.token, [{ path: `p${i}.md`, content: `${i}\n` }])).status).toBe(200);
+      // The dead receivers hold attempts open (Node: the server's 8 slots; Workers: the repository's own).
+      await eventually(() => (dead.hanging() >= 6 ? true : undefined));
+      const pushed = await h.push('fb', alice.token, [{ path: 'b.md', content: 'b\n' }]);
+      expect(pushed.status).toBe(200);
+      // Until the live receiver has its delivery, or more dead attempts than one wave have given up.
+      await eventually(() => (rx.to('/fb').length > 0 || dead.gaveUp.length > 8 ? true : undefined));
+      expect(rx.to('/fb').map((r) => JSON.parse(r.raw).sha)).toEqual([pushed.body.new_head]);
+      // Delivered after at most one wave of timeouts (Node: one per slot; Workers: none, the repository's
+      // object delivers its own)...
+      expect(dead.gaveUp.length).toBeLessThanOrEqual(kind === 'node' ? 8 : 0);
+      // ...and no webhook ever had more than one attempt open at once.
+      for (const [path, n] of open()) expect(n, path).toBeLessThanOrEqual(1);
+      for (const id of deadHooks) expect((await h.call(`/v1/repos/fa/webhooks/${id}`, { method: 'DELETE', token: alice.token })).status).toBe(204);
+    }, 120_000);
+
+    it('a repository\'s receiver that never answers does not hold back its other webhook: one attempt open at a time', async () => {
+      const alice = await h.signIn('fair-alice', 'alice@fair.test');
+      await h.repo('fc', alice.token);
+      const deadHook = await hook('fc', alice.token, `${dead.url}/fc-dead`);
+      await hook('fc', alice.token, `${rx.url}/fc-live`);
+      const heads: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const pushed = await h.push('fc', alice.token, [{ path: `p${i}.md`, content: `${i}\n` }]);
+        expect(pushed.status).toBe(200);
+        heads.push(pushed.body.new_head);
+      }
+      const gaveUp = () => dead.gaveUp.filter((r) => r.path === '/fc-dead').length;
+      await eventually(() => (rx.to('/fc-live').length === 5 || gaveUp() > 0 ? true : undefined));
+      // Every push reached the live webhook while the dead one's first attempt was still open, and only that one.
+      expect(rx.to('/fc-live').map((r) => JSON.parse(r.raw).sha)).toEqual(heads);
+      expect(gaveUp()).toBe(0);
+      expect(dead.to('/fc-dead').map((r) => JSON.parse(r.raw).sha)).toEqual([heads[0]]);
+      expect((await h.call(`/v1/repos/fc/webhooks/${deadHook}`, { method: 'DELETE', token: alice.token })).status).toBe(204);
+    }, 120_000);
+
+    it('at most SERVICE_WEBHOOK_MAX_PENDING pending deliveries per webhook: the oldest beyond are `failed`, dropped', async () => {
+      const alice = await h.signIn('fair-alice', 'alice@fair.test');
+      await h.repo('fd', alice.token);
+      const wid = await hook('fd', alice.token, `${rx.url}/fd`);
+      const answer = rx.answer;
+      rx.answer = (req) => (req.path === '/fd' ? { status: 500 } : answer(req));
+      try {
+        const heads: string[] = [];
+        for (let i = 0; i < 7; i++) {
+          const pushed = await h.push('fd', alice.token, [{ path: `p${i}.md`, content: `${i}\n` }]);
+          expect(pushed.status).toBe(200);
+          heads.push(pushed.body.new_head);
+          // Each attempted once (and failed) before the next push.
+          await rx.waitFor('/fd', i + 1);
+          await eventually(async () => {
+            const l = (await h.call(`/v1/repos/fd/webhooks/${wid}/deliveries`, { token: alice.token })).body.deliveries as any[];
+            return l[0]?.attempts === 1 ? true : undefined;
+          });
+        }
+        const list = (await h.call(`/v1/repos/fd/webhooks/${wid}/deliveries`, { token: alice.token })).body.deliveries as any[];
+        const sent = rx.to('/fd').map((r) => r.headers['x-kr-delivery']);
+        const pending = { event: 'push', status: 'pending', attempts: 1, last_status: 500, last_error: 'HTTP 500', next_attempt_at: expect.any(Number), created_at: expect.any(Number) };
+        const dropped = { event: 'push', status: 'failed', attempts: 1, last_status: 500, last_error: 'dropped: too many pending deliveries', created_at: expect.any(Number) };
+        expect(list).toEqual([
+          ...[6, 5, 4, 3, 2].map((i) => ({ id: sent[i], ...pending })),
+          ...[1, 0].map((i) => ({ id: sent[i], ...dropped })),
+        ]);
+        expect(rx.to('/fd').map((r) => JSON.parse(r.raw).sha)).toEqual(heads);
+      } finally {
+        rx.answer = answer;
+      }
+    }, 120_000);
+  });
+
   describe(`${kind}: webhook addresses`, () => {
     const h = withTarget(kind, {});
 
@@ -531,6 +643,22 @@ export function eventsCases(kind: TargetKind): void {
         ['https://[::ffff:127.0.0.1]/', '[::ffff:7f00:1] is an IPv4-mapped loopback address (127.0.0.1)'],
         ['https://[::ffff:10.1.1.1]/', '[::ffff:a01:101] is an IPv4-mapped private address (10.1.1.1)'],
         ['https://100.64.0.1/', '100.64.0.1 is a carrier-grade NAT address'],
+        // Special-purpose IPv6: IPv4-compatible, NAT64, 6to4 of a refused IPv4, documentation, discard,
+        // site-local, multicast, reserved.
+        ['https://[::127.0.0.1]/', '[::7f00:1] is an IPv4-compatible address (127.0.0.1)'],
+        ['https://[::a00:1]/', '[::a00:1] is an IPv4-compatible address (10.0.0.1)'],
+        ['https://[0:0:0:0:0:0:A9FE:A9FE]/', '[::a9fe:a9fe] is an IPv4-compatible address (169.254.169.254)'],
+        ['https://[::ffff:8.8.8.8]/', '[::ffff:808:808] is an IPv4-mapped address (8.8.8.8)'],
+        ['https://[64:ff9b::10.0.0.1]/', '[64:ff9b::a00:1] is a NAT64 address'],
+        ['https://[64:ff9b:1::1]/', '[64:ff9b:1::1] is a NAT64 (local-use) address'],
+        ['https://[2002:7F00:1::1]/', '[2002:7f00:1::1] is a 6to4 address of a loopback address (127.0.0.1)'],
+        ['https://[2001::1]/', '[2001::1] is a Teredo address'],
+        ['https://[2001:db8::1]/', '[2001:db8::1] is a documentation address'],
+        ['https://[3fff::1]/', '[3fff::1] is a documentation address'],
+        ['https://[100::1]/', '[100::1] is a discard-only address'],
+        ['https://[fec0::1]/', '[fec0::1] is a site-local address'],
+        ['https://[FF05::2]/', '[ff05::2] is a multicast address'],
+        ['https://[1::1]/', '[1::1] is a reserved address'],
         ['https://0.0.0.0/', '0.0.0.0 is an unspecified address'],
         ['https://user:secret@example.com/', 'credentials in the URL (sign with the secret instead)'],
         [`https://example.com/${'x'.repeat(2100)}`, 'longer than 2048 characters'],
@@ -541,7 +669,7 @@ export function eventsCases(kind: TargetKind): void {
       const localhost = await create('https://localhost:8443/hook');
       expect(localhost.status).toBe(400);
       expect(localhost.body.error).toBe(
-        kind === 'node' ? 'webhook url not allowed: localhost resolves to 127.0.0.1, a loopback address' : 'webhook url not allowed: localhost is a loopback name',
+        kind === 'node' ? 'webhook url not allowed: localhost resolves to a non-public address' : 'webhook url not allowed: localhost is a loopback name',
       );
       expect((await h.call('/v1/repos/wa1/webhooks', { token: alice.token })).body).toEqual({ webhooks: [] });
     });

@@ -2,7 +2,7 @@ import type { Clock } from '../clock.ts';
 import type { SqlDatabase, Stmt } from '../db/sql.ts';
 import { rfc3339 } from '../wire.ts';
 import { PUSH_EVENT_PATHS, type EventKind, type MemberEventData, type PathStatus, type PushEventData } from '../../schema/wire/events.ts';
-import { deliveryStmts } from './webhook-store.ts';
+import { deliveryStmts, MAX_PENDING_DELIVERIES } from './webhook-store.ts';
 
 /**
  * The event log of every repository (table `repo_events`, migration 0011): what `GET /v1/repos/:id/events`
@@ -66,6 +66,8 @@ export class EventLog {
     private readonly db: SqlDatabase,
     private readonly clock: Clock,
     private readonly retention = EVENT_RETENTION,
+    /** Pending deliveries kept per webhook (config.webhookMaxPending). */
+    private readonly maxPending = MAX_PENDING_DELIVERIES,
   ) {}
 
   /**
@@ -81,7 +83,7 @@ export class EventLog {
         sql: 'INSERT INTO repo_events (repo_id, kind, data, commit_sha, created_at) VALUES (?, ?, ?, ?, ?)',
         args: [repoId, kind, json, opts.commitSha ?? null, Math.floor(now / 1000)],
       },
-      ...deliveryStmts(repoId, kind, json, { commitSha: opts.commitSha, nowMs: now, held: opts.commitSha !== undefined }),
+      ...deliveryStmts(repoId, kind, json, { commitSha: opts.commitSha, nowMs: now, held: opts.commitSha !== undefined, maxPending: this.maxPending }),
       {
         sql: `DELETE FROM repo_events WHERE repo_id = ? AND id <= (
                 SELECT id FROM repo_events WHERE repo_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)`,

@@ -12,8 +12,12 @@ import type { EventKind } from '../../schema/wire/events.ts';
 
 /** Prefix of webhook secrets. */
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';
-/** Finished (delivered or failed) deliveries kept per webhook; pending ones are always kept. */
+/** Finished (delivered or failed) deliveries kept per webhook; pending ones up to MAX_PENDING_DELIVERIES. */
 export const DELIVERY_RETENTION = 200;
+/** Pending deliveries kept per webhook (docs/api.md: 1,000): beyond, the oldest pending one is dropped. */
+export const MAX_PENDING_DELIVERIES = 1_000;
+/** `last_error` of a delivery dropped for MAX_PENDING_DELIVERIES. */
+export const DROPPED = 'dropped: too many pending deliveries';
 
 /**
  * A new delivery id in SQL: a random UUID v4, made by the database so that a push's outbox rows need no
@@ -30,7 +34,7 @@ export function deliveryStmts(
   repoId: string,
   kind: EventKind,
   data: string,
-  opts: { commitSha?: string; nowMs: number; held: boolean },
+  opts: { commitSha?: string; nowMs: number; held: boolean; maxPending?: number },
 ): Stmt[] {
   return [
     {
@@ -39,6 +43,44 @@ export function deliveryStmts(
             SELECT ${SQL_UUID}, id, repo_id, ?, ?, ?, 'pending', 0, ?, ?
             FROM webhooks WHERE repo_id = ? AND instr(',' || events || ',', ?) > 0`,
       args: [kind, data, opts.commitSha ?? null, opts.held ? null : opts.nowMs, Math.floor(opts.nowMs / 1000), repoId, `,${kind},`],
+    },
+    ...pendingCapStmts(repoId, opts.maxPending ?? MAX_PENDING_DELIVERIES),
+  ];
+}
+
+/**
+ * To follow an insert into the outbox (they act only when it inserted a row: `changes()` is the statement
+ * before's): each webhook of the repository keeps its newest `maxPending` pending deliveries, the older ones
+ * are marked `failed` (DROPPED), and its finished ones are pruned to DELIVERY_RETENTION, so that a receiver
+ * that never succeeds holds a bounded number of rows however many events it misses. A drop of a delivery
+ * whose attempt is under way stands: `record` changes only rows still pending.
+ */
+function pendingCapStmts(repoId: string, maxPending: number): Stmt[] {
+  return [
+    {
+      sql: `WITH cut AS MATERIALIZED (
+              SELECT w.id AS wid, (SELECT e.rowid FROM webhook_deliveries e WHERE e.webhook_id = w.id AND e.status = 'pending'
+                                   ORDER BY e.created_at DESC, e.rowid DESC LIMIT 1 OFFSET ?) AS rid
+              FROM webhooks w WHERE w.repo_id = ? AND changes() > 0)
+            UPDATE webhook_deliveries SET status = 'failed', last_error = ?, next_attempt_ms = NULL
+            WHERE rowid IN (
+              SELECT d.rowid FROM cut JOIN webhook_deliveries c ON c.rowid = cut.rid
+              JOIN webhook_deliveries d ON d.webhook_id = cut.wid AND d.status = 'pending' AND d.created_at <= c.created_at
+              WHERE d.created_at < c.created_at OR d.rowid <= c.rowid)`,
+      args: [maxPending, repoId, DROPPED],
+    },
+    {
+      sql: `WITH cut AS MATERIALIZED (
+              SELECT w.id AS wid, (SELECT e.rowid FROM webhook_deliveries e INDEXED BY webhook_deliveries_hook_status
+                                   WHERE e.webhook_id = w.id AND e.status IN ('delivered', 'failed')
+                                   ORDER BY e.created_at DESC, e.rowid DESC LIMIT 1 OFFSET ?) AS rid
+              FROM webhooks w WHERE w.repo_id = ? AND changes() > 0)
+            DELETE FROM webhook_deliveries
+            WHERE rowid IN (
+              SELECT d.rowid FROM cut JOIN webhook_deliveries c ON c.rowid = cut.rid
+              JOIN webhook_deliveries d ON d.webhook_id = cut.wid AND d.status IN ('delivered', 'failed') AND d.created_at <= c.created_at
+              WHERE d.created_at < c.created_at OR d.rowid <= c.rowid)`,
+      args: [DELIVERY_RETENTION, repoId],
     },
   ];
 }
@@ -75,10 +117,31 @@ const toWebhook = (r: Row): Webhook => ({
   created_at: Number(r.created_at),
 });
 
+/** A webhook with pending deliveries, and when its earliest one falls due. */
+export interface DueWebhook {
+  webhookId: string;
+  repoId: string;
+  dueMs: number;
+}
+
+const toDue = (r: Row): DueDelivery => ({
+  id: String(r.id),
+  webhookId: String(r.webhook_id),
+  repoId: String(r.repo_id),
+  event: String(r.event),
+  data: String(r.data),
+  attempts: Number(r.attempts),
+  firstAttemptMs: r.first_attempt_ms === null || r.first_attempt_ms === undefined ? null : Number(r.first_attempt_ms),
+  url: String(r.url),
+  secret: String(r.secret),
+});
+
 export class WebhookStore {
   constructor(
     private readonly db: SqlDatabase,
     private readonly clock: Clock,
+    /** Pending deliveries kept per webhook (config.webhookMaxPending). */
+    private readonly maxPending = MAX_PENDING_DELIVERIES,
   ) {}
 
   private seconds(): number {
@@ -129,12 +192,15 @@ export class WebhookStore {
   /** Queues a `ping` delivery to the webhook, due now; false when the repository has no such webhook. */
   async ping(repoId: string, id: string): Promise<boolean> {
     const now = this.clock.now();
-    const { changes } = await this.db.run(
-      `INSERT INTO webhook_deliveries (id, webhook_id, repo_id, event, data, commit_sha, status, attempts, next_attempt_ms, created_at)
-       SELECT ?, id, repo_id, 'ping', ?, NULL, 'pending', 0, ?, ? FROM webhooks WHERE repo_id = ? AND id = ?`,
-      [crypto.randomUUID(), JSON.stringify({ repo_id: repoId, webhook_id: id }), now, Math.floor(now / 1000), repoId, id],
-    );
-    return changes > 0;
+    const [inserted] = await this.db.batch([
+      {
+        sql: `INSERT INTO webhook_deliveries (id, webhook_id, repo_id, event, data, commit_sha, status, attempts, next_attempt_ms, created_at)
+              SELECT ?, id, repo_id, 'ping', ?, NULL, 'pending', 0, ?, ? FROM webhooks WHERE repo_id = ? AND id = ?`,
+        args: [crypto.randomUUID(), JSON.stringify({ repo_id: repoId, webhook_id: id }), now, Math.floor(now / 1000), repoId, id],
+      },
+      ...pendingCapStmts(repoId, this.maxPending),
+    ]);
+    return inserted!.changes > 0;
   }
 
   /** The webhook's deliveries, newest first; null when the repository has no such webhook. */
@@ -216,17 +282,34 @@ export class WebhookStore {
     return rows
       .filter((r) => !skip.has(String(r.id)))
       .slice(0, limit)
-      .map((r) => ({
-        id: String(r.id),
-        webhookId: String(r.webhook_id),
-        repoId: String(r.repo_id),
-        event: String(r.event),
-        data: String(r.data),
-        attempts: Number(r.attempts),
-        firstAttemptMs: r.first_attempt_ms === null || r.first_attempt_ms === undefined ? null : Number(r.first_attempt_ms),
-        url: String(r.url),
-        secret: String(r.secret),
-      }));
+      .map(toDue);
+  }
+
+  /**
+   * Every webhook with a pending delivery that is not held, with when its earliest one falls due: the earliest
+   * first, then the oldest webhook. One index lookup per webhook (webhook_deliveries_hook_due).
+   */
+  async queues(): Promise<DueWebhook[]> {
+    const rows = await this.db.all<Row>(
+      `SELECT webhook_id, repo_id, due FROM (
+         SELECT w.id AS webhook_id, w.repo_id, w.created_at, w.rowid AS wr,
+           (SELECT MIN(d.next_attempt_ms) FROM webhook_deliveries d WHERE d.webhook_id = w.id AND d.status = 'pending') AS due
+         FROM webhooks w)
+       WHERE due IS NOT NULL ORDER BY due, created_at, wr`,
+    );
+    return rows.map((r) => ({ webhookId: String(r.webhook_id), repoId: String(r.repo_id), dueMs: Number(r.due) }));
+  }
+
+  /** The webhook's earliest delivery due at `nowMs` (the oldest first among equals), or null. */
+  async nextOf(webhookId: string, nowMs: number): Promise<DueDelivery | null> {
+    const r = await this.db.get<Row>(
+      `SELECT d.id, d.webhook_id, d.repo_id, d.event, d.data, d.attempts, d.first_attempt_ms, w.url, w.secret
+       FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+       WHERE d.webhook_id = ? AND d.status = 'pending' AND d.next_attempt_ms IS NOT NULL AND d.next_attempt_ms <= ?
+       ORDER BY d.next_attempt_ms, d.rowid LIMIT 1`,
+      [webhookId, nowMs],
+    );
+    return r ? toDue(r) : null;
   }
 
   /** Whether any delivery is pending, held or due. */
@@ -242,12 +325,15 @@ export class WebhookStore {
     return r?.t === null || r?.t === undefined ? null : Number(r.t);
   }
 
-  /** Records an attempt; a finished delivery also prunes its webhook's finished ones to DELIVERY_RETENTION. */
+  /**
+   * Records an attempt of a delivery still pending (one dropped meanwhile stays `failed`); a finished delivery
+   * also prunes its webhook's finished ones to DELIVERY_RETENTION.
+   */
   async record(d: DueDelivery, a: AttemptRecord): Promise<void> {
     const stmts: Stmt[] = [
       {
         sql: `UPDATE webhook_deliveries SET status = ?, attempts = ?, last_status = ?, last_error = ?, first_attempt_ms = ?,
-              next_attempt_ms = ? WHERE id = ?`,
+              next_attempt_ms = ? WHERE id = ? AND status = 'pending'`,
         args: [a.status, a.attempts, a.lastStatus, a.lastError, a.firstAttemptMs, a.nextAttemptMs, d.id],
       },
     ];

@@ -212,10 +212,12 @@ export class RepoStore implements Repos {
     readonly git: GitStore,
     index: PathIndex,
     private readonly clock: Clock,
+    /** Pending webhook deliveries kept per webhook (config.webhookMaxPending; default 1,000). */
+    opts: { maxPendingDeliveries?: number } = {},
   ) {
     this.index = index;
-    this.events = new EventLog(index.database, clock);
-    this.webhooks = new WebhookStore(index.database, clock);
+    this.events = new EventLog(index.database, clock, undefined, opts.maxPendingDeliveries);
+    this.webhooks = new WebhookStore(index.database, clock, opts.maxPendingDeliveries);
     this.creationMutex = new KeyedMutex({ waitMs: git.lockWaitMs });
     this.headCache = new LruCache(git.headCacheBytes, headEntryBytes);
   }

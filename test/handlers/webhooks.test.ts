@@ -57,7 +57,8 @@ describe('POST /v1/repos/:id/webhooks (functions/webhooks/create.ts)', () => {
     };
     expect(await post('http://example.com/')).toEqual([400, { error: 'webhook url must use https' }]);
     expect(await post('https://192.168.0.10/')).toEqual([400, { error: 'webhook url not allowed: 192.168.0.10 is a private address' }]);
-    expect(await post('https://localhost/')).toEqual([400, { error: 'webhook url not allowed: localhost resolves to 127.0.0.1, a loopback address' }]);
+    expect(await post('https://localhost/')).toEqual([400, { error: 'webhook url not allowed: localhost resolves to a non-public address' }]);
+    expect(await post('https://[::a00:1]/')).toEqual([400, { error: 'webhook url not allowed: [::a00:1] is an IPv4-compatible address (10.0.0.1)' }]);
   });
 });
 

@@ -1,6 +1,7 @@
 /**
  * A webhook receiver for tests: a real HTTP server on loopback (port 0) that records every request it gets —
- * method, path, headers, the raw body — and answers what the test tells it to (200 by default).
+ * method, path, headers, the raw body — and answers what the test tells it to (200 by default), or never
+ * answers at all (`'never'`: the request is held open until the sender gives up, recorded in `gaveUp`).
  */
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -25,8 +26,12 @@ export interface Receiver {
   received: Received[];
   /** Requests to `path` only. */
   to(path: string): Received[];
-  /** How the next requests are answered (by path; default 200). */
-  answer: (req: Received) => Answer;
+  /** How the next requests are answered (by path; default 200); `'never'` holds the request open unanswered. */
+  answer: (req: Received) => Answer | 'never';
+  /** Requests never answered whose sender closed the connection (gave up waiting), in the order they did. */
+  gaveUp: Received[];
+  /** Requests held open unanswered right now. */
+  hanging(): number;
   /** Waits until `n` requests to `path` have arrived (polling; the test's timeout bounds it). */
   waitFor(path: string, n: number): Promise<Received[]>;
   close(): Promise<void>;
@@ -34,16 +39,23 @@ export interface Receiver {
 
 export async function startReceiver(): Promise<Receiver> {
   const received: Received[] = [];
+  let hanging = 0;
   const r: Receiver = {
     url: '',
     received,
+    gaveUp: [],
+    hanging: () => hanging,
     to: (path) => received.filter((x) => x.path === path),
     answer: () => ({ status: 200 }),
     async waitFor(path, n) {
       while (r.to(path).length < n) await new Promise((res) => setTimeout(res, 25));
       return r.to(path);
     },
-    close: () => new Promise<void>((res) => server.close(() => res())),
+    close: () =>
+      new Promise<void>((res) => {
+        server.close(() => res());
+        server.closeAllConnections();
+      }),
   };
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -52,6 +64,14 @@ export async function startReceiver(): Promise<Receiver> {
       const got: Received = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, raw: Buffer.concat(chunks).toString('utf8') };
       received.push(got);
       const a = r.answer(got);
+      if (a === 'never') {
+        hanging++;
+        res.on('close', () => {
+          hanging--;
+          r.gaveUp.push(got);
+        });
+        return;
+      }
       res.writeHead(a.status, a.headers ?? {}).end('ok');
     });
   });

@@ -80,7 +80,9 @@ export async function openNodeDeps(
   // Each repository's full-text rows in a file of its own, searched on worker threads (lib/runtime/node/search-files.ts).
   await mkdir(join(config.dataRoot, 'search'), { recursive: true });
   await dropSharedRows(db);
-  const repos = new RepoStore(git, new PathIndex(db, { text: new IndexFiles(join(config.dataRoot, 'search')) }), clock);
+  const repos = new RepoStore(git, new PathIndex(db, { text: new IndexFiles(join(config.dataRoot, 'search')) }), clock, {
+    maxPendingDeliveries: config.webhookMaxPending,
+  });
   // Exports are made on worker threads, each with a git store of its own over the same files.
   const exports = new ExportThreads({ root: git.root, cacheBytes: Math.min(budget.gitStore, EXPORT_CACHE_BYTES), threads: EXPORT_THREADS });
   repos.bundler = (id, o) => exports.bundle(id, o);
@@ -101,13 +103,13 @@ export async function openNodeDeps(
   const policy = { allowHttp: config.webhookAllowHttp, allowPrivate: config.webhookAllowPrivate };
   const deliverer = new Deliverer({
     store: repos.webhooks,
-    send: nodeWebhookSender(policy),
+    send: nodeWebhookSender(policy, config.webhookTimeoutMs),
     clock,
     logger: opts.log,
     releaseHeld: (id) => repos.releaseHeld(id),
     retryMs: config.webhookRetryMs,
   });
-  const deliveries = new DeliveryLoop(deliverer, clock, opts.log);
+  const deliveries = new DeliveryLoop(deliverer, clock);
   return {
     config,
     clock,

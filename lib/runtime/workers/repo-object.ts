@@ -21,6 +21,7 @@ import { LocalLive, REPO_DELETED } from '../../events/live.ts';
 import { accessLost } from '../../events/access.ts';
 import { Deliverer } from '../../events/deliver.ts';
 import { fetchSender } from './webhook-sender.ts';
+import { MAX_WEBHOOKS } from '../../../schema/wire/webhooks.ts';
 import type { EventKind, MemberEventData } from '../../../schema/wire/events.ts';
 import { logStreamEnd } from '../../http/stream.ts';
 import { sealBody } from './sealed-body.ts';
@@ -118,9 +119,11 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
     await migrate(db, BUNDLED_MIGRATIONS, Math.floor(Date.now() / 1000));
     const git = new GitStore({ fs: new DoFs(this.ctx.storage).storeFs(), root: REPO_ROOT, cacheBytes: 16 * 1024 * 1024 });
     // An object holds one repository (idFromName of its id): its full-text rows need no filter by repository.
-    const store = new RepoStore(git, new PathIndex(db, { text: sharedTextStore(db, { oneRepository: true }) }), systemClock);
     const env = this.env as Record<string, unknown>;
     const config = objectConfig(env);
+    const store = new RepoStore(git, new PathIndex(db, { text: sharedTextStore(db, { oneRepository: true }) }), systemClock, {
+      maxPendingDeliveries: config.webhookMaxPending,
+    });
     // Accounts, tokens and membership are in D1: a stream's caller is re-checked there at each ping.
     const d1 = new D1Database((env as { DB: D1Like }).DB);
     const clock = systemClock;
@@ -134,13 +137,19 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
     });
     this.#deliverer = new Deliverer({
       store: store.webhooks,
-      send: fetchSender({ allowHttp: config.webhookAllowHttp, allowPrivate: config.webhookAllowPrivate }),
+      send: fetchSender({ allowHttp: config.webhookAllowHttp, allowPrivate: config.webhookAllowPrivate }, config.webhookTimeoutMs),
       clock,
       logger: log,
       releaseHeld: (id) => store.releaseHeld(id),
       retryMs: config.webhookRetryMs,
+      // Every webhook of the repository may have its attempt under way: one that never answers delays none
+      // of the others.
+      slots: MAX_WEBHOOKS,
     });
-    this.#live = new LocalLive(store, hub, () => void this.#deliverSoon(), log);
+    const deliverer = this.#deliverer;
+    // Queued deliveries start at once (an alarm running for a slow receiver would not look before that
+    // attempt ends); the alarm, set too, outlives an eviction and waits for the attempts under way.
+    this.#live = new LocalLive(store, hub, () => (void deliverer.pump(), void this.#deliverSoon()), log);
     return store;
   }
 
@@ -220,6 +229,8 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
         if (await old.git.exists(id)) await old.git.retire(id);
         this.#live?.hub.endRepo(id, REPO_DELETED);
         this.#live?.hub.close();
+        // Attempts under way record nothing (their rows are going); the new store gets a deliverer of its own.
+        void this.#deliverer?.halt();
         await this.ctx.storage.deleteAlarm();
         await this.ctx.storage.deleteAll();
         await this.ctx.storage.put(TOMBSTONE, Date.now());
@@ -307,10 +318,10 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
     return this.#serve(id, (_, live) => live.deliveries(id, webhookId, limit));
   }
 
-  /** Webhook deliveries: everything due now, then an alarm for the next one. */
+  /** Webhook deliveries: everything due now, until no attempt is under way, then an alarm for the next one. */
   override async alarm(): Promise<void> {
     if (!this.#deliverer) return;
-    const next = await this.#deliverer.run();
+    const next = await this.#deliverer.drain();
     if (next !== null) await this.ctx.storage.setAlarm(Math.max(next, Date.now()));
   }
 

@@ -8,9 +8,10 @@ import { HttpError } from '../../errors.ts';
  * literal addresses, `localhost` names); a Worker cannot resolve a name to check where it points, and need
  * not: on Cloudflare its subrequests leave from Cloudflare's network to the public internet, where loopback,
  * private, link-local and unique-local addresses reach nothing of the operator's (docs/architecture.md).
- * Redirects are not followed (`redirect: 'manual'`: a 3xx is a failed attempt); 10 s timeout.
+ * Redirects are not followed (`redirect: 'manual'`: a 3xx is a failed attempt); 10 s timeout. `fetcher` is
+ * the platform's fetch (tests hand in their own, to see that a refused URL never reaches it).
  */
-export function fetchSender(policy: UrlPolicy, timeoutMs = DELIVERY_TIMEOUT_MS): WebhookSender {
+export function fetchSender(policy: UrlPolicy, timeoutMs = DELIVERY_TIMEOUT_MS, fetcher: typeof fetch = (input, init) => fetch(input, init)): WebhookSender {
   return async (req): Promise<WebhookResult> => {
     try {
       parseWebhookUrl(req.url, policy);
@@ -19,7 +20,7 @@ export function fetchSender(policy: UrlPolicy, timeoutMs = DELIVERY_TIMEOUT_MS):
       throw e;
     }
     try {
-      const res = await fetch(req.url, {
+      const res = await fetcher(req.url, {
         method: 'POST',
         headers: req.headers,
         body: req.body,
