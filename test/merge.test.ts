@@ -3,7 +3,7 @@
  * exact expected page, and properties over seeded random pages.
  */
 import { describe, expect, it } from 'vitest';
-import { mergePages, mergePagesAsync, mergeSteps, type PageMerge } from '../lib/differ/merge.ts';
+import { MERGE_YAML_CHARS, mergePages, mergePagesAsync, mergeSteps, type PageMerge } from '../lib/differ/merge.ts';
 import { mergeLines } from '../lib/differ/merge-lines.ts';
 import { parsePage } from '../lib/page/parse.ts';
 
@@ -173,6 +173,21 @@ describe('mergePages: every frontmatter key, and the block as text', () => {
     // Reported first, beside a key in conflict.
     const both = mergePages(base, keyChange.replace('# why: none yet', '# why: ops'), base.replace('status: draft', 'status: wip'));
     expect(both).toEqual({ clean: false, conflicting: ['frontmatter', 'frontmatter.status'] });
+  });
+
+  it('a block larger than the YAML cap: one side\'s change is taken as written; changes on both sides are a conflict', () => {
+    const keys = Array.from({ length: 1_500 }, (_, i) => `k${i}: v${i}`);
+    const base = page(keys.join('\n'), '## A\na\n');
+    expect(base.length).toBeGreaterThan(MERGE_YAML_CHARS);
+    const theirs = base.replace('k5: v5\n', 'k5: theirs\n');
+    const ours = base.replace('k1495: v1495\n', 'k1495: ours\n');
+    expect(clean(mergePages(base, theirs, base.replace('a\n', 'b\n')))).toBe(theirs.replace('a\n', 'b\n'));
+    expect(mergePages(base, theirs, ours)).toEqual({ clean: false, conflicting: ['frontmatter'] });
+    // Under the cap, the same edits merge.
+    const small = page(keys.slice(0, 100).join('\n'), '## A\na\n');
+    expect(clean(mergePages(small, small.replace('k5: v5\n', 'k5: theirs\n'), small.replace('k95: v95\n', 'k95: ours\n')))).toBe(
+      small.replace('k5: v5\n', 'k5: theirs\n').replace('k95: v95\n', 'k95: ours\n'),
+    );
   });
 
   it('changes of keys on both sides merge into theirs block: comments kept, an added key after its predecessor', () => {

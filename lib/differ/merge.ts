@@ -15,7 +15,7 @@
  *    (ours' new keys after the key that precedes them in ours). That represents a side's change only when the
  *    change is one of keys' values: a side that also changed comments, key order or formatting (its block is
  *    not what writing its key changes into the base's block gives) while the other side changed the block too
- *    → conflict `frontmatter`.
+ *    → conflict `frontmatter`; so is a block over {@link MERGE_YAML_CHARS} that both sides changed.
  *  - The preamble and each `## ` section, paired by heading as the differ pairs them (the n-th occurrence of a
  *    heading with the n-th): changed on one side only → that side; added on one side → added, after the part
  *    that precedes it on that side; deleted on one side and unchanged on the other → deleted; deleted on one
@@ -56,6 +56,12 @@ import { runSteps, runStepsAsync, type Steps } from './budget.ts';
 export const MERGE_PREAMBLE = '_preamble';
 /** Name in `conflicting` of a frontmatter block both sides changed where a side's change is not only keys' values. */
 export const MERGE_FRONTMATTER = 'frontmatter';
+/**
+ * Largest frontmatter block (characters) merged key by key when both sides changed it: the YAML library reads
+ * and writes one at some 2 µs a character, and a merge pauses only between such steps. A larger block both
+ * sides changed is a conflict on `frontmatter`.
+ */
+export const MERGE_YAML_CHARS = 16 * 1024;
 
 /** Which side a merged part came from: `theirs`, `ours`, or `both` (merged line by line, or the same change). */
 export type MergeSide = 'theirs' | 'ours' | 'both';
@@ -416,9 +422,17 @@ class PageMerger {
     const { raw: rt } = this.lt;
     const { raw: ro } = this.lo;
     if (rt !== rb && ro !== rb && rt !== ro) {
-      // Both changed it: each change must be one the key-by-key merge can carry.
-      const fits = representable(rb, fb, rt, ft) && representable(rb, fb, ro, fo);
-      if (this.pace.tick(((rb ?? '').length + (rt ?? '').length + (ro ?? '').length) >> 2)) yield;
+      // Both changed it: each change must be one the key-by-key merge can carry (checked through the YAML
+      // library, some tens of milliseconds per block at the size cap: a pause after each).
+      let fits = Math.max((rb ?? '').length, (rt ?? '').length, (ro ?? '').length) <= MERGE_YAML_CHARS;
+      if (fits) {
+        fits = representable(rb, fb, rt, ft);
+        yield;
+      }
+      if (fits) {
+        fits = representable(rb, fb, ro, fo);
+        yield;
+      }
       if (!fits) {
         this.conflicts.push(MERGE_FRONTMATTER);
         conflicted = true;
@@ -432,6 +446,7 @@ class PageMerger {
     if (sameMapping(result, ft)) return this.lt.front;
     if (sameMapping(result, fo)) return this.lo.front;
     const yaml = editBlock(rt ?? '', ft, result, fo.keys());
+    yield;
     if (yaml === null) {
       this.conflicts.push(MERGE_FRONTMATTER);
       return null;
