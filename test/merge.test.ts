@@ -369,6 +369,42 @@ describe('mergePages: properties', () => {
     }
   });
 
+  it('when every side has a blank line before each heading that follows text, so does the merged page', () => {
+    // Random line edits of small pages (an empty frontmatter block among them), headings given a blank line before them.
+    const spaced = (lines: string[]) => {
+      const out: string[] = [];
+      for (const l of lines) {
+        if (l.startsWith('## ') && out.length > 0 && out[out.length - 1] !== '') out.push('');
+        out.push(l);
+      }
+      return out;
+    };
+    let merged = 0;
+    for (let seed = 0; seed < 3_000; seed++) {
+      const r = rng(seed);
+      const pick = <T,>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)]!;
+      const words = ['', 'a', 'b', '## H1', '## H2', 'p.', 'c'];
+      const base = spaced(Array.from({ length: Math.floor(r() * 8) }, () => pick(words)));
+      const edit = () => {
+        const l = [...base];
+        for (let n = 1 + Math.floor(r() * 3); n > 0; n--) {
+          const at = Math.floor(r() * (l.length + 1));
+          const kind = Math.floor(r() * 3);
+          if (kind === 0) l.splice(at, 0, pick(words));
+          else if (kind === 1) l.splice(at, 1);
+          else l[at] = pick(words);
+        }
+        return spaced(l);
+      };
+      const front = pick(['---\n---\n', '---\ntitle: t\n---\n', '---\ntitle: t\n---\n\n']);
+      const m = mergePages(front + base.join('\n') + '\n', front + edit().join('\n') + '\n', front + edit().join('\n') + '\n');
+      if (!m.clean) continue;
+      merged++;
+      expect(m.text.slice(front.length), `seed ${seed}`).not.toMatch(/[^\n]\n## /);
+    }
+    expect(merged).toBeGreaterThan(1_000);
+  });
+
   it('swapping the sides changes nothing but the order of additions; conflicts are symmetric', () => {
     for (const seed of SEEDS) {
       const r = rng(seed);
