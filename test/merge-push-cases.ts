@@ -229,9 +229,9 @@ export function mergePushCases(kind: TargetKind): void {
       expect(seen.result.body.pushed).toEqual([{ path, sha: seen.result.body.new_head, merged: true, merged_with: head, content: b64(merged) }]);
       expect(await read('big', path)).toBe(merged);
       if (kind === 'node') {
-        // The merge runs in slices of a few milliseconds; the push's other work on a 0.3 MB page is short.
-        // Held for the whole merge, the loop stalled for seconds and no poll was answered meanwhile. The bound
-        // is generous: the machine running the tests is shared.
+        // The merge runs in slices of a few milliseconds, and the push's other work on this page is short: a
+        // merge that held the loop throughout would stall it for seconds. The bound is generous: the machine
+        // running the tests is shared.
         expect(seen.polls, '/health answers during the push').toBeGreaterThanOrEqual(2);
         expect(seen.maxGapMs, 'longest event-loop gap during the push (ms)').toBeLessThan(1_000);
       }
