@@ -43,13 +43,13 @@ import { SCALES, type Ctx, type Row, type Side, type Workload } from './workload
 import { w1, w2, w7 } from './workloads/push.ts';
 import { w3, w4, w5, w6 } from './workloads/read.ts';
 import { w8 } from './workloads/search.ts';
-import { w7page } from './workloads/merge.ts';
+import { w7mergeBig, w7page } from './workloads/merge.ts';
 import { w9, w12 } from './workloads/growth.ts';
 import { w10 } from './workloads/repos.ts';
 import { w11 } from './workloads/workers.ts';
 import { w13 } from './workloads/events.ts';
 
-const WORKLOADS: Workload[] = [w1, w2, w3, w4, w5, w6, w7, w7page, w8, w9, w10, w11, w12, w13];
+const WORKLOADS: Workload[] = [w1, w2, w3, w4, w5, w6, w7, w7page, w7mergeBig, w8, w9, w10, w11, w12, w13];
 /** BOOT target: `npm start` → first /health 200, seconds. */
 const BOOT_TARGET_S = 0.5;
 

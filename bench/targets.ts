@@ -28,6 +28,10 @@ export const TARGETS = {
   w13P95Ms: 100,
   /** W7·merge: merging a 4 KB page (different sections changed on each side), ms, median. */
   mergeMs: 0.25,
+  /** W7·merge-big: a stale merge push of a page of 20,000 sections, ms, median. */
+  mergeBigMs: 3000,
+  /** W7·merge-big: the worst GET /health latency during such a push, ms. */
+  mergeBigHealthMs: 500,
 } as const;
 
 /** ours / reference, or null when either is not a finite figure (a ratio of nothing is no ratio). */

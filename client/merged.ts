@@ -13,7 +13,7 @@
  * heading), and renames are reported as the differ pairs them.
  */
 import type { SectionDiff } from '../lib/differ/index.ts';
-import { MERGE_PREAMBLE, type MergeSide } from '../lib/differ/merge.ts';
+import { MERGE_FRONTMATTER, MERGE_PREAMBLE, type MergeSide } from '../lib/differ/merge.ts';
 import { parsePage } from '../lib/page/parse.ts';
 import type { Api } from './api.ts';
 import { clean } from './output.ts';
@@ -90,6 +90,7 @@ export async function mergeOrigins(
  */
 export function partLabel(name: string, wholeFile = false): string {
   if (name === MERGE_PREAMBLE) return wholeFile ? WHOLE_FILE_LABEL : PREAMBLE_LABEL;
+  if (name === MERGE_FRONTMATTER) return 'frontmatter (comments, key order or formatting)';
   if (name.startsWith('frontmatter.')) return `frontmatter ${clean(name.slice('frontmatter.'.length))}`;
   return clean(name);
 }

@@ -13,7 +13,7 @@
  */
 import { stringify } from 'yaml';
 import { diffPages, type SectionDiff } from '../lib/differ/index.ts';
-import { MERGE_PREAMBLE } from '../lib/differ/merge.ts';
+import { MERGE_FRONTMATTER, MERGE_PREAMBLE } from '../lib/differ/merge.ts';
 import { pageRefOfPath, parsePage } from '../lib/page/parse.ts';
 import { NEW_PAGE_PARENT } from '../client/sync.ts';
 import { KR_DIR } from '../client/project.ts';
@@ -43,10 +43,12 @@ export interface ConflictInput {
 
 const PREAMBLE_NAME = '(preamble: text before the first ## heading)';
 const WHOLE_FILE_NAME = '(whole file)';
+const FRONTMATTER_NAME = '(the frontmatter block: its comments, key order or formatting)';
 
 /** A merge's part name (`frontmatter.<key>`, `_preamble`, a heading) as the brief's lists name it ({@link changedKeys}). */
 export function partName(name: string, wholeFile = false): string {
   if (name === MERGE_PREAMBLE) return wholeFile ? WHOLE_FILE_NAME : PREAMBLE_NAME;
+  if (name === MERGE_FRONTMATTER) return FRONTMATTER_NAME;
   if (name.startsWith('frontmatter.')) return `frontmatter field "${name.slice('frontmatter.'.length)}"`;
   return name;
 }
@@ -62,6 +64,7 @@ export function partText(text: string, name: string, wholeFile: boolean): string
     if (wholeFile) return page.text;
     return page.preamble === '' ? null : page.preamble;
   }
+  if (name === MERGE_FRONTMATTER) return page.frontmatterRaw === null ? null : `---\n${page.frontmatterRaw}\n---`;
   if (name.startsWith('frontmatter.')) {
     const key = name.slice('frontmatter.'.length);
     if (page.frontmatter === null || !Object.hasOwn(page.frontmatter, key)) return null;

@@ -179,6 +179,24 @@ describe('resolving a conflict', () => {
     });
   });
 
+  it('the frontmatter block as an item: a comment changed beside changed keys, each choice wins', () => {
+    const base = '---\ntitle: Log\n# owner: ops\nstatus: draft\n---\n## A\na\n';
+    const theirs = '---\ntitle: Log\n# owner: platform team\nstatus: draft\n---\n## A\na, theirs\n';
+    const mine = '---\ntitle: Log\n# owner: ops\nstatus: done\n---\n## A\na\n\n## B\nb\n';
+    expect(mergePages(base, theirs, mine)).toEqual({ clean: false, conflicting: ['frontmatter'] });
+    const items = conflictItems(base, theirs, mine, ['frontmatter']);
+    expect(items.map((i) => [i.kind, i.label, i.base, i.theirs, i.mine])).toEqual([
+      ['block', 'The frontmatter block (comments, key order or formatting)', 'title: Log\n# owner: ops\nstatus: draft', 'title: Log\n# owner: platform team\nstatus: draft', 'title: Log\n# owner: ops\nstatus: done'],
+    ]);
+    const body = '## A\na, theirs\n\n## B\nb\n';
+    expect(resolvePage(base, theirs, mine, items, new Map([['frontmatter', { take: 'theirs' }]]))).toEqual({ ok: true, text: `---\ntitle: Log\n# owner: platform team\nstatus: draft\n---\n${body}` });
+    expect(resolvePage(base, theirs, mine, items, new Map([['frontmatter', { take: 'mine' }]]))).toEqual({ ok: true, text: `---\ntitle: Log\n# owner: ops\nstatus: done\n---\n${body}` });
+    const edit = '---\ntitle: Log\n# owner: platform team\nstatus: done\n---\n';
+    expect(resolvePage(base, theirs, mine, items, new Map([['frontmatter', { take: 'edit', text: edit }]]))).toEqual({ ok: true, text: `${edit}${body}` });
+    const bad = resolvePage(base, theirs, mine, items, new Map([['frontmatter', { take: 'edit', text: '- a list' }]]));
+    expect(!bad.ok && bad.error).toMatch(/^The frontmatter block \(comments, key order or formatting\): not a YAML mapping/);
+  });
+
   it('a repeated heading is decided per occurrence that differs', () => {
     const base = '---\n---\n## Note\na\n\n## Note\nb\n';
     const theirs = '---\n---\n## Note\na\n\n## Note\nb, theirs\n';

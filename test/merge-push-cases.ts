@@ -27,6 +27,41 @@ Backups.
 
 type Init = RequestInit & { token?: string | null; json?: unknown };
 
+/**
+ * How the Node server's event loop (this process's: the Node target runs in it) kept up while `work` ran:
+ * the longest gap between two ticks of a 5 ms interval, and the `/health` polls answered meanwhile.
+ */
+async function loopDuring<T>(t: Target, work: () => Promise<T>): Promise<{ result: T; maxGapMs: number; polls: number }> {
+  let last = performance.now();
+  let maxGapMs = 0;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    maxGapMs = Math.max(maxGapMs, now - last);
+    last = now;
+  }, 5);
+  let running = true;
+  let polls = 0;
+  const poll = (async () => {
+    while (running) {
+      const r = await fetch(`${t.url}/health`);
+      expect([r.status, await r.json()]).toEqual([200, { status: 'ok' }]);
+      if (running) polls++;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  })();
+  try {
+    const result = await work();
+    return { result, maxGapMs, polls };
+  } finally {
+    running = false;
+    clearInterval(timer);
+    await poll;
+  }
+}
+
+/** A page of `n` sections `## Part <i>` holding `line <i>`. */
+const bigPage = (n: number) => `---\ntitle: Big\n---\n${Array.from({ length: n }, (_, i) => `## Part ${i}\nline ${i}\n`).join('\n')}`;
+
 export function mergePushCases(kind: TargetKind): void {
   describe(`${kind}: section merge on push`, () => {
     let t: Target;
@@ -249,6 +284,70 @@ export function mergePushCases(kind: TargetKind): void {
         expect([r.status, r.body]).toEqual([400, { error: 'invalid merge mode' }]);
       }
       expect((await call('/v1/repos')).body.repos.map((r: { id: string }) => r.id)).not.toContain('modes');
+    });
+
+    it('a stale merge push of a page of 20,000 sections merges, and the server keeps answering meanwhile', async () => {
+      const path = 'wiki/concepts/big.md';
+      const base = bigPage(20_000);
+      const parent = (await push('big', { files: [{ path, content: base }] })).body.new_head as string;
+      const theirs = base.replace('line 10\n', 'line 10, theirs\n');
+      const ours = base.replace('line 19990\n', 'line 19990, ours\n') + '\n## Local note\nMine.\n';
+      const head = (await push('big', { files: [{ path, content: theirs, parent_sha: parent }] })).body.new_head as string;
+      const seen = await loopDuring(t, () => push('big', { merge: 'sections', files: [{ path, content: ours, parent_sha: parent }] }));
+      const merged = theirs.replace('line 19990\n', 'line 19990, ours\n') + '\n## Local note\nMine.\n';
+      expect(seen.result.status).toBe(200);
+      expect(seen.result.body.pushed).toEqual([{ path, sha: seen.result.body.new_head, merged: true, merged_with: head, content: b64(merged) }]);
+      expect(await read('big', path)).toBe(merged);
+      if (kind === 'node') {
+        // The merge runs in slices of a few milliseconds, and the push's other work on this page is short: a
+        // merge that held the loop throughout would stall it for seconds. The bound is generous: the machine
+        // running the tests is shared.
+        expect(seen.polls, '/health answers during the push').toBeGreaterThanOrEqual(2);
+        expect(seen.maxGapMs, 'longest event-loop gap during the push (ms)').toBeLessThan(1_000);
+      }
+    }, 120_000);
+
+    it('a section of 200,000 lines with an edit on each side merges', async () => {
+      const path = 'wiki/concepts/long.md';
+      const lines = Array.from({ length: 200_000 }, (_, i) => `l${i}`);
+      const base = `---\ntitle: Long\n---\n## Log\n${lines.join('\n')}\n`;
+      const parent = (await push('long', { files: [{ path, content: base }] })).body.new_head as string;
+      const theirs = base.replace('\nl10\n', '\nl10 theirs\n');
+      const ours = base.replace('\nl199990\n', '\nl199990 ours\n');
+      expect((await push('long', { files: [{ path, content: theirs, parent_sha: parent }] })).status).toBe(200);
+      const r = await push('long', { merge: 'sections', files: [{ path, content: ours, parent_sha: parent }] });
+      expect(r.status).toBe(200);
+      const merged = theirs.replace('\nl199990\n', '\nl199990 ours\n');
+      expect(r.body.pushed[0].merged).toBe(true);
+      expect(unb64(r.body.pushed[0].content)).toBe(merged);
+      expect(await read('long', path)).toBe(merged);
+    }, 120_000);
+
+    it('frontmatter keys named __proto__ and constructor survive a merge; a comment changed beside a changed key is a conflict', async () => {
+      const path = 'wiki/concepts/keys.md';
+      const base = '---\n__proto__: p\nconstructor: c\ntitle: Keys\nstatus: draft\n# why: none yet\nowner: kim\n---\n## A\na\n';
+      const parent = (await push('keys', { files: [{ path, content: base }] })).body.new_head as string;
+      const theirs = base.replace('title: Keys', 'title: Keys and names');
+      expect((await push('keys', { files: [{ path, content: theirs, parent_sha: parent }] })).status).toBe(200);
+      const r = await push('keys', { merge: 'sections', files: [{ path, content: base.replace('status: draft', 'status: done'), parent_sha: parent }] });
+      expect(r.status).toBe(200);
+      const merged = theirs.replace('status: draft', 'status: done');
+      expect(unb64(r.body.pushed[0].content)).toBe(merged);
+      const commented = await push('keys', { merge: 'sections', files: [{ path, content: base.replace('# why: none yet', '# why: asked by ops'), parent_sha: parent }] });
+      expect(commented.status).toBe(409);
+      expect(commented.body.conflicts[0].conflicting).toEqual(['frontmatter']);
+      expect(await read('keys', path)).toBe(merged);
+    });
+
+    it('an empty frontmatter block: the page keeps its own text and spacing', async () => {
+      const path = 'wiki/concepts/pooler.md';
+      const base = '---\n---\nConnections go through the pooler.\n\n## Local note\nMine.\n';
+      const parent = (await push('pooler', { files: [{ path, content: base }] })).body.new_head as string;
+      const theirs = base.replace('Mine.', 'Mine, edited.');
+      expect((await push('pooler', { files: [{ path, content: theirs, parent_sha: parent }] })).status).toBe(200);
+      const r = await push('pooler', { merge: 'sections', files: [{ path, content: base.replace('Connections go', 'All connections go'), parent_sha: parent }] });
+      expect(r.status).toBe(200);
+      expect(unb64(r.body.pushed[0].content)).toBe('---\n---\nAll connections go through the pooler.\n\n## Local note\nMine, edited.\n');
     });
 
     it('16 writers of one page from one parent, each its own section, at once: all succeed and every change is kept', async () => {

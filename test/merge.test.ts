@@ -3,7 +3,7 @@
  * exact expected page, and properties over seeded random pages.
  */
 import { describe, expect, it } from 'vitest';
-import { mergePages, type PageMerge } from '../lib/differ/merge.ts';
+import { MERGE_YAML_CHARS, mergePages, mergePagesAsync, mergeSteps, type PageMerge } from '../lib/differ/merge.ts';
 import { mergeLines } from '../lib/differ/merge-lines.ts';
 import { parsePage } from '../lib/page/parse.ts';
 
@@ -131,6 +131,161 @@ describe('mergePages: files that are not pages', () => {
   });
 });
 
+describe('mergePages: every frontmatter key, and the block as text', () => {
+  const KEYS = page('__proto__: p\nconstructor: c\ntoString: s\nhasOwnProperty: h\ntitle: t\nstatus: draft', '## A\na\n');
+
+  it('keys named like object machinery survive: kept, taken from one side, or in conflict by name', () => {
+    const theirs = KEYS.replace('title: t', 'title: T');
+    const ours = KEYS.replace('status: draft', 'status: done');
+    expect(clean(mergePages(KEYS, theirs, ours))).toBe(theirs.replace('status: draft', 'status: done'));
+    // One side changes __proto__ and another key, the other side a third key.
+    const protoChanged = KEYS.replace('__proto__: p', '__proto__: q').replace('toString: s', 'toString: S');
+    expect(clean(mergePages(KEYS, protoChanged, ours))).toBe(protoChanged.replace('status: draft', 'status: done'));
+    expect(clean(mergePages(KEYS, ours, protoChanged))).toBe(protoChanged.replace('status: draft', 'status: done'));
+    // A key only one side removes is removed.
+    const noCtor = KEYS.replace('constructor: c\n', '');
+    expect(clean(mergePages(KEYS, noCtor, ours))).toBe(noCtor.replace('status: draft', 'status: done'));
+    const r = mergePages(KEYS, KEYS.replace('__proto__: p', '__proto__: x').replace('title: t', 'title: T'), KEYS.replace('__proto__: p', '__proto__: y'));
+    expect(r).toEqual({ clean: false, conflicting: ['frontmatter.__proto__'] });
+    const parts = mergePages(KEYS, theirs, ours);
+    expect(parts.clean && parts.parts).toEqual([
+      { name: 'frontmatter.title', change: 'modified', side: 'theirs' },
+      { name: 'frontmatter.status', change: 'modified', side: 'ours' },
+    ]);
+  });
+
+  it('a change of comments, key order or formatting on one side while the other changed the block → conflict on frontmatter', () => {
+    const base = page('title: t\n# why: none yet\nstatus: draft\nowner: kim', '## A\na\n');
+    const keyChange = base.replace('status: draft', 'status: done');
+    const edits = [
+      base.replace('# why: none yet', '# why: asked by ops'), // a comment
+      base.replace('status: draft\nowner: kim', 'owner: kim\nstatus: draft'), // key order
+      base.replace('owner: kim', 'owner: "kim"'), // formatting
+    ];
+    for (const other of edits) {
+      expect(mergePages(base, keyChange, other)).toEqual({ clean: false, conflicting: ['frontmatter'] });
+      expect(mergePages(base, other, keyChange)).toEqual({ clean: false, conflicting: ['frontmatter'] });
+      // The other side left the block as it was: the change is kept as written.
+      const bodyChange = base.replace('a\n', 'b\n');
+      expect(clean(mergePages(base, other, bodyChange))).toBe(other.replace('a\n', 'b\n'));
+      expect(clean(mergePages(base, bodyChange, other))).toBe(other.replace('a\n', 'b\n'));
+    }
+    // Reported first, beside a key in conflict.
+    const both = mergePages(base, keyChange.replace('# why: none yet', '# why: ops'), base.replace('status: draft', 'status: wip'));
+    expect(both).toEqual({ clean: false, conflicting: ['frontmatter', 'frontmatter.status'] });
+  });
+
+  it('a block larger than the YAML cap: one side\'s change is taken as written; changes on both sides are a conflict', () => {
+    const keys = Array.from({ length: 1_500 }, (_, i) => `k${i}: v${i}`);
+    const base = page(keys.join('\n'), '## A\na\n');
+    expect(base.length).toBeGreaterThan(MERGE_YAML_CHARS);
+    const theirs = base.replace('k5: v5\n', 'k5: theirs\n');
+    const ours = base.replace('k1495: v1495\n', 'k1495: ours\n');
+    expect(clean(mergePages(base, theirs, base.replace('a\n', 'b\n')))).toBe(theirs.replace('a\n', 'b\n'));
+    expect(mergePages(base, theirs, ours)).toEqual({ clean: false, conflicting: ['frontmatter'] });
+    // Under the cap, the same edits merge.
+    const small = page(keys.slice(0, 100).join('\n'), '## A\na\n');
+    expect(clean(mergePages(small, small.replace('k5: v5\n', 'k5: theirs\n'), small.replace('k95: v95\n', 'k95: ours\n')))).toBe(
+      small.replace('k5: v5\n', 'k5: theirs\n').replace('k95: v95\n', 'k95: ours\n'),
+    );
+  });
+
+  it('changes of keys on both sides merge into theirs block: comments kept, an added key after its predecessor', () => {
+    const base = page('title: t # the title\n# why: none yet\nstatus: draft # for now\nowner: kim\ntags: [a, b]', '## A\na\n');
+    const theirs = base.replace('title: t #', 'title: T #').replace('tags: [a, b]', 'tags: [a, b, c]');
+    const ours = base.replace('status: draft #', 'status: done #').replace('owner: kim', 'owner: kim\nreviewer: lee');
+    expect(clean(mergePages(base, theirs, ours))).toBe(
+      page('title: T # the title\n# why: none yet\nstatus: done # for now\nowner: kim\nreviewer: lee\ntags: [a, b, c]', '## A\na\n'),
+    );
+    // A quoted string changed stays quoted; a key removed on one side goes.
+    const quoted = page('title: "t"\nstatus: draft\nowner: kim', '## A\na\n');
+    expect(clean(mergePages(quoted, quoted.replace('"t"', '"T"'), quoted.replace('owner: kim\n', '')))).toBe(page('title: "T"\nstatus: draft', '## A\na\n'));
+  });
+});
+
+describe('mergePages: the page\'s own text and spacing', () => {
+  const POOLER = '---\n---\nConnections go through the pooler.\n\n## Local note\nMine.\n';
+
+  it('an empty frontmatter block: a deleted preamble goes with its blank line, an edited one is kept', () => {
+    const theirs = POOLER.replace('Mine.', 'Mine, edited.');
+    expect(clean(mergePages(POOLER, theirs, POOLER.replace('Connections go through the pooler.\n\n', '')))).toBe('---\n---\n## Local note\nMine, edited.\n');
+    expect(clean(mergePages(POOLER, theirs, POOLER.replace('Connections go', 'All connections go')))).toBe(
+      '---\n---\nAll connections go through the pooler.\n\n## Local note\nMine, edited.\n',
+    );
+    expect(clean(mergePages(POOLER, POOLER.replace('Connections go', 'All connections go'), theirs))).toBe(
+      '---\n---\nAll connections go through the pooler.\n\n## Local note\nMine, edited.\n',
+    );
+  });
+
+  it('the blank lines around sections are each page\'s own', () => {
+    // Theirs separates sections with two blank lines, ours with none; ours adds a section after ## B.
+    const base = page('title: t', '## A\na\n', '## B\nb\n', '## C\nc\n');
+    const theirs = base.replace(/\n\n## /g, '\n\n\n## ').replace('a\n', 'A\n');
+    const ours = base.replace(/\n\n## /g, '\n## ').replace('## C', '## New\nnew\n## C');
+    expect(clean(mergePages(base, theirs, ours))).toBe(page('title: t', '## A\nA\n\n', '## B\nb\n\n', '## New\nnew', '## C\nc\n'));
+  });
+});
+
+describe('mergePages: large inputs', () => {
+  const big = (n: number, body = (i: number) => `line ${i}`) => page('title: big', ...Array.from({ length: n }, (_, i) => `## Part ${i}\n${body(i)}\n`));
+
+  it('a page of 20,000 sections merges in steps that pause, the same text as at once', async () => {
+    const base = big(20_000);
+    const theirs = base.replace('line 10\n', 'line 10, theirs\n');
+    const ours = base.replace('line 19990\n', 'line 19990, ours\n').replace('## Part 5000\n', '## Added\nours\n\n## Part 5000\n');
+    const expected = theirs.replace('line 19990\n', 'line 19990, ours\n').replace('## Part 5000\n', '## Added\nours\n\n## Part 5000\n');
+    const steps = mergeSteps(base, theirs, ours);
+    let pauses = 0;
+    let r = steps.next();
+    for (; !r.done; r = steps.next()) pauses++;
+    expect(clean(r.value)).toBe(expected);
+    // Work in slices (a slice is about a hundred thousand units of work or a few milliseconds).
+    expect(pauses).toBeGreaterThanOrEqual(10);
+    expect(clean(await mergePagesAsync(base, theirs, ours))).toBe(expected);
+    expect(clean(mergePages(base, theirs, ours))).toBe(expected);
+  });
+
+  it('20,000 sections added by ours between theirs\', each after its predecessor, and 5,000 repeated headings paired by occurrence', () => {
+    const base = big(200);
+    const theirs = base.replace('line 0\n', 'line 0, theirs\n');
+    const withAdded = (text: string) => text.replace(/(## Part (\d+)\n[^\n]*\n)/g, (m, _all, i) => `${m}\n${Array.from({ length: 100 }, (_, k) => `## New ${i}.${k}\nnew\n`).join('\n')}`);
+    expect(clean(mergePages(base, theirs, withAdded(base)))).toBe(withAdded(theirs));
+    const notes = page('title: notes', ...Array.from({ length: 5_000 }, (_, i) => `## Note\n${i}\n`));
+    const t = notes.replace('## Note\n7\n', '## Note\n7 theirs\n');
+    const o = notes.replace('## Note\n4993\n', '## Note\n4993 ours\n');
+    expect(clean(mergePages(notes, t, o))).toBe(t.replace('## Note\n4993\n', '## Note\n4993 ours\n'));
+  });
+
+  it('a section of 200,000 lines with an edit on each side merges (no spread of its lines onto the stack)', () => {
+    const lines = Array.from({ length: 200_000 }, (_, i) => `l${i}`);
+    const base = page('title: long', `## Log\n${lines.join('\n')}\n`);
+    const theirs = base.replace('\nl10\n', '\nl10 theirs\n');
+    const ours = base.replace('\nl199990\n', '\nl199990 ours\n');
+    expect(clean(mergePages(base, theirs, ours))).toBe(theirs.replace('\nl199990\n', '\nl199990 ours\n'));
+    // The same text without frontmatter merges line by line.
+    const plain = (s: string) => s.slice(s.indexOf('## Log'));
+    expect(clean(mergePages(plain(base), plain(theirs), plain(ours)))).toBe(plain(theirs.replace('\nl199990\n', '\nl199990 ours\n')));
+    // 200,000 lines inserted by one side.
+    const r = mergeLines(['a', 'b', 'c'], ['A', 'b', 'c'], ['a', 'b', 'c', ...lines]);
+    expect(r.clean && r.lines.length).toBe(200_003);
+  });
+
+  it('diffs too large for the merge\'s work budget are conflicts, never hangs or wrong text', () => {
+    // Every other line changed on both sides of a 4,000-line section, at different lines.
+    const lines = Array.from({ length: 4_000 }, (_, i) => `l${i}`);
+    const base = page('title: t', `## S\n${lines.join('\n')}\n`, '## Other\nx\n');
+    const edit = (tag: string, odd: number) => page('title: t', `## S\n${lines.map((l, i) => (i % 4 === odd ? `${l} ${tag}` : l)).join('\n')}\n`, '## Other\nx\n');
+    expect(mergePages(base, edit('T', 0), edit('O', 2))).toEqual({ clean: false, conflicting: ['## S'] });
+    // The same edits on a section of 40 lines merge.
+    const few = lines.slice(0, 40);
+    const small = page('title: t', `## S\n${few.join('\n')}\n`);
+    const smallEdit = (tag: string, odd: number) => page('title: t', `## S\n${few.map((l, i) => (i % 4 === odd ? `${l} ${tag}` : l)).join('\n')}\n`);
+    expect(clean(mergePages(small, smallEdit('T', 0), smallEdit('O', 2)))).toBe(
+      page('title: t', `## S\n${few.map((l, i) => (i % 4 === 0 ? `${l} T` : i % 4 === 2 ? `${l} O` : l)).join('\n')}\n`),
+    );
+  });
+});
+
 // ---------------------------------------------------------------------------------------------------------
 // Properties over seeded random pages
 // ---------------------------------------------------------------------------------------------------------
@@ -212,6 +367,42 @@ describe('mergePages: properties', () => {
       expect(mergePages(base, base, x)).toMatchObject({ clean: true, text: x });
       expect(mergePages(base, x, base)).toMatchObject({ clean: true, text: x });
     }
+  });
+
+  it('when every side has a blank line before each heading that follows text, so does the merged page', () => {
+    // Random line edits of small pages (an empty frontmatter block among them), headings given a blank line before them.
+    const spaced = (lines: string[]) => {
+      const out: string[] = [];
+      for (const l of lines) {
+        if (l.startsWith('## ') && out.length > 0 && out[out.length - 1] !== '') out.push('');
+        out.push(l);
+      }
+      return out;
+    };
+    let merged = 0;
+    for (let seed = 0; seed < 3_000; seed++) {
+      const r = rng(seed);
+      const pick = <T,>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)]!;
+      const words = ['', 'a', 'b', '## H1', '## H2', 'p.', 'c'];
+      const base = spaced(Array.from({ length: Math.floor(r() * 8) }, () => pick(words)));
+      const edit = () => {
+        const l = [...base];
+        for (let n = 1 + Math.floor(r() * 3); n > 0; n--) {
+          const at = Math.floor(r() * (l.length + 1));
+          const kind = Math.floor(r() * 3);
+          if (kind === 0) l.splice(at, 0, pick(words));
+          else if (kind === 1) l.splice(at, 1);
+          else l[at] = pick(words);
+        }
+        return spaced(l);
+      };
+      const front = pick(['---\n---\n', '---\ntitle: t\n---\n', '---\ntitle: t\n---\n\n']);
+      const m = mergePages(front + base.join('\n') + '\n', front + edit().join('\n') + '\n', front + edit().join('\n') + '\n');
+      if (!m.clean) continue;
+      merged++;
+      expect(m.text.slice(front.length), `seed ${seed}`).not.toMatch(/[^\n]\n## /);
+    }
+    expect(merged).toBeGreaterThan(1_000);
   });
 
   it('swapping the sides changes nothing but the order of additions; conflicts are symmetric', () => {

@@ -234,3 +234,125 @@ export const w7page: Workload = {
     ];
   },
 };
+
+/**
+ * W7·merge-big: a stale `"merge": "sections"` push of a page of 20,000 sections (about 0.3 MB), the base and
+ * theirs each changing one section far from the other's, while a client polls `GET /health` back to back on
+ * its own connection. Per repetition a fresh page: its base pushed, theirs pushed over it (and a search, which
+ * makes their full-text rows first), then the timed merge push (its wall time) with the worst /health latency
+ * during it. The reference is the same page pushed
+ * without a merge (a fresh write of the merged text over the head): what the push costs without merging.
+ */
+export const MERGE_BIG_SECTIONS = 20_000;
+
+/** A page of `n` short sections `## S<i>` holding `x<i>` (about 0.3 MB at 20,000). */
+export function bigMergePage(n: number): string {
+  return `---\ntitle: Big page\n---\n${Array.from({ length: n }, (_, i) => `## S${i}\nx${i}\n`).join('\n')}`;
+}
+
+/** GET /health back to back on a connection of its own until stopped; the worst latency, and how many answered. */
+function healthPoller(ctx: Ctx): { stop(): Promise<{ worstMs: number; polls: number }> } {
+  const api = ctx.newApi(1);
+  let running = true;
+  let worstMs = 0;
+  let polls = 0;
+  const loop = (async () => {
+    while (running) {
+      const r = await api.send('GET', '/health');
+      if (r.status !== 200) throw new Error(`W7·merge-big: GET /health → ${r.status}`);
+      worstMs = Math.max(worstMs, r.ms);
+      polls++;
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      try {
+        await loop;
+      } finally {
+        api.close();
+      }
+      return { worstMs, polls };
+    },
+  };
+}
+
+export const w7mergeBig: Workload = {
+  id: 'W7·merge-big',
+  title: 'a stale merge push of a page of 20,000 sections',
+  async seed(ctx) {
+    await createRepo(ctx, 'w7big');
+  },
+  async measure(ctx) {
+    const reps = ctx.scale.name === 'full' ? 5 : 2;
+    const base = bigMergePage(MERGE_BIG_SECTIONS);
+    const theirs = base.replace('\nx10\n', '\nx10, theirs\n');
+    const ours = base.replace(`\nx${MERGE_BIG_SECTIONS - 10}\n`, `\nx${MERGE_BIG_SECTIONS - 10}, ours\n`);
+    const merged = theirs.replace(`\nx${MERGE_BIG_SECTIONS - 10}\n`, `\nx${MERGE_BIG_SECTIONS - 10}, ours\n`);
+    const api = ctx.api();
+    const push = (path: string, content: string, parent?: string, merge = false) => {
+      const body: PushBody & { merge?: string } = pushBody(`W7·merge-big ${path}`, [{ path, content, ...(parent ? { parent_sha: parent } : {}) }]);
+      if (merge) body.merge = 'sections';
+      return api.send('POST', '/v1/repos/w7big/sync/push', body);
+    };
+    const head = (r: { status: number; body: Buffer }, what: string) => {
+      if (r.status !== 200) throw new Error(`W7·merge-big: ${what} → ${r.status}: ${r.body.toString('utf8').slice(0, 300)}`);
+      return (JSON.parse(r.body.toString('utf8')) as PushAnswer).new_head;
+    };
+    const mergeMs: number[] = [];
+    const plainMs: number[] = [];
+    const worst: number[] = [];
+    const polls: number[] = [];
+    for (let i = 0; i < reps; i++) {
+      const path = `big/page-${i}.md`;
+      const parent = head(await push(path, base), 'seed push');
+      const theirsHead = head(await push(path, theirs, parent), 'theirs push');
+      // The full-text rows of those two pushes are made before a search answers: made now, not during the
+      // timed push (they are the seeding's work, not the merge's).
+      const search = await api.send('GET', '/v1/repos/w7big/search?q=theirs');
+      if (search.status !== 200) throw new Error(`W7·merge-big: search → ${search.status}`);
+      const watch = healthPoller(ctx);
+      const r = await push(path, ours, parent, true);
+      const seen = await watch.stop();
+      const answer = JSON.parse(r.body.toString('utf8')) as PushAnswer;
+      const p = answer.pushed?.[0];
+      if (r.status !== 200 || !p?.merged || Buffer.from(p.content ?? '', 'base64').toString('utf8') !== merged) {
+        throw new Error(`W7·merge-big: the merge push → ${r.status}: ${r.body.toString('utf8').slice(0, 300)}`);
+      }
+      mergeMs.push(r.ms);
+      worst.push(seen.worstMs);
+      polls.push(seen.polls);
+      // The reference: the merged text pushed as a fresh write over the head it was merged with, on a copy.
+      const refPath = `big/plain-${i}.md`;
+      const refParent = head(await push(refPath, theirs), 'reference seed');
+      const plain = await push(refPath, merged, refParent);
+      head(plain, 'reference push');
+      plainMs.push(plain.ms);
+      ctx.log(`W7·merge-big: rep ${i + 1}: merge push ${Math.round(r.ms)} ms, worst /health ${Math.round(seen.worstMs)} ms over ${seen.polls} polls; plain push ${Math.round(plain.ms)} ms (merged with ${theirsHead.slice(0, 8)})`);
+    }
+    const m = summarize(mergeMs);
+    const pl = summarize(plainMs);
+    const worstMs = Math.max(...worst);
+    const met = m.median <= TARGETS.mergeBigMs && worstMs <= TARGETS.mergeBigHealthMs;
+    return [
+      {
+        id: 'W7·merge-big',
+        title: `a stale merge push of a page of ${MERGE_BIG_SECTIONS.toLocaleString('en')} sections (${(Buffer.byteLength(base) / 1024).toFixed(0)} KB), wall time, with the worst /health latency during it`,
+        ours: {
+          label: `"merge": "sections" push, one section changed on each side: wall time`,
+          command: 'POST /v1/repos/w7big/sync/push {"files":[{"path","content","parent_sha": <base>}],"merge":"sections"} after theirs was pushed over the base; GET /health back to back on its own connection meanwhile',
+          unit: 'ms',
+          median: round(m.median),
+          p95: round(m.p95),
+          n: m.n,
+          extra: { worst_health_ms: round(worstMs), worst_health_ms_per_rep: worst.map((x) => round(x)), health_polls_per_rep: polls, page_bytes: Buffer.byteLength(base), sections: MERGE_BIG_SECTIONS },
+        },
+        reference: { label: 'the merged text pushed as a fresh write (no merge): wall time', command: 'POST /v1/repos/w7big/sync/push {"files":[{"path","content","parent_sha": <head>}]}', unit: 'ms', median: round(pl.median), p95: round(pl.p95), n: pl.n },
+        ratio: ratioOf(m.median, pl.median),
+        ratioBasis: 'merge push / plain push, p50',
+        target: { text: `≤ ${TARGETS.mergeBigMs / 1000} s, /health ≤ ${TARGETS.mergeBigHealthMs} ms`, met },
+        notes: [`worst GET /health during a merge push: ${round(worstMs)} ms (${polls.join(', ')} polls answered per push)`],
+      },
+    ];
+  },
+};

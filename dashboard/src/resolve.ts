@@ -11,14 +11,15 @@
  * conflict without a base, is one part: the whole text.
  */
 import { parse as parseYaml, parseDocument, stringify, type Document } from 'yaml';
-import { MERGE_PREAMBLE, mergePages } from '../../lib/differ/merge.ts';
-import { normalizeText, parsePage, type Frontmatter } from '../../lib/page/parse.ts';
+import { MERGE_FRONTMATTER, MERGE_PREAMBLE, mergePages } from '../../lib/differ/merge.ts';
+import { normalizeText, parseFrontmatterYaml, parsePage, type Frontmatter } from '../../lib/page/parse.ts';
 
 export interface ConflictItem {
   /** Unique among the items. */
   id: string;
-  kind: 'field' | 'part' | 'whole';
-  /** `frontmatter.<key>`, `_preamble` or a heading (`## Decision`); '' for the whole page. */
+  /** A frontmatter key, the frontmatter block as written (`block`: YAML between the fences), a body part, or the whole page. */
+  kind: 'field' | 'block' | 'part' | 'whole';
+  /** `frontmatter`, `frontmatter.<key>`, `_preamble` or a heading (`## Decision`); '' for the whole page. */
   name: string;
   /** Which occurrence of a repeated heading (0: the first). */
   occurrence: number;
@@ -118,6 +119,10 @@ export function conflictItems(base: string | null, theirs: string, mine: string,
   const o = split(mine);
   const items: ConflictItem[] = [];
   for (const name of conflicting!) {
+    if (name === MERGE_FRONTMATTER) {
+      items.push({ id: name, kind: 'block', name, occurrence: 0, label: 'The frontmatter block (comments, key order or formatting)', base: b.fmRaw, theirs: t.fmRaw, mine: o.fmRaw });
+      continue;
+    }
     if (name.startsWith('frontmatter.')) {
       const key = name.slice('frontmatter.'.length);
       items.push({ id: name, kind: 'field', name, occurrence: 0, label: `Field “${key}”`, base: yamlOf(b.fm, key), theirs: yamlOf(t.fm, key), mine: yamlOf(o.fm, key) });
@@ -131,7 +136,11 @@ export function conflictItems(base: string | null, theirs: string, mine: string,
       const item: ConflictItem = { id: key, kind: 'part', name, occurrence: n, label: partLabel(name, n), base: vb!, theirs: vt!, mine: vo! };
       if (vt !== vo) found.push(item);
     }
-    items.push(...(found.length > 0 ? found : [{ id: partKey(name, 0), kind: 'part' as const, name, occurrence: 0, label: partLabel(name, 0), base: findPart(b, partKey(name, 0))?.body ?? null, theirs: findPart(t, partKey(name, 0))?.body ?? null, mine: findPart(o, partKey(name, 0))?.body ?? null }]));
+    if (found.length === 0) {
+      const key = partKey(name, 0);
+      found.push({ id: key, kind: 'part', name, occurrence: 0, label: partLabel(name, 0), base: findPart(b, key)?.body ?? null, theirs: findPart(t, key)?.body ?? null, mine: findPart(o, key)?.body ?? null });
+    }
+    for (const item of found) items.push(item);
   }
   return items;
 }
@@ -153,8 +162,20 @@ export function resolvePage(base: string | null, theirs: string, mine: string, i
   const fmMine = new Map<string, { v: unknown } | undefined>();
   const partsBase = [...b.parts];
   const partsMine = [...o.parts];
+  // The block as written, when it is an item: in the base it becomes theirs, in mine the choice.
+  let blockBase: string | undefined;
+  let blockMine: string | undefined;
   for (const item of items) {
     const c = choices.get(item.id)!;
+    if (item.kind === 'block') {
+      blockBase = t.fmRaw ?? '';
+      if (c.take === 'edit') {
+        blockMine = normalizeText(c.text).replace(/^---[ \t]*\n/, '').replace(/\n---[ \t]*\n?$/, '').replace(/\s+$/, '');
+        const parsed = parseFrontmatterYaml(blockMine);
+        if (!parsed.ok) return { ok: false, error: `${item.label}: not a YAML mapping (${parsed.error}).` };
+      } else blockMine = (c.take === 'theirs' ? t.fmRaw : o.fmRaw) ?? '';
+      continue;
+    }
     if (item.kind === 'field') {
       const key = item.name.slice('frontmatter.'.length);
       const side = (s: Split) => (s.fm && Object.hasOwn(s.fm, key) ? { v: s.fm[key] } : undefined);
@@ -178,7 +199,10 @@ export function resolvePage(base: string | null, theirs: string, mine: string, i
     const body = c.take === 'theirs' ? (theirsPart?.body ?? null) : c.take === 'mine' ? (findPart(o, key)?.body ?? null) : normalizeText(c.text).replace(/\s+$/, '');
     setPart(partsMine, key, body === null ? null : { key, name: item.name, heading, body });
   }
-  const merged = mergePages(compose(withKeys(b.fmRaw, fmBase), partsBase), theirs, compose(withKeys(o.fmRaw, fmMine), partsMine));
+  // With the block an item, the base's block is theirs as written (its keys hold theirs' values already).
+  const baseYaml = blockBase !== undefined ? blockBase : withKeys(b.fmRaw, fmBase);
+  const mineYaml = withKeys(blockMine !== undefined ? blockMine : o.fmRaw, fmMine);
+  const merged = mergePages(compose(baseYaml, partsBase), theirs, compose(mineYaml, partsMine));
   if (!merged.clean) return { ok: false, error: `These parts still conflict: ${merged.conflicting.join(', ')}. Edit them, or edit the whole page.` };
   return { ok: true, text: merged.text };
 }

@@ -167,6 +167,9 @@ export function normalizeText(text: string): string {
   return t.includes('\r') ? t.replace(/\r\n?/g, '\n') : t;
 }
 
+/** Whether a normalised text is an empty page: ASCII whitespace only (rule 2 of the module comment). */
+export const isEmptyDocument = (text: string): boolean => BLANK_DOC.test(text);
+
 /** Whether a line is blank: only spaces and tabs. */
 export const isBlankLine = (line: string): boolean => BLANK.test(line);
 
@@ -218,30 +221,22 @@ function parseNormalized(text: string): ParsedPage {
   let problem: FrontmatterProblem | undefined;
   let error: string | undefined;
 
-  if (isFrontmatterFence(lines[0])) {
-    let close = -1;
-    for (let i = 1; i < lines.length; i++) {
-      if (isFrontmatterFence(lines[i])) {
-        close = i;
-        break;
-      }
-    }
-    if (close < 0) {
-      problem = 'unterminated';
-      error = 'frontmatter opened by --- is never closed';
-    } else {
-      frontmatterRaw = lines.slice(1, close).join('\n');
-      bodyStart = close + 1;
-      const r = parseFrontmatterYaml(frontmatterRaw);
-      if (r.ok) frontmatter = r.value;
-      else {
-        problem = r.problem;
-        error = r.error;
-      }
-    }
-  } else {
+  const block = frontmatterBlock(lines);
+  if (block === null) {
     problem = 'missing';
     error = 'no frontmatter: the first line is not ---';
+  } else if (block.close < 0) {
+    problem = 'unterminated';
+    error = 'frontmatter opened by --- is never closed';
+  } else {
+    frontmatterRaw = block.raw;
+    bodyStart = block.close + 1;
+    const r = parseFrontmatterYaml(frontmatterRaw);
+    if (r.ok) frontmatter = r.value;
+    else {
+      problem = r.problem;
+      error = r.error;
+    }
   }
 
   const { preamble, sections } = splitSections(lines, bodyStart);
@@ -254,6 +249,42 @@ function parseNormalized(text: string): ParsedPage {
 }
 
 /**
+ * Where a page's frontmatter block is: null when the first line is not `---`; else the index of the closing
+ * `---` line (-1 when none closes it) and the raw YAML between the two (`""` when none closes it). The body
+ * starts at `close + 1`. Linear in the block's lines.
+ */
+export function frontmatterBlock(lines: readonly string[]): { close: number; raw: string } | null {
+  if (!isFrontmatterFence(lines[0])) return null;
+  for (let i = 1; i < lines.length; i++) {
+    if (isFrontmatterFence(lines[i])) return { close: i, raw: lines.slice(1, i).join('\n') };
+  }
+  return { close: -1, raw: '' };
+}
+
+/**
+ * The `## ` heading rule of {@link splitSections}, one body line at a time: `heading(line)` says whether the
+ * line opens a section, keeping track of the fenced code blocks it has seen (a `## ` line inside one is text).
+ */
+export class HeadingScanner {
+  private fenceChar = ''; // '`' or '~' while inside a fence
+  private fenceLen = 0;
+
+  heading(line: string): boolean {
+    if (this.fenceChar) {
+      if (isClosingFence(line, this.fenceChar, this.fenceLen)) this.fenceChar = '';
+      return false;
+    }
+    if (line.startsWith('## ')) return true;
+    const open = openingFence(line);
+    if (open) {
+      this.fenceChar = open.char;
+      this.fenceLen = open.len;
+    }
+    return false;
+  }
+}
+
+/**
  * Split body lines (from `start`) into the preamble and `## ` sections, skipping fenced code blocks.
  */
 export function splitSections(
@@ -262,8 +293,7 @@ export function splitSections(
 ): { preamble: string; sections: PageSection[] } {
   const sections: PageSection[] = [];
   let preamble = '';
-  let fenceChar = ''; // '`' or '~' while inside a fence
-  let fenceLen = 0;
+  const scanner = new HeadingScanner();
   let current: { heading: string; line: number; from: number } | null = null;
 
   const close = (end: number) => {
@@ -273,19 +303,9 @@ export function splitSections(
 
   for (let i = start; i < lines.length; i++) {
     const line = lines[i]!;
-    if (fenceChar) {
-      if (isClosingFence(line, fenceChar, fenceLen)) fenceChar = '';
-      continue;
-    }
-    if (line.startsWith('## ')) {
+    if (scanner.heading(line)) {
       close(i);
       current = { heading: trimEndBlanks(line), line: i + 1, from: i + 1 };
-      continue;
-    }
-    const open = openingFence(line);
-    if (open) {
-      fenceChar = open.char;
-      fenceLen = open.len;
     }
   }
   close(lines.length);
@@ -329,7 +349,7 @@ export function proseLines(text: string): string[] {
 }
 
 /** A line without its trailing spaces/tabs (a loop: `/[ \t]+$/` is quadratic on long inner runs). */
-function trimEndBlanks(line: string): string {
+export function trimEndBlanks(line: string): string {
   let end = line.length;
   while (end > 0) {
     const c = line.charCodeAt(end - 1);

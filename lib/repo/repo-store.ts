@@ -13,7 +13,7 @@ import { KeyedMutex, type HeldLock, type Progress } from '../git/lock.ts';
 import { LruCache } from '../git/lru.ts';
 import { foldPathCase } from '../page/path.ts';
 import { parseQuery } from '../search/query.ts';
-import { mergePages } from '../differ/merge.ts';
+import { mergePagesAsync, type PageMerge } from '../differ/merge.ts';
 import type { SearchOptions, SearchPage } from '../search/results.ts';
 import { EventLog, deliveriesQueued, pushEventData } from '../events/log.ts';
 import { WebhookStore } from '../events/webhook-store.ts';
@@ -937,7 +937,7 @@ export class RepoStore implements Repos {
       }
       if (f.parentSha !== undefined && current && !(await this.sameCommit(id, f.parentSha, current.commit.sha))) {
         const conflict = await this.conflict(id, f, current, overlay);
-        const merge = f.merge && f.content !== null ? mergeWrite(conflict, f.content) : null;
+        const merge = f.merge && f.content !== null ? await mergeWrite(conflict, f.content) : null;
         if (!merge?.clean) {
           if (merge) conflict.conflicting = merge.conflicting;
           delete conflict.parentResolved;
@@ -1116,14 +1116,20 @@ const encoder = new TextEncoder();
  * The section merge of a stale write (API.md "Section merge"): base = the file at the parent (empty when it
  * did not exist there), theirs = the page at head, ours = the pushed content. Null when there is nothing to
  * merge against (the parent does not resolve) or a side is not UTF-8 text: the write stays a plain conflict.
+ * The merge hands the event loop a turn every few milliseconds, so a large page does not hold other requests.
  */
-function mergeWrite(conflict: ConflictOutcome, ours: Uint8Array): ReturnType<typeof mergePages> | null {
+async function mergeWrite(conflict: ConflictOutcome, ours: Uint8Array): Promise<PageMerge | null> {
   if (!conflict.parentResolved) return null;
+  let base: string;
+  let theirs: string;
+  let mine: string;
   try {
-    const base = conflict.ancestorContent ? strictUtf8.decode(conflict.ancestorContent) : '';
-    return mergePages(base, strictUtf8.decode(conflict.currentContent), strictUtf8.decode(ours));
+    base = conflict.ancestorContent ? strictUtf8.decode(conflict.ancestorContent) : '';
+    theirs = strictUtf8.decode(conflict.currentContent);
+    mine = strictUtf8.decode(ours);
   } catch {
     return null;
   }
+  return mergePagesAsync(base, theirs, mine);
 }
 
