@@ -242,6 +242,21 @@ export function eventsCases(kind: TargetKind): void {
       for (const r of [resumed, byQuery, both, live, caughtUp]) await r.reader.close();
     });
 
+    it("event ids are the repository's own: pushes into another repository in between leave its ids consecutive", async () => {
+      const alice = await h.signIn('ev-alice', 'alice@events.test');
+      await h.repo('ev-seq-a', alice.token);
+      await h.repo('ev-seq-b', alice.token);
+      const a = await h.open('ev-seq-a', alice.token);
+      await h.push('ev-seq-a', alice.token, [{ path: 'a1.md', content: '1\n' }]);
+      const first = (await a.reader.nextJson())!;
+      for (let i = 0; i < 3; i++) expect((await h.push('ev-seq-b', alice.token, [{ path: `b${i}.md`, content: `${i}\n` }])).status).toBe(200);
+      await h.push('ev-seq-a', alice.token, [{ path: 'a2.md', content: '2\n' }]);
+      const second = (await a.reader.nextJson())!;
+      // The repository's first event is 1, its second 2, whatever happened elsewhere.
+      expect([first.id, second.id]).toEqual(['1', '2']);
+      await a.reader.close();
+    });
+
     it('a stream gets a `: ping` at least every ping interval', async () => {
       const alice = await h.signIn('ev-alice', 'alice@events.test');
       await h.repo('ev-ping', alice.token);
