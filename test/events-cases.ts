@@ -325,6 +325,103 @@ export function eventsCases(kind: TargetKind): void {
     });
   });
 
+  describe(`${kind}: live events at the default ping (15 s): bounds, and revocation at once`, () => {
+    // No SERVICE_EVENTS_PING_MS: nothing here may wait for a ping. Each case's timeout (10 s) is below it.
+    const h = withTarget(kind, {});
+
+    it('a revoked PAT, and a PAT minted with it (the cascade): `revoked` before the revocation answers; the push right after never reaches them', async () => {
+      const alice = await h.signIn('rv-alice', 'alice@revoke.test');
+      await h.repo('rv1', alice.token);
+      const parent = await h.call('/v1/pats', { method: 'POST', token: alice.token, json: { label: 'parent' } });
+      const child = await h.call('/v1/pats', { method: 'POST', token: parent.body.token, json: { label: 'child' } });
+      const other = await h.call('/v1/pats', { method: 'POST', token: alice.token, json: { label: 'other' } });
+      const byParent = await h.open('rv1', parent.body.token);
+      const byChild = await h.open('rv1', child.body.token);
+      const byOther = await h.open('rv1', other.body.token);
+      expect([byParent.status, byChild.status, byOther.status]).toEqual([200, 200, 200]);
+      expect((await h.call(`/v1/pats/${parent.body.pat.id}`, { method: 'DELETE', token: alice.token })).status).toBe(204);
+      const pushed = await h.push('rv1', alice.token, [{ path: 'after.md', content: 'after the revocation\n' }]);
+      expect(pushed.status).toBe(200);
+      for (const s of [byParent, byChild]) {
+        expect((await s.reader.rest()).map((e) => [e.event, e.data])).toEqual([['revoked', '{"reason":"credential no longer valid"}']]);
+      }
+      // The PAT not minted with it goes on, and gets the push.
+      expect((await byOther.reader.nextJson())!.data.sha).toBe(pushed.body.new_head);
+      await byOther.reader.close();
+    }, 10_000);
+
+    it('at most 50 streams per identity across repositories: the 51st is 429; closed streams free their places at once', async () => {
+      const carol = await h.signIn('rv-carol', 'carol@revoke.test');
+      const open: Array<Awaited<ReturnType<typeof h.open>>> = [];
+      for (let r = 0; r < 6; r++) await h.repo(`cap${r}`, carol.token);
+      for (let r = 0; r < 5; r++) {
+        for (let i = 0; i < 10; i++) {
+          const s = await h.open(`cap${r}`, carol.token);
+          expect(s.status, `stream ${r * 10 + i + 1}`).toBe(200);
+          open.push(s);
+        }
+      }
+      const fiftyFirst = await h.open('cap5', carol.token);
+      expect([fiftyFirst.status, fiftyFirst.body]).toEqual([429, { error: 'too many event streams' }]);
+      // Ten closed (the clients go away): ten open again at once, not at the next ping.
+      for (const s of open.splice(0, 10)) await s.reader.close();
+      for (let i = 0; i < 10; i++) {
+        const s = await eventually(async () => {
+          const r = await h.open('cap5', carol.token);
+          return r.status === 200 ? r : undefined;
+        });
+        open.push(s);
+      }
+      expect((await h.open('cap0', carol.token)).status).toBe(429);
+      for (const s of open) await s.reader.close();
+    }, 10_000);
+
+    it('ten streams closed free their places in the repository at once: the 11th opens', async () => {
+      const dan = await h.signIn('rv-dan', 'dan@revoke.test');
+      await h.repo('rv-close', dan.token);
+      const ten = [];
+      for (let i = 0; i < 10; i++) ten.push(await h.open('rv-close', dan.token));
+      expect((await h.open('rv-close', dan.token)).status).toBe(429);
+      for (const s of ten) await s.reader.close();
+      const eleventh = await eventually(async () => {
+        const r = await h.open('rv-close', dan.token);
+        return r.status === 200 ? r : undefined;
+      });
+      await eleventh.reader.close();
+    }, 10_000);
+  });
+
+  describe(`${kind}: live events past SERVICE_EVENTS_MAX_STREAMS`, () => {
+    const h = withTarget(kind, { SERVICE_EVENTS_MAX_STREAMS: '12' });
+
+    it(`past SERVICE_EVENTS_MAX_STREAMS streams ${kind === 'node' ? 'on the server' : "in a repository's object"}: 503 \`server busy\` with Retry-After`, async () => {
+      const erin = await h.signIn('rv-erin', 'erin@revoke.test');
+      const frank = await h.signIn('rv-frank', 'frank@revoke.test');
+      await h.repo('busy1', erin.token);
+      await h.repo('busy2', frank.token);
+      const held = [];
+      // Twelve in all: ten of Erin's and two of Frank's (on Workers all in Erin's repository, as Frank joins it).
+      if (kind === 'workers') await h.join('busy1', erin.token, frank.token);
+      for (let i = 0; i < 10; i++) held.push(await h.open('busy1', erin.token));
+      for (let i = 0; i < 2; i++) held.push(await h.open(kind === 'node' ? 'busy2' : 'busy1', frank.token));
+      expect(held.map((s) => s.status)).toEqual(Array(12).fill(200));
+      const refused = await h.open(kind === 'node' ? 'busy2' : 'busy1', frank.token);
+      expect([refused.status, refused.body, refused.res.headers.get('retry-after')]).toEqual([503, { error: 'server busy' }, '5']);
+      if (kind === 'workers') {
+        // Another repository's object has room.
+        const elsewhere = await h.open('busy2', frank.token);
+        expect(elsewhere.status).toBe(200);
+        await elsewhere.reader.close();
+      }
+      await held.pop()!.reader.close();
+      const again = await eventually(async () => {
+        const r = await h.open(kind === 'node' ? 'busy2' : 'busy1', frank.token);
+        return r.status === 200 ? r : undefined;
+      });
+      for (const s of [...held, again]) await s.reader.close();
+    }, 10_000);
+  });
+
   describe(`${kind}: webhooks`, () => {
     const h = withTarget(kind, {
       SERVICE_WEBHOOK_ALLOW_HTTP: '1',
