@@ -104,6 +104,38 @@ describe('a reader that does not read', () => {
   }, 240_000);
 });
 
+describe('600 streams that never read', () => {
+  it('share the bytes of the events they hold (a few MB in all, not a copy each), and are cut once past their buffer', async () => {
+    const srv = await server();
+    expect((await srv.api('/v1/repos/mem', { method: 'POST' })).status).toBe(201);
+    // Opened straight on the hub, their bodies never read: all they are offered stays in their buffers.
+    const bodies: ReadableStream<Uint8Array>[] = [];
+    for (let i = 0; i < 600; i++) {
+      bodies.push(await srv.deps.live.hub.open('mem', { holder: `h${i % 60}`, userId: null, patId: null, token: null }, null));
+    }
+    expect(srv.deps.live.hub.size).toBe(600);
+    const paths = Array.from({ length: 120 }, (_, i) => `d/${'x'.repeat(200)}/${'y'.repeat(200)}-${String(i).padStart(3, '0')}.md`);
+    let n = 0;
+    const push = async () => {
+      const res = await srv.api('/v1/repos/mem/sync/push', { method: 'POST', json: { files: paths.map((path) => ({ path, content: `${n++}\n` })) } });
+      expect(res.status).toBe(200);
+    };
+    await push();
+    const before = process.memoryUsage().arrayBuffers;
+    // Eight more events of about 55 KB: about 490 KB held by each stream, under its 512 KiB.
+    for (let p = 0; p < 8; p++) await push();
+    const grown = process.memoryUsage().arrayBuffers - before;
+    expect(srv.deps.live.hub.size).toBe(600);
+    console.log(`[events] 600 streams holding ~490 KB of events each: array buffers +${(grown / 2 ** 20).toFixed(1)} MiB`);
+    // One copy of each event would be 600 × 490 KB, about 280 MB.
+    expect(grown).toBeLessThan(32 * 2 ** 20);
+    // Past the buffer: every one is cut at once.
+    await push();
+    expect(srv.deps.live.hub.size).toBe(0);
+    await Promise.all(bodies.map((b) => b.cancel().catch(() => undefined)));
+  }, 120_000);
+});
+
 describe('the server and its streams', () => {
   it('streams whose clients go away leave the hub; stopping the server ends the open ones', async () => {
     const srv = await server();
