@@ -326,7 +326,7 @@ export function eventsCases(kind: TargetKind): void {
   });
 
   describe(`${kind}: live events at the default ping (15 s): bounds, and revocation at once`, () => {
-    // No SERVICE_EVENTS_PING_MS: nothing here may wait for a ping. Each case's timeout (10 s) is below it.
+    // No SERVICE_EVENTS_PING_MS: nothing here may wait for a ping. Each case's timeout (10–14 s) is below it.
     const h = withTarget(kind, {});
 
     it('a revoked PAT, and a PAT minted with it (the cascade): `revoked` before the revocation answers; the push right after never reaches them', async () => {
@@ -348,6 +348,14 @@ export function eventsCases(kind: TargetKind): void {
       // The PAT not minted with it goes on, and gets the push.
       expect((await byOther.reader.nextJson())!.data.sha).toBe(pushed.body.new_head);
       await byOther.reader.close();
+    }, 10_000);
+
+    it('deleting the repository: its streams get `revoked` before the deletion answers', async () => {
+      const gus = await h.signIn('rv-gus', 'gus@revoke.test');
+      await h.repo('rv-del', gus.token);
+      const s = await h.open('rv-del', gus.token);
+      expect((await h.call('/v1/repos/rv-del?confirm=rv-del', { method: 'DELETE', token: gus.token })).status).toBe(204);
+      expect((await s.reader.rest()).map((e) => [e.event, e.data])).toEqual([['revoked', '{"reason":"repository deleted"}']]);
     }, 10_000);
 
     it('at most 50 streams per identity across repositories: the 51st is 429; closed streams free their places at once', async () => {
@@ -374,7 +382,7 @@ export function eventsCases(kind: TargetKind): void {
       }
       expect((await h.open('cap0', carol.token)).status).toBe(429);
       for (const s of open) await s.reader.close();
-    }, 10_000);
+    }, 14_000);
 
     it('ten streams closed free their places in the repository at once: the 11th opens', async () => {
       const dan = await h.signIn('rv-dan', 'dan@revoke.test');
