@@ -10,10 +10,10 @@ import { deliveryStmts } from './webhook-store.ts';
  * database on Node, the repository's Durable Object on Workers — so that a push's event and its webhook
  * deliveries are written in the transaction that records its commit (RepoStore.commitGroup).
  *
- * An event's id is its `seq` (migration 0013): the repository's own sequence, 1, 2, 3, … (the events logged
- * before that migration kept their server-wide id as their seq, and a repository's next one follows its newest),
- * so the ids a stream carries reveal nothing about other repositories. A seq is given again only after the
- * rows above it were cut back with commits git never reached: events never announced, which no stream saw.
+ * An event's id is its `seq` (migration 0013): the repository's own sequence, 1, 2, 3, …, counted in
+ * `repo_event_seq` (the events logged before that migration kept their server-wide id as their seq, and a
+ * repository's counter went on from its newest), so the ids a stream carries reveal nothing about other
+ * repositories. An id is never given twice, even after the events of commits git never reached are cut back.
  */
 
 /** Events kept per repository (at least): API.md, "the repository's last 1,000". */
@@ -81,8 +81,14 @@ export class EventLog {
     const now = this.clock.now();
     return [
       {
+        sql: `INSERT INTO repo_event_seq (repo_id, last)
+              VALUES (?, COALESCE((SELECT MAX(seq) FROM repo_events WHERE repo_id = ?), 0) + 1)
+              ON CONFLICT (repo_id) DO UPDATE SET last = last + 1`,
+        args: [repoId, repoId],
+      },
+      {
         sql: `INSERT INTO repo_events (repo_id, seq, kind, data, commit_sha, created_at)
-              VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM repo_events WHERE repo_id = ?), ?, ?, ?, ?)`,
+              VALUES (?, (SELECT last FROM repo_event_seq WHERE repo_id = ?), ?, ?, ?, ?)`,
         args: [repoId, repoId, kind, json, opts.commitSha ?? null, Math.floor(now / 1000)],
       },
       ...deliveryStmts(repoId, kind, json, { commitSha: opts.commitSha, nowMs: now, held: opts.commitSha !== undefined }),
