@@ -28,12 +28,18 @@ export class RemoteLive implements Live {
 
   /**
    * The streams of the user (or of their PATs) end in every repository that holds one: the identity's slots
-   * object knows which. Without it the repositories' sweep ends them within a second or two.
+   * object knows which. Best effort: the credential is gone already, and where this does not get through
+   * (no slots binding, an object being reset) the repositories' own sweep ends those streams within 2 s.
    */
   async endStreams(match: GrantMatch, reason: string): Promise<void> {
     if (!this.slots) return;
-    const repos = await this.slots.repos(`user:${match.userId}`);
-    await Promise.all(repos.map((repo) => this.ns.get(this.ns.idFromName(repo)).endStreams(repo, match, reason)));
+    let repos: string[];
+    try {
+      repos = await this.slots.repos(`user:${match.userId}`);
+    } catch {
+      return;
+    }
+    await Promise.allSettled(repos.map((repo) => this.ns.get(this.ns.idFromName(repo)).endStreams(repo, match, reason)));
   }
 
   async stream(repoId: string, grant: StreamGrant, after: string | null): Promise<ReadableStream<Uint8Array>> {
