@@ -18,7 +18,8 @@ export default defineRoute({
     tag: 'Accounts',
     access: 'a real user, for their own tokens only.',
     params: { id: "The PAT's id (from `GET /v1/pats`), not the token." },
-    description: 'Every PAT minted with it, and every PAT minted with those, at any depth, is revoked with it.',
+    description:
+      'Every PAT minted with it, and every PAT minted with those, at any depth, is revoked with it. Event streams opened with any of them end with `event: revoked` before the answer.',
     responses: { 204: { description: 'Revoked: the token, and every token minted with it, stops working at once.' } },
     errors: { 403: ['user session required'], 404: ['pat not found'] },
   },
