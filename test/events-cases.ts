@@ -350,6 +350,26 @@ export function eventsCases(kind: TargetKind): void {
       await byOther.reader.close();
     }, 10_000);
 
+    it('a user disabled and a PAT revoked by the admin command (straight in the database): `revoked` within 2 s, not at the next ping', async () => {
+      const hal = await h.signIn('rv-hal', 'hal@revoke.test');
+      const ivy = await h.signIn('rv-ivy', 'ivy@revoke.test');
+      await h.repo('rv-sweep', hal.token);
+      await h.join('rv-sweep', hal.token, ivy.token);
+      const pat = await h.call('/v1/pats', { method: 'POST', token: hal.token, json: { label: 'sweep' } });
+      const ivys = await h.open('rv-sweep', ivy.token);
+      const byPat = await h.open('rv-sweep', pat.body.token);
+      const hals = await h.open('rv-sweep', hal.token);
+      await h.t.exec('UPDATE users SET disabled_at = ? WHERE id = ?', [Math.floor(Date.now() / 1000), ivy.id]);
+      await h.t.exec('DELETE FROM pats WHERE id = ?', [pat.body.pat.id]);
+      for (const s of [ivys, byPat]) {
+        expect((await s.reader.rest()).map((e) => [e.event, e.data])).toEqual([['revoked', '{"reason":"credential no longer valid"}']]);
+      }
+      // Hal's session still reads.
+      const pushed = await h.push('rv-sweep', hal.token, [{ path: 'still.md', content: 'still\n' }]);
+      expect((await hals.reader.nextJson())!.data.sha).toBe(pushed.body.new_head);
+      await hals.reader.close();
+    }, 10_000);
+
     it('deleting the repository: its streams get `revoked` before the deletion answers', async () => {
       const gus = await h.signIn('rv-gus', 'gus@revoke.test');
       await h.repo('rv-del', gus.token);
