@@ -31,6 +31,12 @@ export interface AppOptions {
    * (Workers, in-process requests): the Request's web stream.
    */
   bodySource?: BodySourceOf;
+  /**
+   * How a handler cuts its client's connection at once (an event stream whose reader fell behind: the
+   * runtime would otherwise wait for the socket to drain). Node: lib/runtime/node/server.ts (destroys the
+   * socket); none on Workers, where a failed response body ends the connection.
+   */
+  connectionCutter?: (c: Context) => (() => void) | undefined;
 }
 
 export interface InflightRequest {
@@ -56,6 +62,7 @@ export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
     const requestId = crypto.randomUUID();
     c.set('deps', deps);
     c.set('requestId', requestId);
+    c.set('cutConnection', opts.connectionCutter?.(c));
     // Set before the handler: they go into the headers every response built through `c` starts from.
     c.header('X-Request-Id', requestId);
     c.header('X-Content-Type-Options', 'nosniff');

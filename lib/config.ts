@@ -81,6 +81,11 @@ export interface Config {
   webhookAllowPrivate: boolean;
   /** SERVICE_EVENTS_PING_MS: how often an event stream gets a `: ping` (and its caller's access a re-check). */
   eventsPingMs: number;
+  /**
+   * SERVICE_EVENTS_MAX_STREAMS: open event streams one server (Node) or one repository's Durable Object
+   * (Workers) holds at most; past it a new one is refused with 503 `server busy`.
+   */
+  eventsMaxStreams: number;
   /** SERVICE_WEBHOOK_RETRY_MS: when a failed delivery is tried again, ms after its first attempt. */
   webhookRetryMs: number[];
   /** SERVICE_WEBHOOK_TIMEOUT_MS: how long a receiver has to answer a delivery. */
@@ -150,6 +155,8 @@ export const DEFAULTS = {
   cacheMb: 16,
   /** API.md: a ping at least every 15 s. */
   eventsPingMs: 15_000,
+  /** API.md: at most 5,000 open streams on one server (or one repository's object). */
+  eventsMaxStreams: 5_000,
   /** API.md: retries about 10 s, 1 min, 10 min, 1 h and 6 h after the first attempt. */
   webhookRetryMs: [10_000, 60_000, 600_000, 3_600_000, 21_600_000],
   /** docs/api.md: a receiver has 10 s to answer. */
@@ -541,6 +548,7 @@ export function loadConfig(env: Env, cwd?: string): { config: Config; warnings: 
     warnings.push(`SERVICE_EVENTS_PING_MS (${eventsPingMs}) is above ${MAX_EVENTS_PING_MS}; using ${MAX_EVENTS_PING_MS}`);
     eventsPingMs = MAX_EVENTS_PING_MS;
   }
+  const eventsMaxStreams = positiveInt(env.SERVICE_EVENTS_MAX_STREAMS, DEFAULTS.eventsMaxStreams);
   const webhookRetryMs = retrySchedule(env.SERVICE_WEBHOOK_RETRY_MS);
   // Both may be lowered (tests, a receiver known to be quick), never raised past what the contract promises.
   let webhookTimeoutMs = positiveInt(env.SERVICE_WEBHOOK_TIMEOUT_MS, DEFAULTS.webhookTimeoutMs);
@@ -590,6 +598,7 @@ export function loadConfig(env: Env, cwd?: string): { config: Config; warnings: 
       webhookAllowHttp,
       webhookAllowPrivate,
       eventsPingMs,
+      eventsMaxStreams,
       webhookRetryMs,
       webhookTimeoutMs,
       webhookMaxPending,

@@ -11,6 +11,8 @@ export type AppEnv = {
     requestId: string;
     /** Set by the auth middleware on /v1 routes. */
     identity: Identity | undefined;
+    /** Cuts this request's connection at once, where the runtime has a way (AppOptions.connectionCutter). */
+    cutConnection: (() => void) | undefined;
   };
 };
 

@@ -14,13 +14,14 @@ import type { EventKind } from '../schema/wire/events.ts';
 export const WEBHOOK_NOT_FOUND = 'webhook not found';
 
 /**
- * The identity an event stream counts against (10 per identity per repository: a user whatever their token,
- * the legacy key as one) and the token re-checked at each ping.
+ * The identity an event stream counts against (10 per identity per repository and 50 in all: a user whatever
+ * their token, the legacy key as one), the PAT it was opened with (its revocation ends it) and the token
+ * re-checked at each ping.
  */
 export function streamGrant(identity: Identity, token: string): StreamGrant {
   return identity.kind === 'user'
-    ? { holder: `user:${identity.userId}`, userId: identity.userId, token }
-    : { holder: 'legacy', userId: null, token: null };
+    ? { holder: `user:${identity.userId}`, userId: identity.userId, patId: identity.via === 'pat' ? (identity.patId ?? null) : null, token }
+    : { holder: 'legacy', userId: null, patId: null, token: null };
 }
 
 /**

@@ -13,6 +13,8 @@ export const D1_DATABASE_ID = 'kr';
 export const REPO_CLASS = 'RepoObject';
 /** The Durable Object class of the `RATE_LIMITER` binding. */
 export const RATE_LIMITER_CLASS = 'RateLimiterObject';
+/** The class of the per-identity event stream slots (lib/runtime/workers/stream-slots.ts). */
+export const STREAM_SLOTS_CLASS = 'StreamSlotsObject';
 /** The compatibility date both run workerd with (wrangler.toml has the same). */
 export const COMPATIBILITY_DATE = '2025-09-01';
 

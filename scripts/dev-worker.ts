@@ -20,7 +20,7 @@ import { randomBytes } from 'node:crypto';
 import { ConfigError, loadConfig } from '../lib/config.ts';
 import { jsonLogger } from '../lib/log.ts';
 import { buildWorker } from './build-worker.ts';
-import { COMPATIBILITY_DATE, D1_DATABASE_ID, RATE_LIMITER_CLASS, REPO_CLASS, devWorkerStorage } from './dev-worker-storage.ts';
+import { COMPATIBILITY_DATE, D1_DATABASE_ID, RATE_LIMITER_CLASS, REPO_CLASS, STREAM_SLOTS_CLASS, devWorkerStorage } from './dev-worker-storage.ts';
 import { openAdminChannel } from './dev-worker-admin.ts';
 
 const log = jsonLogger(
@@ -89,6 +89,7 @@ export async function startWorkerDev(
     durableObjects: {
       REPO: { className: REPO_CLASS, useSQLite: true },
       RATE_LIMITER: { className: RATE_LIMITER_CLASS, useSQLite: true },
+      STREAM_SLOTS: { className: STREAM_SLOTS_CLASS, useSQLite: true },
     },
     bindings,
     d1Persist: storage.d1Persist,

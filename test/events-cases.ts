@@ -242,6 +242,21 @@ export function eventsCases(kind: TargetKind): void {
       for (const r of [resumed, byQuery, both, live, caughtUp]) await r.reader.close();
     });
 
+    it("event ids are the repository's own: pushes into another repository in between leave its ids consecutive", async () => {
+      const alice = await h.signIn('ev-alice', 'alice@events.test');
+      await h.repo('ev-seq-a', alice.token);
+      await h.repo('ev-seq-b', alice.token);
+      const a = await h.open('ev-seq-a', alice.token);
+      await h.push('ev-seq-a', alice.token, [{ path: 'a1.md', content: '1\n' }]);
+      const first = (await a.reader.nextJson())!;
+      for (let i = 0; i < 3; i++) expect((await h.push('ev-seq-b', alice.token, [{ path: `b${i}.md`, content: `${i}\n` }])).status).toBe(200);
+      await h.push('ev-seq-a', alice.token, [{ path: 'a2.md', content: '2\n' }]);
+      const second = (await a.reader.nextJson())!;
+      // The repository's first event is 1, its second 2, whatever happened elsewhere.
+      expect([first.id, second.id]).toEqual(['1', '2']);
+      await a.reader.close();
+    });
+
     it('a stream gets a `: ping` at least every ping interval', async () => {
       const alice = await h.signIn('ev-alice', 'alice@events.test');
       await h.repo('ev-ping', alice.token);
@@ -308,6 +323,131 @@ export function eventsCases(kind: TargetKind): void {
       expect((await legacy.reader.nextJson())!.data).toMatchObject({ sha: pushed.body.new_head, author: 'Robot', email: 'robot@events.test' });
       await legacy.reader.close();
     });
+  });
+
+  describe(`${kind}: live events at the default ping (15 s): bounds, and revocation at once`, () => {
+    // No SERVICE_EVENTS_PING_MS: nothing here may wait for a ping. Each case's timeout (10–14 s) is below it.
+    const h = withTarget(kind, {});
+
+    it('a revoked PAT, and a PAT minted with it (the cascade): `revoked` before the revocation answers; the push right after never reaches them', async () => {
+      const alice = await h.signIn('rv-alice', 'alice@revoke.test');
+      await h.repo('rv1', alice.token);
+      const parent = await h.call('/v1/pats', { method: 'POST', token: alice.token, json: { label: 'parent' } });
+      const child = await h.call('/v1/pats', { method: 'POST', token: parent.body.token, json: { label: 'child' } });
+      const other = await h.call('/v1/pats', { method: 'POST', token: alice.token, json: { label: 'other' } });
+      const byParent = await h.open('rv1', parent.body.token);
+      const byChild = await h.open('rv1', child.body.token);
+      const byOther = await h.open('rv1', other.body.token);
+      expect([byParent.status, byChild.status, byOther.status]).toEqual([200, 200, 200]);
+      expect((await h.call(`/v1/pats/${parent.body.pat.id}`, { method: 'DELETE', token: alice.token })).status).toBe(204);
+      const pushed = await h.push('rv1', alice.token, [{ path: 'after.md', content: 'after the revocation\n' }]);
+      expect(pushed.status).toBe(200);
+      for (const s of [byParent, byChild]) {
+        expect((await s.reader.rest()).map((e) => [e.event, e.data])).toEqual([['revoked', '{"reason":"credential no longer valid"}']]);
+      }
+      // The PAT not minted with it goes on, and gets the push.
+      expect((await byOther.reader.nextJson())!.data.sha).toBe(pushed.body.new_head);
+      await byOther.reader.close();
+    }, 10_000);
+
+    it('a user disabled and a PAT revoked by the admin command (straight in the database): `revoked` within 2 s, not at the next ping', async () => {
+      const hal = await h.signIn('rv-hal', 'hal@revoke.test');
+      const ivy = await h.signIn('rv-ivy', 'ivy@revoke.test');
+      await h.repo('rv-sweep', hal.token);
+      await h.join('rv-sweep', hal.token, ivy.token);
+      const pat = await h.call('/v1/pats', { method: 'POST', token: hal.token, json: { label: 'sweep' } });
+      const ivys = await h.open('rv-sweep', ivy.token);
+      const byPat = await h.open('rv-sweep', pat.body.token);
+      const hals = await h.open('rv-sweep', hal.token);
+      await h.t.exec('UPDATE users SET disabled_at = ? WHERE id = ?', [Math.floor(Date.now() / 1000), ivy.id]);
+      await h.t.exec('DELETE FROM pats WHERE id = ?', [pat.body.pat.id]);
+      for (const s of [ivys, byPat]) {
+        expect((await s.reader.rest()).map((e) => [e.event, e.data])).toEqual([['revoked', '{"reason":"credential no longer valid"}']]);
+      }
+      // Hal's session still reads.
+      const pushed = await h.push('rv-sweep', hal.token, [{ path: 'still.md', content: 'still\n' }]);
+      expect((await hals.reader.nextJson())!.data.sha).toBe(pushed.body.new_head);
+      await hals.reader.close();
+    }, 10_000);
+
+    it('deleting the repository: its streams get `revoked` before the deletion answers', async () => {
+      const gus = await h.signIn('rv-gus', 'gus@revoke.test');
+      await h.repo('rv-del', gus.token);
+      const s = await h.open('rv-del', gus.token);
+      expect((await h.call('/v1/repos/rv-del?confirm=rv-del', { method: 'DELETE', token: gus.token })).status).toBe(204);
+      expect((await s.reader.rest()).map((e) => [e.event, e.data])).toEqual([['revoked', '{"reason":"repository deleted"}']]);
+    }, 10_000);
+
+    it('at most 50 streams per identity across repositories: the 51st is 429; closed streams free their places at once', async () => {
+      const carol = await h.signIn('rv-carol', 'carol@revoke.test');
+      const open: Array<Awaited<ReturnType<typeof h.open>>> = [];
+      for (let r = 0; r < 6; r++) await h.repo(`cap${r}`, carol.token);
+      for (let r = 0; r < 5; r++) {
+        for (let i = 0; i < 10; i++) {
+          const s = await h.open(`cap${r}`, carol.token);
+          expect(s.status, `stream ${r * 10 + i + 1}`).toBe(200);
+          open.push(s);
+        }
+      }
+      const fiftyFirst = await h.open('cap5', carol.token);
+      expect([fiftyFirst.status, fiftyFirst.body]).toEqual([429, { error: 'too many event streams' }]);
+      // Ten closed (the clients go away): ten open again at once, not at the next ping.
+      for (const s of open.splice(0, 10)) await s.reader.close();
+      for (let i = 0; i < 10; i++) {
+        const s = await eventually(async () => {
+          const r = await h.open('cap5', carol.token);
+          return r.status === 200 ? r : undefined;
+        });
+        open.push(s);
+      }
+      expect((await h.open('cap0', carol.token)).status).toBe(429);
+      for (const s of open) await s.reader.close();
+    }, 14_000);
+
+    it('ten streams closed free their places in the repository at once: the 11th opens', async () => {
+      const dan = await h.signIn('rv-dan', 'dan@revoke.test');
+      await h.repo('rv-close', dan.token);
+      const ten = [];
+      for (let i = 0; i < 10; i++) ten.push(await h.open('rv-close', dan.token));
+      expect((await h.open('rv-close', dan.token)).status).toBe(429);
+      for (const s of ten) await s.reader.close();
+      const eleventh = await eventually(async () => {
+        const r = await h.open('rv-close', dan.token);
+        return r.status === 200 ? r : undefined;
+      });
+      await eleventh.reader.close();
+    }, 10_000);
+  });
+
+  describe(`${kind}: live events past SERVICE_EVENTS_MAX_STREAMS`, () => {
+    const h = withTarget(kind, { SERVICE_EVENTS_MAX_STREAMS: '12' });
+
+    it(`past SERVICE_EVENTS_MAX_STREAMS streams ${kind === 'node' ? 'on the server' : "in a repository's object"}: 503 \`server busy\` with Retry-After`, async () => {
+      const erin = await h.signIn('rv-erin', 'erin@revoke.test');
+      const frank = await h.signIn('rv-frank', 'frank@revoke.test');
+      await h.repo('busy1', erin.token);
+      await h.repo('busy2', frank.token);
+      const held = [];
+      // Twelve in all: ten of Erin's and two of Frank's (on Workers all in Erin's repository, as Frank joins it).
+      if (kind === 'workers') await h.join('busy1', erin.token, frank.token);
+      for (let i = 0; i < 10; i++) held.push(await h.open('busy1', erin.token));
+      for (let i = 0; i < 2; i++) held.push(await h.open(kind === 'node' ? 'busy2' : 'busy1', frank.token));
+      expect(held.map((s) => s.status)).toEqual(Array(12).fill(200));
+      const refused = await h.open(kind === 'node' ? 'busy2' : 'busy1', frank.token);
+      expect([refused.status, refused.body, refused.res.headers.get('retry-after')]).toEqual([503, { error: 'server busy' }, '5']);
+      if (kind === 'workers') {
+        // Another repository's object has room.
+        const elsewhere = await h.open('busy2', frank.token);
+        expect(elsewhere.status).toBe(200);
+        await elsewhere.reader.close();
+      }
+      await held.pop()!.reader.close();
+      const again = await eventually(async () => {
+        const r = await h.open(kind === 'node' ? 'busy2' : 'busy1', frank.token);
+        return r.status === 200 ? r : undefined;
+      });
+      for (const s of [...held, again]) await s.reader.close();
+    }, 10_000);
   });
 
   describe(`${kind}: webhooks`, () => {

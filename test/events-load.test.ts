@@ -5,6 +5,10 @@
  * streams, after a garbage collection: bench/mem-probe.mjs). The streams are read off raw sockets, so that
  * the client's own parsing weighs as little as possible on the figures. They are printed, never asserted:
  * speed is the benchmark's business.
+ *
+ * Then 600 streams whose clients never read (API.md "Live events", round 4): open, and as pushes pile events
+ * up for them, the server's RSS (after a collection) stays under 150 MB above the idle server's — asserted (a
+ * bound on memory, not on speed).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type Socket } from 'node:net';
@@ -16,6 +20,12 @@ import { call, spawnServer, PROJECT_ROOT, type ServerProc } from './reliability/
 const STREAMS = 200;
 const USERS = STREAMS / 10;
 const PUSHES = 20;
+/** Streams that never read, ten per user in one repository (the caps: 10 per repository, 50 in all). */
+const STALLED = 600;
+/** What those may cost the server, above its RSS with none open. */
+const STALLED_RSS_BOUND = 150 * 2 ** 20;
+/** Pushes of ~90 KB events while they are open: 720 KB for each (most of it lands in the sockets' kernel buffers). */
+const STALLED_PUSHES = 8;
 
 let idp: IdpStandIn;
 let dir: { path: string; cleanup: () => Promise<void> };
@@ -69,6 +79,28 @@ interface RawStream {
   socket: Socket;
   text: string;
   until(needle: string): Promise<number>;
+}
+
+/** A stream whose client takes the response head, then never reads again (its socket paused). */
+async function openStalled(token: string, repo: string): Promise<Socket> {
+  const { port } = new URL(server.url);
+  const socket = connect(Number(port), '127.0.0.1');
+  socket.setEncoding('latin1');
+  let head = '';
+  await new Promise<void>((resolve, reject) => {
+    const onData = (d: string) => {
+      head += d;
+      if (!head.includes('\r\n\r\n')) return;
+      socket.off('data', onData);
+      socket.pause();
+      resolve();
+    };
+    socket.on('data', onData);
+    socket.once('error', reject);
+    socket.write(`GET /v1/repos/${repo}/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\n\r\n`);
+  });
+  expect(head).toMatch(/^HTTP\/1\.1 200 /);
+  return socket;
 }
 
 async function open(token: string): Promise<RawStream> {
@@ -166,4 +198,52 @@ describe('200 open event streams', () => {
     );
     for (const s of streams) s.socket.destroy();
   }, 180_000);
+});
+
+describe('600 streams whose clients never read', () => {
+  it(`cost the server under ${STALLED_RSS_BOUND / 2 ** 20} MB of RSS above the idle server, open and as events pile up for them`, async () => {
+    const users = STALLED / 10;
+    const tokens = await Promise.all(Array.from({ length: users }, (_, i) => signIn(1000 + i)));
+    const owner = tokens[0]!;
+    expect((await call(server.url, '/v1/repos', { method: 'POST', token: owner, json: { id: 'stalled' } })).status).toBe(201);
+    for (const token of tokens.slice(1)) {
+      const key = (await (await call(server.url, '/v1/repos/stalled/invite-keys', { method: 'POST', token: owner, json: {} })).json()) as { token: string };
+      expect((await call(server.url, '/v1/repos/join', { method: 'POST', token, json: { key: key.token } })).status).toBe(200);
+    }
+    // Warm the push path with events of the size used below, so that the figure is the streams' own.
+    const paths = Array.from({ length: 200 }, (_, i) => `d/${'x'.repeat(200)}/${'y'.repeat(200)}-${String(i).padStart(3, '0')}.md`);
+    let n = 0;
+    const push = async () => {
+      const res = await call(server.url, '/v1/repos/stalled/sync/push', {
+        method: 'POST',
+        token: owner,
+        json: { files: paths.map((path) => ({ path, content: `${n++}\n` })) },
+      });
+      expect(res.status).toBe(200);
+    };
+    await push();
+    await new Promise((r) => setTimeout(r, 300));
+    const idle = await memory();
+
+    const sockets: Socket[] = [];
+    for (const token of tokens) for (let k = 0; k < 10; k++) sockets.push(await openStalled(token, 'stalled'));
+    const opened = await memory();
+    // Pushes of about 90 KB of event each, reaching all 600: the most the server holds at any of them.
+    let peak = opened;
+    for (let p = 0; p < STALLED_PUSHES; p++) {
+      await push();
+      const m = await memory();
+      if (m.rss > peak.rss) peak = m;
+    }
+    for (const s of sockets) s.destroy();
+
+    const mib = (bytes: number) => Math.round(bytes / 2 ** 20);
+    console.log(
+      `[events] ${STALLED} streams that never read: server RSS idle ${mib(idle.rss)} MiB, with them open ${mib(opened.rss)} MiB ` +
+        `(${kib((opened.rss - idle.rss) / STALLED)} KiB each), at most ${mib(peak.rss)} MiB (+${mib(peak.rss - idle.rss)} MiB, ` +
+        `heap ${mib(peak.heapUsed)} MiB, external ${mib(peak.external)} MiB) over ${STALLED_PUSHES} pushes of ~90 KB events`,
+    );
+    expect(opened.rss - idle.rss).toBeLessThan(STALLED_RSS_BOUND);
+    expect(peak.rss - idle.rss).toBeLessThan(STALLED_RSS_BOUND);
+  }, 300_000);
 });

@@ -41,26 +41,13 @@ async function member(srv: TestServer, repo: string, email: string, role: 'owner
   return { id: user.id, token: await mintSession(srv.deps.config.sessionSecret, srv.deps.clock, { id: user.id, email: user.email }) };
 }
 
-/** The body of a chunked HTTP/1.1 response read off a raw socket, once the server has ended it. */
-function dechunk(raw: string): string {
-  const bodyAt = raw.indexOf('\r\n\r\n') + 4;
-  let rest = raw.slice(bodyAt);
-  let out = '';
-  for (;;) {
-    const nl = rest.indexOf('\r\n');
-    if (nl < 0) break;
-    const size = parseInt(rest.slice(0, nl), 16);
-    if (!(size > 0)) break;
-    out += rest.slice(nl + 2, nl + 2 + size);
-    rest = rest.slice(nl + 2 + size + 2);
-  }
-  return out;
-}
-
 describe('a reader that does not read', () => {
-  it('is dropped with `reset` once its buffer is full; pushes and the other streams go on undisturbed', async () => {
+  it('is cut at once when its buffer is full (its socket closed by the server); pushes and the other streams go on undisturbed', async () => {
     const srv = await server();
     expect((await srv.api('/v1/repos/slow', { method: 'POST' })).status).toBe(201);
+    // The server's side of each connection, by the client's port: to see the stalled one closed.
+    const serverSockets = new Map<number, Socket>();
+    srv.server.on('connection', (s: Socket) => serverSockets.set(s.remotePort!, s));
     // The stalled client: a raw socket that sends its request, takes the response head, and stops reading.
     const port = new URL(srv.url).port;
     const sock: Socket = connect(Number(port), '127.0.0.1');
@@ -75,6 +62,8 @@ describe('a reader that does not read', () => {
     );
     sock.pause();
     expect(raw).toMatch(/^HTTP\/1\.1 200 /);
+    const stalledOnServer = serverSockets.get(sock.localPort!)!;
+    expect(stalledOnServer.destroyed).toBe(false);
     const healthy = await open(srv, 'slow');
     expect(srv.deps.live.hub.size).toBe(2);
     const seen: string[] = [];
@@ -94,24 +83,57 @@ describe('a reader that does not read', () => {
       expect(res.status).toBe(200);
       pushes++;
     }
+    // Its connection is gone the moment it left the hub, though its client never read again: no socket, no
+    // buffered text and no slot wait on it.
+    expect(stalledOnServer.destroyed).toBe(true);
     // The healthy stream got every event, in order.
     await eventually(() => (seen.length === pushes ? true : undefined));
     expect(seen.map(Number)).toEqual(Array.from({ length: pushes }, (_, i) => Number(seen[0]) + i));
 
-    // The stalled client, reading at last, finds the events it had room for, then `reset`, then the end.
+    // The stalled client, reading at last, finds the events that reached its socket, in order, then the end.
     sock.on('data', (d: string) => (raw += d));
     sock.resume();
-    await new Promise<void>((resolve) => sock.once('end', () => resolve()));
-    const text = dechunk(raw);
-    expect(text.endsWith('event: reset\ndata: {"reason":"stream fell behind; pull and reconnect"}\n\n')).toBe(true);
-    const got = [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+    await new Promise<void>((resolve) => sock.once('close', () => resolve()));
+    const got = [...raw.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
     expect(got.length).toBeLessThan(pushes);
     expect(got).toEqual(Array.from({ length: got.length }, (_, i) => Number(seen[0]) + i));
-    console.log(`[events] a stalled reader was dropped after ${pushes} pushes of ~90 KB events (${got.length} reached its socket buffers)`);
+    console.log(`[events] a stalled reader was cut after ${pushes} pushes of ~90 KB events (${got.length} had reached its socket)`);
     sock.destroy();
     await healthy.close();
     await reading;
   }, 240_000);
+});
+
+describe('600 streams that never read', () => {
+  it('share the bytes of the events they hold (a few MB in all, not a copy each), and are cut once past their buffer', async () => {
+    const srv = await server();
+    expect((await srv.api('/v1/repos/mem', { method: 'POST' })).status).toBe(201);
+    // Opened straight on the hub, their bodies never read: all they are offered stays in their buffers.
+    const bodies: ReadableStream<Uint8Array>[] = [];
+    for (let i = 0; i < 600; i++) {
+      bodies.push(await srv.deps.live.hub.open('mem', { holder: `h${i % 60}`, userId: null, patId: null, token: null }, null));
+    }
+    expect(srv.deps.live.hub.size).toBe(600);
+    const paths = Array.from({ length: 120 }, (_, i) => `d/${'x'.repeat(200)}/${'y'.repeat(200)}-${String(i).padStart(3, '0')}.md`);
+    let n = 0;
+    const push = async () => {
+      const res = await srv.api('/v1/repos/mem/sync/push', { method: 'POST', json: { files: paths.map((path) => ({ path, content: `${n++}\n` })) } });
+      expect(res.status).toBe(200);
+    };
+    await push();
+    const before = process.memoryUsage().arrayBuffers;
+    // Eight more events of about 55 KB: about 490 KB held by each stream, under its 512 KiB.
+    for (let p = 0; p < 8; p++) await push();
+    const grown = process.memoryUsage().arrayBuffers - before;
+    expect(srv.deps.live.hub.size).toBe(600);
+    console.log(`[events] 600 streams holding ~490 KB of events each: array buffers +${(grown / 2 ** 20).toFixed(1)} MiB`);
+    // One copy of each event would be 600 × 490 KB, about 280 MB.
+    expect(grown).toBeLessThan(32 * 2 ** 20);
+    // Past the buffer: every one is cut at once.
+    await push();
+    expect(srv.deps.live.hub.size).toBe(0);
+    await Promise.all(bodies.map((b) => b.cancel().catch(() => undefined)));
+  }, 120_000);
 });
 
 describe('the server and its streams', () => {
@@ -153,6 +175,31 @@ describe('the server and its streams', () => {
     expect((await anns.rest()).map((e) => [e.event, e.data])).toEqual([['revoked', '{"reason":"credential no longer valid"}']]);
     expect(srv.deps.live.hub.size).toBe(0);
   });
+});
+
+describe('credentials lost where this process was not told (the admin command, another process)', () => {
+  it('a user disabled and a PAT deleted straight in the database: their streams get `revoked` within a second or two, not at the next ping', async () => {
+    // The default ping (15 s): the case's timeout (8 s) is below it.
+    const srv = await server();
+    await srv.deps.repos.create('sw');
+    const ann = await member(srv, 'sw', 'ann@sweep.test', 'owner');
+    const ben = await member(srv, 'sw', 'ben@sweep.test');
+    const annPat = await srv.deps.pats.create(ann.id, { label: 'watch' });
+    const anns = await open(srv, 'sw', ann.token);
+    const annByPat = await open(srv, 'sw', annPat.token);
+    const bens = await open(srv, 'sw', ben.token);
+    // As `admin user disable` and a revocation by another process do: rows written, nobody told.
+    await srv.deps.users.setDisabled(ben.id, Math.floor(Date.now() / 1000));
+    await srv.deps.db.run('DELETE FROM pats WHERE id = ?', [annPat.pat.id]);
+    for (const s of [bens, annByPat]) {
+      expect((await s.rest()).map((e) => [e.event, e.data])).toEqual([['revoked', '{"reason":"credential no longer valid"}']]);
+    }
+    // Ann's session still reads.
+    expect(srv.deps.live.hub.size).toBe(1);
+    const pushed = (await (await srv.api('/v1/repos/sw/sync/push', { method: 'POST', json: { files: [{ path: 'a.md', content: 'a\n' }] } })).json()) as any;
+    expect((await anns.next())!.data).toContain(pushed.new_head);
+    await anns.close();
+  }, 8_000);
 });
 
 describe('webhook addresses at delivery', () => {

@@ -5,7 +5,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { ManualClock } from '../lib/clock.ts';
-import { openDatabaseFile } from '../lib/runtime/node/open-db.ts';
+import { loadMigrations, openDatabaseFile, openDerivedFile } from '../lib/runtime/node/open-db.ts';
+import { migrate } from '../lib/db/migrate.ts';
 import type { LibsqlDatabase } from '../lib/runtime/node/libsql.ts';
 import { EventLog, pushEventData } from '../lib/events/log.ts';
 import { WebhookStore } from '../lib/events/webhook-store.ts';
@@ -43,7 +44,45 @@ describe('EventLog', () => {
     expect(JSON.parse(page[0]!.data)).toEqual(member(4));
     expect((await log.page('r', 5, 7, 100)).map((e) => e.id)).toEqual([6, 7]);
     expect((await log.page('r', 4, 100, 2)).map((e) => e.id)).toEqual([5, 6]);
-    expect((await log.page('other', 0, 100, 100)).map((e) => e.id)).toEqual([9]);
+    expect((await log.page('other', 0, 100, 100)).map((e) => e.id)).toEqual([1]);
+  });
+
+  it("a repository's ids are its own sequence: events of other repositories in between leave no gap", async () => {
+    const d = await open();
+    const log = new EventLog(d, new ManualClock(), 5);
+    for (let i = 1; i <= 7; i++) {
+      await log.append('a', 'member', member(i));
+      for (let k = 0; k < i; k++) await log.append('b', 'member', member(100 + k));
+    }
+    expect((await log.page('a', 0, 100, 100)).map((e) => e.id)).toEqual([3, 4, 5, 6, 7]);
+    expect(await log.lastId('a')).toBe(7);
+    expect(await log.lastId('b')).toBe(28);
+    // Events cut back with a commit git never reached leave their ids unused: a client may hold one.
+    await d.run('DELETE FROM repo_events WHERE repo_id = ? AND seq >= 6', ['a']);
+    await log.append('a', 'member', member(8));
+    expect((await log.page('a', 0, 100, 100)).map((e) => e.id)).toEqual([3, 4, 5, 8]);
+  });
+
+  it('ids handed out before migration 0013 still resume, and a repository goes on after its newest', async () => {
+    dir = await tempDir('kr-events-store-');
+    db = openDerivedFile(join(dir.path, 'service.db'), 1024);
+    const all = await loadMigrations();
+    await migrate(db, all.filter((m) => m.version < 13), 0);
+    // Events written by the old code: one AUTOINCREMENT id across repositories.
+    for (const repo of ['a', 'b', 'a', 'b', 'b', 'a']) {
+      await db.run("INSERT INTO repo_events (repo_id, kind, data, created_at) VALUES (?, 'member', '{}', 0)", [repo]);
+    }
+    expect(await migrate(db, all, 0)).toEqual(all.filter((m) => m.version >= 13).map((m) => m.version));
+    const log = new EventLog(db, new ManualClock());
+    expect((await log.page('a', 0, 100, 100)).map((e) => e.id)).toEqual([1, 3, 6]);
+    expect(await log.has('a', 3)).toBe(true);
+    expect(await log.has('a', 2)).toBe(false);
+    expect((await log.page('a', 1, 100, 100)).map((e) => e.id)).toEqual([3, 6]);
+    await log.append('a', 'member', member(1));
+    await log.append('b', 'member', member(2));
+    await log.append('a', 'member', member(3));
+    expect((await log.page('a', 3, 100, 100)).map((e) => e.id)).toEqual([6, 7, 8]);
+    expect((await log.page('b', 0, 100, 100)).map((e) => e.id)).toEqual([2, 4, 5, 6]);
   });
 
   it('a push event lists at most 200 paths, counts the rest, names merged paths and cuts long text', () => {

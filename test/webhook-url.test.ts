@@ -219,6 +219,12 @@ describe('configuration of live events and webhooks', () => {
     expect([junk.config.webhookTimeoutMs, junk.config.webhookMaxPending]).toEqual([10_000, 1_000]);
   });
 
+  it('SERVICE_EVENTS_MAX_STREAMS: 5,000 open streams by default; a positive integer sets it, anything else is the default', () => {
+    expect(load({}).config.eventsMaxStreams).toBe(5_000);
+    expect(load({ SERVICE_EVENTS_MAX_STREAMS: '12' }).config.eventsMaxStreams).toBe(12);
+    for (const bad of ['0', '-3', 'many', '2.5']) expect(load({ SERVICE_EVENTS_MAX_STREAMS: bad }).config.eventsMaxStreams, bad).toBe(5_000);
+  });
+
   it('a retry schedule that is not increasing whole milliseconds (at most 10) refuses to start', () => {
     for (const bad of ['x', '100,100', '200,100', '0', '-5', '1.5', '1,,2', Array.from({ length: 11 }, (_, i) => i + 1).join(',')]) {
       expect(() => retrySchedule(bad), bad).toThrow(ConfigError);

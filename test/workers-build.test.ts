@@ -68,7 +68,7 @@ describe('the Worker bundle', () => {
       expect(size).toBeGreaterThan(10_000);
       // The Durable Object classes the configuration binds are exported by the bundle.
       const code = readFileSync(worker, 'utf8');
-      for (const cls of ['RepoObject', 'RateLimiterObject']) expect(code, cls).toMatch(new RegExp(`\\b${cls}\\b`));
+      for (const cls of ['RepoObject', 'RateLimiterObject', 'StreamSlotsObject']) expect(code, cls).toMatch(new RegExp(`\\b${cls}\\b`));
     } finally {
       await out.cleanup();
     }

@@ -1,6 +1,6 @@
 /**
  * The little of the Workers runtime that the hosted build's own code touches (worker.ts, the Durable
- * Object classes in lib/runtime/workers/repo-object.ts and lib/runtime/workers/rate-limiter.ts), for the Node type-check only
+ * Object classes in lib/runtime/workers/repo-object.ts, rate-limiter.ts and stream-slots.ts), for the Node type-check only
  * (tsconfig.json: this folder). @cloudflare/workers-types declares the real module, but only with its
  * global Workers types, which clash with the DOM and Node types of this build.
  */
@@ -31,9 +31,11 @@ interface DurableObjectStorage {
   readonly sql: { exec(query: string, ...bindings: unknown[]): SqlStorageCursor };
   transactionSync<T>(fn: () => T): T;
   get<T = unknown>(key: string): Promise<T | undefined>;
-  list<T = unknown>(): Promise<Map<string, T>>;
+  list<T = unknown>(options?: { prefix?: string }): Promise<Map<string, T>>;
   put<T>(key: string, value: T): Promise<void>;
+  put<T>(entries: Record<string, T>): Promise<void>;
   delete(key: string): Promise<boolean>;
+  delete(keys: string[]): Promise<number>;
   deleteAll(): Promise<void>;
   getAlarm(): Promise<number | null>;
   setAlarm(scheduledTime: number | Date): Promise<void>;

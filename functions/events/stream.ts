@@ -15,9 +15,10 @@ export default defineRoute({
     operationId: 'streamEvents',
     summary: 'Live events of a repository (Server-Sent Events)',
     description:
-      'One event per change of the repository, as it happens: `event: push` (a commit: `PushEventData`) and `event: member` (`MemberEventData`), each with an `id:` (opaque, increasing within the repository) and its `data:` on one line of JSON. A `: ping` comment comes at least every 15 s. `Last-Event-ID: <id>` (or `?after=<id>`) first replays the retained events after that id (at least the repository\'s last 1,000) in order, then goes live; an id not retained starts the stream with `event: reset` (`{"reason": "unknown event id"}`): pull everything. Without either, the stream carries what happens from the moment it opened. The stream ends after `event: revoked` (`{"reason"}`) when the caller may no longer read the repository: at once when removed from it, by the next ping for a revoked or expired token or a disabled user. A reader that falls more than 512 KiB behind gets `event: reset` and the stream ends. Pulls are not events.',
+      'One event per change of the repository, as it happens: `event: push` (a commit: `PushEventData`) and `event: member` (`MemberEventData`), each with an `id:` (the repository\'s own sequence: increasing within the repository, saying nothing about other repositories) and its `data:` on one line of JSON. A `: ping` comment comes at least every 15 s. `Last-Event-ID: <id>` (or `?after=<id>`) first replays the retained events after that id (at least the repository\'s last 1,000) in order, then goes live; an id not retained starts the stream with `event: reset` (`{"reason": "unknown event id"}`): pull everything. Without either, the stream carries what happens from the moment it opened. The stream ends after `event: revoked` (`{"reason"}`) when the caller may no longer read the repository: at once when removed from it, when its token is revoked (directly or with the token it was minted with) or the repository deleted; within 2 s for a user disabled; by the next ping for an expired token. A reader that falls more than 512 KiB behind is cut at once (`event: reset` when it can still be sent). A closed stream frees its place at once. Pulls are not events.',
     tag: 'Live',
-    access: 'members; the legacy key on any repository. At most 10 open streams per identity per repository.',
+    access:
+      'members; the legacy key on any repository. At most 10 open streams per identity per repository and 50 per identity in all; at most SERVICE_EVENTS_MAX_STREAMS (default 5,000) on the server (hosted build: per repository).',
     query: EventsQuery,
     responses: {
       200: {
@@ -31,7 +32,7 @@ export default defineRoute({
       403: ['not a member of this repo'],
       404: ['repo not found'],
       429: ['too many event streams'],
-      503: ['server stopping'],
+      503: ['server busy', 'server stopping'],
     },
   },
   handler: async (c) => {
@@ -40,7 +41,7 @@ export default defineRoute({
     const given = (v: string | undefined) => (v === undefined || v.trim() === '' ? undefined : v);
     const after = given(c.req.header('last-event-id')) ?? given(c.req.query('after')) ?? null;
     const grant = streamGrant(identity, bearerToken(c.req.header('authorization')));
-    const body = await c.get('deps').live.stream(id, grant, after);
+    const body = await c.get('deps').live.stream(id, grant, after, { onCut: c.get('cutConnection') });
     // Proxies that buffer responses (nginx) are asked not to: events must go out as they happen.
     return c.body(body, 200, { 'Content-Type': 'text/event-stream', 'X-Accel-Buffering': 'no' });
   },

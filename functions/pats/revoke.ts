@@ -1,10 +1,12 @@
 import { defineRoute } from '../../lib/route.ts';
 import { authorizeUser } from '../../lib/policy.ts';
 import { HttpError } from '../../lib/errors.ts';
+import { CREDENTIAL_LOST } from '../../lib/events/access.ts';
 
 /**
  * DELETE /v1/pats/:id — revoke one of the caller's PATs and every PAT minted with it, transitively (their
- * rows are deleted, so the tokens stop working at once). Unknown ids and other users' PATs are both 404
+ * rows are deleted, so the tokens stop working at once, and the event streams opened with them end with
+ * `event: revoked` before the answer). Unknown ids and other users' PATs are both 404
  * `pat not found`.
  */
 export default defineRoute({
@@ -16,13 +18,18 @@ export default defineRoute({
     tag: 'Accounts',
     access: 'a real user, for their own tokens only.',
     params: { id: "The PAT's id (from `GET /v1/pats`), not the token." },
-    description: 'Every PAT minted with it, and every PAT minted with those, at any depth, is revoked with it.',
+    description:
+      'Every PAT minted with it, and every PAT minted with those, at any depth, is revoked with it. Event streams opened with any of them end with `event: revoked` before the answer.',
     responses: { 204: { description: 'Revoked: the token, and every token minted with it, stops working at once.' } },
     errors: { 403: ['user session required'], 404: ['pat not found'] },
   },
   handler: async (c) => {
     const me = authorizeUser(c, 'pat.revoke');
-    if (!(await c.get('deps').pats.revoke(me.userId, c.req.param('id') ?? ''))) throw new HttpError(404, 'pat not found');
+    const deps = c.get('deps');
+    const revoked = await deps.pats.revoke(me.userId, c.req.param('id') ?? '');
+    if (revoked.length === 0) throw new HttpError(404, 'pat not found');
+    // Event streams opened with any of them end now, not at their next re-check.
+    await deps.live.endStreams({ userId: me.userId, patIds: revoked }, CREDENTIAL_LOST);
     return c.body(null, 204);
   },
 });

@@ -108,18 +108,33 @@ export class Pats {
   /**
    * Deletes a user's PAT and every PAT minted with it, transitively, in one statement: none of them
    * authenticates from then on, and a PAT minted concurrently with one of them either is deleted with it or
-   * is never written (create). False when there is no such PAT, or it belongs to someone else.
+   * is never written (create). The ids deleted (the PAT's first), none when there is no such PAT or it
+   * belongs to someone else.
    */
-  async revoke(userId: string, patId: string): Promise<boolean> {
-    const { changes } = await this.db.run(
-      `WITH RECURSIVE revoked (id) AS (
-         SELECT id FROM pats WHERE id = ? AND user_id = ?
-         UNION SELECT p.id FROM pats p JOIN revoked r ON p.parent_id = r.id
-       )
-       DELETE FROM pats WHERE id IN (SELECT id FROM revoked)`,
-      [patId, userId],
-    );
-    return changes > 0;
+  async revoke(userId: string, patId: string): Promise<string[]> {
+    const [result] = await this.db.batch([
+      {
+        sql: `WITH RECURSIVE revoked (id) AS (
+                SELECT id FROM pats WHERE id = ? AND user_id = ?
+                UNION SELECT p.id FROM pats p JOIN revoked r ON p.parent_id = r.id
+              )
+              DELETE FROM pats WHERE id IN (SELECT id FROM revoked) RETURNING id`,
+        args: [patId, userId],
+      },
+    ]);
+    const ids = (result?.rows ?? []).map((r) => String(r.id));
+    return ids.includes(patId) ? [patId, ...ids.filter((id) => id !== patId)] : ids;
+  }
+
+  /** Those of `ids` that name a PAT still stored (revoked ones are deleted; expiry is not looked at). */
+  async existingIds(ids: readonly string[]): Promise<Set<string>> {
+    const out = new Set<string>();
+    for (let i = 0; i < ids.length; i += 90) {
+      const part = ids.slice(i, i + 90);
+      const rows = await this.db.all<{ id: string }>(`SELECT id FROM pats WHERE id IN (${part.map(() => '?').join(', ')})`, [...part]);
+      for (const r of rows) out.add(String(r.id));
+    }
+    return out;
   }
 
   /**

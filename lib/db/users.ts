@@ -58,6 +58,8 @@ const toUser = (r: UserRow): User => {
 };
 
 const COLUMNS = 'id, issuer, subject, email, name, created_at, disabled_at';
+/** Ids bound per statement of a lookup by many ids (D1 binds at most 100 parameters). */
+const ID_CHUNK = 90;
 
 /** Holds only when the batch it runs in inserted the one and only user row (`id`). */
 const firstUserStmt = (id: string): Stmt => ({
@@ -75,6 +77,20 @@ export class Users {
   async byId(id: string): Promise<User | undefined> {
     const r = await this.db.get<UserRow>(`SELECT ${COLUMNS} FROM users WHERE id = ?`, [id]);
     return r ? toUser(r) : undefined;
+  }
+
+  /** Those of `ids` that name a user who is not disabled (the rest were deleted or are disabled). */
+  async activeIds(ids: readonly string[]): Promise<Set<string>> {
+    const out = new Set<string>();
+    for (let i = 0; i < ids.length; i += ID_CHUNK) {
+      const part = ids.slice(i, i + ID_CHUNK);
+      const rows = await this.db.all<{ id: string }>(
+        `SELECT id FROM users WHERE disabled_at IS NULL AND id IN (${part.map(() => '?').join(', ')})`,
+        [...part],
+      );
+      for (const r of rows) out.add(String(r.id));
+    }
+    return out;
   }
 
   async byIssuerSubject(issuer: string, subject: string): Promise<User | undefined> {

@@ -29,3 +29,25 @@ export async function accessLost(deps: AccessDeps, repoId: string, grant: Stream
   if (grant.userId !== null && identity.userId !== grant.userId) return CREDENTIAL_LOST;
   return (await deps.members.roleOf(repoId, identity.userId)) === null ? MEMBERSHIP_LOST : null;
 }
+
+/** What a sweep found gone: users disabled or deleted, and PATs revoked (deleted). */
+export interface LostCredentials {
+  users: Set<string>;
+  pats: Set<string>;
+}
+
+/**
+ * Which of the users and PATs of open streams may no longer read anything: the users disabled or deleted,
+ * the PATs revoked (directly, by cascade, or by the admin command in another process). Two lookups by id,
+ * cheap enough for the hub to ask every second, so that such streams end within 2 s even when nothing told
+ * this process (API.md "Live events", round 4).
+ */
+export async function credentialsLost(
+  deps: Pick<AccessDeps, 'users' | 'pats'>,
+  users: readonly string[],
+  pats: readonly string[],
+): Promise<LostCredentials> {
+  const active = users.length > 0 ? await deps.users.activeIds(users) : new Set<string>();
+  const stored = pats.length > 0 ? await deps.pats.existingIds(pats) : new Set<string>();
+  return { users: new Set(users.filter((u) => !active.has(u))), pats: new Set(pats.filter((p) => !stored.has(p))) };
+}

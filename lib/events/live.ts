@@ -2,7 +2,7 @@ import type { RepoStore } from '../repo/repo-store.ts';
 import type { Logger } from '../log.ts';
 import type { Delivery, Webhook } from '../../schema/wire/webhooks.ts';
 import type { EventKind, MemberEventData } from '../../schema/wire/events.ts';
-import type { Hub } from './hub.ts';
+import type { GrantMatch, Hub, OpenOptions } from './hub.ts';
 import type { StreamGrant } from './stream.ts';
 
 /**
@@ -15,9 +15,16 @@ import type { StreamGrant } from './stream.ts';
 export interface Live {
   /**
    * Opens an event stream of the repository (Server-Sent Events text) resuming after `after` (an event id;
-   * null: from now). 429 `too many event streams` past the cap of the grant's identity.
+   * null: from now). 429 `too many event streams` past the caps of the grant's identity; 503 `server busy`
+   * past the streams the holder may hold in all. `options.onCut` is the runtime's way to cut the
+   * connection at once (Node), where it has one.
    */
-  stream(repoId: string, grant: StreamGrant, after: string | null): Promise<ReadableStream<Uint8Array>>;
+  stream(repoId: string, grant: StreamGrant, after: string | null, options?: OpenOptions): Promise<ReadableStream<Uint8Array>>;
+  /**
+   * A user was disabled (`patIds` absent) or some of their PATs were revoked: their streams, in every
+   * repository, end with `event: revoked` before this resolves.
+   */
+  endStreams(match: GrantMatch, reason: string): Promise<void>;
   /**
    * Records a member event and announces it; a removal first ends the removed user's streams with
    * `event: revoked`.
@@ -67,8 +74,12 @@ export class LocalLive implements Live {
     };
   }
 
-  stream(repoId: string, grant: StreamGrant, after: string | null): Promise<ReadableStream<Uint8Array>> {
-    return this.hub.open(repoId, grant, after);
+  stream(repoId: string, grant: StreamGrant, after: string | null, options?: OpenOptions): Promise<ReadableStream<Uint8Array>> {
+    return this.hub.open(repoId, grant, after, options);
+  }
+
+  async endStreams(match: GrantMatch, reason: string): Promise<void> {
+    this.hub.endGrants(match, reason);
   }
 
   deleted(repoId: string): void {

@@ -10,7 +10,10 @@ import { deliveryStmts, MAX_PENDING_DELIVERIES } from './webhook-store.ts';
  * database on Node, the repository's Durable Object on Workers — so that a push's event and its webhook
  * deliveries are written in the transaction that records its commit (RepoStore.commitGroup).
  *
- * Event ids are the table's AUTOINCREMENT ids: increasing within a repository, never given twice.
+ * An event's id is its `seq` (migration 0013): the repository's own sequence, 1, 2, 3, …, counted in
+ * `repo_event_seq` (the events logged before that migration kept their server-wide id as their seq, and a
+ * repository's counter went on from its newest), so the ids a stream carries reveal nothing about other
+ * repositories. An id is never given twice, even after the events of commits git never reached are cut back.
  */
 
 /** Events kept per repository (at least): API.md, "the repository's last 1,000". */
@@ -80,13 +83,20 @@ export class EventLog {
     const now = this.clock.now();
     return [
       {
-        sql: 'INSERT INTO repo_events (repo_id, kind, data, commit_sha, created_at) VALUES (?, ?, ?, ?, ?)',
-        args: [repoId, kind, json, opts.commitSha ?? null, Math.floor(now / 1000)],
+        sql: `INSERT INTO repo_event_seq (repo_id, last)
+              VALUES (?, COALESCE((SELECT MAX(seq) FROM repo_events WHERE repo_id = ?), 0) + 1)
+              ON CONFLICT (repo_id) DO UPDATE SET last = last + 1`,
+        args: [repoId, repoId],
+      },
+      {
+        sql: `INSERT INTO repo_events (repo_id, seq, kind, data, commit_sha, created_at)
+              VALUES (?, (SELECT last FROM repo_event_seq WHERE repo_id = ?), ?, ?, ?, ?)`,
+        args: [repoId, repoId, kind, json, opts.commitSha ?? null, Math.floor(now / 1000)],
       },
       ...deliveryStmts(repoId, kind, json, { commitSha: opts.commitSha, nowMs: now, held: opts.commitSha !== undefined, maxPending: this.maxPending }),
       {
-        sql: `DELETE FROM repo_events WHERE repo_id = ? AND id <= (
-                SELECT id FROM repo_events WHERE repo_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)`,
+        sql: `DELETE FROM repo_events WHERE repo_id = ? AND seq <= (
+                SELECT seq FROM repo_events WHERE repo_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`,
         args: [repoId, repoId, this.retention],
       },
     ];
@@ -101,19 +111,19 @@ export class EventLog {
 
   /** The newest event id of the repository, 0 when it has none. */
   async lastId(repoId: string): Promise<number> {
-    const r = await this.db.get<Row>('SELECT MAX(id) AS id FROM repo_events WHERE repo_id = ?', [repoId]);
+    const r = await this.db.get<Row>('SELECT MAX(seq) AS id FROM repo_events WHERE repo_id = ?', [repoId]);
     return r?.id === null || r?.id === undefined ? 0 : Number(r.id);
   }
 
   /** Whether the repository still holds the event `id`. */
   async has(repoId: string, id: number): Promise<boolean> {
-    return (await this.db.get('SELECT 1 AS x FROM repo_events WHERE repo_id = ? AND id = ?', [repoId, id])) !== undefined;
+    return (await this.db.get('SELECT 1 AS x FROM repo_events WHERE repo_id = ? AND seq = ?', [repoId, id])) !== undefined;
   }
 
   /** The events after `after` and up to `upto`, oldest first, at most `limit`. */
   async page(repoId: string, after: number, upto: number, limit: number): Promise<StoredEvent[]> {
     const rows = await this.db.all<Row>(
-      'SELECT id, kind, data FROM repo_events WHERE repo_id = ? AND id > ? AND id <= ? ORDER BY id LIMIT ?',
+      'SELECT seq AS id, kind, data FROM repo_events WHERE repo_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?',
       [repoId, after, upto, limit],
     );
     return rows.map(toEvent);

@@ -516,6 +516,7 @@ export class PathIndex {
       { sql: 'DELETE FROM webhook_deliveries WHERE repo_id = ?', args: [repo] },
       { sql: 'DELETE FROM webhooks WHERE repo_id = ?', args: [repo] },
       { sql: 'DELETE FROM repo_events WHERE repo_id = ?', args: [repo] },
+      { sql: 'DELETE FROM repo_event_seq WHERE repo_id = ?', args: [repo] },
     ];
   }
 

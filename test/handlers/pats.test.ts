@@ -175,7 +175,7 @@ describe('a PAT minted with a PAT: revocation cascades, expiry never outlives th
     h = await mountHandler([patsCreate], { clock: new ManualClock() });
     const alice = await h.user('alice@example.com');
     const parent = await h.deps.pats.create(alice.id);
-    expect(await h.deps.pats.revoke(alice.id, parent.pat.id)).toBe(true);
+    expect(await h.deps.pats.revoke(alice.id, parent.pat.id)).toEqual([parent.pat.id]);
     await expect(h.deps.pats.create(alice.id, { parentPatId: parent.pat.id })).rejects.toMatchObject({ status: 401 });
     // Nor with someone else's PAT as the parent.
     const bob = await h.user('bob@example.com');

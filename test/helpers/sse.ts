@@ -17,7 +17,7 @@ export class SseReader {
   private readonly decoder = new TextDecoder();
   private buffer = '';
   private done = false;
-  /** Comment lines seen so far (`: ping` → `ping`). */
+  /** Comment lines seen so far (`: ping` → `ping`); empty ones (the Workers build's probes) are not kept. */
   readonly comments: string[] = [];
 
   constructor(readonly response: Response) {
@@ -99,7 +99,8 @@ export class SseReader {
     let any = false;
     for (const line of block.split(/\r\n|\n|\r/)) {
       if (line.startsWith(':')) {
-        this.comments.push(line.slice(1).trim());
+        const comment = line.slice(1).trim();
+        if (comment !== '') this.comments.push(comment);
         continue;
       }
       const colon = line.indexOf(':');

@@ -26,6 +26,11 @@ export interface Target {
    * so fails the test that made the request.
    */
   api(path: string, init?: RequestInit & { token?: string | null; json?: unknown }): Promise<Response>;
+  /**
+   * Runs one statement on the target's account database directly (Node: service.db; Workers: D1), as the
+   * admin command does from outside the server: nobody is told.
+   */
+  exec(sql: string, args?: Array<string | number | null>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -72,7 +77,14 @@ function client(url: string, checker: ResponseChecker): Target['api'] {
 export async function startTarget(kind: TargetKind, env: Record<string, string> = {}): Promise<Target> {
   if (kind === 'node') {
     const srv = await startTestServer({ env });
-    return { kind, url: srv.url, logs: srv.logs, api: client(srv.url, checkerFor(env)), stop: () => srv.stop() };
+    return {
+      kind,
+      url: srv.url,
+      logs: srv.logs,
+      api: client(srv.url, checkerFor(env)),
+      exec: async (sql, args = []) => void (await srv.deps.db.run(sql, args)),
+      stop: () => srv.stop(),
+    };
   }
   const dir = await tempDir('kr-workers-');
   const logs: string[] = [];
@@ -93,6 +105,13 @@ export async function startTarget(kind: TargetKind, env: Record<string, string> 
     url: dev.url,
     logs,
     api: client(dev.url, checkerFor(env)),
+    async exec(sql, args = []) {
+      const d1 = await dev.mf.getD1Database('DB');
+      await d1
+        .prepare(sql)
+        .bind(...args)
+        .run();
+    },
     async stop() {
       await dev.close();
       await dir.cleanup();

@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
 import { serve } from '@hono/node-server';
 import type { Clock } from '../../clock.ts';
 import { systemClock } from '../../clock.ts';
@@ -31,7 +31,7 @@ import { memoryLimiters } from '../../http/rate-limit.ts';
 import type { RouteDef } from '../../route.ts';
 import { Hub } from '../../events/hub.ts';
 import { LocalLive } from '../../events/live.ts';
-import { accessLost } from '../../events/access.ts';
+import { accessLost, credentialsLost } from '../../events/access.ts';
 import { Deliverer, DeliveryLoop } from '../../events/deliver.ts';
 import { nodeResolveHost, nodeWebhookSender } from './webhook-sender.ts';
 import { ExportThreads } from './export-threads.ts';
@@ -98,6 +98,8 @@ export async function openNodeDeps(
     logger: opts.log,
     exclusive: (id, fn) => repos.exclusive(id, fn, 'event stream'),
     recheck: (repoId, grant) => accessLost({ config, clock, users, pats, members }, repoId, grant),
+    sweep: (userIds, patIds) => credentialsLost({ users, pats }, userIds, patIds),
+    maxStreams: config.eventsMaxStreams,
     pingMs: config.eventsPingMs,
   });
   const policy = { allowHttp: config.webhookAllowHttp, allowPrivate: config.webhookAllowPrivate };
@@ -213,6 +215,10 @@ export async function startServer(deps: NodeDeps, routes: RouteDef[], opts: Watc
     clientIp: nodeClientIp(deps.config.trustedProxies),
     limiters: memoryLimiters(deps.clock),
     bodySource: nodeBodySource,
+    connectionCutter: (c) => {
+      const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+      return outgoing ? () => outgoing.destroy() : undefined;
+    },
   });
   const reported = new Set<string>();
   const locks = lockWatch(deps, opts.lockHeldMs ?? LOCK_HELD_MS, opts.lockStuckMs ?? LOCK_WAIT_MS);

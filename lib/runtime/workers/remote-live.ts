@@ -1,6 +1,8 @@
 import { errorFromWire, type WireError } from '../../errors.ts';
 import type { Live } from '../../events/live.ts';
 import type { StreamGrant } from '../../events/stream.ts';
+import type { GrantMatch } from '../../events/hub.ts';
+import type { StreamSlots } from '../../events/slots.ts';
 import { callRepoObject, forwarding, STREAM_PARAMS_HEADER, type RepoNamespace, type ServedLiveMethod, type StreamParams } from './rpc.ts';
 
 /**
@@ -16,8 +18,28 @@ import { callRepoObject, forwarding, STREAM_PARAMS_HEADER, type RepoNamespace, t
 export interface RemoteLive extends Pick<Live, ServedLiveMethod> {}
 
 export class RemoteLive implements Live {
-  constructor(private readonly ns: RepoNamespace) {
+  constructor(
+    private readonly ns: RepoNamespace,
+    /** The per-identity slots (STREAM_SLOTS): which repositories hold an identity's streams. */
+    private readonly slots?: StreamSlots,
+  ) {
     return forwarding(this, (name) => (repoId: string, ...args: unknown[]) => callRepoObject(this.ns, repoId, name, args));
+  }
+
+  /**
+   * The streams of the user (or of their PATs) end in every repository that holds one: the identity's slots
+   * object knows which. Best effort: the credential is gone already, and where this does not get through
+   * (no slots binding, an object being reset) the repositories' own sweep ends those streams within 2 s.
+   */
+  async endStreams(match: GrantMatch, reason: string): Promise<void> {
+    if (!this.slots) return;
+    let repos: string[];
+    try {
+      repos = await this.slots.repos(`user:${match.userId}`);
+    } catch {
+      return;
+    }
+    await Promise.allSettled(repos.map((repo) => this.ns.get(this.ns.idFromName(repo)).endStreams(repo, match, reason)));
   }
 
   async stream(repoId: string, grant: StreamGrant, after: string | null): Promise<ReadableStream<Uint8Array>> {

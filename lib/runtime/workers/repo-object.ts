@@ -18,7 +18,9 @@ import { Pats } from '../../db/pats.ts';
 import { Users } from '../../db/users.ts';
 import { Hub } from '../../events/hub.ts';
 import { LocalLive, REPO_DELETED } from '../../events/live.ts';
-import { accessLost } from '../../events/access.ts';
+import { accessLost, credentialsLost } from '../../events/access.ts';
+import type { GrantMatch } from '../../events/hub.ts';
+import { durableSlots, type StreamSlotsNamespace } from './stream-slots.ts';
 import { Deliverer } from '../../events/deliver.ts';
 import { fetchSender } from './webhook-sender.ts';
 import { MAX_WEBHOOKS } from '../../../schema/wire/webhooks.ts';
@@ -133,7 +135,14 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
       logger: log,
       exclusive: (id, fn) => store.exclusive(id, fn, 'event stream'),
       recheck: (repoId, grant) => accessLost(access, repoId, grant),
+      // Disabled users and revoked PATs are looked for in D1 every second (the admin command tells no one).
+      sweep: (userIds, patIds) => credentialsLost(access, userIds, patIds),
+      // The cap per identity across repositories is kept by the identity's own object (stream-slots.ts).
+      slots: env.STREAM_SLOTS ? durableSlots(env.STREAM_SLOTS as StreamSlotsNamespace) : undefined,
+      maxStreams: config.eventsMaxStreams,
       pingMs: config.eventsPingMs,
+      // workerd tells the object that a client went away only when it writes to the stream.
+      probe: true,
     });
     this.#deliverer = new Deliverer({
       store: store.webhooks,
@@ -316,6 +325,11 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
   }
   deliveries(id: string, webhookId: string, limit: number) {
     return this.#serve(id, (_, live) => live.deliveries(id, webhookId, limit));
+  }
+  /** Ends the streams of a disabled user or of revoked PATs (RemoteLive.endStreams asks each repository). */
+  async endStreams(id: string, match: GrantMatch, reason: string): Promise<Outcome<null>> {
+    this.#live?.hub.endGrants(match, reason);
+    return { ok: true, value: null };
   }
 
   /** Webhook deliveries: everything due now, until no attempt is under way, then an alarm for the next one. */

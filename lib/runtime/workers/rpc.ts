@@ -5,6 +5,7 @@
  * made from those interfaces. Each returns an Outcome: the value, or the error by its code (lib/errors.ts), which
  * the Worker rebuilds as the same class — never its HTTP form.
  */
+import type { GrantMatch } from '../../events/hub.ts';
 import { errorFromWire, type WireError } from '../../errors.ts';
 import type { RepoIndex, Repos } from '../../repo/repos.ts';
 import type { Live } from '../../events/live.ts';
@@ -33,7 +34,7 @@ export type RegistryMember =
 /** The Repos methods the object serves, by the same name and arguments. */
 export type ServedRepoMethod = Exclude<keyof Repos, RegistryMember>;
 /** The Live methods the object serves by RPC (`stream` goes through its `fetch`; `deleted` is the object's own doing). */
-export type ServedLiveMethod = Exclude<keyof Live, 'stream' | 'deleted'>;
+export type ServedLiveMethod = Exclude<keyof Live, 'stream' | 'deleted' | 'endStreams'>;
 
 /** The object's side of methods K of T: the same arguments, the outcome of the result. */
 type Served<T, K extends keyof T> = {
@@ -56,6 +57,8 @@ export type RepoObjectRpc = Served<Repos, ServedRepoMethod> &
     create(id: string, creator?: string): Promise<Outcome<boolean>>;
     /** Deletes the repository: the object's whole storage, and a tombstone. */
     destroy(id: string): Promise<Outcome<null>>;
+    /** Ends the object's streams of a disabled user or of revoked PATs (Live.endStreams, per repository). */
+    endStreams(id: string, match: GrantMatch, reason: string): Promise<Outcome<null>>;
   };
 
 /** The object's name for the RepoIndex method `name`. */
