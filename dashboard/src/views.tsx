@@ -3,6 +3,7 @@ import type { Api, CommitInfo, LinksResponse, SectionChange, SectionDiff } from 
 import { groupPages, pageName, showTime, showValue, snippetParts, splitFrontmatter, stringList } from './content.ts';
 import { changesSince, nameList, useRepoEvents, type PushEventData } from './live.ts';
 import { loadDraft } from './drafts.ts';
+import { JoinRepo } from './team.tsx';
 import { Markdown } from './markdown.tsx';
 import { href } from './route.ts';
 import { rememberMeta, usePageMeta, usePageMetas, type PageMeta } from './titles.ts';
@@ -109,10 +110,11 @@ export function ReposView({ api }: { api: Api }) {
           </p>
         )}
       </form>
+      <JoinRepo api={api} onJoined={repos.reload} />
       <ErrorMessage message={repos.error} />
       {repos.loading && !repos.data && <Loading what="repositories" />}
       {repos.data && repos.data.length === 0 && (
-        <Empty>You have no repositories yet. Create one above, or join one with an invite key (kr join).</Empty>
+        <Empty>You have no repositories yet. Create one above, or join one with an invite key.</Empty>
       )}
       {repos.data && repos.data.length > 0 && (
         <ul class="list" aria-label="Repositories">
