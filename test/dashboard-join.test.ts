@@ -3,6 +3,9 @@
  *  - joining with an invite key from the Repositories view; at the repository's member cap the joiner is told
  *    to ask an owner (named), never shown the upgrade link, while an owner's Team view shows the cap with the
  *    upgrade link;
+ *  - search snippets render their links as the page view does (`[[slug]]`, `[[type/slug|text]]`, relative
+ *    `.md` links; unresolved and ambiguous ones marked), in a repository's search and across repositories, and
+ *    the page's text stays text.
  * Every view: axe-core and a screenshot (test-artifacts/dashboard/).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,6 +13,14 @@ import type { Page } from 'playwright-core';
 import { hasChromium, startDashboard, warnIfNoChromium, type DashboardHarness, type SignedUp } from './helpers/dashboard.ts';
 
 warnIfNoChromium('test/dashboard-join.test.ts');
+
+/** At most 16 words (the server's snippet length), so that the snippet is the whole text. */
+const STORAGE = `---
+type: concept
+title: Storage
+---
+Rows: [[postgres]], [[entities/postgres|db]], [[missing-page]], [[cache]], [notes](../../notes/readme.md), <b>x</b>.
+`;
 
 describe.skipIf(!hasChromium)('joining at the member cap, and links in search snippets, in chromium', () => {
   let h: DashboardHarness;
@@ -124,5 +135,64 @@ describe.skipIf(!hasChromium)('joining at the member cap, and links in search sn
     expect(await page.getByLabel('Invite key').inputValue()).toBe('');
     expect(await members('roomy')).toEqual(['alice@example.com', 'carol@example.com']);
     await noSeriousAxe('the Repositories view after a join');
+  });
+
+  it("renders a search snippet's links as the page view does, in a repository's search and across repositories", async () => {
+    await api('/v1/repos/roomy/sync/push', alice.session, {
+      method: 'POST',
+      json: {
+        message: 'Pages with links',
+        files: [
+          { path: 'wiki/concepts/storage.md', content: STORAGE },
+          { path: 'wiki/entities/postgres.md', content: '---\ntype: entity\ntitle: PostgreSQL\n---\nThe database.\n' },
+          { path: 'wiki/concepts/cache.md', content: '---\ntitle: Caching\n---\nIdea.\n' },
+          { path: 'wiki/analyses/cache.md', content: '---\ntitle: Cache hit rates\n---\nNumbers.\n' },
+          { path: 'notes/readme.md', content: 'Loose notes.\n' },
+        ],
+      },
+    });
+    await h.signInWithToken(carol.pat);
+    for (const [hash, name] of [
+      ['#/repo/roomy?q=rows', 'roomy'],
+      ['#/search?q=rows', 'Search: rows'],
+    ] as const) {
+      await go(hash, name);
+      const snippet = page.getByRole('list', { name: 'Search results' }).getByRole('listitem').filter({ hasText: 'Storage' }).locator('.snippet');
+      const link = (text: string) => snippet.getByRole('link', { name: text, exact: true });
+      await link('postgres').waitFor();
+      expect(await link('postgres').getAttribute('href')).toBe('#/repo/roomy/page/wiki/entities/postgres.md');
+      expect(await link('db').getAttribute('href')).toBe('#/repo/roomy/page/wiki/entities/postgres.md');
+      expect(await link('notes').getAttribute('href')).toBe('#/repo/roomy/page/notes/readme.md');
+      // Unresolved and ambiguous, marked as on the page.
+      const missing = snippet.getByRole('link', { name: 'missing-page (no such page yet: create it)' });
+      expect(await missing.getAttribute('href')).toBe('#/repo/roomy/new?slug=missing-page');
+      expect(await missing.getAttribute('class')).toBe('wikilink unresolved');
+      const cache = snippet.locator('.wikilink.ambiguous');
+      expect(await cache.textContent()).toBe('cache (ambiguous: wiki/concepts/cache.md or wiki/analyses/cache.md)');
+      expect(await cache.evaluate((el) => el.tagName)).toBe('SPAN');
+      // No raw [[…]] left; the page's own tag is text; the matches are marked.
+      const text = (await snippet.textContent()) ?? '';
+      expect(text).not.toContain('[[');
+      expect(text).toContain('<b>x</b>');
+      expect(await snippet.locator('b').count()).toBe(0);
+      expect(await snippet.locator('mark').allTextContents()).toEqual(['Rows']);
+      await noSeriousAxe(`search snippets (${hash})`);
+    }
+    await h.shot('search-snippet-links');
+    await page
+      .getByRole('list', { name: 'Search results' })
+      .getByRole('listitem')
+      .filter({ hasText: 'Storage' })
+      .locator('.snippet')
+      .getByRole('link', { name: 'db', exact: true })
+      .click();
+    await heading('PostgreSQL').waitFor();
+
+    // A match inside a link: the link stays one link, marked as a whole.
+    await go('#/repo/roomy?q=postgres', 'roomy');
+    const storage = page.getByRole('list', { name: 'Search results' }).getByRole('listitem').filter({ hasText: 'Storage' }).locator('.snippet');
+    await storage.getByRole('link', { name: 'postgres', exact: true }).waitFor();
+    expect(await storage.locator('mark > a.wikilink').first().textContent()).toBe('postgres');
+    expect((await storage.textContent()) ?? '').not.toContain('[[');
   });
 });
