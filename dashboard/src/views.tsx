@@ -110,11 +110,10 @@ export function ReposView({ api }: { api: Api }) {
           </p>
         )}
       </form>
-      <JoinRepo api={api} onJoined={repos.reload} />
       <ErrorMessage message={repos.error} />
       {repos.loading && !repos.data && <Loading what="repositories" />}
       {repos.data && repos.data.length === 0 && (
-        <Empty>You have no repositories yet. Create one above, or join one with an invite key.</Empty>
+        <Empty>You have no repositories yet. Create one above, or join one with an invite key below.</Empty>
       )}
       {repos.data && repos.data.length > 0 && (
         <ul class="list" aria-label="Repositories">
@@ -140,6 +139,8 @@ export function ReposView({ api }: { api: Api }) {
           ))}
         </ul>
       )}
+      {/* After the list: the repositories come first, in the keyboard order too. */}
+      <JoinRepo api={api} onJoined={repos.reload} />
     </section>
   );
 }
