@@ -15,7 +15,8 @@ export const REMOVED = 'removed from this repo; ask an owner for a new invite ke
 /**
  * Redeems an invite key: the caller becomes a member, or keeps the role they have (idempotent; an owner
  * stays owner). Unknown or revoked → 404, expired → 410; a key minted before the caller was removed from
- * the repository → 403. A first join is within the quota policy's cap, or 402 and nothing written.
+ * the repository → 403. A first join is within the quota policy's cap, or 402 (naming the repository's
+ * owners) and nothing written.
  */
 export async function redeemInvite(deps: Deps, user: UserIdentity, token: string): Promise<{ repoId: string; role: Role }> {
   const found = await deps.invites.find(token);
@@ -30,7 +31,11 @@ export async function redeemInvite(deps: Deps, user: UserIdentity, token: string
   const joined = cap
     ? await deps.members.addIf(found.repoId, user.userId, 'member', cap.when)
     : await deps.members.add(found.repoId, user.userId, 'member');
-  if (!joined) throw quotaError(cap!.refusal);
+  if (!joined) {
+    // The cap is the owners' plan: the joiner is told whom to ask (the upgrade link is of no use to them).
+    const owners = (await deps.members.list(found.repoId)).filter((m) => m.role === 'owner').map((m) => m.email);
+    throw quotaError({ ...cap!.refusal, owners });
+  }
   if (joined.added) await announceMember(deps, found.repoId, { userId: user.userId, email: user.email }, 'joined', joined.role);
   return { repoId: found.repoId, role: joined.role };
 }

@@ -14,6 +14,11 @@ export interface QuotaRefusal {
   message: string;
   limit: number;
   upgradeUrl: string;
+  /**
+   * The emails of the repository's owners, for a refused join: the joiner cannot lift the cap (it is the
+   * owners' plan), so they are told whom to ask. The 402 body carries them as `owners`.
+   */
+  owners?: string[];
 }
 
 /** A cap as the write that could pass it sees it. */
@@ -43,5 +48,10 @@ export const unlimitedQuota: QuotaPolicy = {
 };
 
 export function quotaError(r: QuotaRefusal): HttpError {
-  return new HttpError(402, r.message, { code: r.code, limit: r.limit, upgrade_url: r.upgradeUrl });
+  return new HttpError(402, r.message, {
+    code: r.code,
+    limit: r.limit,
+    upgrade_url: r.upgradeUrl,
+    ...(r.owners ? { owners: r.owners } : {}),
+  });
 }

@@ -325,15 +325,86 @@ describe.skipIf(!hasChromium)('the team and access token views in chromium', () 
     await page.getByRole('heading', { name: 'Sign in', level: 1 }).waitFor();
   });
 
-  it('fits 375 px: nothing overflows horizontally on either view', async () => {
+  /**
+   * Every Leave, Remove and Revoke button of the view: each lies inside the 375 px viewport (its box, not a
+   * sideways-scrolled table's), is the element found at its own centre once scrolled to vertically (nothing
+   * clips or covers it), and is reached from the heading with Tab alone.
+   */
+  const expectActionsInView = async (names: RegExp, expected: number) => {
     const { page } = h;
+    const buttons = page.getByRole('button', { name: names });
+    expect(await buttons.count()).toBe(expected);
+    for (const b of await buttons.all()) {
+      const label = (await b.getAttribute('aria-label')) ?? (await b.textContent()) ?? '';
+      const seen = await b.evaluate((el) => {
+        const r0 = el.getBoundingClientRect();
+        window.scrollBy(0, r0.top - window.innerHeight / 2);
+        const r = el.getBoundingClientRect();
+        const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+        return { left: r.left, right: r.right, width: r.width, atCentre: hit !== null && el.contains(hit) };
+      });
+      expect(seen.width, label).toBeGreaterThan(0);
+      expect(seen.left, label).toBeGreaterThanOrEqual(0);
+      expect(seen.right, label).toBeLessThanOrEqual(375);
+      expect(seen.atCentre, label).toBe(true);
+    }
+    // No box on the page scrolls sideways (a table in an overflow box would hide its last column).
+    const sideways = await page.evaluate(() =>
+      [...document.querySelectorAll('main *')]
+        .filter((el) => ['auto', 'scroll'].includes(getComputedStyle(el).overflowX) && el.scrollWidth > el.clientWidth + 1)
+        .map((el) => el.outerHTML.slice(0, 80)),
+    );
+    expect(sideways).toEqual([]);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+    // Keyboard: Tab from the heading reaches every one of them.
+    await page.getByRole('heading', { level: 1 }).focus();
+    const reached = new Set<string>();
+    for (let i = 0; i < 80 && reached.size < expected; i++) {
+      await page.keyboard.press('Tab');
+      const name = await page.evaluate(() => {
+        const el = document.activeElement;
+        return el instanceof HTMLButtonElement ? el.textContent ?? '' : '';
+      });
+      if (names.test(name)) reached.add(name);
+    }
+    expect(reached.size).toBe(expected);
+  };
+
+  it('fits 375 px: the tables become cards, every Leave/Remove/Revoke button in view and reachable by keyboard; emails break at @ and dots', async () => {
+    const { page } = h;
+    const long = 'erin.with.a.rather.long.name@engineering.example-corporation.com';
+    const erin = await h.signUp('erin', 'Erin', long);
+    const frank = await h.signUp('frank', 'Frank');
+    const minted = await json<{ token: string }>(
+      await h.srv.api('/v1/repos/acme/invite-keys', { method: 'POST', token: alice.session, json: { label: 'for the people who join from the phone' } }),
+      201,
+    );
+    for (const who of [erin, frank]) await json(await h.srv.api('/v1/repos/join', { method: 'POST', token: who.session, json: { key: minted.token } }), 200);
     await page.setViewportSize({ width: 375, height: 800 });
     try {
       await h.signInWithToken(alice.pat);
       await go('#/repo/acme/team', 'Team of acme');
       await row(keys(), 'old key').waitFor();
-      await page.getByRole('button', { name: 'Leave acme (remove yourself)', exact: true }).waitFor();
-      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+      await row(members(), 'frank@example.com').waitFor();
+      // Leave (alice) and Remove (each other member); Revoke (each key, the expired one too).
+      const listed = await json<{ keys: unknown[] }>(await h.srv.api('/v1/repos/acme/invite-keys', { token: alice.session }), 200);
+      const team = await memberEmails('acme');
+      expect(team).toEqual(expect.arrayContaining(['alice@example.com', long, 'frank@example.com']));
+      await expectActionsInView(/^(Leave|Remove|Revoke)\b/, team.length + listed.keys.length);
+      // Each row is a card: one column of labelled cells, the table still a table with its header row.
+      const card = row(members(), long);
+      expect(await card.evaluate((tr) => getComputedStyle(tr).display)).toBe('block');
+      expect(await card.getByRole('cell').first().evaluate((td) => getComputedStyle(td, '::before').content)).toBe('"Email: "');
+      expect(await members().getByRole('columnheader').allTextContents()).toEqual(['Email', 'Role', 'Added', 'Actions']);
+      // The long email breaks after its @ and dots, and stays inside the card.
+      const email = card.locator('.email');
+      expect(await email.evaluate((el) => el.innerHTML)).toBe(
+        'erin.<wbr>with.<wbr>a.<wbr>rather.<wbr>long.<wbr>name@<wbr>engineering.<wbr>example-corporation.<wbr>com',
+      );
+      const emailBox = (await email.boundingBox())!;
+      expect(emailBox.x + emailBox.width).toBeLessThanOrEqual(375);
+      expect(emailBox.height).toBeGreaterThan(30); // more than one line
+      await expectAxeClean();
       await h.shot('team-375px');
 
       await go('#/tokens', 'Personal access tokens');
@@ -341,7 +412,8 @@ describe.skipIf(!hasChromium)('the team and access token views in chromium', () 
       await page.getByLabel('Label (optional)').fill('phone');
       await page.getByRole('button', { name: 'Create token' }).click();
       await page.getByLabel('New access token', { exact: true }).waitFor();
-      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+      await row(page.getByRole('table', { name: 'Your personal access tokens' }), 'phone').waitFor();
+      await expectActionsInView(/^Revoke\b/, await page.getByRole('table', { name: 'Your personal access tokens' }).getByRole('row').count() - 1);
       await expectAxeClean();
       await h.shot('tokens-375px');
     } finally {

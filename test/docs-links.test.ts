@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parsePage } from '../lib/page/parse.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -145,5 +146,19 @@ describe('documentation links', () => {
     const listed = new Set([...withoutCode(index).matchAll(/\]\(([^)#]+)(?:#[^)]*)?\)/g)].map((m) => m[1]));
     const pages = readdirSync(join(ROOT, 'docs')).filter((f) => (f.endsWith('.md') && f !== 'README.md') || f === 'openapi.json');
     expect(pages.filter((p) => !listed.has(p))).toEqual([]);
+  });
+
+  it('README.md stays short, publishes the container on loopback, and its example page is a valid page', () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    expect(readme.split('\n').length).toBeLessThan(300);
+    const runs = readme.split('\n').filter((l) => l.startsWith('docker run'));
+    expect(runs.length).toBeGreaterThan(0);
+    for (const l of runs) expect(l).toContain(' -p 127.0.0.1:8080:8080 ');
+    const example = /```markdown\n([\s\S]*?)```/.exec(readme)?.[1] ?? '';
+    expect(example.trimEnd().split('\n')).toHaveLength(10);
+    const page = parsePage(example);
+    expect(page.frontmatterProblem).toBeUndefined();
+    expect(page.frontmatter).toMatchObject({ title: 'Decision log' });
+    expect(page.sections.map((sec) => sec.heading)).toEqual(['## Storage', '## Open questions']);
   });
 });

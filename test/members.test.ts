@@ -228,7 +228,8 @@ describe('the quota seam', () => {
       for (const id of ['capped1', 'capped2', 'capped3']) expect(existsSync(join(srv.dataRoot, 'repos', `${id}.git`))).toBe(false);
       expect(await join_(carol.token, k.body.token)).toEqual({
         status: 402,
-        body: { error: 'member limit reached', code: 'quota_members', limit: 3, upgrade_url: 'https://billing.example/upgrade' },
+        // The joiner cannot lift the owners' cap: the body names whom to ask.
+        body: { error: 'member limit reached', code: 'quota_members', limit: 3, upgrade_url: 'https://billing.example/upgrade', owners: ['alice@example.test'] },
       });
       expect(await srv.deps.members.roleOf('proj', carol.user.id)).toBeNull();
       // Re-joins never count: an existing member passes the cap.

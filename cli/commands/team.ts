@@ -1,7 +1,8 @@
 /** `kr repos`, `kr invite`, `kr join`, `kr members`, `kr pats`. */
 import { REPO_ID_PATTERN } from '../../lib/page/path.ts';
 import { checkRepoId, configPath, connect, currentRepo, repoIdProblem, repoOf, saveConfig, saveCredentials } from '../../client/config.ts';
-import { refused, usageError } from '../../client/errors.ts';
+import { CliError, refused, usageError } from '../../client/errors.ts';
+import { ApiError } from '../../client/api.ts';
 import { clean, note, out, paint, printJson, shortSha, table, utc } from '../../client/output.ts';
 import { findProject } from '../../client/project.ts';
 import { intOption } from './inspect.ts';
@@ -113,7 +114,9 @@ export async function inviteRevoke(keyId: string, opts: Common): Promise<void> {
 export async function join(token: string, opts: Common): Promise<void> {
   if (!token.startsWith('kri_')) throw usageError('not an invite token (invite tokens start with kri_)');
   const session = await connect(); // stops without credentials or without a server URL
-  const res = await session.api.join(token);
+  const res = await session.api.join(token).catch((e: unknown) => {
+    throw memberCapRefusal(e) ?? e;
+  });
   checkRepoId(res.repo_id);
   if (opts.json) {
     printJson(res);
@@ -123,6 +126,29 @@ export async function join(token: string, opts: Common): Promise<void> {
   out(`Joined ${res.repo_id} as ${clean(res.role)}.`);
   await adopt(res.repo_id);
   out(`Next: "kr init" in your project folder (if not done yet), then "kr pull".`);
+}
+
+/**
+ * A join refused at the repository's member cap (402 `quota_members`), said to the joiner: the cap is the
+ * owners' plan, so the upgrade link is no use to them; they are told to ask an owner, named when the server
+ * says who they are. Null for any other failure.
+ */
+export function memberCapRefusal(e: unknown): CliError | null {
+  if (!(e instanceof ApiError) || e.status !== 402 || e.body?.code !== 'quota_members') return null;
+  const limit = typeof e.body.limit === 'number' ? ` (${e.body.limit})` : '';
+  const owners = Array.isArray(e.body.owners) ? e.body.owners.filter((o): o is string => typeof o === 'string' && o !== '').map((o) => clean(o)) : [];
+  const whom =
+    owners.length === 0
+      ? 'an owner'
+      : owners.length <= 5
+        ? `an owner (${orList(owners)})`
+        : `an owner (${owners.slice(0, 5).join(', ')} or one of ${owners.length - 5} others)`;
+  return refused(`this repository is at its plan's member limit${limit}; ask ${whom} to upgrade`, 'quota_members');
+}
+
+/** "a", "a or b", "a, b or c". */
+function orList(items: string[]): string {
+  return items.length <= 1 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} or ${items[items.length - 1]}`;
 }
 
 export async function membersList(opts: Common): Promise<void> {

@@ -275,6 +275,11 @@ export class Api {
     await this.request(this.repoUrl(repo, `/members/${encodeURIComponent(userId)}`), { method: 'DELETE' });
   }
 
+  /** Redeems an invite key (POST /v1/repos/join): the repository joined and the role held there. */
+  join(key: string): Promise<{ repo_id: string; role: string }> {
+    return this.json('/v1/repos/join', this.body('POST', { key }));
+  }
+
   async inviteKeys(repo: string): Promise<InviteKey[]> {
     return (await this.json<{ keys: InviteKey[] }>(this.repoUrl(repo, '/invite-keys'))).keys;
   }

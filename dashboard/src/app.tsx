@@ -228,7 +228,7 @@ function Routed({ api, server }: { api: Api; server: ServerInfo }) {
     case 'evolution':
       return <EvolutionView key={`${route.repo}\n${route.path}`} api={api} repo={route.repo} path={route.path} />;
     case 'team':
-      return <TeamView api={api} repo={route.repo} />;
+      return <TeamView api={api} repo={route.repo} server={server} />;
     case 'activity':
       return <ActivityView api={api} repo={route.repo} />;
     case 'tokens':

@@ -353,6 +353,66 @@ export function pageMeta(text: string): { title?: string; summary?: string; type
   return { title: str(fm.title), summary: str(fm.summary) ?? str(fm.description), type: str(fm.type) };
 }
 
+/** `[text](target)` in a snippet (not an image's `![…](…)`): one line, no brackets in the text, no spaces in the target. */
+const MARKDOWN_LINK = /(?<!!)\[([^\[\]\n]{1,300})\]\(([^()\s]{1,2000})\)/g;
+
+const escapeHtml = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+
+/**
+ * A search snippet as HTML that is safe to insert: the page's text stays text (a `<tag>` in it shows as
+ * written), its matches (between « and ») are `<mark>`, and its links are links as in the page view:
+ * `[[slug]]`, `[[type/slug]]`, `[[slug|text]]` and `[text](relative.md)` resolve against the repository's
+ * pages at head in `ctx` (unresolved and ambiguous ones marked the same way), `[text](https://…)` opens in a
+ * new tab; through the same sanitiser and the same link code as renderMarkdown. A link the snippet cut in
+ * half stays text. A link with a match inside is marked as a whole. Without `ctx` (the pages not known yet),
+ * `[[…]]` stays as written.
+ */
+export function renderSnippet(snippet: string, ctx?: RenderContext): string {
+  // The text without the match marks, and which of its characters are matched.
+  let text = '';
+  const matched: boolean[] = [];
+  for (const p of snippetParts(snippet)) {
+    text += p.text;
+    for (let i = 0; i < p.text.length; i++) matched.push(p.match);
+  }
+  const marked = (from: number, to: number) => matched.slice(from, to).some(Boolean);
+  // The links, in order, never overlapping: a wiki link first where both start (`[[a]](b)` is a wiki link).
+  const links: { from: number; to: number; html: string }[] = [];
+  for (const m of text.matchAll(WIKI_LINK)) {
+    if (parseWikiLink(m[1]!)) links.push({ from: m.index!, to: m.index! + m[0].length, html: escapeHtml(m[0]) });
+  }
+  for (const m of text.matchAll(MARKDOWN_LINK)) {
+    const from = m.index!;
+    const to = from + m[0].length;
+    if (links.some((l) => from < l.to && l.from < to)) continue;
+    links.push({ from, to, html: `<a href="${escapeHtml(m[2]!)}">${escapeHtml(m[1]!)}</a>` });
+  }
+  links.sort((a, b) => a.from - b.from);
+  let html = '';
+  const plain = (from: number, to: number) => {
+    // Runs of matched and unmatched characters.
+    let i = from;
+    while (i < to) {
+      let j = i;
+      while (j < to && matched[j] === matched[i]) j++;
+      const part = escapeHtml(text.slice(i, j));
+      html += matched[i] ? `<mark>${part}</mark>` : part;
+      i = j;
+    }
+  };
+  let at = 0;
+  for (const l of links) {
+    plain(at, l.from);
+    html += marked(l.from, l.to) ? `<mark>${l.html}</mark>` : l.html;
+    at = l.to;
+  }
+  plain(at, text.length);
+  const body = DOMPurify.sanitize(html, SANITIZE) as HTMLElement;
+  fixLinks(body, ctx);
+  if (ctx) linkWikiText(body.ownerDocument, body, ctx);
+  return body.innerHTML;
+}
+
 /** A search snippet as parts: matches sit between « and »; everything is text, never HTML. */
 export function snippetParts(snippet: string): { text: string; match: boolean }[] {
   const parts: { text: string; match: boolean }[] = [];

@@ -1,7 +1,7 @@
 /** A repository's team (members, invite keys) and the signed-in user's personal access tokens. */
-import type { ComponentChildren } from 'preact';
+import { Fragment, type ComponentChildren } from 'preact';
 import { useRef, useState } from 'preact/hooks';
-import { ApiError, type Api, type InviteKey, type Member, type PatInfo } from './api.ts';
+import { ApiError, type Api, type InviteKey, type Member, type PatInfo, type ServerInfo } from './api.ts';
 import { ConfirmButton, Crumbs, Empty, ErrorMessage, Loading, errorText, useLoad, type Loaded } from './ui.tsx';
 import { RepoTabs } from './views.tsx';
 import { href } from './route.ts';
@@ -25,6 +25,108 @@ function When({ s }: { s: number }) {
 }
 
 const nowSeconds = (): number => Math.floor(Date.now() / 1000);
+
+/**
+ * An email that a narrow column breaks at sensible points: after the `@` and after each dot (a `<wbr>`
+ * there), never in the middle of a name unless a single part is wider than the column (`.wrap` then breaks
+ * anywhere).
+ */
+function Email({ email }: { email: string }) {
+  const parts = email.split(/(?<=[@.])/);
+  return (
+    <span class="email">
+      {parts.map((p, i) => (
+        <Fragment key={i}>
+          {p}
+          {i < parts.length - 1 && <wbr />}
+        </Fragment>
+      ))}
+    </span>
+  );
+}
+
+/** "a", "a or b", "a, b or c". */
+function orList(items: string[]): string {
+  return items.length <= 1 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} or ${items[items.length - 1]}`;
+}
+
+/**
+ * A refused join, said to the person joining. At the member cap (402 `quota_members`) the cap is the owners'
+ * plan: the upgrade link is of no use to the joiner, so they are told to ask an owner, named when the server
+ * says who they are. Anything else is the server's own sentence.
+ */
+export function joinRefusal(e: unknown): string {
+  if (e instanceof ApiError && e.status === 402 && e.body.code === 'quota_members') {
+    const limit = typeof e.body.limit === 'number' ? ` (${e.body.limit})` : '';
+    const owners = Array.isArray(e.body.owners) ? e.body.owners.filter((o): o is string => typeof o === 'string' && o !== '') : [];
+    const whom =
+      owners.length === 0
+        ? 'an owner'
+        : owners.length <= 5
+          ? `an owner (${orList(owners)})`
+          : `an owner (${owners.slice(0, 5).join(', ')} or one of ${owners.length - 5} others)`;
+    return `This repository is at its plan's member limit${limit}; ask ${whom} to upgrade.`;
+  }
+  return errorText(e);
+}
+
+/** Redeems an invite key from the Repositories view; `onJoined` refreshes the list. */
+export function JoinRepo({ api, onJoined }: { api: Api; onJoined: () => void }) {
+  const [key, setKey] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  const [joined, setJoined] = useState<{ repo: string; role: string }>();
+  const join = async (ev: Event) => {
+    ev.preventDefault();
+    const token = key.trim();
+    setError(undefined);
+    setJoined(undefined);
+    if (!token.startsWith('kri_')) {
+      setError('That is not an invite key: invite keys start with kri_.');
+      return;
+    }
+    setBusy(true);
+    try {
+      const r = await api.join(token);
+      setJoined({ repo: r.repo_id, role: r.role });
+      setKey('');
+      onJoined();
+    } catch (e) {
+      setError(joinRefusal(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <form class="card inline" onSubmit={join}>
+      <label for="join-key">Invite key</label>
+      <div class="row">
+        <input
+          id="join-key"
+          class="mono"
+          value={key}
+          autoComplete="off"
+          spellcheck={false}
+          placeholder="kri_…"
+          aria-describedby="join-key-hint"
+          onInput={(e) => setKey((e.target as HTMLInputElement).value)}
+        />
+        <button type="submit" disabled={busy}>
+          Join repository
+        </button>
+      </div>
+      <p class="hint" id="join-key-hint">
+        An owner mints invite keys on a repository's Team page (or with <code>kr invite create</code>).
+      </p>
+      <ErrorMessage message={error} />
+      {joined && (
+        <p class="ok" role="status">
+          Joined <a href={href({ name: 'repo', repo: joined.repo })}>{joined.repo}</a> as {joined.role}.
+        </p>
+      )}
+    </form>
+  );
+}
 
 /** A readable sentence for a failed action, with a next step for the answers the team routes give. */
 function actionError(e: unknown): string {
@@ -114,27 +216,48 @@ function useHeadingFocus() {
 
 // ---------------------------------------------------------------- team
 
-export function TeamView({ api, repo }: { api: Api; repo: string }) {
+export function TeamView({ api, repo, server }: { api: Api; repo: string; server?: ServerInfo }) {
   // A fresh view per repository: no member list, key or just-minted token of the last one lingers.
-  return <Team key={repo} api={api} repo={repo} />;
+  return <Team key={repo} api={api} repo={repo} hosted={server?.caps?.hosted === true} />;
 }
 
-function Team({ api, repo }: { api: Api; repo: string }) {
+function Team({ api, repo, hosted }: { api: Api; repo: string; hosted: boolean }) {
   const team = useLoad(async () => {
     const [members, me] = await Promise.all([api.members(repo), api.me().catch(() => undefined)]);
     return { members, me };
   }, [api, repo]);
   const myRole = team.data?.me ? team.data.members.find((m) => m.user_id === team.data!.me!.id)?.role : undefined;
   const isOwner = myRole === 'owner';
+  // On the hosted build an owner's plan says whether this repository is at its member cap (then the owner,
+  // who alone can lift it, is shown the upgrade link; a joiner is only told to ask an owner).
+  const billing = useLoad(() => (hosted && isOwner ? api.billing().catch(() => null) : Promise.resolve(null)), [api, hosted, isOwner]);
 
   return (
     <section>
       <Crumbs items={[{ label: 'Repositories', to: '#/' }, { label: repo, to: href({ name: 'repo', repo }) }, { label: 'Team' }]} />
       <h1 tabIndex={-1}>Team of {repo}</h1>
       <RepoTabs repo={repo} current="team" />
+      {team.data && billing.data && <MemberCap members={team.data.members} limit={billing.data.limits.members} />}
       <Members api={api} repo={repo} team={team} isOwner={isOwner} myId={team.data?.me?.id} myRole={myRole} />
       {team.data && <InviteKeys api={api} repo={repo} isOwner={isOwner} roleKnown={myRole !== undefined} />}
     </section>
+  );
+}
+
+/**
+ * The hosted build's member cap, shown to an owner who is not subscribed once the repository has as many
+ * members as the plan allows (owners included): nobody new can join, and the owner can lift it. Another
+ * owner's subscription would lift it too, which this owner's plan cannot tell: said when there is one.
+ */
+function MemberCap({ members, limit }: { members: Member[]; limit: number | null }) {
+  if (limit === null || members.length < limit) return null;
+  const otherOwners = members.filter((m) => m.role === 'owner').length > 1;
+  return (
+    <p class="note member-cap" id="member-cap">
+      This repository is at its plan's member limit ({limit}, owners included): an invite key lets nobody new join
+      {otherOwners ? ' unless another owner has a subscription' : ''}. <a href="#/billing">Upgrade your plan</a> to lift the
+      limit.
+    </p>
   );
 }
 
@@ -194,7 +317,7 @@ function Members(props: {
       {members && members.length === 0 && <Empty>This repository has no members yet.</Empty>}
       {members && members.length > 0 && (
         <div class="scroll">
-          <table class="data wide" aria-label={`Members of ${repo}`}>
+          <table class="data wide cards" aria-label={`Members of ${repo}`}>
             <thead>
               <tr>
                 <th scope="col">Email</th>
@@ -208,11 +331,11 @@ function Members(props: {
                 const self = m.user_id === myId;
                 return (
                   <tr key={m.user_id}>
-                    <td class="wrap">
-                      {m.email}
+                    <td class="wrap" data-label="Email">
+                      <Email email={m.email} />
                       {self && <> <span class="badge">you</span></>}
                     </td>
-                    <td>
+                    <td data-label="Role">
                       <span class="nowrap">{m.role}</span>
                       {isOwner && m.role === 'member' && (
                         <button type="button" class="inline-action" onClick={() => void changeRole(m, 'owner')}>
@@ -233,11 +356,11 @@ function Members(props: {
                         />
                       )}
                     </td>
-                    <td>
+                    <td data-label="Added">
                       <When s={m.added_at} />
                     </td>
                     {isOwner && (
-                      <td>
+                      <td class="actions">
                         <ConfirmButton
                           label={self ? 'Leave' : 'Remove'}
                           what={self ? `${repo} (remove yourself)` : `member ${m.email}`}
@@ -355,7 +478,7 @@ function InviteKeys({ api, repo, isOwner, roleKnown }: { api: Api; repo: string;
           {sorted && sorted.length === 0 && <Empty>No invite keys. Mint one above to invite a teammate.</Empty>}
           {sorted && sorted.length > 0 && (
             <div class="scroll">
-              <table class="data wide" aria-label={`Invite keys of ${repo}`}>
+              <table class="data wide cards" aria-label={`Invite keys of ${repo}`}>
                 <thead>
                   <tr>
                     <th scope="col">Label</th>
@@ -370,17 +493,19 @@ function InviteKeys({ api, repo, isOwner, roleKnown }: { api: Api; repo: string;
                     const expired = k.expires_at <= now;
                     return (
                       <tr key={k.id}>
-                        <td class="wrap">{k.label ? k.label : <span class="hint">no label · {k.id.slice(0, 8)}</span>}</td>
-                        <td>
+                        <td class="wrap" data-label="Label">
+                          {k.label ? k.label : <span class="hint">no label · {k.id.slice(0, 8)}</span>}
+                        </td>
+                        <td data-label="Status">
                           <span class={`status ${expired ? 'removed' : 'added'}`}>{expired ? 'Expired' : 'Active'}</span>
                         </td>
-                        <td>
+                        <td data-label="Created">
                           <When s={k.created_at} />
                         </td>
-                        <td>
+                        <td data-label="Expires">
                           <When s={k.expires_at} />
                         </td>
-                        <td>
+                        <td class="actions">
                           <ConfirmButton
                             label="Revoke"
                             what={`invite key ${keyName(k)}`}
@@ -567,7 +692,7 @@ export function TokensView({ api }: { api: Api }) {
         )}
         {pats.data && pats.data.length > 0 && (
           <div class="scroll">
-            <table class="data wide" aria-label="Your personal access tokens">
+            <table class="data wide cards" aria-label="Your personal access tokens">
               <thead>
                 <tr>
                   <th scope="col">Label</th>
@@ -582,7 +707,7 @@ export function TokensView({ api }: { api: Api }) {
                   const expired = p.expires_at !== undefined && p.expires_at <= now;
                   return (
                     <tr key={p.id}>
-                      <td class="wrap">
+                      <td class="wrap" data-label="Label">
                         {p.label ? p.label : <span class="hint">no label · {p.id.slice(0, 8)}</span>}
                         {p.current && (
                           <>
@@ -591,15 +716,15 @@ export function TokensView({ api }: { api: Api }) {
                           </>
                         )}
                       </td>
-                      <td>
+                      <td data-label="Created">
                         <When s={p.created_at} />
                       </td>
-                      <td>
+                      <td data-label="Expires">
                         {p.expires_at === undefined ? 'never' : <When s={p.expires_at} />}
                         {expired && <span class="status removed">Expired</span>}
                       </td>
-                      <td>{p.last_used_at === undefined ? 'never' : <When s={p.last_used_at} />}</td>
-                      <td>
+                      <td data-label="Last used">{p.last_used_at === undefined ? 'never' : <When s={p.last_used_at} />}</td>
+                      <td class="actions">
                         <ConfirmButton
                           label="Revoke"
                           what={`token ${patName(p)}`}

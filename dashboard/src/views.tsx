@@ -1,8 +1,9 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { Api, CommitInfo, LinksResponse, SectionChange, SectionDiff } from './api.ts';
-import { groupPages, pageName, showTime, showValue, snippetParts, splitFrontmatter, stringList } from './content.ts';
+import { groupPages, pageName, renderSnippet, showTime, showValue, splitFrontmatter, stringList, type RenderContext } from './content.ts';
 import { changesSince, nameList, useRepoEvents, type PushEventData } from './live.ts';
 import { loadDraft } from './drafts.ts';
+import { JoinRepo } from './team.tsx';
 import { Markdown } from './markdown.tsx';
 import { href } from './route.ts';
 import { rememberMeta, usePageMeta, usePageMetas, type PageMeta } from './titles.ts';
@@ -112,7 +113,7 @@ export function ReposView({ api }: { api: Api }) {
       <ErrorMessage message={repos.error} />
       {repos.loading && !repos.data && <Loading what="repositories" />}
       {repos.data && repos.data.length === 0 && (
-        <Empty>You have no repositories yet. Create one above, or join one with an invite key (kr join).</Empty>
+        <Empty>You have no repositories yet. Create one above, or join one with an invite key below.</Empty>
       )}
       {repos.data && repos.data.length > 0 && (
         <ul class="list" aria-label="Repositories">
@@ -138,6 +139,8 @@ export function ReposView({ api }: { api: Api }) {
           ))}
         </ul>
       )}
+      {/* After the list: the repositories come first, in the keyboard order too. */}
+      <JoinRepo api={api} onJoined={repos.reload} />
     </section>
   );
 }
@@ -154,6 +157,8 @@ export function RepoView({ api, repo, initialQuery }: { api: Api; repo: string; 
   );
   const groups = useMemo(() => groupPages(pages.data ?? []), [pages.data]);
   const metas = usePageMetas(api, repo, pages.data);
+  // The snippets' links resolve against the pages at head, as in the page view; until they are known, against none.
+  const pageSet = useMemo(() => (pages.data || pages.error ? new Set((pages.data ?? []).map((p) => p.path)) : null), [pages.data, pages.error]);
   const flash = useFlash();
 
   const submit = (ev: Event) => {
@@ -214,9 +219,7 @@ export function RepoView({ api, repo, initialQuery }: { api: Api; repo: string; 
                       <div class="meta">
                         <code>{r.path}</code>
                       </div>
-                      <p class="snippet">
-                        {snippetParts(r.snippet).map((p, i) => (p.match ? <mark key={i}>{p.text}</mark> : p.text))}
-                      </p>
+                      <Snippet snippet={r.snippet} ctx={pageSet ? { repo, path: r.path, pages: pageSet } : undefined} />
                     </li>
                   ))}
                 </ul>
@@ -785,12 +788,30 @@ function SectionCard({ s }: { s: SectionChange }) {
   );
 }
 
+/** A search result's snippet: matches marked, links as in the page view (content.ts renderSnippet). */
+function Snippet({ snippet, ctx }: { snippet: string; ctx?: RenderContext }) {
+  const html = useMemo(() => renderSnippet(snippet, ctx), [snippet, ctx?.repo, ctx?.path, ctx?.pages]);
+  return <p class="snippet" dangerouslySetInnerHTML={{ __html: html }} />;
+}
+
 // ---------------------------------------------------------------- search across repositories
 
 /** Results of the header's search box: every repository the user belongs to (GET /v1/search). */
 export function SearchView({ api, q }: { api: Api; q: string }) {
   const query = q.trim();
   const results = useLoad(() => (query ? api.searchAll(query) : Promise.resolve(null)), [api, query]);
+  // Each repository's pages at head, for the links in its snippets (a repository whose pages cannot be read: none).
+  const repoIds = [...new Set((results.data?.results ?? []).map((r) => r.repo_id))].sort();
+  const sets = useLoad(
+    async () =>
+      new Map(
+        await Promise.all(
+          repoIds.map(async (id) => [id, new Set((await api.pages(id).catch(() => [])).map((p) => p.path))] as const),
+        ),
+      ),
+    [api, repoIds.join('\n')],
+  );
+  const pageSets: Map<string, ReadonlySet<string>> | undefined = sets.data;
   return (
     <section>
       <Crumbs items={[{ label: 'Repositories', to: '#/' }, { label: 'Search' }]} />
@@ -817,7 +838,7 @@ export function SearchView({ api, q }: { api: Api; q: string }) {
                   <div class="meta">
                     <code>{r.path}</code>
                   </div>
-                  <p class="snippet">{snippetParts(r.snippet).map((p, i) => (p.match ? <mark key={i}>{p.text}</mark> : p.text))}</p>
+                  <Snippet snippet={r.snippet} ctx={pageSets?.has(r.repo_id) ? { repo: r.repo_id, path: r.path, pages: pageSets.get(r.repo_id)! } : undefined} />
                 </li>
               ))}
             </ul>

@@ -2,12 +2,17 @@ import { z } from 'zod';
 
 /** Bodies of the hosted build's routes (API.md "Hosted build only"). */
 
-/** A 402: `code` names the cap, `limit` its value, `upgrade_url` where to lift it. */
+/**
+ * A 402: `code` names the cap, `limit` its value, `upgrade_url` where to lift it; a refused join
+ * (`quota_members` from `POST /v1/repos/join`) adds `owners`, the emails of the repository's owners, since only
+ * they can lift it.
+ */
 export const QuotaErrorBody = z.object({
   error: z.string(),
   code: z.enum(['quota_repos', 'quota_members']),
   limit: z.number().int(),
   upgrade_url: z.string(),
+  owners: z.array(z.string()).optional().describe("A refused join only: the emails of the repository's owners, whose plan sets the cap."),
 });
 export type QuotaErrorBody = z.infer<typeof QuotaErrorBody>;
 

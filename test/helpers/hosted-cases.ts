@@ -11,6 +11,8 @@
  */
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { krUser, show } from './cli.ts';
+import { tempDir } from './env.ts';
 
 export interface HostedTarget {
   url: string;
@@ -60,11 +62,13 @@ const quotaRepos = (limit = 3) => ({
   limit,
   upgrade_url: UPGRADE_URL,
 });
-const quotaMembers = (limit = 5) => ({
+/** A refused join: the contract's four keys as they were, and the repository's owners, whom the joiner can ask. */
+const quotaMembers = (owners: string[], limit = 5) => ({
   error: `member limit reached for this repository's plan (${limit})`,
   code: 'quota_members',
   limit,
   upgrade_url: UPGRADE_URL,
+  owners,
 });
 const FREE = (owned: number) => ({ plan: 'free', subscribed: false, limits: { repos: 3, members: 5 }, usage: { repos_owned: owned } });
 const PRO = (owned: number) => ({ plan: 'pro', subscribed: true, limits: { repos: null, members: null }, usage: { repos_owned: owned } });
@@ -176,7 +180,7 @@ export function hostedCases(name: string, start: StartHostedTarget): void {
       const key = await c.invite('team', u.bob.token);
       for (const m of joiners.slice(0, 4)) expect(await c.join(key, m.token)).toEqual([200, { repo_id: 'team', role: 'member' }]);
       expect(await c.members('team', u.bob.token)).toHaveLength(5);
-      expect(await c.join(key, joiners[4]!.token)).toEqual([402, quotaMembers()]);
+      expect(await c.join(key, joiners[4]!.token)).toEqual([402, quotaMembers(['bob@example.test'])]);
       // Nothing written: still five, and the refused user is no member.
       expect(await c.members('team', u.bob.token)).toEqual(['bob@example.test', 'm1@example.test', 'm2@example.test', 'm3@example.test', 'm4@example.test']);
       expect(await c.call('/v1/repos/team/pages', joiners[4]!.token)).toEqual([403, { error: 'not a member of this repo' }]);
@@ -185,7 +189,7 @@ export function hostedCases(name: string, start: StartHostedTarget): void {
       expect(await c.join(key, u.bob.token)).toEqual([200, { repo_id: 'team', role: 'owner' }]);
       // The cap is the owners' plan, not the joiner's: a subscribed joiner is refused all the same.
       expect(await c.subscribe(joiners[4]!.user.id, true, u.admin.token)).toEqual([204, null]);
-      expect(await c.join(key, joiners[4]!.token)).toEqual([402, quotaMembers()]);
+      expect(await c.join(key, joiners[4]!.token)).toEqual([402, quotaMembers(['bob@example.test'])]);
       expect(await c.subscribe(joiners[4]!.user.id, false, u.admin.token)).toEqual([204, null]);
     });
 
@@ -221,7 +225,7 @@ export function hostedCases(name: string, start: StartHostedTarget): void {
       expect(await c.subscribe(u.bob.user.id, false, u.admin.token)).toEqual([204, null]);
       expect(await c.billing(u.bob.token)).toEqual([200, FREE(4)]);
       const key = await c.invite('team', u.bob.token);
-      expect(await c.join(key, joiners[6]!.token)).toEqual([402, quotaMembers()]);
+      expect(await c.join(key, joiners[6]!.token)).toEqual([402, quotaMembers(['bob@example.test'])]);
       expect(await c.join(key, joiners[5]!.token)).toEqual([200, { repo_id: 'team', role: 'member' }]);
       expect((await c.call('/v1/repos/team/sync/pull', joiners[5]!.token))[0]).toBe(200);
       expect(await c.members('team', u.bob.token)).toHaveLength(7);
@@ -232,6 +236,56 @@ export function hostedCases(name: string, start: StartHostedTarget): void {
       expect(await c.billing(u.zed.token)).toEqual([200, FREE(0)]);
       for (let i = 1; i <= 3; i++) expect((await c.create(`zed-${i}`, u.zed.token))[0]).toBe(201);
       expect(await c.create('zed-4', u.zed.token)).toEqual([402, quotaRepos()]);
+    });
+  });
+
+  describe(`${name}: a join refused at the member cap names the owners`, () => {
+    // Three members at most, one repository each: small numbers, the same rules.
+    const t = withTarget({ SERVICE_PLAN_FREE_MEMBERS: '3', SERVICE_PLAN_FREE_REPOS: '1' });
+    const c = client(t);
+    const u = {} as Record<'alice' | 'bob' | 'carol' | 'dave', { token: string; user: { id: string } }>;
+    let root: { path: string; cleanup: () => Promise<void> };
+    beforeAll(async () => {
+      for (const who of ['alice', 'bob', 'carol', 'dave'] as const) u[who] = await t().signIn({ sub: who, email: `${who}@example.test` });
+      root = await tempDir('kr-hosted-join-');
+    });
+    afterAll(async () => root?.cleanup());
+    const kr = async (name: string, token: string) => {
+      const user = await krUser(root.path, name);
+      const login = await user.kr('login', '--server', t().url, '--token', token);
+      expect(login.code, show(login)).toBe(0);
+      return user;
+    };
+
+    it('the 402 keeps its four keys and adds `owners`; kr join tells the joiner whom to ask, without the upgrade link', async () => {
+      expect(await c.create('full', u.alice.token)).toEqual([201, { id: 'full', role: 'owner' }]);
+      const key = await c.invite('full', u.alice.token);
+      expect(await c.join(key, u.bob.token)).toEqual([200, { repo_id: 'full', role: 'member' }]);
+      expect((await c.call(`/v1/repos/full/members/${u.bob.user.id}/role`, u.alice.token, { method: 'POST', json: { role: 'owner' } }))[0]).toBe(200);
+      expect(await c.join(key, u.carol.token)).toEqual([200, { repo_id: 'full', role: 'member' }]);
+      // Both owners, oldest first; the members who are not owners are not named.
+      expect(await c.join(key, u.dave.token)).toEqual([402, quotaMembers(['alice@example.test', 'bob@example.test'], 3)]);
+
+      const dave = await kr('dave', u.dave.token);
+      const refused = await dave.kr('join', key);
+      expect(refused.code, show(refused)).toBe(1);
+      expect(refused.stdout).toBe('');
+      expect(refused.stderr).toBe(
+        "error: this repository is at its plan's member limit (3); ask an owner (alice@example.test or bob@example.test) to upgrade\n",
+      );
+      const asJson = await dave.kr('join', key, '--json');
+      expect(asJson.code, show(asJson)).toBe(1);
+      expect(JSON.parse(asJson.stderr)).toEqual({
+        error: "this repository is at its plan's member limit (3); ask an owner (alice@example.test or bob@example.test) to upgrade",
+        code: 'quota_members',
+      });
+      expect(await c.members('full', u.alice.token)).toEqual(['alice@example.test', 'bob@example.test', 'carol@example.test']);
+
+      // An owner's own 402 still shows the upgrade link: it is theirs to use.
+      const alice = await kr('alice', u.alice.token);
+      const capped = await alice.kr('repos', 'create', 'second');
+      expect(capped.code, show(capped)).toBe(1);
+      expect(capped.stderr).toBe(`error: repository limit reached for your plan (1) (limit 1; upgrade at ${UPGRADE_URL})\n`);
     });
   });
 
@@ -306,14 +360,14 @@ export function hostedCases(name: string, start: StartHostedTarget): void {
       expect(joined).toHaveLength(4);
       for (const [i, j] of joiners.entries()) {
         const member = joined.includes(j);
-        expect(answers[i], `j${i + 1}`).toEqual(member ? [200, { repo_id: 'crowd', role: 'member' }] : [402, quotaMembers()]);
+        expect(answers[i], `j${i + 1}`).toEqual(member ? [200, { repo_id: 'crowd', role: 'member' }] : [402, quotaMembers(['carol@example.test'])]);
         expect((await c.call('/v1/repos/crowd/pages', j.token))[0]).toBe(member ? 200 : 403);
       }
       expect(await c.members('crowd', u.carol.token)).toHaveLength(5);
       // Re-joins racing new joins: every re-join passes, every new one is refused.
       const again = await Promise.all(joiners.map((j) => c.join(key, j.token)));
       for (const [i, j] of joiners.entries()) {
-        expect(again[i]).toEqual(joined.includes(j) ? [200, { repo_id: 'crowd', role: 'member' }] : [402, quotaMembers()]);
+        expect(again[i]).toEqual(joined.includes(j) ? [200, { repo_id: 'crowd', role: 'member' }] : [402, quotaMembers(['carol@example.test'])]);
       }
       expect(await c.members('crowd', u.carol.token)).toHaveLength(5);
     });
