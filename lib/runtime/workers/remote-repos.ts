@@ -4,6 +4,8 @@ import { repositoryRowsDeletion } from '../../db/repo-rows.ts';
 import type { Clock } from '../../clock.ts';
 import { errorFromWire, type WireError } from '../../errors.ts';
 import type { RepoIndex, Repos, StreamOptions } from '../../repo/repos.ts';
+import type { FetchRequest } from '../../git/upload-request.ts';
+import type { UploadAnswer } from '../../git/upload-pack.ts';
 import {
   BODY_ERROR_HEADER,
   BODY_PARAMS_HEADER,
@@ -11,6 +13,7 @@ import {
   forwarding,
   indexMethodName,
   PAGES_HEADER,
+  SENDS_HEADER,
   type BodyParams,
   type RepoNamespace,
   type ServedRepoMethod,
@@ -141,9 +144,11 @@ export class RemoteRepos implements Repos {
    * logs how the stream ended (`onEnd` stays unused here; `requestId` goes with it). A refusal's body is the
    * error's wire form, rebuilt here as the same class.
    */
-  private async body(id: string, params: BodyParams): Promise<Response> {
+  private async body(id: string, params: BodyParams, json?: unknown): Promise<Response> {
     const stub = this.ns.get(this.ns.idFromName(id));
-    const res = await stub.fetch(new Request('https://repo/body', { headers: { [BODY_PARAMS_HEADER]: JSON.stringify(params) } }));
+    const init: RequestInit = { headers: { [BODY_PARAMS_HEADER]: JSON.stringify(params) } };
+    if (json !== undefined) Object.assign(init, { method: 'POST', body: JSON.stringify(json) });
+    const res = await stub.fetch(new Request('https://repo/body', init));
     if (res.headers.get(BODY_ERROR_HEADER)) throw errorFromWire((await res.json()) as WireError);
     return res;
   }
@@ -163,5 +168,13 @@ export class RemoteRepos implements Repos {
     if (opts.requestId !== undefined) params.requestId = opts.requestId;
     const res = await this.body(id, params);
     return res.status === 204 ? null : res.body;
+  }
+
+  /** As pullBody: the object negotiates and streams the pack (RepoStore.uploadPack); the request goes as JSON. */
+  async uploadPack(id: string, req: FetchRequest, opts: StreamOptions = {}): Promise<UploadAnswer> {
+    const params: BodyParams = { method: 'upload-pack', repo: id };
+    if (opts.requestId !== undefined) params.requestId = opts.requestId;
+    const res = await this.body(id, params, req);
+    return { sends: res.headers.get(SENDS_HEADER) === '1', body: res.body ?? new Response('').body! };
   }
 }

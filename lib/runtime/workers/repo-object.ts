@@ -8,6 +8,7 @@ import { DoFs } from './store-fs.ts';
 import { PathIndex, type HeadEntry } from '../../repo/path-index.ts';
 import { RepoStore, type PushFile } from '../../repo/repo-store.ts';
 import { GitStore } from '../../git/store.ts';
+import type { FetchRequest } from '../../git/upload-request.ts';
 import type { SearchOptions } from '../../search/results.ts';
 import { sharedTextStore } from '../../search/fts.ts';
 import { loadConfig, type Config } from '../../config.ts';
@@ -27,6 +28,7 @@ import {
   BODY_ERROR_HEADER,
   BODY_PARAMS_HEADER,
   PAGES_HEADER,
+  SENDS_HEADER,
   STREAM_PARAMS_HEADER,
   type BodyParams,
   type Outcome,
@@ -287,7 +289,7 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
    */
   override async fetch(request: Request): Promise<Response> {
     const wanted = request.headers.get(BODY_PARAMS_HEADER);
-    if (wanted) return this.#body(JSON.parse(wanted) as BodyParams);
+    if (wanted) return this.#body(JSON.parse(wanted) as BodyParams, request);
     const header = request.headers.get(STREAM_PARAMS_HEADER);
     if (!header) return refusal(errorToWire(new HttpError(404, 'not found'))!);
     const params = JSON.parse(header) as StreamParams;
@@ -302,8 +304,14 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
    * error's wire form (BODY_ERROR_HEADER set). The pages are read only as fast as the client takes them;
    * `requestId` names the Worker's request in this object's log lines about the stream.
    */
-  async #body(p: BodyParams): Promise<Response> {
+  async #body(p: BodyParams, request: Request): Promise<Response> {
     const onEnd = logStreamEnd(log, { id: p.requestId, repo: p.repo, what: p.method });
+    if (p.method === 'upload-pack') {
+      const req = (await request.json()) as FetchRequest;
+      const r = await this.#serve(p.repo, (s) => s.uploadPack(p.repo, req, { onEnd }));
+      if (!r.ok) return Response.json(r.error, { headers: { [BODY_ERROR_HEADER]: '1' } });
+      return new Response(r.value.body, { headers: { [SENDS_HEADER]: r.value.sends ? '1' : '0' } });
+    }
     if (p.method === 'pull') {
       const r = await this.#serve(p.repo, (s) => s.pullBody(p.repo, p.since, { onEnd }));
       if (!r.ok) return Response.json(r.error, { headers: { [BODY_ERROR_HEADER]: '1' } });
