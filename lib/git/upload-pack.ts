@@ -139,7 +139,7 @@ export async function uploadPack(
       for (const s of shallow.unshallow) lines.push(pktLine(`unshallow ${s}\n`));
       lines.push(FLUSH);
     }
-    sendPack = req.negotiates && negotiateV0(req, haves, commonSet, lines);
+    sendPack = req.negotiates && (await negotiateV0(req, haves, commonSet, commits, lines));
   }
 
   const progress = opts.progress ?? { commits: 0, objects: 0, sent: 0 };
@@ -175,8 +175,13 @@ export async function uploadPack(
  * v0/v1's answer to the have section, as git's upload-pack gives it in stateless mode (get_common_commits):
  * pushes the lines onto `lines`, and says whether the pack follows.
  */
-function negotiateV0(req: FetchRequest, haves: string[], common: Set<string>, lines: Uint8Array[]): boolean {
+async function negotiateV0(req: FetchRequest, haves: string[], common: Set<string>, commits: Commits, lines: Uint8Array[]): Promise<boolean> {
+  /**
+   * Common haves newly learned (git's have_obj): a have whose child was a have before is known already. Without
+   * multi_ack, git acknowledges every have while this is one.
+   */
   let commons = 0;
+  const theyHave = new Set<string>();
   let gotCommon = false;
   let gotOther = false;
   let sentReady = false;
@@ -184,7 +189,11 @@ function negotiateV0(req: FetchRequest, haves: string[], common: Set<string>, li
   // A have line repeated is answered once.
   for (const h of haves) {
     if (common.has(h)) {
-      commons++;
+      if (!theyHave.has(h)) {
+        theyHave.add(h);
+        for (const p of (await commits.get(h)).parents) theyHave.add(p);
+        commons++;
+      }
       gotCommon = true;
       last = h;
       if (req.multiAck === 2) lines.push(pktLine(`ACK ${h} common\n`));
