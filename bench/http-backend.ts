@@ -81,3 +81,17 @@ export async function startGitHttpBackend(root: string): Promise<GitHttpServer> 
       }),
   };
 }
+
+// Run on its own (`node --import tsx bench/http-backend.ts <root>`): a small process of its own, so that the
+// CGI programs it forks are forked from a small process; prints its URL, serves until stdin closes.
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const root = process.argv[2];
+  if (!root) {
+    process.stderr.write('usage: http-backend.ts <root>\n');
+    process.exit(2);
+  }
+  const s = await startGitHttpBackend(root);
+  process.stdout.write(`${s.url}\n`);
+  process.stdin.resume();
+  process.stdin.on('end', () => void s.close().then(() => process.exit(0)));
+}
