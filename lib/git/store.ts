@@ -553,6 +553,18 @@ export class GitStore {
     });
   }
 
+  /**
+   * Several objects for a pack sent to git (lib/git/upload-pack.ts), in the order asked: each stored whole in a
+   * pack as its record's bytes as they are, any other as readObject gives it (ObjectReader.readRecords).
+   */
+  async readRecords(id: string, oids: readonly string[]): Promise<Array<{ record: Uint8Array } | { type: ObjectType; content: Uint8Array }>> {
+    const read = await this.reader.readRecords(this.gitdir(id), oids);
+    return read.map((o, i) => {
+      if ('type' in o && o.type === 'tag') throw new StoreError(`object ${oids[i]} is a tag, not a blob, tree or commit`);
+      return o as { record: Uint8Array } | { type: ObjectType; content: Uint8Array };
+    });
+  }
+
   /** The blob id of `path` in the tree of `commit`, or null when the commit lacks it. */
   async blobAt(id: string, commit: string, path: string): Promise<string | null> {
     this.checkPath(path);

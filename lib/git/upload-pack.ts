@@ -479,13 +479,17 @@ async function* packPieces(
     const n = Math.min(size, ids.count - i);
     const oids: string[] = new Array(n);
     for (let k = 0; k < n; k++) oids[k] = ids.hex(i + k);
-    const objects = await store.readObjects(id, oids);
+    // Whole objects of the store's packs are copied record for record; others (deltas of packs git wrote,
+    // loose objects) are deflated again.
+    const objects = await store.readRecords(id, oids);
     let bytes = 0;
     for (let k = 0; k < n; k++) {
-      const { type, content } = objects[k]!;
+      const o = objects[k]!;
       objects[k] = undefined!;
-      bytes += content.byteLength;
-      const record = packRecord(PACK_TYPE[type], content.byteLength, await deflate(codec, content));
+      let record: Uint8Array;
+      if ('record' in o) record = o.record;
+      else record = packRecord(PACK_TYPE[o.type], o.content.byteLength, await deflate(codec, o.content));
+      bytes += record.byteLength;
       hash.update(record);
       progress.sent++;
       yield record;
