@@ -110,4 +110,27 @@ describe('git over HTTP (node): the answers are those of git upload-pack on the 
     await same(fetch(['no-progress', `shallow ${h1}`, `want ${head}`, `have ${h1}`, 'done']), v2);
     await same(fetch(['no-progress', 'deepen-since 1', `want ${head}`, 'done']), v2);
   });
+
+  it('a repository whose packs git rewrote with deltas: the deltas are sent as whole objects, the same set as git sends', async () => {
+    // Versions of big pages that differ by a line: git stores them as deltas of one another.
+    const body = Array.from({ length: 100 }, (_, i) => `line ${i} of a long page that git will deltify\n`).join('');
+    for (let round = 0; round < 3; round++) {
+      const files = Array.from({ length: 4 }, (_, i) => ({ path: `big/page-${i}.md`, content: `# round ${round}\n${body}` }));
+      const r = await srv.api('/v1/repos/oracle/sync/push', { method: 'POST', json: { files, message: `big ${round}` } });
+      shas.unshift(((await r.json()) as { new_head: string }).new_head);
+    }
+    const gitdir = join(srv.dataRoot, 'repos', 'oracle.git');
+    await new Promise<void>((resolve, reject) =>
+      execFile('git', ['--git-dir', gitdir, 'repack', '-a', '-d', '-f', '--depth=10', '--window=50'], { env: { PATH: process.env.PATH, HOME: gitdir } }, (e) => (e ? reject(e) : resolve())),
+    );
+    const verify = await new Promise<string>((resolve, reject) =>
+      execFile('sh', ['-c', `git --git-dir ${gitdir} verify-pack -v ${gitdir}/objects/pack/*.idx`], { env: { PATH: process.env.PATH, HOME: gitdir } }, (e, out) => (e ? reject(e) : resolve(out))),
+    );
+    // git made deltas of the pages' versions.
+    expect(verify).toMatch(/chain length = [1-9]/);
+    const [head, h2] = [shas[0]!, shas[2]!];
+    const fetch = (args: string[]) => `${pkt('command=fetch\n')}0001${args.map((a) => pkt(`${a}\n`)).join('')}0000`;
+    expect((await same(fetch(['no-progress', `want ${head}`, 'done']), 'version=2')).objects!.length).toBeGreaterThan(20);
+    await same(fetch(['no-progress', `want ${head}`, `have ${h2}`, 'done']), 'version=2');
+  });
 });

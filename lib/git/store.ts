@@ -166,7 +166,7 @@ export interface FileWrite {
   content: Uint8Array | null;
 }
 
-interface TreeEntry {
+export interface TreeEntry {
   mode: string;
   path: string;
   oid: string;
@@ -499,6 +499,31 @@ export class GitStore {
     const entries: TreeEntry[] = parseTree((await this.raw(id, oid, 'tree')).content);
     this.trees.set(key, entries);
     return entries;
+  }
+
+  /**
+   * Several trees at once, in the order asked: those cached from memory, the others read in pack order
+   * (ObjectReader.readMany) and cached as readTree caches them.
+   */
+  async readTrees(id: string, oids: readonly string[]): Promise<TreeEntry[][]> {
+    const out: TreeEntry[][] = new Array(oids.length);
+    const missing: number[] = [];
+    const inFlight = this.inFlight.get(id);
+    oids.forEach((oid, i) => {
+      const hit = this.trees.get(`${id}:${oid}`) ?? inFlight?.trees.get(oid);
+      if (hit) out[i] = hit;
+      else missing.push(i);
+    });
+    if (missing.length === 0) return out;
+    const read = await this.reader.readMany(this.gitdir(id), missing.map((i) => oids[i]!));
+    read.forEach((o, k) => {
+      const oid = oids[missing[k]!]!;
+      if (o.type !== 'tree') throw new StoreError(`object ${oid} is a ${o.type}, not a tree`);
+      const entries: TreeEntry[] = parseTree(o.content);
+      this.trees.set(`${id}:${oid}`, entries);
+      out[missing[k]!] = entries;
+    });
+    return out;
   }
 
   async readBlob(id: string, oid: string): Promise<Uint8Array> {

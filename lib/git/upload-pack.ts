@@ -54,6 +54,10 @@ export interface UploadProgress {
 }
 
 const FIRST_BATCH = 16;
+/** Pack bytes handed on at once (about one side-band packet). */
+const PIECE_BYTES = 60 * 1024;
+/** Trees read together at most while listing a pack's objects. */
+const TREE_BATCH = 512;
 
 interface CommitInfo {
   tree: string;
@@ -433,24 +437,36 @@ async function objectsOf(
   const ids = new IdList();
   const sent = new Set(walk.sent);
   const fallback = commons.length > 0 ? (await commits.get(commons[0]!)).tree : null;
-  const walkTree = async (tree: string, base: string | null): Promise<void> => {
-    if (tree === base || !ids.add(tree)) return;
-    checkCancelled(signal);
-    if (slice.due) await slice.next();
-    const entries = await store.readTree(id, tree);
-    const before = base ? new Map((await store.readTree(id, base)).map((e) => [e.path, e])) : null;
-    for (const e of entries) {
-      const b = before?.get(e.path);
-      if (e.type === 'tree') await walkTree(e.oid, b?.type === 'tree' ? b.oid : null);
-      else if (e.type === 'blob' && !(b && b.oid === e.oid)) ids.add(e.oid);
-    }
-  };
   for (const c of walk.sent) ids.add(c);
+  // The trees level by level (each level's trees read together, in pack order), each beside its base: the
+  // tree at the same path in the base tree, whose entries the client has.
+  let level: Array<[string, string | null]> = [];
   for (const c of walk.sent) {
     const info = await commits.get(c);
     const parent = info.parents[0];
     const base = parent !== undefined && (sent.has(parent) || walk.theirs.has(parent)) ? (await commits.get(parent)).tree : fallback;
-    await walkTree(info.tree, base);
+    level.push([info.tree, base]);
+  }
+  while (level.length > 0) {
+    const todo = level.filter(([tree, base]) => tree !== base && ids.add(tree));
+    const next: Array<[string, string | null]> = [];
+    for (let i = 0; i < todo.length; i += TREE_BATCH) {
+      checkCancelled(signal);
+      const part = todo.slice(i, i + TREE_BATCH);
+      const need = [...new Set(part.flatMap(([tree, base]) => (base ? [tree, base] : [tree])))];
+      const read = await store.readTrees(id, need);
+      const trees = new Map(need.map((oid, k) => [oid, read[k]!]));
+      for (const [tree, base] of part) {
+        if (slice.due) await slice.next();
+        const before = base ? new Map(trees.get(base)!.map((e) => [e.path, e])) : null;
+        for (const e of trees.get(tree)!) {
+          const b = before?.get(e.path);
+          if (e.type === 'tree') next.push([e.oid, b?.type === 'tree' ? b.oid : null]);
+          else if (e.type === 'blob' && !(b && b.oid === e.oid)) ids.add(e.oid);
+        }
+      }
+    }
+    level = next;
   }
   return ids;
 }
@@ -474,6 +490,10 @@ async function* packPieces(
   hash.update(packHead);
   yield packHead;
   let size = FIRST_BATCH;
+  // Records are handed on gathered in pieces of about PIECE_BYTES: one step of the streams below per piece,
+  // not per object.
+  let held: Uint8Array[] = [];
+  let heldBytes = 0;
   for (let i = 0; i < ids.count; ) {
     checkCancelled(signal);
     const n = Math.min(size, ids.count - i);
@@ -492,12 +512,19 @@ async function* packPieces(
       bytes += record.byteLength;
       hash.update(record);
       progress.sent++;
-      yield record;
-      checkCancelled(signal);
+      held.push(record);
+      heldBytes += record.byteLength;
+      if (heldBytes >= PIECE_BYTES) {
+        yield concatBytes(held);
+        held = [];
+        heldBytes = 0;
+        checkCancelled(signal);
+      }
       if (slice.due) await slice.next();
     }
     i += n;
     size = nextBatch(size, bytes, READ_BATCH);
   }
+  if (held.length > 0) yield concatBytes(held);
   yield hash.digest();
 }
