@@ -377,7 +377,9 @@ export function gitHttpCases(kind: TargetKind): void {
       // 100,000 have lines: over the body cap as sent, and (gzip-compressed to a few KB) once inflated.
       const haves = pkt(`have ${head}\n`).repeat(100_000);
       const fetchHead = `${pkt('command=fetch\n')}0001${pkt(`want ${head}\n`)}`;
-      await refused(`${fetchHead}${haves}0000`, 413, 'request body too large', v2);
+      // (As sent, 5 MB: refused on its Content-Length. Under Miniflare the Worker's early answer can reset the
+      // connection while the client still writes, so the raw body is sent to the Node server only.)
+      if (kind === 'node') await refused(`${fetchHead}${haves}0000`, 413, 'request body too large', v2);
       const zipped = gzipSync(Buffer.from(`${fetchHead}${haves}0000`));
       expect(zipped.byteLength).toBeLessThan(64 * 1024);
       await refused(zipped, 413, 'request body too large', { ...v2, 'content-encoding': 'gzip' });
