@@ -371,6 +371,7 @@ function operation(r: RouteDef, doc: RouteDoc, hostedOnly: boolean, withQuota: b
   }
   op.responses = responses;
   if (r.public) op.security = [];
+  else if (r.auth === 'git') op.security = [{ basic: [] }, { bearer: [] }];
   if (hostedOnly) op['x-hosted-only'] = true;
   return op;
 }
@@ -421,6 +422,11 @@ export function buildOpenApi(input: OpenApiInput): Json {
           scheme: 'bearer',
           description:
             'The legacy shared key (`SERVICE_API_KEY`), a session token (a JWT from `POST /v1/auth/idp`, 30 days) or a personal access token (`krp_...`).',
+        },
+        basic: {
+          type: 'http',
+          scheme: 'basic',
+          description: "git's routes only: any user name, and as the password a token the bearer scheme takes (what git sends from its prompt, URL userinfo or a credential helper).",
         },
       },
       headers: {
