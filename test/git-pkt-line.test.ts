@@ -80,27 +80,52 @@ describe('pkt-lines', () => {
     expect(err('0000'.repeat(11))).toBe('too many pkt-lines (at most 10)');
   });
 
-  it('frames a stream in side-band packets as full as allowed, across and within pieces', async () => {
-    async function* pieces() {
+  it('frames a stream in side-band packets as full as allowed, across and within pieces, in frames of whole packets', async () => {
+    async function* pieces(): AsyncGenerator<Uint8Array | Uint8Array[]> {
       yield new Uint8Array(10).fill(1);
-      yield new Uint8Array(MAX_BAND_DATA * 2).fill(2);
+      yield [new Uint8Array(MAX_BAND_DATA * 2).fill(2), new Uint8Array(3).fill(4)];
       yield new Uint8Array(5).fill(3);
     }
-    const out: Uint8Array[] = [];
-    for await (const p of sideBand(pieces())) out.push(p);
-    expect(out.map((p) => p.byteLength)).toEqual([65520, 65520, 4 + 1 + 15]);
-    expect(out.map((p) => [new TextDecoder().decode(p.subarray(0, 4)), p[4]])).toEqual([
-      ['fff0', 1],
-      ['fff0', 1],
-      ['0014', 1],
+    const split = (frames: Uint8Array[]) => {
+      const all = Buffer.concat(frames);
+      const out: Array<{ length: number; band: number; data: Buffer }> = [];
+      for (let at = 0; at < all.byteLength; ) {
+        const length = parseInt(all.subarray(at, at + 4).toString('latin1'), 16);
+        out.push({ length, band: all[at + 4]!, data: all.subarray(at + 5, at + length) });
+        at += length;
+      }
+      return out;
+    };
+    const frames: Uint8Array[] = [];
+    for await (const f of sideBand(pieces())) frames.push(f);
+    // Two whole packets a frame (at least 64 KiB: the response stream passes it on as it is), then the rest.
+    expect(frames.map((f) => f.byteLength)).toEqual([131040, 4 + 1 + 18]);
+    const packets = split(frames);
+    expect(packets.map((p) => [p.length, p.band])).toEqual([
+      [65520, 1],
+      [65520, 1],
+      [23, 1],
     ]);
-    const data = out.flatMap((p) => [...p.subarray(5)]);
-    expect(data.length).toBe(10 + 2 * MAX_BAND_DATA + 5);
-    expect([data[9], data[10], data[data.length - 6], data[data.length - 5]]).toEqual([1, 2, 2, 3]);
+    const data = Buffer.concat(packets.map((p) => p.data));
+    expect(data.byteLength).toBe(10 + 2 * MAX_BAND_DATA + 3 + 5);
+    expect([data[9], data[10], data[data.length - 9], data[data.length - 8], data[data.length - 6], data[data.length - 5]]).toEqual([1, 2, 2, 4, 4, 3]);
     const small: Uint8Array[] = [];
-    for await (const p of sideBand(pieces(), 2, 995)) small.push(p);
-    expect(Math.max(...small.map((p) => p.byteLength))).toBe(1000);
-    expect(small.every((p) => p[4] === 2)).toBe(true);
+    for await (const f of sideBand(pieces(), 2, 995)) small.push(f);
+    const smallPackets = split(small);
+    expect(Math.max(...smallPackets.map((p) => p.length))).toBe(1000);
+    expect(smallPackets.every((p) => p.band === 2)).toBe(true);
+    expect(Buffer.concat(smallPackets.map((p) => p.data)).equals(data)).toBe(true);
+    // Nothing in, nothing out; exactly a frame's worth, one frame.
+    async function* none(): AsyncGenerator<Uint8Array> {}
+    const empty: Uint8Array[] = [];
+    for await (const f of sideBand(none())) empty.push(f);
+    expect(empty).toEqual([]);
+    async function* exact(): AsyncGenerator<Uint8Array> {
+      yield new Uint8Array(2 * MAX_BAND_DATA);
+    }
+    const one: Uint8Array[] = [];
+    for await (const f of sideBand(exact())) one.push(f);
+    expect(one.map((f) => f.byteLength)).toEqual([131040]);
   });
 });
 

@@ -277,8 +277,8 @@ export class ObjectReader {
   }
 
   /**
-   * The objects `oids` as readMany reads them, but each stored whole in a pack as its record's bytes, copied as
-   * they are (the type and size header, then the deflated data: what a pack sent to git holds, with no
+   * The objects `oids` as readMany reads them, but each stored whole in a pack as its record's bytes as they
+   * are (views of the bytes read: copy what is kept) (the type and size header, then the deflated data: what a pack sent to git holds, with no
    * inflating and deflating again); a delta, a loose object or a record longer than its run's read as the
    * object itself.
    */
@@ -486,7 +486,8 @@ export class ObjectReader {
       if (!TYPES[head.type] || head.type === 4) return null;
       const end = await this.recordEnd(p, offset);
       if (end <= offset + head.at || end - start > bytes.byteLength) return null;
-      return { record: bytes.slice(rel, end - start) };
+      // A view of the run's bytes: the caller copies it on (a pack sent to git), and holds the run no longer.
+      return { record: bytes.subarray(rel, end - start) };
     } catch {
       return null;
     }

@@ -88,34 +88,55 @@ export function parsePktLines(body: Uint8Array, maxPackets: number): Pkt[] {
   return out;
 }
 
+/** Bytes a frame of side-band packets holds at least: what lib/http/stream.ts hands on without gathering. */
+const FRAME_BYTES = 64 * 1024;
+
 /**
- * Frames a stream of bytes as side-band packets of `band`, each as full as `max` allows: pieces are gathered
- * into one packet's buffer and handed out when it is full (and what is left at the end).
+ * Frames a stream of bytes as side-band packets of `band`, each as full as `max` allows. The bytes are copied
+ * once, into frames of whole packets of at least FRAME_BYTES (so the response stream passes them on as they
+ * are), each handed out when full, and what is left at the end. A piece may be a group of byte arrays.
  */
 export async function* sideBand(
-  pieces: AsyncIterable<Uint8Array>,
+  pieces: AsyncIterable<Uint8Array | Uint8Array[]>,
   band = 1,
   max = MAX_BAND_DATA,
 ): AsyncGenerator<Uint8Array, void, void> {
-  let buf = new Uint8Array(max + 5);
+  const packet = max + 5;
+  const frameBytes = Math.ceil(FRAME_BYTES / packet) * packet;
+  let frame = new Uint8Array(frameBytes);
+  /** Where the current packet starts, and where its next byte goes. */
+  let head = 0;
   let fill = 5;
-  const take = (): Uint8Array => {
-    putLength(buf, 0, fill);
-    buf[4] = band;
-    const out = buf.subarray(0, fill);
-    buf = new Uint8Array(max + 5);
-    fill = 5;
-    return out;
+  const close = () => {
+    putLength(frame, head, fill - head);
+    frame[head + 4] = band;
   };
-  for await (const piece of pieces) {
+  const add = function* (piece: Uint8Array): Generator<Uint8Array, void, void> {
     let at = 0;
     while (at < piece.byteLength) {
-      const n = Math.min(piece.byteLength - at, max + 5 - fill);
-      buf.set(piece.subarray(at, at + n), fill);
+      const n = Math.min(piece.byteLength - at, head + packet - fill);
+      frame.set(piece.subarray(at, at + n), fill);
       fill += n;
       at += n;
-      if (fill === max + 5) yield take();
+      if (fill === head + packet) {
+        close();
+        head += packet;
+        fill = head + 5;
+        if (head === frameBytes) {
+          yield frame;
+          frame = new Uint8Array(frameBytes);
+          head = 0;
+          fill = 5;
+        }
+      }
     }
+  };
+  for await (const piece of pieces) {
+    if (Array.isArray(piece)) for (const p of piece) yield* add(p);
+    else yield* add(piece);
   }
-  if (fill > 5) yield take();
+  if (fill > head + 5) {
+    close();
+    yield frame.subarray(0, fill);
+  } else if (head > 0) yield frame.subarray(0, head);
 }

@@ -57,7 +57,7 @@ const FIRST_BATCH = 16;
 /** Pack bytes handed on at once (about one side-band packet). */
 const PIECE_BYTES = 60 * 1024;
 /** Trees read together at most while listing a pack's objects. */
-const TREE_BATCH = 512;
+const TREE_BATCH = 128;
 
 interface CommitInfo {
   tree: string;
@@ -163,7 +163,7 @@ export async function uploadPack(
     progress.objects = ids.count;
     const pack = packPieces(src.store, src.id, ids, signal, slice, progress);
     if (band === 0) {
-      yield* pack;
+      for await (const group of pack) yield concatBytes(group);
       return;
     }
     yield* sideBand(pack, 1, band === 2 ? MAX_BAND_DATA : 995);
@@ -479,7 +479,7 @@ async function* packPieces(
   signal: AbortSignal,
   slice: TimeSlice,
   progress: UploadProgress,
-): AsyncGenerator<Uint8Array, void, void> {
+): AsyncGenerator<Uint8Array[], void, void> {
   const codec = store.fs.codec ?? webCodec;
   const hash = sha1Stream(codec);
   const packHead = new Uint8Array(12);
@@ -488,10 +488,10 @@ async function* packPieces(
   view.setUint32(4, 2);
   view.setUint32(8, ids.count);
   hash.update(packHead);
-  yield packHead;
+  yield [packHead];
   let size = FIRST_BATCH;
-  // Records are handed on gathered in pieces of about PIECE_BYTES: one step of the streams below per piece,
-  // not per object.
+  // Records are handed on in groups of about PIECE_BYTES: one step of the streams below per group, not per
+  // object (side-band framing copies them once, lib/git/pkt-line.ts).
   let held: Uint8Array[] = [];
   let heldBytes = 0;
   for (let i = 0; i < ids.count; ) {
@@ -515,7 +515,7 @@ async function* packPieces(
       held.push(record);
       heldBytes += record.byteLength;
       if (heldBytes >= PIECE_BYTES) {
-        yield concatBytes(held);
+        yield held;
         held = [];
         heldBytes = 0;
         checkCancelled(signal);
@@ -525,6 +525,6 @@ async function* packPieces(
     i += n;
     size = nextBatch(size, bytes, READ_BATCH);
   }
-  if (held.length > 0) yield concatBytes(held);
-  yield hash.digest();
+  if (held.length > 0) yield held;
+  yield [hash.digest()];
 }
