@@ -3,7 +3,7 @@
  * `npm run bench -- --readme`   (no run: docs/performance.md's table from bench/results/latest.json, if final)
  *
  * Starts the real server (`node dist/server.mjs`, what `npm start` runs) as a child process on a temporary data root with
- * rate limits off, seeds every repository through the HTTP API, runs workloads W1–W13 with keep-alive
+ * rate limits off, seeds every repository through the HTTP API, runs workloads W1–W14 with keep-alive
  * clients on loopback, and measures, in the same run and on the same bare repositories, the `git` command
  * doing the equivalent work (on copies where it moves refs) and a bare Hono route (W4's throughput, MEM's
  * peak RSS under the same load). Some workloads compare the service with itself in the same run: W9 a
@@ -48,8 +48,9 @@ import { w9, w12 } from './workloads/growth.ts';
 import { w10 } from './workloads/repos.ts';
 import { w11 } from './workloads/workers.ts';
 import { w13 } from './workloads/events.ts';
+import { w14 } from './workloads/git-http.ts';
 
-const WORKLOADS: Workload[] = [w1, w2, w3, w4, w5, w6, w7, w7page, w7mergeBig, w8, w9, w10, w11, w12, w13];
+const WORKLOADS: Workload[] = [w1, w2, w3, w4, w5, w6, w7, w7page, w7mergeBig, w8, w9, w10, w11, w12, w13, w14];
 /** BOOT target: `npm start` → first /health 200, seconds. */
 const BOOT_TARGET_S = 0.5;
 

@@ -39,6 +39,9 @@ import webhooksList from './webhooks/list.ts';
 import webhooksRemove from './webhooks/remove.ts';
 import webhooksTest from './webhooks/test.ts';
 import webhooksDeliveries from './webhooks/deliveries.ts';
+import gitInfoRefs from './git/info-refs.ts';
+import gitUploadPack from './git/upload-pack.ts';
+import gitReceivePack from './git/receive-pack.ts';
 
 /** Every endpoint of both builds, in one list (the hosted build adds hostedRoutes: see routesFor). */
 export const routes: RouteDef[] = [
@@ -81,6 +84,9 @@ export const routes: RouteDef[] = [
   webhooksRemove,
   webhooksTest,
   webhooksDeliveries,
+  gitInfoRefs,
+  gitUploadPack,
+  gitReceivePack,
 ];
 
 export { hostedRoutes };

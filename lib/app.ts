@@ -3,11 +3,11 @@ import type { Context, MiddlewareHandler } from 'hono';
 import type { Deps } from './deps.ts';
 import type { AppEnv, RouteDef } from './route.ts';
 import { toHttpError } from './errors.ts';
-import { BodyBudget, SMALL_BODIES_CEILING, SMALL_BODY_BYTES, bodyGuard, bodyHolders, declaredCap, type BodyKind, type BodySourceOf } from './http/body-limit.ts';
+import { BodyBudget, GIT_BODIES_CEILING, GIT_BODY_BYTES, SMALL_BODIES_CEILING, SMALL_BODY_BYTES, bodyGuard, bodyHolders, declaredCap, type BodyKind, type BodySourceOf } from './http/body-limit.ts';
 import { corsMiddleware } from './http/cors.ts';
 import { rateLimit, type LimiterFactory } from './http/rate-limit.ts';
 import { ipBucketKey, type ClientIpOf } from './http/client-ip.ts';
-import { authenticate } from './auth/middleware.ts';
+import { authenticate, authenticateGit } from './auth/middleware.ts';
 import { CachingRouter } from './http/router.ts';
 
 export interface AppOptions {
@@ -121,13 +121,14 @@ export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
     none: declaredCap(config.maxBodyBytes),
     small: guardOf(Math.min(SMALL_BODY_BYTES, config.maxBodyBytes), SMALL_BODIES_CEILING),
     push: guardOf(config.maxBodyBytes, config.maxInflightBodyBytes),
+    git: guardOf(Math.min(GIT_BODY_BYTES, config.maxBodyBytes), GIT_BODIES_CEILING),
   };
 
   // Every route but the public ones (health, sign-in, signed webhooks) resolves the caller first.
   for (const r of opts.routes) {
     const guard = guards[r.body ?? (r.method === 'POST' ? 'small' : 'none')];
     const chain: MiddlewareHandler<AppEnv>[] = [];
-    if (!r.public) chain.push(authenticate);
+    if (!r.public) chain.push(r.auth === 'git' ? authenticateGit : authenticate);
     chain.push(guard);
     // (Hono's overloads want a fixed count; at run time `on` takes any number of handlers.)
     app.on(r.method, r.path, ...(chain as [MiddlewareHandler<AppEnv>]), r.handler);

@@ -46,6 +46,8 @@ const JSON_TYPE = 'application/json';
 const COMPONENT = '#/components/schemas/';
 
 const AUTH_ERRORS = ['missing authorization header', 'invalid authorization format, expected Bearer <token>', 'invalid token'];
+/** git's routes take Basic credentials too, and their 401s carry `WWW-Authenticate: Basic realm="kr"`. */
+const GIT_AUTH_ERRORS = ['missing authorization header', 'invalid authorization format, expected Basic or Bearer credentials', 'invalid token'];
 const QUOTA_MESSAGES: Record<'quota_repos' | 'quota_members', string> = {
   quota_repos: 'repository limit reached for your plan (<limit>)',
   quota_members: "member limit reached for this repository's plan (<limit>)",
@@ -64,6 +66,7 @@ const TAGS: Array<{ name: string; description: string }> = [
   { name: 'Members', description: 'Membership, invite keys and the activity feed.' },
   { name: 'Live', description: 'Events of a repository as they happen (Server-Sent Events).' },
   { name: 'Webhooks', description: 'Signed POSTs of a repository\'s events to other services.' },
+  { name: 'Git', description: "Clone and fetch with git's own client (smart HTTP, read-only)." },
   { name: 'Billing', description: 'Plans and payments (hosted build only).' },
   { name: 'Admin', description: "The service operator's views (hosted build only)." },
 ];
@@ -289,7 +292,7 @@ function operation(r: RouteDef, doc: RouteDoc, hostedOnly: boolean, withQuota: b
     for (const m of messages) if (!list.includes(m)) list.push(m);
     errors.set(status, list);
   };
-  if (!r.public) add(401, ...AUTH_ERRORS);
+  if (!r.public) add(401, ...(r.auth === 'git' ? GIT_AUTH_ERRORS : AUTH_ERRORS));
   for (const [status, messages] of Object.entries(doc.errors ?? {})) add(Number(status), ...messages);
   if (withQuota) for (const q of doc.quota ?? []) add(402, doc.quotaMessage?.[q] ?? QUOTA_MESSAGES[q]);
   if (bodyKind !== 'none') {
@@ -311,6 +314,15 @@ function operation(r: RouteDef, doc: RouteDoc, hostedOnly: boolean, withQuota: b
       // One status, two shapes (a push's 409: conflicts, or a refusal of the whole push).
       const a = successResponse(ok, w);
       const b = errorResponse(status, messages, w, messages.some((m) => RETRY_MESSAGES.has(m)));
+      if (!(JSON_TYPE in ((a.content as Json | undefined) ?? {}))) {
+        // One status, two media types (git's push refusal in text/plain, or a JSON refusal).
+        responses[status] = {
+          description: `${ok.description} Or a refusal, ${b.description as string}`,
+          headers: b.headers,
+          content: { ...(a.content as Json), ...(b.content as Json) },
+        };
+        continue;
+      }
       const aSchema = ((a.content as Json)[JSON_TYPE] as Json).schema;
       const bSchema = ((b.content as Json)[JSON_TYPE] as Json).schema;
       responses[status] = {
@@ -322,6 +334,9 @@ function operation(r: RouteDef, doc: RouteDoc, hostedOnly: boolean, withQuota: b
     else if (messages) {
       const shared = sharedResponse(status, messages);
       responses[status] = shared ? { $ref: shared } : errorResponse(status, messages, w, messages.some((m) => RETRY_MESSAGES.has(m)));
+      if (status === 401 && r.auth === 'git') {
+        ((responses[status] as Json).headers as Json)['WWW-Authenticate'] = { description: '`Basic realm="kr"`: git asks for credentials.', required: true, schema: { type: 'string' } };
+      }
     }
   }
 
@@ -356,6 +371,7 @@ function operation(r: RouteDef, doc: RouteDoc, hostedOnly: boolean, withQuota: b
   }
   op.responses = responses;
   if (r.public) op.security = [];
+  else if (r.auth === 'git') op.security = [{ basic: [] }, { bearer: [] }];
   if (hostedOnly) op['x-hosted-only'] = true;
   return op;
 }
@@ -406,6 +422,11 @@ export function buildOpenApi(input: OpenApiInput): Json {
           scheme: 'bearer',
           description:
             'The legacy shared key (`SERVICE_API_KEY`), a session token (a JWT from `POST /v1/auth/idp`, 30 days) or a personal access token (`krp_...`).',
+        },
+        basic: {
+          type: 'http',
+          scheme: 'basic',
+          description: "git's routes only: any user name, and as the password a token the bearer scheme takes (what git sends from its prompt, URL userinfo or a credential helper).",
         },
       },
       headers: {

@@ -28,8 +28,8 @@ import { commitJson } from './wire.ts';
 export async function openRepo(
   c: Context<AppEnv>,
   action: Action,
+  id: string = repoIdParam(c),
 ): Promise<{ id: string; identity: Identity; role: Role | null }> {
-  const id = repoIdParam(c);
   const { identity, role } = await authorizeRepo(c, action, id);
   if (!(await c.get('deps').repos.exists(id))) {
     throw identity.kind === 'legacy' ? new HttpError(404, 'repo not found') : new HttpError(403, 'not a member of this repo');

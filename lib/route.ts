@@ -28,8 +28,14 @@ export interface RouteDef {
   /** No credential needed (health, sign-in, signed webhooks). Every other route runs behind authentication. */
   public?: boolean;
   /**
+   * `git`: git's smart-HTTP routes, which also take HTTP Basic credentials (any user name, the token as the
+   * password) and answer their 401s with `WWW-Authenticate: Basic realm="kr"` (lib/auth/resolve.ts).
+   */
+  auth?: 'git';
+  /**
    * The request body this route reads (lib/http/body-limit.ts): `none` (never read), `small` (JSON up to
-   * 64 KiB) or `push` (up to SERVICE_MAX_BODY_BYTES). Default: `small` for POST, `none` otherwise.
+   * 64 KiB), `push` (up to SERVICE_MAX_BODY_BYTES) or `git` (a git client's request, up to GIT_BODY_BYTES).
+   * Default: `small` for POST, `none` otherwise.
    */
   body?: BodyKind;
   /**

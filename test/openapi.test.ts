@@ -91,7 +91,12 @@ describe('the OpenAPI document', () => {
       if (!isPublic) {
         const r401 = op.responses['401'];
         if (r401.$ref) expect(r401.$ref, `${method} ${path}`).toBe('#/components/responses/Unauthorized');
-        else expect(r401.description, `${method} ${path}`).toMatch(/^One of: `missing authorization header`; `invalid authorization format, expected Bearer <token>`; `invalid token`; /);
+        else if (op.tags[0] === 'Git') {
+          // git's routes take Basic credentials too, and their 401 asks for them.
+          expect(op.security, `${method} ${path}`).toEqual([{ basic: [] }, { bearer: [] }]);
+          expect(r401.description).toBe('One of: `missing authorization header`; `invalid authorization format, expected Basic or Bearer credentials`; `invalid token`.');
+          expect(r401.headers['WWW-Authenticate']).toMatchObject({ required: true });
+        } else expect(r401.description, `${method} ${path}`).toMatch(/^One of: `missing authorization header`; `invalid authorization format, expected Bearer <token>`; `invalid token`; /);
       }
       expect('429' in op.responses, `${method} ${path}`).toBe(path !== '/health' && path !== '/openapi.json');
       expect(op.responses['500'], `${method} ${path}`).toEqual({ $ref: '#/components/responses/InternalError' });

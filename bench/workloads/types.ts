@@ -42,6 +42,10 @@ export interface Scale {
   w11Pages: number;
   /** W13: open event streams. */
   w13Streams: number;
+  /** W14: pages in the repository git clones, timed clones (each side), timed one-commit fetches (each side). */
+  w14Pages: number;
+  w14Reps: number;
+  w14FetchReps: number;
 }
 
 export const SCALES: Record<Scale['name'], Scale> = {
@@ -71,6 +75,9 @@ export const SCALES: Record<Scale['name'], Scale> = {
     w10Pages: 100,
     w11Pages: 10_000,
     w13Streams: 200,
+    w14Pages: 10_000,
+    w14Reps: 5,
+    w14FetchReps: 20,
   },
   small: {
     name: 'small',
@@ -98,6 +105,9 @@ export const SCALES: Record<Scale['name'], Scale> = {
     w10Pages: 100,
     w11Pages: 1_000,
     w13Streams: 200,
+    w14Pages: 2_000,
+    w14Reps: 3,
+    w14FetchReps: 10,
   },
 };
 

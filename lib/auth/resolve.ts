@@ -57,6 +57,47 @@ export async function resolveToken(deps: Pick<Deps, 'config' | 'clock' | 'users'
   return { kind: 'user', userId: user.id, email: user.email, name: user.name, via: 'session' };
 }
 
+/** The 401s of git's routes carry this, so that git asks for (or looks up) credentials. */
+export const GIT_CHALLENGE = { 'WWW-Authenticate': 'Basic realm="kr"' };
+export const BAD_GIT_AUTH_FORMAT = 'invalid authorization format, expected Basic or Bearer credentials';
+
+/**
+ * The token of a git client's Authorization header: `Basic base64(<any user name>:<token>)` (what git sends
+ * from its prompt, URL userinfo or a credential helper; the user name is ignored) or `Bearer <token>`.
+ */
+export function gitToken(header: string | undefined | null): string {
+  const value = header?.trim() ?? '';
+  if (value === '') throw new HttpError(401, MISSING_AUTH);
+  const m = /^([^\s]+)(?:\s+(.*))?$/s.exec(value);
+  const scheme = (m?.[1] ?? '').toLowerCase();
+  const rest = m?.[2]?.trim() ?? '';
+  if (scheme === 'bearer' && rest !== '') return rest;
+  if (scheme !== 'basic' || !/^[A-Za-z0-9+/]+=*$/.test(rest)) throw new HttpError(401, BAD_GIT_AUTH_FORMAT);
+  let decoded: string;
+  try {
+    decoded = new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(atob(rest), (ch) => ch.charCodeAt(0)));
+  } catch {
+    throw new HttpError(401, BAD_GIT_AUTH_FORMAT);
+  }
+  const colon = decoded.indexOf(':');
+  const token = colon < 0 ? '' : decoded.slice(colon + 1);
+  if (token === '') throw new HttpError(401, INVALID_TOKEN);
+  return token;
+}
+
+/** A git route's Authorization header → identity, or the matching 401 with GIT_CHALLENGE. */
+export async function resolveGitAuthorization(
+  deps: Pick<Deps, 'config' | 'clock' | 'users' | 'pats'>,
+  header: string | undefined | null,
+): Promise<Identity> {
+  try {
+    return await resolveToken(deps, gitToken(header));
+  } catch (e) {
+    if (e instanceof HttpError && e.status === 401) throw new HttpError(401, e.message, e.extra, { ...e.headers, ...GIT_CHALLENGE });
+    throw e;
+  }
+}
+
 /** Authorization header value → identity, or the matching 401. */
 export async function resolveAuthorization(
   deps: Pick<Deps, 'config' | 'clock' | 'users' | 'pats'>,

@@ -34,6 +34,9 @@ export interface RawObject {
   content: Uint8Array;
 }
 
+/** An object as readRecords gives it: its pack record's bytes as stored (a whole object), or the object itself. */
+export type PackedObject = { record: Uint8Array } | RawObject;
+
 
 /** The largest object read (bytes, inflated): pages and their trees are far below it; a bomb is not. */
 export const MAX_OBJECT_BYTES = 256 * 1024 * 1024;
@@ -273,6 +276,21 @@ export class ObjectReader {
     return oids.map((oid) => found.get(oid)!);
   }
 
+  /**
+   * The objects `oids` as readMany reads them, but each stored whole in a pack as its record's bytes as they
+   * are (views of the bytes read: copy what is kept) (the type and size header, then the deflated data: what a pack sent to git holds, with no
+   * inflating and deflating again); a delta, a loose object or a record longer than its run's read as the
+   * object itself.
+   */
+  async readRecords(gitdir: string, oids: readonly string[]): Promise<PackedObject[]> {
+    const found = new Map<string, PackedObject>();
+    let rest = [...new Set(oids)].sort();
+    for (const oid of rest) if (!/^[0-9a-f]{40}$/.test(oid)) throw new ObjectMissingError(oid);
+    if (this.fs.packs && rest.length > 0) rest = await this.readPacked(gitdir, rest, found, true);
+    for (const oid of rest) found.set(oid, await this.find(gitdir, oid, 0));
+    return oids.map((oid) => found.get(oid)!);
+  }
+
   /** read, as the base of a delta `depth` steps down a chain. */
   private async find(gitdir: string, oid: string, depth: number): Promise<RawObject> {
     const bin = oidBytes(oid);
@@ -403,7 +421,7 @@ export class ObjectReader {
    * readMany's pack-order part: the places of `oids` (sorted), then each pack's records in offset order, a
    * run of them per read. Fills `found`; returns the ids left for one-by-one reads.
    */
-  private async readPacked(gitdir: string, oids: string[], found: Map<string, RawObject>): Promise<string[]> {
+  private async readPacked(gitdir: string, oids: string[], found: Map<string, PackedObject>, records = false): Promise<string[]> {
     let repo = this.repos.get(gitdir) ?? (await this.list(gitdir));
     const left: string[] = [];
     let at: Array<Location & { oid: string }> = [];
@@ -446,12 +464,33 @@ export class ObjectReader {
         // Inflating thousands of objects is work on this thread: other requests get turns between slices.
         if (slice.due) await slice.next();
         // What the run cannot give (a delta, a long record) is read from its place, already known.
-        const got = (bytes && (await this.fromRun(pack, bytes, start, r.offset, r.oid))) || (await this.fromKnown(gitdir, r));
+        const got =
+          (bytes && (await (records ? this.recordFromRun(pack, bytes, start, r.offset, r.oid) : this.fromRun(pack, bytes, start, r.offset, r.oid)))) ||
+          (await this.fromKnown(gitdir, r));
         if (got) found.set(r.oid, got);
         else left.push(r.oid);
       }
     }
     return left;
+  }
+
+  /**
+   * The record of a whole object starting at `offset`, copied from `bytes` (the pack's bytes from `start`) to
+   * its exact end, or null: a delta, a record running past them, a place the pack and its index disagree on.
+   */
+  private async recordFromRun(p: Pack, bytes: Uint8Array, start: number, offset: number, oid: string): Promise<{ record: Uint8Array } | null> {
+    try {
+      const rel = offset - start;
+      if (offset < 12 || rel >= bytes.byteLength) return null;
+      const head = recordHead(bytes.subarray(rel, rel + 32), offset, oid);
+      if (!TYPES[head.type] || head.type === 4) return null;
+      const end = await this.recordEnd(p, offset);
+      if (end <= offset + head.at || end - start > bytes.byteLength) return null;
+      // A view of the run's bytes: the caller copies it on (a pack sent to git), and holds the run no longer.
+      return { record: bytes.subarray(rel, end - start) };
+    } catch {
+      return null;
+    }
   }
 
   /** The object at `at` as `read` gives it, or null when its pack is gone (then it is looked up again). */

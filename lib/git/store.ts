@@ -166,7 +166,7 @@ export interface FileWrite {
   content: Uint8Array | null;
 }
 
-interface TreeEntry {
+export interface TreeEntry {
   mode: string;
   path: string;
   oid: string;
@@ -501,6 +501,31 @@ export class GitStore {
     return entries;
   }
 
+  /**
+   * Several trees at once, in the order asked: those cached from memory, the others read in pack order
+   * (ObjectReader.readMany) and cached as readTree caches them.
+   */
+  async readTrees(id: string, oids: readonly string[]): Promise<TreeEntry[][]> {
+    const out: TreeEntry[][] = new Array(oids.length);
+    const missing: number[] = [];
+    const inFlight = this.inFlight.get(id);
+    oids.forEach((oid, i) => {
+      const hit = this.trees.get(`${id}:${oid}`) ?? inFlight?.trees.get(oid);
+      if (hit) out[i] = hit;
+      else missing.push(i);
+    });
+    if (missing.length === 0) return out;
+    const read = await this.reader.readMany(this.gitdir(id), missing.map((i) => oids[i]!));
+    read.forEach((o, k) => {
+      const oid = oids[missing[k]!]!;
+      if (o.type !== 'tree') throw new StoreError(`object ${oid} is a ${o.type}, not a tree`);
+      const entries: TreeEntry[] = parseTree(o.content);
+      this.trees.set(`${id}:${oid}`, entries);
+      out[missing[k]!] = entries;
+    });
+    return out;
+  }
+
   async readBlob(id: string, oid: string): Promise<Uint8Array> {
     const key = `${id}:${oid}`;
     const hit = this.blobs.get(key) ?? this.inFlight.get(id)?.blobs.get(oid);
@@ -550,6 +575,18 @@ export class GitStore {
     return read.map((o, i) => {
       if (o.type === 'tag') throw new StoreError(`object ${oids[i]} is a tag, not a blob, tree or commit`);
       return { type: o.type, content: o.content };
+    });
+  }
+
+  /**
+   * Several objects for a pack sent to git (lib/git/upload-pack.ts), in the order asked: each stored whole in a
+   * pack as its record's bytes as they are, any other as readObject gives it (ObjectReader.readRecords).
+   */
+  async readRecords(id: string, oids: readonly string[]): Promise<Array<{ record: Uint8Array } | { type: ObjectType; content: Uint8Array }>> {
+    const read = await this.reader.readRecords(this.gitdir(id), oids);
+    return read.map((o, i) => {
+      if ('type' in o && o.type === 'tag') throw new StoreError(`object ${oids[i]} is a tag, not a blob, tree or commit`);
+      return o as { record: Uint8Array } | { type: ObjectType; content: Uint8Array };
     });
   }
 

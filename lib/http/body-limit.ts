@@ -53,7 +53,11 @@ export const SHARES_PER_BUDGET = 4;
 export const BUSY_RETRY_AFTER_SECONDS = 5;
 
 /** What a route's body is: see the file comment. */
-export type BodyKind = 'none' | 'small' | 'push';
+export type BodyKind = 'none' | 'small' | 'push' | 'git';
+/** Cap of a git client's upload-pack request (want and have lines: a round of 32,768 haves is 1.6 MB). */
+export const GIT_BODY_BYTES = 2 * 1024 * 1024;
+/** Ceiling of git requests' own budget: eight maximal ones, two per holder. */
+export const GIT_BODIES_CEILING = 8 * GIT_BODY_BYTES;
 
 /** A refused body: an HttpError, with its response headers (rendered by lib/app.ts). */
 export class BodyRefused extends HttpError {

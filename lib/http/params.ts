@@ -12,8 +12,7 @@ const LOGGED_RAW_ID = 200;
  * the caller meant, every stripped id is logged (`repo_id_stripped`: the raw and stripped forms, and the
  * request id).
  */
-export function repoIdParam(c: Context<AppEnv>): string {
-  const raw = c.req.param('id') ?? '';
+export function repoIdParam(c: Context<AppEnv>, raw: string = c.req.param('id') ?? ''): string {
   const id = stripRepoId(raw);
   if (id === null) throw new HttpError(400, 'invalid repo id');
   if (id !== raw) {
@@ -24,6 +23,12 @@ export function repoIdParam(c: Context<AppEnv>): string {
     });
   }
   return id;
+}
+
+/** The `:id` of a git route: `<id>.git` or `<id>`, then as repoIdParam. */
+export function gitRepoIdParam(c: Context<AppEnv>): string {
+  const raw = c.req.param('id') ?? '';
+  return repoIdParam(c, raw.endsWith('.git') ? raw.slice(0, -4) : raw);
 }
 
 /**

@@ -125,6 +125,20 @@ export class PathIndex {
     return toCommit(rows[0]!);
   }
 
+  /** Which of `shas` (40 hex digits each) are commits of the branch, in batches under the backends' parameter limit. */
+  async knownCommits(repo: string, shas: readonly string[]): Promise<Set<string>> {
+    const out = new Set<string>();
+    for (let i = 0; i < shas.length; i += ENTRIES_CHUNK) {
+      const chunk = shas.slice(i, i + ENTRIES_CHUNK);
+      const rows = await this.db.all<Row>(
+        `SELECT sha FROM git_commits WHERE repo_id = ? AND sha IN (${chunk.map(() => '?').join(', ')})`,
+        [repo, ...chunk],
+      );
+      for (const r of rows) out.add(String(r.sha));
+    }
+    return out;
+  }
+
   /** The page at head: its blob and the last commit that touched it, or null. */
   async entry(repo: string, path: string): Promise<HeadEntry | null> {
     const r = await this.db.get<Row>(

@@ -2,6 +2,8 @@ import type { Clock } from '../clock.ts';
 import type { Repos, StreamOptions } from './repos.ts';
 import { bundleStream, nextBatch } from '../git/bundle.ts';
 import { pullBody } from '../pull-body.ts';
+import { uploadPack, type UploadAnswer } from '../git/upload-pack.ts';
+import type { FetchRequest } from '../git/upload-request.ts';
 import { checkCancelled, type StreamWatch } from '../http/stream.ts';
 import { TimeSlice } from '../time-slice.ts';
 import { PathIndex, type HeadEntry, type IndexedCommit, type PageContents } from './path-index.ts';
@@ -263,6 +265,14 @@ export class RepoStore implements Repos {
     await this.ready(id);
     if (this.bundler) return this.bundler(id, { onEnd: opts.onEnd });
     return bundleStream(this.git, id, { onEnd: opts.onEnd });
+  }
+
+  /** git's upload-pack answer to a fetch (lib/git/upload-pack.ts), as of the branch's head now. */
+  async uploadPack(id: string, req: FetchRequest, opts: StreamOptions = {}): Promise<UploadAnswer> {
+    await this.ready(id);
+    const head = await this.git.head(id);
+    const source = { store: this.git, id, head, commitsKnown: (shas: readonly string[]) => this.index.knownCommits(id, shas) };
+    return uploadPack(source, req, { onEnd: opts.onEnd });
   }
 
   /**

@@ -4,6 +4,8 @@ import type { SearchOptions, SearchPage } from '../search/results.ts';
 import type { Stmt } from '../db/sql.ts';
 import type { LinksResponse } from '../../schema/wire/links.ts';
 import type { StreamWatch } from '../http/stream.ts';
+import type { FetchRequest } from '../git/upload-request.ts';
+import type { UploadAnswer } from '../git/upload-pack.ts';
 
 /**
  * Repositories as handlers and lib/ see them, whatever holds them: on Node, RepoStore over bare
@@ -73,6 +75,11 @@ export interface Repos {
   readBlob(id: string, oid: string): Promise<Uint8Array>;
   /** The repository as a git bundle (lib/git/bundle.ts), streamed as it is read, or null while it has no commit. */
   exportBody(id: string, opts?: StreamOptions): Promise<ReadableStream<Uint8Array> | null>;
+  /**
+   * git's upload-pack answer to a parsed fetch (lib/git/upload-pack.ts), streamed as it is read; `sends`: it
+   * holds a pack with commits in it.
+   */
+  uploadPack(id: string, req: FetchRequest, opts?: StreamOptions): Promise<UploadAnswer>;
   /** The derived index's path queries (lib/repo/path-index.ts), for the diff service. */
   readonly index: RepoIndex;
 }

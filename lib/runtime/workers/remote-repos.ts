@@ -5,6 +5,8 @@ import type { Clock } from '../../clock.ts';
 import { errorFromWire, type WireError } from '../../errors.ts';
 import { openSealedBody } from './sealed-body.ts';
 import type { RepoIndex, Repos, StreamOptions } from '../../repo/repos.ts';
+import type { FetchRequest } from '../../git/upload-request.ts';
+import type { UploadAnswer } from '../../git/upload-pack.ts';
 import {
   BODY_ERROR_HEADER,
   BODY_PARAMS_HEADER,
@@ -12,6 +14,7 @@ import {
   forwarding,
   indexMethodName,
   PAGES_HEADER,
+  SENDS_HEADER,
   type BodyParams,
   type RepoNamespace,
   type ServedRepoMethod,
@@ -137,15 +140,17 @@ export class RemoteRepos implements Repos {
     return true;
   }
   /**
-   * A pull's or an export's body from the object (RepoObject.fetch with BODY_PARAMS_HEADER: a response body is
+   * A pull's, an export's or an upload-pack's body from the object (RepoObject.fetch with BODY_PARAMS_HEADER: a response body is
    * cancelled in the object when the client goes away, a stream returned by an RPC method is not). The object
    * logs how the stream ended (`onEnd` stays unused here; `requestId` goes with it). A refusal's body is the
    * error's wire form, rebuilt here as the same class. A streamed body comes sealed (sealed-body.ts): one that
    * ends without its end mark (its stream failed in the object) fails here, and the client's transfer breaks.
    */
-  private async body(id: string, params: BodyParams): Promise<Response> {
+  private async body(id: string, params: BodyParams, json?: unknown): Promise<Response> {
     const stub = this.ns.get(this.ns.idFromName(id));
-    const res = await stub.fetch(new Request('https://repo/body', { headers: { [BODY_PARAMS_HEADER]: JSON.stringify(params) } }));
+    const init: RequestInit = { headers: { [BODY_PARAMS_HEADER]: JSON.stringify(params) } };
+    if (json !== undefined) Object.assign(init, { method: 'POST', body: JSON.stringify(json) });
+    const res = await stub.fetch(new Request('https://repo/body', init));
     if (res.headers.get(BODY_ERROR_HEADER)) throw errorFromWire((await res.json()) as WireError);
     return res;
   }
@@ -165,5 +170,13 @@ export class RemoteRepos implements Repos {
     if (opts.requestId !== undefined) params.requestId = opts.requestId;
     const res = await this.body(id, params);
     return res.status === 204 ? null : openSealedBody(res.body ?? new Response('').body!);
+  }
+
+  /** As pullBody: the object negotiates and streams the pack (RepoStore.uploadPack); the request goes as JSON. */
+  async uploadPack(id: string, req: FetchRequest, opts: StreamOptions = {}): Promise<UploadAnswer> {
+    const params: BodyParams = { method: 'upload-pack', repo: id };
+    if (opts.requestId !== undefined) params.requestId = opts.requestId;
+    const res = await this.body(id, params, req);
+    return { sends: res.headers.get(SENDS_HEADER) === '1', body: openSealedBody(res.body ?? new Response('').body!) };
   }
 }

@@ -8,6 +8,7 @@ import { DoFs } from './store-fs.ts';
 import { PathIndex, type HeadEntry } from '../../repo/path-index.ts';
 import { RepoStore, type PushFile } from '../../repo/repo-store.ts';
 import { GitStore } from '../../git/store.ts';
+import type { FetchRequest } from '../../git/upload-request.ts';
 import type { SearchOptions } from '../../search/results.ts';
 import { sharedTextStore } from '../../search/fts.ts';
 import { loadConfig, type Config } from '../../config.ts';
@@ -31,6 +32,7 @@ import {
   BODY_ERROR_HEADER,
   BODY_PARAMS_HEADER,
   PAGES_HEADER,
+  SENDS_HEADER,
   STREAM_PARAMS_HEADER,
   type BodyParams,
   type Outcome,
@@ -346,7 +348,7 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
    */
   override async fetch(request: Request): Promise<Response> {
     const wanted = request.headers.get(BODY_PARAMS_HEADER);
-    if (wanted) return this.#body(JSON.parse(wanted) as BodyParams);
+    if (wanted) return this.#body(JSON.parse(wanted) as BodyParams, request);
     const header = request.headers.get(STREAM_PARAMS_HEADER);
     if (!header) return refusal(errorToWire(new HttpError(404, 'not found'))!);
     const params = JSON.parse(header) as StreamParams;
@@ -363,7 +365,7 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
    * (sealed-body.ts): its stream failing here (the repository deleted meanwhile) does not reach the Worker as
    * an error, its missing end mark does.
    */
-  async #body(p: BodyParams): Promise<Response> {
+  async #body(p: BodyParams, request: Request): Promise<Response> {
     // Asked for while a deletion runs: after it (then the repository is gone, unless the deletion gave up).
     while (this.#deletion) await this.#deletion.catch(() => undefined);
     let ended!: () => void;
@@ -373,6 +375,13 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
     let body: ReadableStream<Uint8Array> | null = null;
     try {
       const onEnd = logStreamEnd(log, { id: p.requestId, repo: p.repo, what: p.method });
+      if (p.method === 'upload-pack') {
+        const req = (await request.json()) as FetchRequest;
+        const r = await this.#serve(p.repo, (s) => s.uploadPack(p.repo, req, { onEnd }));
+        if (!r.ok) return Response.json(r.error, { headers: { [BODY_ERROR_HEADER]: '1' } });
+        body = sealBody(r.value.body, ended);
+        return new Response(body, { headers: { [SENDS_HEADER]: r.value.sends ? '1' : '0' } });
+      }
       if (p.method === 'pull') {
         const r = await this.#serve(p.repo, (s) => s.pullBody(p.repo, p.since, { onEnd }));
         if (!r.ok) return Response.json(r.error, { headers: { [BODY_ERROR_HEADER]: '1' } });

@@ -30,7 +30,8 @@ export type RegistryMember =
   | 'creation'
   | 'index'
   | 'pullBody'
-  | 'exportBody';
+  | 'exportBody'
+  | 'uploadPack';
 /** The Repos methods the object serves, by the same name and arguments. */
 export type ServedRepoMethod = Exclude<keyof Repos, RegistryMember>;
 /** The Live methods the object serves by RPC (`stream` goes through its `fetch`; `deleted` is the object's own doing). */
@@ -84,9 +85,15 @@ export const BODY_ERROR_HEADER = 'x-kr-error';
 /** A pull body's answer: `1` when it holds any page. */
 export const PAGES_HEADER = 'x-kr-pages';
 
-/** A pull's or an export's body, asked for by the Worker (RemoteRepos). */
+/** A git fetch's answer: `1` when it sends a pack with commits in it. */
+export const SENDS_HEADER = 'x-kr-sends';
+
+/**
+ * A pull's, an export's or a git fetch's body, asked for by the Worker (RemoteRepos). A fetch's parsed request
+ * (lib/git/upload-request.ts FetchRequest) is the body of the Worker's request, as JSON.
+ */
 export interface BodyParams {
-  method: 'pull' | 'export';
+  method: 'pull' | 'export' | 'upload-pack';
   repo: string;
   since?: string;
   requestId?: string;
