@@ -18,8 +18,11 @@ import type { SearchOptions, SearchPage } from '../search/results.ts';
 import { EventLog, deliveriesQueued, pushEventData } from '../events/log.ts';
 import { WebhookStore } from '../events/webhook-store.ts';
 import type { PathStatus } from '../../schema/wire/events.ts';
+import { ImportSessions, type ImportCheckOptions, type ImportRuntime } from './import-store.ts';
+import type { ImportPlan } from '../git/import.ts';
 import {
   ConcurrentUpdateError,
+  HttpError,
   LockTimeoutError,
   PathCaseError,
   RepoBusyError,
@@ -202,11 +205,16 @@ export class RepoStore implements Repos {
   private readonly headCache: LruCache<HeadEntry | null>;
   private readonly heads = new Map<string, { gen: number }>();
 
+  /** Imports of git bundles (lib/repo/import-store.ts), where the runtime gave a place for their bodies. */
+  private readonly imports: ImportSessions | null;
+
   constructor(
     readonly git: GitStore,
     index: PathIndex,
     private readonly clock: Clock,
+    imports?: ImportRuntime,
   ) {
+    this.imports = imports ? new ImportSessions(imports, git) : null;
     this.index = index;
     this.events = new EventLog(index.database, clock);
     this.webhooks = new WebhookStore(index.database, clock);
@@ -248,6 +256,53 @@ export class RepoStore implements Repos {
   async exportBody(id: string, opts: StreamOptions = {}): Promise<ReadableStream<Uint8Array> | null> {
     await this.ready(id);
     return bundleStream(this.git, id, { onEnd: opts.onEnd });
+  }
+
+  #imports(): ImportSessions {
+    if (!this.imports) throw new HttpError(501, 'imports are not available on this server');
+    return this.imports;
+  }
+
+  /** Repos.importBegin: a new import's spool; its token. */
+  importBegin(id: string): Promise<string> {
+    return this.#imports().begin(id);
+  }
+
+  importAppend(id: string, token: string, chunk: Uint8Array): Promise<void> {
+    return this.#imports().append(id, token, chunk);
+  }
+
+  importCheck(id: string, token: string, opts: ImportCheckOptions): Promise<ImportPlan> {
+    return this.#imports().check(id, token, opts);
+  }
+
+  /**
+   * Repos.importFinish: under the repository's lock, the checked import's objects are kept, the branch starts
+   * at its head, and the index is rebuilt from git at once (the catch-up a missing index gets: commits,
+   * pages at head, links, full text). The spool goes whatever happens.
+   */
+  async importFinish(id: string, token: string): Promise<ImportPlan> {
+    const imports = this.#imports();
+    try {
+      return await this.git.withLock(
+        id,
+        async (progress) => {
+          progress.step('keep imported objects');
+          const plan = await imports.keep(id, token);
+          this.invalidate(id);
+          progress.step('index imported history');
+          await this.index.sync(id, this.git);
+          return plan;
+        },
+        { owner: 'import', step: 'import' },
+      );
+    } finally {
+      await imports.discard(id, token);
+    }
+  }
+
+  async importDiscard(id: string, token: string): Promise<void> {
+    await this.imports?.discard(id, token);
   }
 
   /**

@@ -19,6 +19,8 @@ export interface Target {
   url: string;
   /** The server's log lines so far (JSON). */
   logs: string[];
+  /** The Node server's data directory (undefined for workerd, whose storage is its own). */
+  dataRoot?: string;
   /**
    * fetch against the target with the legacy key unless `token` says otherwise (null: no header). Every
    * answer is checked against the OpenAPI document of the target's build (test/helpers/openapi-check.ts):
@@ -72,7 +74,7 @@ function client(url: string, checker: ResponseChecker): Target['api'] {
 export async function startTarget(kind: TargetKind, env: Record<string, string> = {}): Promise<Target> {
   if (kind === 'node') {
     const srv = await startTestServer({ env });
-    return { kind, url: srv.url, logs: srv.logs, api: client(srv.url, checkerFor(env)), stop: () => srv.stop() };
+    return { kind, url: srv.url, logs: srv.logs, dataRoot: srv.dataRoot, api: client(srv.url, checkerFor(env)), stop: () => srv.stop() };
   }
   const dir = await tempDir('kr-workers-');
   const logs: string[] = [];

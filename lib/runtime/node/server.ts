@@ -11,6 +11,7 @@ import type { LibsqlDatabase } from './libsql.ts';
 import type { Logger } from '../../log.ts';
 import { openDatabaseFile } from './open-db.ts';
 import { GitStore, LOCK_WAIT_MS } from '../../git/store.ts';
+import { nodeImportRuntime } from './import-spool.ts';
 import { nodeStoreFs } from './store-fs.ts';
 import { PathIndex } from '../../repo/path-index.ts';
 import { RepoStore } from '../../repo/repo-store.ts';
@@ -69,7 +70,12 @@ export async function openNodeDeps(
   // Each repository's full-text rows in a file of its own, searched on worker threads (lib/runtime/node/search-files.ts).
   await mkdir(join(config.dataRoot, 'search'), { recursive: true });
   await dropSharedRows(db);
-  const repos = new RepoStore(git, new PathIndex(db, { text: new IndexFiles(join(config.dataRoot, 'search')) }), clock);
+  const repos = new RepoStore(
+    git,
+    new PathIndex(db, { text: new IndexFiles(join(config.dataRoot, 'search')) }),
+    clock,
+    nodeImportRuntime(join(config.dataRoot, 'repos')),
+  );
   // A repository deletion that a crash cut short is finished (rows and directory) before serving.
   await repos.finishRemovals();
   const members = new Members(db, clock);
