@@ -194,6 +194,9 @@ export function importCases(kind: TargetKind): void {
         const names = readdirSync(join(t.dataRoot, 'repos'));
         expect(names.filter((n) => n.startsWith('.import-') || n.startsWith(`${repo}.git`))).toEqual([]);
       }
+      // No member row either: the id made now by the legacy key (which owns nothing) has no member at all.
+      expect((await call(`/v1/repos/${repo}`, { method: 'POST' })).status).toBe(201);
+      expect(await call(`/v1/repos/${repo}/members`)).toEqual({ status: 200, body: { members: [] } });
     };
     const timeline = async (repo: string) =>
       ((await call(`/v1/repos/${repo}/timeline?limit=1000`)).body.commits as Array<Record<string, unknown>>).map((c) => ({
@@ -464,9 +467,9 @@ export function importCases(kind: TargetKind): void {
           controller.enqueue(chunk);
         },
       });
-      const r = await call('/v1/repos/huge/import', { method: 'POST', body: stream, token: users.bob.token, duplex: 'half' } as Init);
+      const r = await call('/v1/repos/huge2/import', { method: 'POST', body: stream, token: users.bob.token, duplex: 'half' } as Init);
       expect(r).toEqual({ status: 413, body: tooLarge });
-      await nothingLeft('huge', users.bob);
+      await nothingLeft('huge2', users.bob);
     });
   });
 }
