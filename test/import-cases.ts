@@ -13,7 +13,7 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { startIdp, type IdpStandIn } from './helpers/idp.ts';
-import { startTarget, type Target, type TargetKind } from './helpers/targets.ts';
+import { LEGACY_KEY, startTarget, type Target, type TargetKind } from './helpers/targets.ts';
 import { fsck, gitIn, tempDir } from './helpers/env.ts';
 import { PACK_TYPE, packRecord, serializeCommit, serializeTree, toHex, wrapObject, type TreeItem } from '../lib/git/objects.ts';
 import { buildPack, type PackEntry } from '../lib/git/pack.ts';
@@ -321,6 +321,31 @@ export function importCases(kind: TargetKind): void {
       expect((await call('/v1/repos/wiki-copy/search?q=zanzibarword')).body.total).toBe(1);
     });
 
+    it('a history with a merge imports whole, and its export carries both sides', async () => {
+      const dir = join(work.path, 'merge');
+      makeHistory(dir, [{ files: { 'a.md': 'a\n' }, message: 'base' }]);
+      git(dir, ['checkout', '-q', '-b', 'feature']);
+      writeFileSync(join(dir, 'f.md'), 'feature\n');
+      git(dir, ['add', '-A']);
+      git(dir, ['commit', '-q', '-m', 'feature'], { GIT_AUTHOR_DATE: `${T0 + 100} +0000`, GIT_COMMITTER_DATE: `${T0 + 100} +0000` });
+      git(dir, ['checkout', '-q', 'main']);
+      writeFileSync(join(dir, 'm.md'), 'main\n');
+      git(dir, ['add', '-A']);
+      git(dir, ['commit', '-q', '-m', 'main side'], { GIT_AUTHOR_DATE: `${T0 + 200} +0000`, GIT_COMMITTER_DATE: `${T0 + 200} +0000` });
+      git(dir, ['merge', '-q', '--no-ff', '-m', 'merge feature', 'feature'], { GIT_AUTHOR_DATE: `${T0 + 300} +0000`, GIT_COMMITTER_DATE: `${T0 + 300} +0000` });
+      const head = git(dir, ['rev-parse', 'HEAD']).trim();
+      git(dir, ['bundle', 'create', '-q', join(work.path, 'merge.bundle'), 'main']);
+      expect(await importAs('merged', file('merge.bundle'), users.bob)).toEqual({ status: 201, body: { id: 'merged', head, commits: 4, pages: 3 } });
+      // The timeline is the first-parent line; the feature commit is kept all the same.
+      expect((await timeline('merged')).map((c) => c.message)).toEqual(['merge feature', 'main side', 'base']);
+      const exported = new Uint8Array(await (await t.api('/v1/repos/merged/export')).arrayBuffer());
+      expect(await importAs('merged2', exported, users.bob)).toEqual({ status: 201, body: { id: 'merged2', head, commits: 4, pages: 3 } });
+      git(work.path, ['clone', '-q', join(work.path, 'merge.bundle'), 'merge-clone']);
+      writeFileSync(join(work.path, 'merged2.bundle'), exported);
+      git(join(work.path, 'merge-clone'), ['bundle', 'verify', '-q', join(work.path, 'merged2.bundle')]);
+      if (t.dataRoot) fsck(join(t.dataRoot, 'repos', 'merged2.git'));
+    });
+
     describe('refusals leave nothing behind', () => {
       const cases: Array<{ name: string; make: () => Promise<Uint8Array> | Uint8Array; status: number; error: () => string }> = [];
       let ids: Record<string, string> = {};
@@ -445,7 +470,7 @@ export function importCases(kind: TargetKind): void {
       const declared = await new Promise<{ status: number; body: string }>((resolve, reject) => {
         const u = new URL(`${t.url}/v1/repos/huge/import`);
         const req = request(
-          { host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers: { authorization: `Bearer ${users.bob.token}`, 'content-length': String(10 * 1024 ** 3) } },
+          { host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers: { authorization: `Bearer ${LEGACY_KEY}`, 'content-length': String(10 * 1024 ** 3) } },
           (res) => {
             let body = '';
             res.on('data', (d) => (body += d));
@@ -467,7 +492,7 @@ export function importCases(kind: TargetKind): void {
           controller.enqueue(chunk);
         },
       });
-      const r = await call('/v1/repos/huge2/import', { method: 'POST', body: stream, token: users.bob.token, duplex: 'half' } as Init);
+      const r = await call('/v1/repos/huge2/import', { method: 'POST', body: stream, duplex: 'half' } as Init);
       expect(r).toEqual({ status: 413, body: tooLarge });
       await nothingLeft('huge2', users.bob);
     });

@@ -96,6 +96,8 @@ const treeBytes = (t: TreeEntry[]) => {
 export interface CommitMeta {
   sha: string;
   parent: string | null;
+  /** A merge's other parents (an imported history; the service's own commits have one parent at most). */
+  merges?: string[];
   tree: string;
   author: string;
   email: string;
@@ -490,6 +492,7 @@ export class GitStore {
       time: c.author.timestamp,
       message: c.message.split('\n')[0] ?? '',
     };
+    if (c.parents.length > 1) meta.merges = c.parents.slice(1);
     this.commits.set(key, meta);
     return meta;
   }
