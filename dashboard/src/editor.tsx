@@ -7,9 +7,8 @@
  * one push of the page with `parent_sha` (the page's last commit when the edit started) and
  * `merge: "sections"`: the server merges a stale edit with what changed since, and what it cannot merge
  * comes back as conflicts, shown side by side (ConflictPanel) to take theirs, keep mine or edit, then saved
- * on top of the page as it now is. A page deleted meanwhile is never brought back by a save: the editor says
- * who deleted it (DeletedPanel) and creates it again only when asked to. A new page is pushed with a parent
- * that names no commit, so a page that appeared at its path meanwhile is a conflict, never overwritten.
+ * on top of the page as it now is. A new page is pushed with a parent that names no commit, so a page that
+ * appeared at its path meanwhile is a conflict, never overwritten.
  *
  * Every change is kept as a draft in the browser (drafts.ts) with the commit it started from: a reload offers
  * it back, leaving the tab with unsaved changes asks first, and a draft saved later is merged, not forced.
@@ -265,53 +264,6 @@ function ConflictPanel(props: {
   );
 }
 
-/**
- * A save refused because the page was deleted on the server after the version the edit started from: who
- * deleted it and in which commit, and the choice to create it again from this edit (pushed on top of the
- * deletion, so that it is a deliberate act) or to go back to editing. Nothing is re-created by itself.
- */
-function DeletedPanel(props: { api: Api; repo: string; path: string; conflict: Conflict; busy: boolean; onRecreate: (parentSha: string) => void; onBack: () => void }) {
-  const { conflict } = props;
-  const heading = useRef<HTMLHeadingElement>(null);
-  const [by, setBy] = useState<string | null>(null);
-  useLayoutEffect(() => {
-    heading.current?.focus();
-  }, [conflict]);
-  useEffect(() => {
-    let live = true;
-    setBy(null);
-    props.api.history(props.repo, props.path, 20).then(
-      (commits) => {
-        const c = commits.find((x) => x.sha === conflict.current_sha);
-        if (live && c) setBy(c.author || c.email);
-      },
-      () => undefined,
-    );
-    return () => {
-      live = false;
-    };
-  }, [conflict]);
-  return (
-    <section class="conflict" aria-labelledby="deleted-h">
-      <h2 id="deleted-h" ref={heading} tabIndex={-1}>
-        This page was deleted while you were editing it
-      </h2>
-      <p>
-        It was deleted on the server{by ? ` by ${by}` : ''} in <code>{shortSha(conflict.current_sha)}</code>, after the version your changes
-        started from. Nothing was saved, and the page stays deleted unless you create it again. Your changes are kept in this browser.
-      </p>
-      <div class="row">
-        <button type="button" class="primary" onClick={() => props.onRecreate(conflict.current_sha)} disabled={props.busy}>
-          Re-create page
-        </button>
-        <button type="button" onClick={props.onBack} disabled={props.busy}>
-          Back to editing
-        </button>
-      </div>
-    </section>
-  );
-}
-
 // ---------------------------------------------------------------- the edit view
 
 interface Loaded {
@@ -475,7 +427,7 @@ function Editor(props: { api: Api; repo: string; path: string | null; title?: st
   const isNew = creating || (loaded.data !== undefined && loaded.data.page === null && parentSha === null);
   const name = model?.fields.title.trim() || (path ? pageName(path) : 'a new page');
 
-  const save = async (content: string, parent: string | null, recreate = false) => {
+  const save = async (content: string, parent: string | null) => {
     if (!path) {
       setError('problem' in target ? target.problem : 'The page has no path yet.');
       return;
@@ -507,7 +459,7 @@ function Editor(props: { api: Api; repo: string; path: string | null; title?: st
         setFlash(`Saved. Changes made meanwhile (up to ${shortSha(pushed.merged_with ?? '')}) were merged with yours, section by section.`);
       } else {
         if (pushed && !pushed.unchanged) rememberMeta(server, repo, path, pushed.sha, content);
-        setFlash(pushed?.unchanged ? 'Nothing to save: the page already says exactly this.' : recreate ? 'Page created again.' : isNew ? 'Page created.' : 'Saved.');
+        setFlash(pushed?.unchanged ? 'Nothing to save: the page already says exactly this.' : isNew ? 'Page created.' : 'Saved.');
       }
       location.hash = href({ name: 'page', repo, path });
     } catch (e) {
@@ -534,14 +486,6 @@ function Editor(props: { api: Api; repo: string; path: string | null; title?: st
     saveDraft(server, repo, draftKey, { text: resolved, parentSha: parent, savedAt: Date.now(), ...(creating ? { slug } : {}) });
     setConflict(undefined);
     void save(resolved, parent);
-  };
-
-  const recreate = (deletion: string) => {
-    // The edit is now based on the deletion: pushed on top of it, the page exists again.
-    setParentSha(deletion);
-    saveDraft(server, repo, draftKey, { text, parentSha: deletion, savedAt: Date.now(), ...(creating ? { slug } : {}) });
-    setConflict(undefined);
-    void save(text, deletion, true);
   };
 
   const restore = (d: Draft) => {
@@ -609,10 +553,7 @@ function Editor(props: { api: Api; repo: string; path: string | null; title?: st
           onTakeNew={() => loaded.reload()}
         />
       )}
-      {model && !pendingDraft && conflict && path !== null && conflict.deleted && (
-        <DeletedPanel api={api} repo={repo} path={path} conflict={conflict} busy={busy} onRecreate={recreate} onBack={() => setConflict(undefined)} />
-      )}
-      {model && !pendingDraft && conflict && !conflict.deleted && (
+      {model && !pendingDraft && conflict && (
         <ConflictPanel conflict={conflict} mine={text} busy={busy} onSave={saveResolved} onBack={() => setConflict(undefined)} />
       )}
       {model && !pendingDraft && !conflict && (
@@ -738,7 +679,7 @@ function ChangedWhileEditing(props: { repo: string; path: string; from: string |
         since you started editing.{' '}
         {dirty
           ? deleted
-            ? 'Saving will ask whether to create it again from your version.'
+            ? 'Saving will show your version beside the deletion, to choose what to keep.'
             : 'Saving will merge your changes with it, section by section, and show side by side anything that cannot be merged.'
           : deleted
             ? ''
@@ -774,7 +715,7 @@ function DraftQuestion(props: { draft: Draft; currentSha: string | null; isNew: 
           section, and shows side by side anything that cannot be merged.
         </p>
       )}
-      {moved && currentSha === null && draft.parentSha !== null && <p class="note">The page has been deleted since: saving asks whether to create it again.</p>}
+      {moved && currentSha === null && draft.parentSha !== null && <p class="note">The page has been deleted since: saving creates it again.</p>}
       <div class="row">
         <button type="button" class="primary" onClick={props.onRestore}>
           Restore draft
