@@ -15,7 +15,7 @@ import m0008 from '../../../schema/migrations/0008_activity_commit.sql';
 import m0009 from '../../../schema/migrations/0009_pat_parent.sql';
 import m0011 from '../../../schema/migrations/0011_events.sql';
 import m0012 from '../../../schema/migrations/0012_links.sql';
-import m0013 from '../../../schema/migrations/0013_activity_import.sql';
+import m0016 from '../../../schema/migrations/0016_activity_import.sql';
 
 export const BUNDLED_MIGRATION_FILES = [
   { name: '0001_init.sql', sql: m0001 },
@@ -29,7 +29,7 @@ export const BUNDLED_MIGRATION_FILES = [
   { name: '0009_pat_parent.sql', sql: m0009 },
   { name: '0011_events.sql', sql: m0011 },
   { name: '0012_links.sql', sql: m0012 },
-  { name: '0013_activity_import.sql', sql: m0013 },
+  { name: '0016_activity_import.sql', sql: m0016 },
 ];
 
 export const BUNDLED_MIGRATIONS = migrationsFromFiles(BUNDLED_MIGRATION_FILES);
