@@ -398,7 +398,20 @@ Examples:
     ),
     ['kr repos delete acme', 'kr repos delete acme --export acme.bundle --confirm acme', 'kr repos delete old-notes --yes --json'],
   );
-  examples(repos, ['kr repos', 'kr repos create acme', 'kr repos delete acme']);
+  examples(
+    act(
+      repos
+        .command('import')
+        .argument('<id>', 'the repository: a new one (you become its owner) or your empty one')
+        .argument('<file>', 'a git bundle: "git bundle create <file> HEAD main", or a "kr export"')
+        .description('bring a git history in: every commit of the bundle\'s branch, with its shas, authors, dates and messages (checked whole by the server first; nothing is kept if it is refused)')
+        .option('-b, --branch <name>', "the bundle's branch to import (default: its HEAD, else its only branch, else main)")
+        .addOption(json()),
+      async ([id, file], o) => (await lifecycle()).reposImport(id!, file!, o as never),
+    ),
+    ['kr repos import acme docs.bundle', 'kr repos import wiki wiki.bundle --branch master --json'],
+  );
+  examples(repos, ['kr repos', 'kr repos create acme', 'kr repos import acme docs.bundle', 'kr repos delete acme']);
 
   examples(
     act(

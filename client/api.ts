@@ -11,7 +11,7 @@
  */
 import type { z } from 'zod';
 import { MeResponse, CreatePatResponse, PatsResponse } from '../schema/wire/auth.ts';
-import { ActivityResponse, CreateRepoResponse, ReposResponse } from '../schema/wire/repos.ts';
+import { ActivityResponse, CreateRepoResponse, ImportResponse, ReposResponse } from '../schema/wire/repos.ts';
 import {
   HistoryResponse,
   PagesResponse,
@@ -33,6 +33,8 @@ export const CLIENT_NAME = 'kr-cli';
 
 /** Every request's time limit unless `--timeout` says otherwise. */
 export const DEFAULT_TIMEOUT_MS = 30_000;
+/** The least time an import is given: the server reads and checks the whole bundle before it answers. */
+export const IMPORT_TIMEOUT_MS = 600_000;
 
 /** What an older server (no `GET /v1/limits`, 404) is assumed to accept: API.md's defaults. */
 export const DEFAULT_LIMITS: LimitsResponse = { max_body_bytes: 8_388_608, max_files_per_push: 10_000, max_page_path_bytes: 512 };
@@ -337,6 +339,40 @@ export class Api {
   }
 
   // --- pages and sync ---------------------------------------------------------------------------------
+  /**
+   * `POST /v1/repos/:id/import`: a git bundle becomes the repository's history (a new repository, or the
+   * caller's empty one). `body` is streamed as it is read (`bytes`: its length, sent as Content-Length); the
+   * server checks the whole bundle before it answers, so the time limit is IMPORT_TIMEOUT_MS at least.
+   */
+  async importRepo(repo: string, body: ReadableStream<Uint8Array>, opts: { bytes?: number; branch?: string } = {}): Promise<ImportResponse> {
+    const url = new URL(`${this.baseUrl}/v1/repos/${seg(repo)}/import`);
+    if (opts.branch !== undefined) url.searchParams.set('branch', opts.branch);
+    const headers: Record<string, string> = {
+      'X-Service-Client': CLIENT_NAME,
+      Accept: 'application/json',
+      'Content-Type': 'application/x-git-bundle',
+    };
+    if (this.token !== null) headers.Authorization = `Bearer ${this.token}`;
+    if (opts.bytes !== undefined) headers['Content-Length'] = String(opts.bytes);
+    let res: Response;
+    try {
+      res = await this.doFetch(url, {
+        method: 'POST',
+        headers,
+        body,
+        signal: AbortSignal.timeout(Math.max(this.timeoutMs, IMPORT_TIMEOUT_MS)),
+        redirect: 'manual',
+        duplex: 'half',
+      } as RequestInit);
+    } catch (e) {
+      throw this.failure(e);
+    }
+    if (!res.ok) throw await this.refusal(res);
+    const checked = ImportResponse.safeParse(JSON.parse(await this.text(res)));
+    if (!checked.success) throw new ApiError(`unexpected answer from POST /v1/repos/${repo}/import`, 0);
+    return checked.data;
+  }
+
   pages = async (repo: string) => (await this.call('GET', `/v1/repos/${seg(repo)}/pages`, PagesResponse)).data;
 
   /** The page at head and its `X-Page-SHA`, or null when the server has no such page (404 `page not found`). */

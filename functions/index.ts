@@ -20,6 +20,7 @@ import invitesRevoke from './invites/revoke.ts';
 import invitesJoin from './invites/join.ts';
 import reposList from './repos/list.ts';
 import reposExport from './repos/export.ts';
+import reposImport from './repos/import.ts';
 import reposDelete from './repos/delete.ts';
 import pagesList from './pages/list.ts';
 import pagesRead from './pages/read.ts';
@@ -75,6 +76,7 @@ export const routes: RouteDef[] = [
   diffEvolution,
   activityList,
   reposExport,
+  reposImport,
   reposDelete,
   searchRepo,
   searchAll,

@@ -3,7 +3,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import type { Deps } from './deps.ts';
 import type { AppEnv, RouteDef } from './route.ts';
 import { toHttpError } from './errors.ts';
-import { BodyBudget, GIT_BODIES_CEILING, GIT_BODY_BYTES, SMALL_BODIES_CEILING, SMALL_BODY_BYTES, bodyGuard, bodyHolders, declaredCap, type BodyKind, type BodySourceOf } from './http/body-limit.ts';
+import { BodyBudget, GIT_BODIES_CEILING, GIT_BODY_BYTES, SHARES_PER_BUDGET, SMALL_BODIES_CEILING, SMALL_BODY_BYTES, bodyGuard, bodyHolders, declaredCap, type BodyKind, type BodySourceOf } from './http/body-limit.ts';
 import { corsMiddleware } from './http/cors.ts';
 import { rateLimit, type LimiterFactory } from './http/rate-limit.ts';
 import { ipBucketKey, type ClientIpOf } from './http/client-ip.ts';
@@ -108,7 +108,7 @@ export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
   // Bodies (lib/http/body-limit.ts): pushes and small JSON bodies each have a budget of their own, shared out
   // per client address and per identity; each route's guard runs after authentication, so an unauthenticated
   // request is answered with its body unread.
-  const guardOf = (maxBytes: number, ceiling: number) =>
+  const guardOf = (maxBytes: number, ceiling: number, tooLargeMessage?: string) =>
     bodyGuard({
       maxBytes,
       budget: new BodyBudget(ceiling),
@@ -116,12 +116,20 @@ export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
       idleMs: config.bodyIdleTimeoutMs,
       deadlineMs: config.bodyTimeoutMs,
       sourceOf: opts.bodySource,
+      tooLargeMessage,
     });
   const guards: Record<BodyKind, MiddlewareHandler> = {
     none: declaredCap(config.maxBodyBytes),
     small: guardOf(Math.min(SMALL_BODY_BYTES, config.maxBodyBytes), SMALL_BODIES_CEILING),
     push: guardOf(config.maxBodyBytes, config.maxInflightBodyBytes),
     git: guardOf(Math.min(GIT_BODY_BYTES, config.maxBodyBytes), GIT_BODIES_CEILING),
+    // Imports go to storage as they arrive (one chunk in memory): their budget counts the bytes being
+    // stored, four maximal bodies, a quarter per client address or identity. The 413 says the limit.
+    import: guardOf(
+      config.maxImportBytes,
+      SHARES_PER_BUDGET * config.maxImportBytes,
+      `request body too large (at most ${config.maxImportBytes} bytes)`,
+    ),
   };
 
   // Every route but the public ones (health, sign-in, signed webhooks) resolves the caller first.

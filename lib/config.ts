@@ -37,6 +37,13 @@ export interface Config {
   trustedProxies: string[];
   maxBodyBytes: number;
   /**
+   * SERVICE_MAX_IMPORT_BYTES: the largest git bundle `POST /v1/repos/:id/import` takes (413 past it). Import
+   * bodies are streamed to storage, not held: those in flight share a ceiling of four such bodies (a quarter
+   * per client address or identity), a budget of their own beside the pushes'. The Workers build holds it to
+   * the platform's request-body limit.
+   */
+  maxImportBytes: number;
+  /**
    * Ceiling on the bytes held by all push bodies in flight (503 `server busy` past it, or past a quarter of
    * it for one client address or identity); ≥ 4 × maxBodyBytes.
    */
@@ -141,6 +148,7 @@ export const DEFAULTS = {
   idpJwksUrl: 'https://www.googleapis.com/oauth2/v3/certs',
   idpIssuers: ['https://accounts.google.com', 'accounts.google.com'],
   maxBodyBytes: 8388608,
+  maxImportBytes: 256 * 1024 * 1024,
   maxInflightBodyBytes: 32 * 1024 * 1024,
   bodyIdleTimeoutMs: 30_000,
   bodyTimeoutMs: 120_000,
@@ -512,6 +520,7 @@ export function loadConfig(env: Env, cwd?: string): { config: Config; warnings: 
     );
     maxInflightBodyBytes = minInflight;
   }
+  const maxImportBytes = positiveInt(env.SERVICE_MAX_IMPORT_BYTES, DEFAULTS.maxImportBytes);
   const bodyIdleTimeoutMs = positiveInt(env.SERVICE_BODY_IDLE_TIMEOUT_MS, DEFAULTS.bodyIdleTimeoutMs);
   let bodyTimeoutMs = positiveInt(env.SERVICE_BODY_TIMEOUT_MS, DEFAULTS.bodyTimeoutMs);
   if (bodyTimeoutMs > MAX_BODY_TIMEOUT_MS) {
@@ -578,6 +587,7 @@ export function loadConfig(env: Env, cwd?: string): { config: Config; warnings: 
       corsOrigins,
       trustedProxies,
       maxBodyBytes,
+      maxImportBytes,
       maxInflightBodyBytes,
       bodyIdleTimeoutMs,
       bodyTimeoutMs,

@@ -41,6 +41,7 @@ export type Action =
   | 'member.remove'
   | 'member.role'
   | 'repo.export'
+  | 'repo.import' // an existing repository only; a missing one is created by the import (lib/repos.ts)
   | 'repo.delete'
   | 'webhook.manage'; // create, delete, test, deliveries
 
@@ -72,6 +73,7 @@ export const REPO_SCOPED: ReadonlySet<Action> = new Set<Action>([
   'member.remove',
   'member.role',
   'repo.export',
+  'repo.import',
   'repo.delete',
   'events.read',
   'webhook.list',
@@ -84,6 +86,7 @@ const OWNER_ONLY: Partial<Record<Action, string>> = {
   'invite.revoke': 'only an owner can manage invite keys',
   'member.remove': 'only an owner can remove members',
   'repo.export': 'only an owner can export',
+  'repo.import': 'only an owner can import',
   'member.role': 'only an owner can change roles',
   'repo.delete': 'only an owner can delete a repository',
   'webhook.manage': 'only an owner can manage webhooks',
@@ -114,6 +117,7 @@ const LEGACY_TABLE: Record<Action, Decision> = {
   'member.remove': ALLOW,
   'member.role': ALLOW,
   'repo.export': ALLOW,
+  'repo.import': ALLOW,
   'repo.delete': ALLOW,
   'events.read': ALLOW,
   'webhook.list': ALLOW,

@@ -11,6 +11,7 @@ import { roleIn } from './membership.ts';
 import type { AppEnv } from './route.ts';
 import type { RepoSummary } from '../schema/wire/repos.ts';
 import { commitJson } from './wire.ts';
+import { concatBytes } from './bytes.ts';
 
 /**
  * Repositories as the API sees them: who may open one, how each of the three creation paths works,
@@ -157,4 +158,75 @@ export async function exportBundle(deps: Deps, id: string, opts: StreamOptions =
   const bundle = await deps.repos.exportBody(id, opts);
   if (!bundle) throw new HttpError(409, 'repo is empty: nothing to export');
   return bundle;
+}
+
+/** What is gathered before a chunk of an import's body is handed to the store (one RPC each on Workers). */
+const IMPORT_CHUNK_BYTES = 1024 * 1024;
+
+/**
+ * `POST /v1/repos/:id/import` (API.md "Import"): the repository becomes the history of a git bundle.
+ *
+ * Who comes first, before a byte of the body is read: an existing repository takes an import from its owners
+ * (403 `only an owner can import`) while it has no commit (409 `repository is not empty`); a missing one from
+ * any real user within their plan's cap (402), or the legacy key. Then the body goes to storage as it
+ * arrives (Repos.importAppend, a MiB at a time), is checked whole (Repos.importCheck: 400/413 with the
+ * reason), and only then is the repository created (the importer its owner, in the same atomic step as for
+ * `POST /v1/repos`) and the import kept (Repos.importFinish). Whatever fails leaves nothing behind: the
+ * spool is discarded, and a repository this call created is removed with its rows.
+ */
+export async function importRepo(
+  c: Context<AppEnv>,
+  opts: { branch?: string; readBody: (onChunk: (chunk: Uint8Array) => Promise<void>) => Promise<number> },
+): Promise<{ id: string; head: string; commits: number; pages: number }> {
+  const deps = c.get('deps');
+  const id = repoIdParam(c);
+  const identity = c.get('identity')!;
+  const check = async (): Promise<boolean> => {
+    if (await deps.repos.exists(id)) {
+      await authorizeRepo(c, 'repo.import', id);
+      if ((await deps.repos.head(id)) !== null) throw new HttpError(409, 'repository is not empty');
+      return true;
+    }
+    if ((await deps.repos.caseVariant(id)) !== null) throw new HttpError(409, REPO_EXISTS);
+    // The cap is checked again, atomically, when the repository is made; asked now, a refused user sends no body.
+    const cap = identity.kind === 'user' ? deps.quota.repoCreate(identity) : null;
+    if (cap && !(await deps.db.get(`SELECT 1 AS ok WHERE ${cap.when.sql}`, cap.when.args))) throw quotaError(cap.refusal);
+    return false;
+  };
+  await check();
+  const token = await deps.repos.importBegin(id);
+  let created = false;
+  try {
+    let pending: Uint8Array[] = [];
+    let bytes = 0;
+    const hand = async () => {
+      if (bytes === 0) return;
+      const chunk = pending.length === 1 ? pending[0]! : concatBytes(pending);
+      pending = [];
+      bytes = 0;
+      await deps.repos.importAppend(id, token, chunk);
+    };
+    await opts.readBody(async (chunk) => {
+      pending.push(chunk);
+      bytes += chunk.byteLength;
+      if (bytes >= IMPORT_CHUNK_BYTES) await hand();
+    });
+    await hand();
+    const plan = await deps.repos.importCheck(id, token, { branch: opts.branch, maxFileBytes: deps.config.maxBodyBytes });
+    await deps.repos.creation.run(creationKey(id), async () => {
+      if (await check()) return;
+      created = await createChecked(deps, identity, id);
+      if (!created) await check();
+    });
+    const done = await deps.repos.importFinish(id, token);
+    if (identity.kind === 'user') {
+      await deps.activity.record(id, identity, 'import', { commits: done.commits, pages: done.pages, head: done.head });
+    }
+    return { id, head: plan.head, commits: plan.commits, pages: plan.pages };
+  } catch (e) {
+    if (created) await deps.repos.creation.run(creationKey(id), () => deps.repos.remove(id)).catch(() => undefined);
+    throw e;
+  } finally {
+    await deps.repos.importDiscard(id, token);
+  }
 }

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startIdpTestServer, signIn, type IdpTestServer, type SignedIn } from './helpers/idp.ts';
 import { tempDir } from './helpers/env.ts';
@@ -183,5 +183,35 @@ describe('kr export and kr repos delete', () => {
     expect([again.code, again.stderr.trim()]).toEqual([1, 'error: not a member of this repo: gone3 does not exist, or you do not belong to it ("kr repos" lists yours)']);
     const bad = await alice.kr('repos', 'delete', 'a;b', '--yes');
     expect(bad.code).toBe(2);
+  });
+});
+
+describe('kr repos import', () => {
+  it('streams a git bundle into a new repository (--json is the server\'s answer); refusals are the server\'s words', async () => {
+    const src = join(root.path, 'import-src');
+    execFileSync('git', ['init', '-q', '-b', 'main', src]);
+    const g = (...args: string[]) =>
+      execFileSync('git', ['-c', 'user.name=Ada', '-c', 'user.email=ada@example.com', ...args], { cwd: src, encoding: 'utf8' });
+    for (let i = 0; i < 3; i++) {
+      writeFileSync(join(src, 'page.md'), `# Page\n\nversion ${i}\n`);
+      g('add', '-A');
+      g('commit', '-q', '-m', `version ${i}`);
+    }
+    g('bundle', 'create', '-q', join(root.path, 'docs.bundle'), 'HEAD', 'main');
+    const head = g('rev-parse', 'HEAD').trim();
+    const r = await alice.kr('repos', 'import', 'imported', join(root.path, 'docs.bundle'));
+    expect(r.code, show(r)).toBe(0);
+    expect(r.stdout).toBe(`Imported ${join(root.path, 'docs.bundle')} into imported: 3 commits, 1 page at head ${head}.\n`);
+    const again = await alice.kr('repos', 'import', 'imported', join(root.path, 'docs.bundle'));
+    expect([again.code, again.stderr.trim()]).toEqual([1, 'error: repository is not empty']);
+    const j = await bob.kr('repos', 'import', 'imported2', join(root.path, 'docs.bundle'), '--json');
+    expect(j.code, show(j)).toBe(0);
+    expect(JSON.parse(j.stdout)).toEqual({ id: 'imported2', head, commits: 3, pages: 1 });
+    writeFileSync(join(root.path, 'junk.bundle'), 'not a bundle\n');
+    const junk = await alice.kr('repos', 'import', 'junk', join(root.path, 'junk.bundle'));
+    expect([junk.code, junk.stderr.trim()]).toEqual([1, 'error: invalid bundle: not a git bundle (v2 or v3)']);
+    expect(await exists('junk')).toBe(false);
+    const missing = await alice.kr('repos', 'import', 'junk', join(root.path, 'nope.bundle'));
+    expect(missing.code).toBe(2);
   });
 });

@@ -54,6 +54,7 @@ const TABLE: Record<Action, Record<Who, Decision>> = {
   'invite.revoke': { legacy: ok, owner: ok, member: ownerInvites, nonMember: notMember },
   'member.remove': { legacy: ok, owner: ok, member: ownerRemove, nonMember: notMember },
   'repo.export': { legacy: ok, owner: ok, member: { allow: false, status: 403, error: 'only an owner can export' }, nonMember: notMember },
+  'repo.import': { legacy: ok, owner: ok, member: { allow: false, status: 403, error: 'only an owner can import' }, nonMember: notMember },
   'member.role': { legacy: ok, owner: ok, member: { allow: false, status: 403, error: 'only an owner can change roles' }, nonMember: notMember },
   'repo.delete': { legacy: ok, owner: ok, member: { allow: false, status: 403, error: 'only an owner can delete a repository' }, nonMember: notMember },
   'webhook.manage': {
@@ -106,6 +107,7 @@ describe('decide(): the full table', () => {
         'member.remove',
         'member.role',
         'repo.export',
+        'repo.import',
         'repo.delete',
         'webhook.manage',
       ].sort(),

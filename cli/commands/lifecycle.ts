@@ -1,9 +1,11 @@
 /**
- * `kr export`, `kr repos delete`, `kr members role`: a repository's lifecycle. Deleting asks for the
+ * `kr export`, `kr repos import`, `kr repos delete`, `kr members role`: a repository's lifecycle. Deleting asks for the
  * repository id to be typed (on a terminal or through a pipe) unless `--yes` or `--confirm <id>` says so on
  * the command line, and offers an export first: there is no undo.
  */
-import { existsSync } from 'node:fs';
+import { createReadStream, existsSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { Readable } from 'node:stream';
 import { rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -48,6 +50,29 @@ export async function exportRepo(opts: Common & { output?: string; force?: boole
   if (opts.json) return printJson({ repo, file, bytes });
   out(`Exported ${repo} (${bytes} bytes) to ${file}.`);
   out(`It holds every page and the whole history: git clone ${JSON.stringify(file)} ${repo}`);
+}
+
+/**
+ * `kr repos import <id> <file>`: the git bundle `file` (git's own `git bundle create`, or a `kr export`)
+ * becomes the history of repository `id`, a new one (you become its owner) or your empty one. The file is
+ * streamed, never read whole.
+ */
+export async function reposImport(id: string, file: string, opts: { json?: boolean; branch?: string }): Promise<void> {
+  checkRepoId(id);
+  const path = resolve(file);
+  let bytes: number;
+  try {
+    const s = await stat(path);
+    if (!s.isFile()) throw new Error('not a file');
+    bytes = s.size;
+  } catch (e) {
+    throw usageError(`cannot read ${path}: ${(e as Error).message}`);
+  }
+  const session = await connect();
+  const body = Readable.toWeb(createReadStream(path)) as ReadableStream<Uint8Array>;
+  const res = await session.api.importRepo(id, body, { bytes, branch: opts.branch });
+  if (opts.json) return printJson(res);
+  out(`Imported ${path} into ${clean(res.id)}: ${res.commits} commit${res.commits === 1 ? '' : 's'}, ${res.pages} page${res.pages === 1 ? '' : 's'} at head ${clean(res.head)}.`);
 }
 
 /** Lines read from stdin (a terminal or a pipe), one per question; null once the input has ended. */

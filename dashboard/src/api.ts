@@ -140,7 +140,7 @@ export class Api {
   private async request(path: string, init: RequestInit = {}): Promise<Response> {
     const headers = new Headers(init.headers);
     if (this.token) headers.set('authorization', `Bearer ${this.token}`);
-    if (init.body !== undefined) headers.set('content-type', 'application/json');
+    if (init.body !== undefined && !headers.has('content-type')) headers.set('content-type', 'application/json');
     let res: Response;
     try {
       res = await fetch(`${this.baseUrl}${path}`, { ...init, headers });
@@ -182,6 +182,18 @@ export class Api {
 
   createRepo(id: string): Promise<{ id: string; role: string }> {
     return this.json('/v1/repos', { method: 'POST', body: JSON.stringify({ id }) });
+  }
+
+  /**
+   * `POST /v1/repos/:id/import`: a git bundle file becomes the history of a new repository (or the user's
+   * empty one). The browser sends the file as it reads it.
+   */
+  importRepo(id: string, bundle: Blob): Promise<{ id: string; head: string; commits: number; pages: number }> {
+    return this.json(`/v1/repos/${encodeURIComponent(id)}/import`, {
+      method: 'POST',
+      body: bundle,
+      headers: { 'content-type': 'application/x-git-bundle' },
+    });
   }
 
   async pages(repo: string): Promise<PageSummary[]> {

@@ -52,6 +52,72 @@ export function RepoTabs({ repo, current }: { repo: string; current: 'pages' | '
   );
 }
 
+/**
+ * "Import a repository": a git bundle file (`git bundle create docs.bundle HEAD main`, or an export) becomes
+ * the history of a new repository, or of one of the user's empty ones. The server checks the whole bundle
+ * first; its refusal is shown as it words it.
+ */
+function ImportForm({ api, onImported }: { api: Api; onImported: () => void }) {
+  const [id, setId] = useState('');
+  const [file, setFile] = useState<File>();
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<Problem>();
+  const [done, setDone] = useState<{ id: string; commits: number; pages: number }>();
+
+  const submit = async (ev: Event) => {
+    ev.preventDefault();
+    if (!file) return;
+    setBusy(true);
+    setError(undefined);
+    setDone(undefined);
+    try {
+      const r = await api.importRepo(id.trim(), file);
+      setDone(r);
+      setId('');
+      onImported();
+    } catch (e) {
+      setError(problemOf(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <form class="card" onSubmit={submit} aria-labelledby="import-title">
+      <h2 id="import-title">Import a repository</h2>
+      <p class="hint">
+        A git bundle brings a whole history in, commit for commit: make one with <code>git bundle create docs.bundle HEAD main</code>, or
+        export a repository here or from another server.
+      </p>
+      <label for="import-id">Repository id</label>
+      <input
+        id="import-id"
+        value={id}
+        required
+        maxLength={64}
+        autoComplete="off"
+        spellcheck={false}
+        placeholder="docs"
+        onInput={(e) => setId((e.target as HTMLInputElement).value)}
+      />
+      <label for="import-file">Bundle file</label>
+      <input id="import-file" type="file" required accept=".bundle,application/x-git-bundle" onChange={(e) => setFile((e.target as HTMLInputElement).files?.[0])} />
+      <div class="row">
+        <button type="submit" disabled={busy || !file}>
+          {busy ? 'Importing…' : 'Import'}
+        </button>
+      </div>
+      <ErrorMessage message={error?.text} upgradeUrl={error?.upgradeUrl} />
+      {done && (
+        <p class="ok" role="status">
+          Imported <a href={href({ name: 'repo', repo: done.id })}>{done.id}</a>: {done.commits} {done.commits === 1 ? 'commit' : 'commits'},{' '}
+          {done.pages} {done.pages === 1 ? 'page' : 'pages'}.
+        </p>
+      )}
+    </form>
+  );
+}
+
 export function ReposView({ api }: { api: Api }) {
   const repos = useLoad(() => api.repos(), [api]);
   const [id, setId] = useState('');
@@ -110,6 +176,7 @@ export function ReposView({ api }: { api: Api }) {
           </p>
         )}
       </form>
+      <ImportForm api={api} onImported={() => repos.reload()} />
       <ErrorMessage message={repos.error} />
       {repos.loading && !repos.data && <Loading what="repositories" />}
       {repos.data && repos.data.length === 0 && (

@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.ts';
 import type { SqlDatabase as Database, Stmt } from './sql.ts';
 
-export type ActivityAction = 'push' | 'pull';
+export type ActivityAction = 'push' | 'pull' | 'import';
 
 export interface ActivityEvent {
   user_id: string;

@@ -101,7 +101,10 @@ export class IdList {
   }
 }
 
-/** Every object reachable from `head`: the commits of its (first-parent) line, their trees and blobs. */
+/**
+ * Every object reachable from `head`: its commits (the first-parent line first, as found, and the other
+ * parents of merges an imported history holds), their trees and blobs.
+ */
 async function reachable(store: GitStore, id: string, head: string, signal: AbortSignal, slice: TimeSlice): Promise<IdList> {
   const ids = new IdList();
   const walkTree = async (tree: string): Promise<void> => {
@@ -113,10 +116,15 @@ async function reachable(store: GitStore, id: string, head: string, signal: Abor
       else if (e.type === 'blob') ids.add(e.oid);
     }
   };
-  for (let sha: string | null = head; sha && ids.add(sha); ) {
+  const stack = [head];
+  while (stack.length > 0) {
+    const sha = stack.pop()!;
+    if (!ids.add(sha)) continue;
     const commit = await store.readCommit(id, sha);
     await walkTree(commit.tree);
-    sha = commit.parent;
+    // The first parent is taken next (pushed last): a line without merges is walked exactly as before.
+    for (const m of [...(commit.merges ?? [])].reverse()) stack.push(m);
+    if (commit.parent) stack.push(commit.parent);
   }
   return ids;
 }

@@ -15,6 +15,7 @@ import {
 import { buildPacks, copyableRecords, type PackEntry } from './pack.ts';
 import { syncMidx } from './midx.ts';
 import { ObjectReader, parseCommit, parseTree, type RawObject } from './object-reader.ts';
+import { buildIdx, type IndexedPack } from './import.ts';
 import { replacedName, type StoreFs } from './fs.ts';
 import {
   ConcurrentUpdateError,
@@ -95,6 +96,8 @@ const treeBytes = (t: TreeEntry[]) => {
 export interface CommitMeta {
   sha: string;
   parent: string | null;
+  /** A merge's other parents (an imported history; the service's own commits have one parent at most). */
+  merges?: string[];
   tree: string;
   author: string;
   email: string;
@@ -437,7 +440,8 @@ export class GitStore {
   /** Clears leftovers of a crash in every repository; call once at boot, before serving. */
   async recoverAll(): Promise<void> {
     for (const n of await this.fs.readdir(this.root)) {
-      if (n.startsWith('.init-')) await this.fs.removeTree(`${this.root}/${n}`);
+      // A repository being made, or an import's body (lib/repo/import-store.ts), when the process died.
+      if (n.startsWith('.init-') || n.startsWith('.import-')) await this.fs.removeTree(`${this.root}/${n}`);
     }
     for (const id of await this.list()) await this.recover(id, true);
   }
@@ -488,6 +492,7 @@ export class GitStore {
       time: c.author.timestamp,
       message: c.message.split('\n')[0] ?? '',
     };
+    if (c.parents.length > 1) meta.merges = c.parents.slice(1);
     this.commits.set(key, meta);
     return meta;
   }
@@ -1016,6 +1021,78 @@ export class GitStore {
     const large = (await packs.list(dir)).filter((p) => p.bytes >= SMALL_PACK_BYTES && !gone.has(p.name)).map((p) => p.name);
     if (await syncMidx(this.fs, dir, large, `${gitdir}/objects`)) this.reader.forget(gitdir);
     if (gone.size === 0) this.indexed.add(id);
+  }
+
+  /**
+   * Keeps the objects of an imported pack (lib/git/import.ts, every one checked): where the filesystem has
+   * packs and the pack can be copied as it is (`copy` writes its bytes to a new file, flushed), it becomes a
+   * pack of the repository as git would keep it, deltas and all, with the idx made for it, and the
+   * multi-pack-index is brought up to date; otherwise (the Durable Object build) each object is written whole
+   * as a loose object, a batch at a time. Nothing points at them until `startBranch`. Callers hold withLock.
+   */
+  async keepImported(id: string, pack: IndexedPack, copy?: (to: string) => Promise<void>): Promise<void> {
+    const gitdir = this.gitdir(id);
+    const codec = this.fs.codec ?? webCodec;
+    if (this.fs.packs && copy) {
+      const dir = `${gitdir}/objects/pack`;
+      await this.fs.mkdirp(dir);
+      const tmp = `${dir}/tmp_pack_import_${Math.random().toString(36).slice(2)}`;
+      try {
+        await copy(tmp);
+        await this.fs.renameDurable(tmp, `${dir}/pack-${pack.checksum}.pack`);
+      } catch (e) {
+        await this.fs.unlink(tmp).catch(() => undefined);
+        throw e;
+      }
+      await this.fs.writeDurable([{ path: `${dir}/pack-${pack.checksum}.idx`, data: await buildIdx(pack, codec) }], dir);
+      this.reader.forget(gitdir);
+      this.smallPacks.delete(id);
+      this.indexed.delete(id);
+      await this.indexPacks(id);
+      return;
+    }
+    const slice = new TimeSlice();
+    let files: Array<{ path: string; data: Uint8Array }> = [];
+    let bytes = 0;
+    const flush = async () => {
+      if (files.length > 0) await this.fs.writeDurable(files, `${gitdir}/objects`);
+      files = [];
+      bytes = 0;
+    };
+    for (let i = 0; i < pack.count; i++) {
+      const o = await pack.object(i);
+      const header = encoder.encode(`${o.type} ${o.data.byteLength}\0`);
+      const whole = new Uint8Array(header.byteLength + o.data.byteLength);
+      whole.set(header);
+      whole.set(o.data, header.byteLength);
+      const { oid, deflated } = await codec.hashAndDeflate(whole);
+      if (oid !== pack.oid(i)) throw new StoreError(`imported object ${pack.oid(i)} hashed to ${oid}`);
+      files.push({ path: `${gitdir}/objects/${oid.slice(0, 2)}/${oid.slice(2)}`, data: deflated });
+      bytes += deflated.byteLength;
+      if (files.length >= 512 || bytes >= 4 * 1024 * 1024) await flush();
+      if (slice.due) await slice.next();
+    }
+    await flush();
+  }
+
+  /**
+   * Points the branch of a repository that has none yet at `sha` (an import), by git's lock-file protocol:
+   * ConcurrentUpdateError when the branch exists meanwhile. Callers hold withLock.
+   */
+  async startBranch(id: string, sha: string): Promise<void> {
+    const refPath = `${this.gitdir(id)}/${REF}`;
+    const lockPath = `${refPath}.lock`;
+    const { flushed } = await this.takeLock(id, lockPath, sha);
+    try {
+      await flushed;
+      const current = await this.head(id);
+      if (current !== null) throw new ConcurrentUpdateError(`${REF} moved from (none) to ${current}`);
+      await this.fs.renameDurable(lockPath, refPath);
+      this.liveLocks.delete(lockPath);
+    } catch (e) {
+      if (this.liveLocks.has(lockPath)) await this.dropLock(lockPath);
+      throw e;
+    }
   }
 
   /** Gives `main.lock` back without moving the branch. */

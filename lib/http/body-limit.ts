@@ -52,8 +52,12 @@ export const SHARES_PER_BUDGET = 4;
 /** `Retry-After` of a 503 `server busy`, in seconds. */
 export const BUSY_RETRY_AFTER_SECONDS = 5;
 
-/** What a route's body is: see the file comment. */
-export type BodyKind = 'none' | 'small' | 'push' | 'git';
+/**
+ * What a route's body is: see the file comment. `import` (a git bundle, up to SERVICE_MAX_IMPORT_BYTES) is
+ * streamed to storage as it arrives (`streamBody`) instead of being held, so its budget counts bytes being
+ * stored rather than memory: a ceiling of its own, four maximal imports.
+ */
+export type BodyKind = 'none' | 'small' | 'push' | 'git' | 'import';
 /** Cap of a git client's upload-pack request (want and have lines: a round of 32,768 haves is 1.6 MB). */
 export const GIT_BODY_BYTES = 2 * 1024 * 1024;
 /** Ceiling of git requests' own budget: eight maximal ones, two per holder. */
@@ -67,7 +71,7 @@ export class BodyRefused extends HttpError {
   }
 }
 
-const tooLarge = () => new BodyRefused(413, 'request body too large');
+const tooLarge = (message = 'request body too large') => new BodyRefused(413, message);
 const busy = () => new BodyRefused(503, 'server busy', { 'Retry-After': String(BUSY_RETRY_AFTER_SECONDS) });
 const timedOut = () => new BodyRefused(408, 'request body timeout', { Connection: 'close' });
 const incomplete = () => new BodyRefused(400, 'request body incomplete');
@@ -162,6 +166,8 @@ export interface BodyGuardOptions {
   deadlineMs: number;
   /** Where the bytes come from (default: the Request's web stream). */
   sourceOf?: BodySourceOf;
+  /** The 413's message (default `request body too large`). */
+  tooLargeMessage?: string;
 }
 
 /** The guarded body of each request that has one (set by bodyGuard, read by readBody). */
@@ -177,6 +183,25 @@ export async function readBody(c: Context): Promise<Uint8Array> {
   if (body) return body.readAll();
   if (c.req.raw.headers.get('content-length') === '0') return EMPTY;
   return new Uint8Array(await c.req.raw.arrayBuffer());
+}
+
+/**
+ * The request body chunk by chunk, through the route's guard (cap, idle timeout, deadline, budget), each
+ * handed to `onChunk` (awaited before the next is read) and not kept: for bodies that go to storage as they
+ * arrive (an import). Returns the bytes read.
+ */
+export async function streamBody(c: Context, onChunk: (chunk: Uint8Array) => Promise<void>): Promise<number> {
+  const body = guarded.get(c.req.raw);
+  if (body) return body.pump(onChunk);
+  const reader = c.req.raw.body?.getReader();
+  let n = 0;
+  if (!reader) return n;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return n;
+    n += value.byteLength;
+    await onChunk(value);
+  }
 }
 
 /** Content-Length when it governs the framing (RFC 9112 §6.3: Transfer-Encoding wins), else undefined. */
@@ -199,7 +224,7 @@ export function bodyGuard(opts: BodyGuardOptions): MiddlewareHandler {
     const raw = c.req.raw;
     if (raw.method === 'GET' || raw.method === 'HEAD') return next();
     const declared = declaredLength(raw.headers);
-    if (declared !== undefined && declared > opts.maxBytes) return c.json({ error: 'request body too large' }, 413);
+    if (declared !== undefined && declared > opts.maxBytes) return c.json({ error: opts.tooLargeMessage ?? 'request body too large' }, 413);
     if (declared === 0) return next();
     const body = new GuardedBody(() => opts.sourceOf?.(c) ?? webBodySource(raw), declared, opts.holdersOf?.(c) ?? [], opts);
     c.req.raw = guardedRequest(raw, body);
@@ -287,21 +312,41 @@ class GuardedBody {
     return this.#whole;
   }
 
-  async #collect(): Promise<Uint8Array> {
+  /** Every chunk, through the guard, handed to `onChunk` and not kept (streamBody). The bytes read. */
+  async pump(onChunk: (chunk: Uint8Array) => Promise<void>): Promise<number> {
+    if (this.#ended || this.#whole) throw incomplete();
+    this.#whole = Promise.resolve(EMPTY);
+    try {
+      await this.#each(onChunk);
+    } catch (e) {
+      this.#source?.cancel();
+      throw e;
+    }
+    return this.#read;
+  }
+
+  async #each(onChunk: (chunk: Uint8Array) => void | Promise<void>): Promise<void> {
     const source = (this.#source = this.#sourceOf());
-    if (!source) return EMPTY;
+    if (!source) return;
     if (this.#declared !== undefined) this.#reserve(this.#declared);
-    const chunks: Uint8Array[] = [];
     for (;;) {
       const value = await this.#next(source);
       if (value === null) break;
       if (this.#ended) throw incomplete();
       if (this.#read === 0 && value.byteLength > 0) this.#deadline = performance.now() + this.#opts.deadlineMs;
       this.#read += value.byteLength;
-      if (this.#read > this.#opts.maxBytes) throw tooLarge();
+      if (this.#read > this.#opts.maxBytes) throw tooLarge(this.#opts.tooLargeMessage);
       if (this.#read > this.#reserved) this.#reserve(this.#read - this.#reserved);
-      chunks.push(value);
+      await onChunk(value);
     }
+  }
+
+  async #collect(): Promise<Uint8Array> {
+    const chunks: Uint8Array[] = [];
+    await this.#each((value) => {
+      chunks.push(value);
+    });
+    if (chunks.length === 0) return EMPTY;
     if (chunks.length === 1) return chunks[0]!;
     const whole = new Uint8Array(this.#read);
     let at = 0;

@@ -20,8 +20,11 @@ import type { SearchOptions, SearchPage } from '../search/results.ts';
 import { EventLog, deliveriesQueued, pushEventData } from '../events/log.ts';
 import { WebhookStore } from '../events/webhook-store.ts';
 import type { PathStatus } from '../../schema/wire/events.ts';
+import { ImportSessions, type ImportCheckOptions, type ImportRuntime } from './import-store.ts';
+import type { ImportPlan } from '../git/import.ts';
 import {
   ConcurrentUpdateError,
+  HttpError,
   LockTimeoutError,
   PathCaseError,
   RepoBusyError,
@@ -210,13 +213,20 @@ export class RepoStore implements Repos {
   private readonly headCache: LruCache<HeadEntry | null>;
   private readonly heads = new Map<string, { gen: number }>();
 
+  /** Imports of git bundles (lib/repo/import-store.ts), where the runtime gave a place for their bodies. */
+  private readonly imports: ImportSessions | null;
+
   constructor(
     readonly git: GitStore,
     index: PathIndex,
     private readonly clock: Clock,
-    /** Pending webhook deliveries kept per webhook (config.webhookMaxPending; default 1,000). */
-    opts: { maxPendingDeliveries?: number } = {},
+    /**
+     * Pending webhook deliveries kept per webhook (config.webhookMaxPending; default 1,000), and where imports
+     * spool their bodies (none: this store takes no import).
+     */
+    opts: { maxPendingDeliveries?: number; imports?: ImportRuntime } = {},
   ) {
+    this.imports = opts.imports ? new ImportSessions(opts.imports, git) : null;
     this.index = index;
     this.events = new EventLog(index.database, clock, undefined, opts.maxPendingDeliveries);
     this.webhooks = new WebhookStore(index.database, clock, opts.maxPendingDeliveries);
@@ -273,6 +283,53 @@ export class RepoStore implements Repos {
     const head = await this.git.head(id);
     const source = { store: this.git, id, head, commitsKnown: (shas: readonly string[]) => this.index.knownCommits(id, shas) };
     return uploadPack(source, req, { onEnd: opts.onEnd });
+  }
+
+  #imports(): ImportSessions {
+    if (!this.imports) throw new HttpError(501, 'imports are not available on this server');
+    return this.imports;
+  }
+
+  /** Repos.importBegin: a new import's spool; its token. */
+  importBegin(id: string): Promise<string> {
+    return this.#imports().begin(id);
+  }
+
+  importAppend(id: string, token: string, chunk: Uint8Array): Promise<void> {
+    return this.#imports().append(id, token, chunk);
+  }
+
+  importCheck(id: string, token: string, opts: ImportCheckOptions): Promise<ImportPlan> {
+    return this.#imports().check(id, token, opts);
+  }
+
+  /**
+   * Repos.importFinish: under the repository's lock, the checked import's objects are kept, the branch starts
+   * at its head, and the index is rebuilt from git at once (the catch-up a missing index gets: commits,
+   * pages at head, links, full text). The spool goes whatever happens.
+   */
+  async importFinish(id: string, token: string): Promise<ImportPlan> {
+    const imports = this.#imports();
+    try {
+      return await this.git.withLock(
+        id,
+        async (progress) => {
+          progress.step('keep imported objects');
+          const plan = await imports.keep(id, token);
+          this.invalidate(id);
+          progress.step('index imported history');
+          await this.index.sync(id, this.git);
+          return plan;
+        },
+        { owner: 'import', step: 'import' },
+      );
+    } finally {
+      await imports.discard(id, token);
+    }
+  }
+
+  async importDiscard(id: string, token: string): Promise<void> {
+    await this.imports?.discard(id, token);
   }
 
   /**

@@ -6,6 +6,8 @@ import type { LinksResponse } from '../../schema/wire/links.ts';
 import type { StreamWatch } from '../http/stream.ts';
 import type { FetchRequest } from '../git/upload-request.ts';
 import type { UploadAnswer } from '../git/upload-pack.ts';
+import type { ImportPlan } from '../git/import.ts';
+import type { ImportCheckOptions } from './import-store.ts';
 
 /**
  * Repositories as handlers and lib/ see them, whatever holds them: on Node, RepoStore over bare
@@ -80,6 +82,18 @@ export interface Repos {
    * holds a pack with commits in it.
    */
   uploadPack(id: string, req: FetchRequest, opts?: StreamOptions): Promise<UploadAnswer>;
+  /**
+   * An import of a git bundle, in steps (lib/import.ts, lib/repo/import-store.ts): `importBegin` makes a spool
+   * and names it by a token, `importAppend` stores the body's chunks as they arrive, `importCheck` checks the
+   * whole bundle (HttpError 400/413 when it is refused), `importFinish` keeps it in the repository (which must
+   * exist and have no commit: 409 `repository is not empty`) and indexes its history; `importDiscard` drops
+   * the spool (a no-op once finished). The spool is gone once finished or discarded.
+   */
+  importBegin(id: string): Promise<string>;
+  importAppend(id: string, token: string, chunk: Uint8Array): Promise<void>;
+  importCheck(id: string, token: string, opts: ImportCheckOptions): Promise<ImportPlan>;
+  importFinish(id: string, token: string): Promise<ImportPlan>;
+  importDiscard(id: string, token: string): Promise<void>;
   /** The derived index's path queries (lib/repo/path-index.ts), for the diff service. */
   readonly index: RepoIndex;
 }

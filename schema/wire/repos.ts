@@ -18,7 +18,7 @@ export type ReposResponse = z.infer<typeof ReposResponse>;
 export const ActivityEvent = z.object({
   user_id: z.string(),
   email: z.string(),
-  action: z.enum(['push', 'pull']),
+  action: z.enum(['push', 'pull', 'import']),
   detail: z.record(z.string(), z.unknown()).optional(),
   created_at: z.number().int(),
   /** (ours) A push's commit. */
@@ -31,3 +31,23 @@ export type ActivityResponse = z.infer<typeof ActivityResponse>;
 export const DeleteRepoQuery = z.object({
   confirm: z.string().describe('The repository id again, exactly; missing or different: 400 `confirm the deletion with ?confirm=<id>`.'),
 });
+
+/** (ours) `POST /v1/repos/:id/import`: which branch of the bundle becomes `main`. */
+export const ImportQuery = z.object({
+  branch: z
+    .string()
+    .optional()
+    .describe("The bundle's branch to import (`main`, or a full ref name); default: the bundle's `HEAD`, else its only branch, else `main`."),
+});
+
+/** (ours) `POST /v1/repos/:id/import`: the body, a git bundle's bytes. */
+export const ImportBody = z.string().meta({ format: 'binary' }).describe('A git bundle (v2 or v3), as `git bundle create` or the export makes it.');
+
+/** (ours) `POST /v1/repos/:id/import`: what was imported. */
+export const ImportResponse = z.object({
+  id: z.string(),
+  head: z.string().describe('The imported branch\'s head: now `refs/heads/main`.'),
+  commits: z.number().int().describe('Commits in its history.'),
+  pages: z.number().int().describe('Files at its head.'),
+});
+export type ImportResponse = z.infer<typeof ImportResponse>;

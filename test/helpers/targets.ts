@@ -19,6 +19,8 @@ export interface Target {
   url: string;
   /** The server's log lines so far (JSON). */
   logs: string[];
+  /** The Node server's data directory (undefined for workerd, whose storage is its own). */
+  dataRoot?: string;
   /**
    * fetch against the target with the legacy key unless `token` says otherwise (null: no header). Every
    * answer is checked against the OpenAPI document of the target's build (test/helpers/openapi-check.ts):
@@ -81,6 +83,7 @@ export async function startTarget(kind: TargetKind, env: Record<string, string> 
       kind,
       url: srv.url,
       logs: srv.logs,
+      dataRoot: srv.dataRoot,
       api: client(srv.url, checkerFor(env)),
       exec: async (sql, args = []) => void (await srv.deps.db.run(sql, args)),
       stop: () => srv.stop(),

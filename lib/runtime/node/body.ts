@@ -13,6 +13,9 @@ export function nodeBodySource(c: Context): BodySource | undefined {
   return incoming ? new IncomingBody(incoming) : undefined;
 }
 
+/** Bytes of a body queued ahead of its reader before the socket is paused. */
+const QUEUE_BYTES = 1024 * 1024;
+
 /**
  * Chunks as they arrive ('data'), handed out in order by `next`. The body breaks off when the stream errs
  * or closes before its end (client gone, bad framing). `cancel` stops listening: what is still to come is
@@ -21,6 +24,8 @@ export function nodeBodySource(c: Context): BodySource | undefined {
 class IncomingBody implements BodySource {
   readonly #incoming: IncomingMessage;
   readonly #queue: Uint8Array[] = [];
+  /** Bytes in the queue: past QUEUE_BYTES the socket is paused until the reader catches up. */
+  #queued = 0;
   #done = false;
   #failure: Error | undefined;
   #waiter: { resolve: (v: Uint8Array | null) => void; reject: (e: Error) => void } | undefined;
@@ -52,7 +57,11 @@ class IncomingBody implements BodySource {
 
   next(): Promise<Uint8Array | null> {
     const chunk = this.#queue.shift();
-    if (chunk) return Promise.resolve(chunk);
+    if (chunk) {
+      this.#queued -= chunk.byteLength;
+      if (this.#queued <= QUEUE_BYTES / 2 && this.#incoming.isPaused() && !this.#done) this.#incoming.resume();
+      return Promise.resolve(chunk);
+    }
     if (this.#failure) return Promise.reject(this.#failure);
     if (this.#done) return Promise.resolve(null);
     return new Promise((resolve, reject) => {
@@ -63,6 +72,9 @@ class IncomingBody implements BodySource {
   cancel(): void {
     this.#detach();
     this.#queue.length = 0;
+    this.#queued = 0;
+    // The adapter drains or closes what is left: a socket paused here must flow again for that.
+    if (this.#incoming.isPaused()) this.#incoming.resume();
   }
 
   #push(chunk: Uint8Array): void {
@@ -70,7 +82,13 @@ class IncomingBody implements BodySource {
     if (w) {
       this.#waiter = undefined;
       w.resolve(chunk);
-    } else this.#queue.push(chunk);
+    } else {
+      this.#queue.push(chunk);
+      this.#queued += chunk.byteLength;
+      // A reader slower than the socket (an import writing each chunk to disk): the socket waits, so what is
+      // held stays about QUEUE_BYTES whatever the body's size.
+      if (this.#queued > QUEUE_BYTES) this.#incoming.pause();
+    }
   }
 
   #finish(): void {

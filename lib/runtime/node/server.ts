@@ -11,6 +11,7 @@ import type { LibsqlDatabase } from './libsql.ts';
 import type { Logger } from '../../log.ts';
 import { openDatabaseFile } from './open-db.ts';
 import { GitStore, LOCK_WAIT_MS } from '../../git/store.ts';
+import { nodeImportRuntime } from './import-spool.ts';
 import { nodeStoreFs } from './store-fs.ts';
 import { PathIndex } from '../../repo/path-index.ts';
 import { RepoStore } from '../../repo/repo-store.ts';
@@ -82,6 +83,7 @@ export async function openNodeDeps(
   await dropSharedRows(db);
   const repos = new RepoStore(git, new PathIndex(db, { text: new IndexFiles(join(config.dataRoot, 'search')) }), clock, {
     maxPendingDeliveries: config.webhookMaxPending,
+    imports: nodeImportRuntime(join(config.dataRoot, 'repos')),
   });
   // Exports are made on worker threads, each with a git store of its own over the same files.
   const exports = new ExportThreads({ root: git.root, cacheBytes: Math.min(budget.gitStore, EXPORT_CACHE_BYTES), threads: EXPORT_THREADS });

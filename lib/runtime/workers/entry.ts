@@ -71,8 +71,20 @@ export function workerConfig(env: WorkerEnv): { config: Config; warnings: string
   if (loaded.config.sessionSecretGenerated) {
     throw new ConfigError('SERVICE_SESSION_SECRET must be set for the Workers build (wrangler secret put SERVICE_SESSION_SECRET)');
   }
+  // An import's body comes in one request: the platform refuses bodies past its limit before the Worker sees
+  // them, so the cap is at most that, and the 413 says it.
+  const env0 = variables(env);
+  if (env0.SERVICE_MAX_IMPORT_BYTES === undefined || loaded.config.maxImportBytes > WORKERS_MAX_BODY_BYTES) {
+    if (env0.SERVICE_MAX_IMPORT_BYTES !== undefined) {
+      loaded.warnings.push(`SERVICE_MAX_IMPORT_BYTES (${loaded.config.maxImportBytes}) is above the platform's request-body limit; using ${WORKERS_MAX_BODY_BYTES}`);
+    }
+    loaded.config.maxImportBytes = WORKERS_MAX_BODY_BYTES;
+  }
   return loaded;
 }
+
+/** The platform's request-body limit on most plans (100 MB): the Workers build's largest import. */
+export const WORKERS_MAX_BODY_BYTES = 100_000_000;
 
 export function workerDeps(env: WorkerEnv, config: Config): Deps {
   const clock = systemClock;

@@ -17,6 +17,7 @@ import m0011 from '../../../schema/migrations/0011_events.sql';
 import m0012 from '../../../schema/migrations/0012_links.sql';
 import m0013 from '../../../schema/migrations/0013_event_seq.sql';
 import m0015 from '../../../schema/migrations/0015_webhook_pending.sql';
+import m0016 from '../../../schema/migrations/0016_activity_import.sql';
 
 export const BUNDLED_MIGRATION_FILES = [
   { name: '0001_init.sql', sql: m0001 },
@@ -32,6 +33,7 @@ export const BUNDLED_MIGRATION_FILES = [
   { name: '0012_links.sql', sql: m0012 },
   { name: '0013_event_seq.sql', sql: m0013 },
   { name: '0015_webhook_pending.sql', sql: m0015 },
+  { name: '0016_activity_import.sql', sql: m0016 },
 ];
 
 export const BUNDLED_MIGRATIONS = migrationsFromFiles(BUNDLED_MIGRATION_FILES);

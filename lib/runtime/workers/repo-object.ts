@@ -5,6 +5,8 @@ import { migrate } from '../../db/migrate.ts';
 import { BUNDLED_MIGRATIONS } from './migrations.ts';
 import { errorToWire, HttpError, LockTimeoutError, RepoBusyError, RepoNotFoundError, type WireError } from '../../errors.ts';
 import { DoFs } from './store-fs.ts';
+import { doImportRuntime } from './import-spool.ts';
+import type { ImportCheckOptions } from '../../repo/import-store.ts';
 import { PathIndex, type HeadEntry } from '../../repo/path-index.ts';
 import { RepoStore, type PushFile } from '../../repo/repo-store.ts';
 import { GitStore } from '../../git/store.ts';
@@ -127,6 +129,7 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
     const config = objectConfig(env);
     const store = new RepoStore(git, new PathIndex(db, { text: sharedTextStore(db, { oneRepository: true }) }), systemClock, {
       maxPendingDeliveries: config.webhookMaxPending,
+      imports: doImportRuntime(this.ctx.storage),
     });
     // Accounts, tokens and membership are in D1: a stream's caller is re-checked there at each ping.
     const d1 = new D1Database((env as { DB: D1Like }).DB);
@@ -293,6 +296,32 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
   }
   readBlob(id: string, oid: string) {
     return this.#serve(id, (s) => s.readBlob(id, oid));
+  }
+
+  // An import's spool lives here before the repository exists (its body is checked whole first), so these
+  // neither make the repository nor mind a tombstone; `importFinish` is an ordinary call on the repository
+  // the Worker has registered by then.
+  async #spooling<T>(fn: (store: RepoStore) => Promise<T>): Promise<Outcome<T>> {
+    try {
+      return { ok: true, value: await fn(this.#store!) };
+    } catch (e) {
+      return failed(e);
+    }
+  }
+  importBegin(id: string) {
+    return this.#spooling((s) => s.importBegin(id));
+  }
+  importAppend(id: string, token: string, chunk: Uint8Array) {
+    return this.#spooling((s) => s.importAppend(id, token, chunk));
+  }
+  importCheck(id: string, token: string, opts: ImportCheckOptions) {
+    return this.#spooling((s) => s.importCheck(id, token, opts));
+  }
+  importFinish(id: string, token: string) {
+    return this.#serve(id, (s) => s.importFinish(id, token));
+  }
+  importDiscard(id: string, token: string) {
+    return this.#spooling((s) => s.importDiscard(id, token));
   }
 
   // RepoIndex, as `index` + its name; the index first catches up with git.
