@@ -3,7 +3,7 @@
  * `--json`. Command implementations are loaded on demand (`import()` inside each action).
  */
 import { Command, Option } from 'commander';
-import { checkRepoId, setRequestTimeout } from '../client/config.ts';
+import { checkRepoId, setRequestTimeout } from '../client/options.ts';
 import { colourEnabled, paint, terminalSafe } from '../client/output.ts';
 
 import { VERSION } from '../client/version.ts';

@@ -27,12 +27,13 @@ import { LimitsResponse } from '../schema/wire/limits.ts';
 import { SearchResponse } from '../schema/wire/search.ts';
 import { CliError } from './errors.ts';
 import { clean } from './output.ts';
+import { DEFAULT_TIMEOUT_MS } from './options.ts';
 
 /** The fixed client name of SPEC.md rule 7 ("the command-line client sends a fixed literal"). */
 export const CLIENT_NAME = 'kr-cli';
 
-/** Every request's time limit unless `--timeout` says otherwise. */
-export const DEFAULT_TIMEOUT_MS = 30_000;
+/** Every request's time limit unless `--timeout` says otherwise (client/options.ts). */
+export { DEFAULT_TIMEOUT_MS };
 
 /** What an older server (no `GET /v1/limits`, 404) is assumed to accept: API.md's defaults. */
 export const DEFAULT_LIMITS: LimitsResponse = { max_body_bytes: 8_388_608, max_files_per_push: 10_000, max_page_path_bytes: 512 };
