@@ -39,6 +39,8 @@ import webhooksList from './webhooks/list.ts';
 import webhooksRemove from './webhooks/remove.ts';
 import webhooksTest from './webhooks/test.ts';
 import webhooksDeliveries from './webhooks/deliveries.ts';
+import clientTgz from './client/tgz.ts';
+import clientMjs from './client/mjs.ts';
 
 /** Every endpoint of both builds, in one list (the hosted build adds hostedRoutes: see routesFor). */
 export const routes: RouteDef[] = [
@@ -81,6 +83,8 @@ export const routes: RouteDef[] = [
   webhooksRemove,
   webhooksTest,
   webhooksDeliveries,
+  clientTgz,
+  clientMjs,
 ];
 
 export { hostedRoutes };

@@ -34,6 +34,7 @@ import { LocalLive } from '../../events/live.ts';
 import { accessLost } from '../../events/access.ts';
 import { Deliverer, DeliveryLoop } from '../../events/deliver.ts';
 import { nodeResolveHost, nodeWebhookSender } from './webhook-sender.ts';
+import { diskClientFiles } from './client-files.ts';
 
 /** The Node build's dependencies, with their concrete stores (the watchdog and tests look inside them). */
 export type NodeDeps = Deps & {
@@ -50,7 +51,7 @@ export type NodeDeps = Deps & {
  */
 export async function openNodeDeps(
   config: Config,
-  opts: { clock?: Clock; log: Logger; quota?: QuotaPolicy; lockWaitMs?: number },
+  opts: { clock?: Clock; log: Logger; quota?: QuotaPolicy; lockWaitMs?: number; clientDir?: string },
 ): Promise<NodeDeps> {
   const clock = opts.clock ?? systemClock;
   await mkdir(config.dataRoot, { recursive: true });
@@ -112,6 +113,8 @@ export async function openNodeDeps(
     live: new LocalLive(repos, hub, () => deliveries.kick(), opts.log),
     deliveries,
     resolveHost: nodeResolveHost,
+    // The client package the bundle step wrote (dist/client/ of this installation, unless told otherwise).
+    clientFiles: diskClientFiles(opts.clientDir),
   };
 }
 

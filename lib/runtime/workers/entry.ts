@@ -20,6 +20,7 @@ import { durableObjectLimiters, type RateLimiterNamespace } from './rate-limiter
 import type { AppEnv, RouteDef } from '../../route.ts';
 import { RemoteRepos, type RepoNamespace } from './remote-repos.ts';
 import { RemoteLive } from './remote-live.ts';
+import { assetsClientFiles, type AssetsBinding } from './client-files.ts';
 
 /**
  * The Workers runtime (the hosted build, worker.ts): the same app as the Node build, with dependencies
@@ -34,6 +35,8 @@ export interface WorkerEnv {
   DB: D1Like;
   REPO: RepoNamespace;
   RATE_LIMITER: RateLimiterNamespace;
+  /** The static assets (wrangler.toml `[assets]`): the client package, dist/client/. */
+  ASSETS?: AssetsBinding;
   [variable: string]: unknown;
 }
 
@@ -90,6 +93,7 @@ export function workerDeps(env: WorkerEnv, config: Config): Deps {
     parsedPages: new ParseCache(8 * 1024 * 1024, 4 * 1024 * 1024),
     // Each repository's Durable Object holds its event streams, event log, webhooks and deliveries.
     live: new RemoteLive(env.REPO),
+    clientFiles: assetsClientFiles(env.ASSETS),
   };
 }
 
