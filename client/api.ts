@@ -25,6 +25,7 @@ import { InviteKeysResponse, JoinResponse, MembersResponse, MintInviteResponse, 
 import { LinksResponse } from '../schema/wire/links.ts';
 import { LimitsResponse } from '../schema/wire/limits.ts';
 import { SearchResponse } from '../schema/wire/search.ts';
+import { CreateWebhookResponse, DeliveriesResponse, WebhooksResponse } from '../schema/wire/webhooks.ts';
 import { CliError } from './errors.ts';
 import { clean } from './output.ts';
 import { DEFAULT_TIMEOUT_MS } from './options.ts';
@@ -448,4 +449,18 @@ export class Api {
   listInvites = async (repo: string) => (await this.call('GET', `/v1/repos/${seg(repo)}/invite-keys`, InviteKeysResponse)).data;
   revokeInvite = (repo: string, keyId: string) => this.noContent('DELETE', `/v1/repos/${seg(repo)}/invite-keys/${seg(keyId)}`);
   join = async (key: string) => (await this.call('POST', '/v1/repos/join', JoinResponse, { body: { key } })).data;
+
+  // --- webhooks (API.md "Webhooks") -------------------------------------------------------------------
+  createWebhook = async (repo: string, body: { url: string; events?: string[] }) =>
+    (await this.call('POST', `/v1/repos/${seg(repo)}/webhooks`, CreateWebhookResponse, { body })).data;
+  webhooks = async (repo: string) => (await this.call('GET', `/v1/repos/${seg(repo)}/webhooks`, WebhooksResponse)).data;
+  removeWebhook = (repo: string, id: string) => this.noContent('DELETE', `/v1/repos/${seg(repo)}/webhooks/${seg(id)}`);
+  /** `POST …/test` (202, no body): the server delivers a `ping` event to the webhook. */
+  async testWebhook(repo: string, id: string): Promise<void> {
+    const res = await this.send('POST', `/v1/repos/${seg(repo)}/webhooks/${seg(id)}/test`);
+    if (!res.ok) throw await this.refusal(res);
+    await res.body?.cancel();
+  }
+  deliveries = async (repo: string, id: string, limit?: number) =>
+    (await this.call('GET', `/v1/repos/${seg(repo)}/webhooks/${seg(id)}/deliveries`, DeliveriesResponse, { query: { limit } })).data;
 }
