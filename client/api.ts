@@ -29,6 +29,7 @@ import { CreateWebhookResponse, DeliveriesResponse, WebhooksResponse } from '../
 import { CliError } from './errors.ts';
 import { clean } from './output.ts';
 import { DEFAULT_TIMEOUT_MS } from './options.ts';
+import { nodeFetch } from './transport.ts';
 
 /** The fixed client name of SPEC.md rule 7 ("the command-line client sends a fixed literal"). */
 export const CLIENT_NAME = 'kr-cli';
@@ -134,7 +135,9 @@ export class Api {
     this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
     this.token = opts.token;
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    this.doFetch = opts.fetch ?? fetch;
+    // node:http rather than the global fetch, which takes longer to load than kr takes to start (client/transport.ts);
+    // its answers have every member of a Response that this client reads.
+    this.doFetch = opts.fetch ?? (nodeFetch as unknown as typeof fetch);
   }
 
   /** The refusal of a request that ran out of time. */
