@@ -28,6 +28,8 @@ export const TARGETS = {
   w13P95Ms: 100,
   /** W7·merge: merging a 4 KB page (different sections changed on each side), ms, median. */
   mergeMs: 0.25,
+  /** CLI·start: `kr --version` and `kr status` at most this × `node -e 0` on the same machine, p50. */
+  cliStart: 3,
 } as const;
 
 /** ours / reference, or null when either is not a finite figure (a ratio of nothing is no ratio). */
