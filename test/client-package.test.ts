@@ -223,15 +223,17 @@ describe('kr init: nothing personal or machine-specific for git', () => {
     const env = { PATH: process.env.PATH, HOME: home };
     const kr = (...args: string[]) => run(process.execPath, [KR_ENTRY, ...args], { cwd: project, env });
     await kr('login', '--server', server.url, '--token', LEGACY_KEY);
-    const init = await kr('init', '--repo', 'team', '--tool', 'claude,cursor,codex');
+    const init = await kr('init', '--repo', 'carol', '--tool', 'claude,cursor,codex');
     // "What to commit", in two lines.
     expect(init.stdout).toContain('Commit: the pages under .kr/wiki and .kr/raw, .kr/.gitignore');
     expect(init.stdout).toContain('Do not commit: .kr/state.json, caches and locks');
+    await writeFile(join(project, '.kr', 'wiki', 'concepts', 'note.md'), '---\ntitle: Note\ntype: concept\n---\n# Note\n');
+    await kr('push', '-m', 'a note');
     await kr('pull');
     // What `git add -A` would take.
     await run('git', ['add', '-A'], { cwd: project });
     const staged = (await run('git', ['diff', '--cached', '--name-only'], { cwd: project })).stdout.trim().split('\n').sort();
-    expect(staged).toEqual(['.codex/config.toml', '.cursor/mcp.json', '.kr/.gitignore', '.kr/wiki/concepts/plan.md', '.mcp.json']);
+    expect(staged).toEqual(['.codex/config.toml', '.cursor/mcp.json', '.kr/.gitignore', '.kr/wiki/concepts/note.md', '.mcp.json']);
     // Per-person state is ignored; so are caches, locks and temporary files.
     for (const f of ['.kr/state.json', '.kr/state.json.tmp', '.kr/cache/x', '.kr/sync.lock', '.kr/wiki/concepts/.a1b2.tmp']) {
       expect((await run('git', ['check-ignore', '-q', f], { cwd: project }).then(() => 0, (e: { code: number }) => e.code)), f).toBe(0);
