@@ -34,8 +34,26 @@ export const PACKAGE_NAME = 'kr-client';
 
 const SHEBANG = '#!/usr/bin/env node\n';
 // Some bundled CommonJS dependencies (commander) call require() for node: built-ins, which an ES module
-// lacks: every output file gets one of its own.
-const REQUIRE_SHIM = "import { createRequire as __krCreateRequire } from 'node:module'; const require = __krCreateRequire(import.meta.url);";
+// lacks: every output file gets one of its own, made on its first call (making one costs a few ms of path work,
+// and most chunks never call it).
+const REQUIRE_SHIM =
+  "import { createRequire as __krCreateRequire } from 'node:module'; let __krRequire; const require = (id) => (__krRequire ??= __krCreateRequire(import.meta.url))(id);";
+
+/**
+ * zod re-exports every locale it has (`z.locales`: some 40 languages, half of the zod code in the bundle, about
+ * 300 KB parsed at each start of any command that reads the server's answers); kr uses only the English
+ * messages zod configures itself with. Its locale index is replaced by one that has only `en`.
+ */
+const zodEnglishOnly = {
+  name: 'zod-english-only',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]node_modules[\\/]zod[\\/]v4[\\/]locales[\\/]index\.js$/ }, (args) => ({
+      contents: "export { default as en } from './en.js';\n",
+      loader: 'js',
+      resolveDir: dirname(args.path),
+    }));
+  },
+};
 
 const COMMON = {
   entryPoints: [{ in: 'cli/main.ts', out: 'kr' }],
@@ -48,6 +66,7 @@ const COMMON = {
   minifySyntax: true,
   legalComments: 'none',
   banner: { js: REQUIRE_SHIM },
+  plugins: [zodEnglishOnly],
   outExtension: { '.js': '.mjs' },
   logLevel: 'warning',
 };
