@@ -77,11 +77,16 @@ export async function nodeFetch(input: URL | string, init: TransportInit = {}): 
       const readAll = (): Promise<Buffer> => {
         take();
         return new Promise<Buffer>((ok, fail) => {
+          // Cut before the body was asked for: its events are gone, the reason is not.
+          if (signal?.aborted) return fail(abortError(signal));
+          if (res.destroyed && !res.readableEnded) return fail(new TypeError('terminated', { cause: new Error('the connection was closed before the answer ended') }));
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('end', () => ok(Buffer.concat(chunks)));
-          res.on('error', (e) => fail(signal?.aborted ? abortError(signal) : new TypeError('terminated', { cause: e })));
-          res.on('aborted', () => fail(new TypeError('terminated', { cause: new Error('the connection was closed before the answer ended') })));
+          // Cut by the signal (the time limit): its reason, whichever of these events comes first.
+          const cut = (e: Error) => fail(signal?.aborted ? abortError(signal) : new TypeError('terminated', { cause: e }));
+          res.on('error', cut);
+          res.on('aborted', () => cut(new Error('the connection was closed before the answer ended')));
         });
       };
       resolve({
