@@ -16,15 +16,19 @@ COPY lib ./lib
 COPY functions ./functions
 COPY schema ./schema
 COPY admin ./admin
-# The admin command's terminal-safe output is the client's (client/output.ts).
+# The admin command's terminal-safe output is the client's (client/output.ts); the client package the server
+# hands out (GET /client/kr.tgz) is built from cli/, client/ and mcp/.
 COPY client ./client
-COPY scripts/bundle.mjs scripts/server-loader.mjs scripts/dev-worker-storage.ts scripts/dev-worker-admin.ts ./scripts/
+COPY cli ./cli
+COPY mcp ./mcp
+COPY scripts/bundle.mjs scripts/client-package.mjs scripts/server-loader.mjs scripts/dev-worker-storage.ts scripts/dev-worker-admin.ts ./scripts/
 # What `npm start` does when the bundle is stale (scripts/bundle.mjs): bundle the TypeScript sources and their
 # dependencies but the native database driver with esbuild (a runtime dependency) into dist/server.cjs, run by
 # dist/server.mjs through V8's code cache, which is written here (dist/ is read-only to the server), with the node
 # flags of the CMD below (V8 rejects a cache made under other flags).
-# The admin command is bundled too: `docker exec <container> node dist/admin.mjs user list`.
-RUN npm run --silent build:server && node dist/server.mjs --write-code-cache && npm run --silent build:admin
+# The admin command is bundled too: `docker exec <container> node dist/admin.mjs user list`; and the client
+# package (dist/client/: kr.tgz, kr.mjs), which GET /client/kr.tgz serves.
+RUN npm run --silent build:server && node dist/server.mjs --write-code-cache && npm run --silent build:admin && npm run --silent build:client
 
 RUN mkdir -p /data && chown node:node /data
 VOLUME ["/data"]

@@ -9,7 +9,7 @@
  * peak RSS under the same load). Some workloads compare the service with itself in the same run: W9 a
  * large repository with a small one, W10 many repositories with the first 10, W12 a search beside the large
  * repository with one on a server of its own; W11 runs the Workers build under workerd, W13 a server of its
- * own (see bench/workloads/). Then BOOT: `npm start` → first /health 200 on a fresh and on the run's
+ * own; CLI times the installed client package's start-up against `node -e 0` (see bench/workloads/). Then BOOT: `npm start` → first /health 200 on a fresh and on the run's
  * data root. Memory is measured per workload: the server's peak RSS while seeding it and while measuring
  * it (VmHWM, reset before each), its RSS and V8 heap after. Prints a table and writes it as JSON to
  * bench/results/latest.json and a timestamped file, with the commit and whether the tree was clean: only
@@ -49,8 +49,9 @@ import { w10 } from './workloads/repos.ts';
 import { w11 } from './workloads/workers.ts';
 import { w13 } from './workloads/events.ts';
 import { w14 } from './workloads/git-http.ts';
+import { cli } from './workloads/cli.ts';
 
-const WORKLOADS: Workload[] = [w1, w2, w3, w4, w5, w6, w7, w7page, w7mergeBig, w8, w9, w10, w11, w12, w13, w14];
+const WORKLOADS: Workload[] = [w1, w2, w3, w4, w5, w6, w7, w7page, w7mergeBig, w8, w9, w10, w11, w12, w13, w14, cli];
 /** BOOT target: `npm start` → first /health 200, seconds. */
 const BOOT_TARGET_S = 0.5;
 

@@ -32,6 +32,8 @@ export const TARGETS = {
   mergeBigMs: 3000,
   /** W7·merge-big: the worst GET /health latency during such a push, ms. */
   mergeBigHealthMs: 500,
+  /** CLI·start: `kr --version` and `kr status` at most this × `node -e 0` on the same machine, p50. */
+  cliStart: 3,
 } as const;
 
 /** ours / reference, or null when either is not a finite figure (a ratio of nothing is no ratio). */

@@ -3,7 +3,7 @@
  * `--json`. Command implementations are loaded on demand (`import()` inside each action).
  */
 import { Command, Option } from 'commander';
-import { checkRepoId, setRequestTimeout } from '../client/config.ts';
+import { checkRepoId, setRequestTimeout } from '../client/options.ts';
 import { colourEnabled, paint, terminalSafe } from '../client/output.ts';
 
 import { VERSION } from '../client/version.ts';
@@ -38,6 +38,7 @@ const searchCmd = () => import('./commands/search.ts');
 const linksCmd = () => import('./commands/links.ts');
 const lifecycle = () => import('./commands/lifecycle.ts');
 const watchCmd = () => import('./commands/watch.ts');
+const webhooksCmd = () => import('./commands/webhooks.ts');
 
 export function buildProgram(opts: { jsonErrors?: boolean } = {}): Command {
   const program = new Command('kr')
@@ -507,6 +508,53 @@ Examples:
     ['kr pats revoke 0c9e...'],
   );
   examples(pats, ['kr pats create --save', 'kr pats list', 'kr pats revoke <id>']);
+
+  const webhooks = program
+    .command('webhooks')
+    .description("the current repository's webhooks: an HTTPS POST to your URL on each push or member change, signed with a secret (owners add and remove; members list)");
+  examples(
+    act(
+      webhooks
+        .command('add')
+        .argument('<url>', 'where to deliver (https://; the server refuses private and loopback addresses unless configured otherwise)')
+        .option('--events <kinds>', 'which events: push, member, or both comma-separated (default both)')
+        .description('add a webhook (owners); its signing secret is printed once')
+        .addOption(json()),
+      async ([url], o) => (await webhooksCmd()).add(url!, o as never),
+    ),
+    ['kr webhooks add https://ci.example.com/kr-hook', 'kr webhooks add https://chat.example.com/hook --events push --json'],
+  );
+  examples(
+    act(webhooks.command('list', { isDefault: true }).description('id, events, creation time, URL (the default; no secrets)').addOption(json()), async (_a, o) =>
+      (await webhooksCmd()).list(o as never),
+    ),
+    ['kr webhooks', 'kr webhooks list --json'],
+  );
+  examples(
+    act(webhooks.command('test').argument('<id>', 'webhook id from "kr webhooks list"').description('deliver a ping event to the webhook now').addOption(json()), async ([id], o) =>
+      (await webhooksCmd()).test(id!, o as never),
+    ),
+    ['kr webhooks test 3f2a...'],
+  );
+  examples(
+    act(
+      webhooks
+        .command('deliveries')
+        .argument('<id>', 'webhook id')
+        .description("the latest deliveries, newest first: event, status (pending, delivered, failed), attempts, the receiver's last HTTP status or the error")
+        .option('-n, --limit <n>', 'how many (default 50, at most 200)')
+        .addOption(json()),
+      async ([id], o) => (await webhooksCmd()).deliveries(id!, o as never),
+    ),
+    ['kr webhooks deliveries 3f2a...', 'kr webhooks deliveries 3f2a... --limit 5 --json'],
+  );
+  examples(
+    act(webhooks.command('remove').argument('<id>', 'webhook id').description('remove a webhook (owners)').addOption(json()), async ([id], o) =>
+      (await webhooksCmd()).remove(id!, o as never),
+    ),
+    ['kr webhooks remove 3f2a...'],
+  );
+  examples(webhooks, ['kr webhooks add https://ci.example.com/kr-hook', 'kr webhooks', 'kr webhooks test <id>', 'kr webhooks deliveries <id>', 'kr webhooks remove <id>']);
 
   return program;
 }

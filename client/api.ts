@@ -10,29 +10,19 @@
  * `the server at <url> did not answer within 30 s`.
  */
 import type { z } from 'zod';
-import { MeResponse, CreatePatResponse, PatsResponse } from '../schema/wire/auth.ts';
-import { ActivityResponse, CreateRepoResponse, ImportResponse, ReposResponse } from '../schema/wire/repos.ts';
-import {
-  HistoryResponse,
-  PagesResponse,
-  PullResponse,
-  PushResponse,
-  TimelineResponse,
-  type PushRequest,
-} from '../schema/wire/sync.ts';
-import { EvolutionResponse, SectionDiff } from '../schema/wire/diff.ts';
-import { InviteKeysResponse, JoinResponse, MembersResponse, MintInviteResponse, SetRoleResponse } from '../schema/wire/members.ts';
-import { LinksResponse } from '../schema/wire/links.ts';
-import { LimitsResponse } from '../schema/wire/limits.ts';
-import { SearchResponse } from '../schema/wire/search.ts';
+import type { LimitsResponse } from '../schema/wire/limits.ts';
+import type { PushRequest } from '../schema/wire/sync.ts';
+import type { ImportResponse } from '../schema/wire/repos.ts';
 import { CliError } from './errors.ts';
 import { clean } from './output.ts';
+import { DEFAULT_TIMEOUT_MS } from './options.ts';
+import { nodeFetch } from './transport.ts';
 
 /** The fixed client name of SPEC.md rule 7 ("the command-line client sends a fixed literal"). */
 export const CLIENT_NAME = 'kr-cli';
 
-/** Every request's time limit unless `--timeout` says otherwise. */
-export const DEFAULT_TIMEOUT_MS = 30_000;
+/** Every request's time limit unless `--timeout` says otherwise (client/options.ts). */
+export { DEFAULT_TIMEOUT_MS };
 /** The least time an import is given: the server reads and checks the whole bundle before it answers. */
 export const IMPORT_TIMEOUT_MS = 600_000;
 
@@ -124,17 +114,38 @@ interface CallOptions {
 export const encodePath = (path: string): string => path.split('/').map(encodeURIComponent).join('/');
 const seg = encodeURIComponent;
 
+/**
+ * The wire schemas the answers are checked against, each module loaded when a call first needs it: building
+ * zod schemas is a good part of a command's start-up, and a command uses a few of them.
+ */
+const wire = {
+  auth: () => import('../schema/wire/auth.ts'),
+  repos: () => import('../schema/wire/repos.ts'),
+  sync: () => import('../schema/wire/sync.ts'),
+  diff: () => import('../schema/wire/diff.ts'),
+  members: () => import('../schema/wire/members.ts'),
+  links: () => import('../schema/wire/links.ts'),
+  limits: () => import('../schema/wire/limits.ts'),
+  search: () => import('../schema/wire/search.ts'),
+  webhooks: () => import('../schema/wire/webhooks.ts'),
+};
+
 export class Api {
   readonly baseUrl: string;
   readonly timeoutMs: number;
   private readonly token: string | null;
   private readonly doFetch: typeof fetch;
+  /** For a streamed request body (an import), which client/transport.ts does not send: the global fetch. */
+  private readonly streamFetch: typeof fetch;
 
   constructor(opts: ApiOptions) {
     this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
     this.token = opts.token;
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    this.doFetch = opts.fetch ?? fetch;
+    // node:http rather than the global fetch, which takes longer to load than kr takes to start (client/transport.ts);
+    // its answers have every member of a Response that this client reads.
+    this.doFetch = opts.fetch ?? (nodeFetch as unknown as typeof fetch);
+    this.streamFetch = opts.fetch ?? ((input, init) => fetch(input, init));
   }
 
   /** The refusal of a request that ran out of time. */
@@ -292,7 +303,7 @@ export class Api {
     } catch {
       json = null;
     }
-    const checked = LimitsResponse.safeParse(json);
+    const checked = (await wire.limits()).LimitsResponse.safeParse(json);
     if (!checked.success) throw new ApiError('unexpected answer from GET /v1/limits', 0);
     return checked.data;
   }
@@ -316,15 +327,15 @@ export class Api {
   }
 
   // --- identity ---------------------------------------------------------------------------------------
-  me = async () => (await this.call('GET', '/v1/me', MeResponse)).data;
+  me = async () => (await this.call('GET', '/v1/me', (await wire.auth()).MeResponse)).data;
   createPat = async (body: { label?: string; expires_in_days?: number }) =>
-    (await this.call('POST', '/v1/pats', CreatePatResponse, { body })).data;
-  listPats = async () => (await this.call('GET', '/v1/pats', PatsResponse)).data;
+    (await this.call('POST', '/v1/pats', (await wire.auth()).CreatePatResponse, { body })).data;
+  listPats = async () => (await this.call('GET', '/v1/pats', (await wire.auth()).PatsResponse)).data;
   revokePat = (id: string) => this.noContent('DELETE', `/v1/pats/${seg(id)}`);
 
   // --- repositories -----------------------------------------------------------------------------------
-  repos = async () => (await this.call('GET', '/v1/repos', ReposResponse)).data;
-  createRepo = async (id: string) => (await this.call('POST', '/v1/repos', CreateRepoResponse, { body: { id } })).data;
+  repos = async () => (await this.call('GET', '/v1/repos', (await wire.repos()).ReposResponse)).data;
+  createRepo = async (id: string) => (await this.call('POST', '/v1/repos', (await wire.repos()).CreateRepoResponse, { body: { id } })).data;
   /** `DELETE /v1/repos/:id?confirm=<id>`: the repository and everything about it, for good. */
   async deleteRepo(repo: string): Promise<void> {
     const res = await this.send('DELETE', `/v1/repos/${seg(repo)}`, { query: { confirm: repo } });
@@ -356,7 +367,7 @@ export class Api {
     if (opts.bytes !== undefined) headers['Content-Length'] = String(opts.bytes);
     let res: Response;
     try {
-      res = await this.doFetch(url, {
+      res = await this.streamFetch(url, {
         method: 'POST',
         headers,
         body,
@@ -368,12 +379,12 @@ export class Api {
       throw this.failure(e);
     }
     if (!res.ok) throw await this.refusal(res);
-    const checked = ImportResponse.safeParse(JSON.parse(await this.text(res)));
+    const checked = (await wire.repos()).ImportResponse.safeParse(JSON.parse(await this.text(res)));
     if (!checked.success) throw new ApiError(`unexpected answer from POST /v1/repos/${repo}/import`, 0);
     return checked.data;
   }
 
-  pages = async (repo: string) => (await this.call('GET', `/v1/repos/${seg(repo)}/pages`, PagesResponse)).data;
+  pages = async (repo: string) => (await this.call('GET', `/v1/repos/${seg(repo)}/pages`, (await wire.sync()).PagesResponse)).data;
 
   /** The page at head and its `X-Page-SHA`, or null when the server has no such page (404 `page not found`). */
   async page(repo: string, path: string): Promise<{ content: string; sha: string } | null> {
@@ -392,37 +403,37 @@ export class Api {
 
   /** 200 or 409 (per-file conflicts), both with a PushResponse. */
   push = async (repo: string, body: PushRequest) =>
-    this.call('POST', `/v1/repos/${seg(repo)}/sync/push`, PushResponse, { body, dataStatuses: [409] });
+    this.call('POST', `/v1/repos/${seg(repo)}/sync/push`, (await wire.sync()).PushResponse, { body, dataStatuses: [409] });
   pull = async (repo: string, since?: string) =>
-    (await this.call('GET', `/v1/repos/${seg(repo)}/sync/pull`, PullResponse, { query: { since: since || undefined } })).data;
+    (await this.call('GET', `/v1/repos/${seg(repo)}/sync/pull`, (await wire.sync()).PullResponse, { query: { since: since || undefined } })).data;
 
   // --- history, diff ----------------------------------------------------------------------------------
   timeline = async (repo: string, limit?: number) =>
-    (await this.call('GET', `/v1/repos/${seg(repo)}/timeline`, TimelineResponse, { query: { limit } })).data;
+    (await this.call('GET', `/v1/repos/${seg(repo)}/timeline`, (await wire.sync()).TimelineResponse, { query: { limit } })).data;
   history = async (repo: string, path: string, limit?: number) =>
-    (await this.call('GET', `/v1/repos/${seg(repo)}/history/${encodePath(path)}`, HistoryResponse, { query: { limit } })).data;
+    (await this.call('GET', `/v1/repos/${seg(repo)}/history/${encodePath(path)}`, (await wire.sync()).HistoryResponse, { query: { limit } })).data;
   diff = async (repo: string, path: string, q: { from?: string; to?: string; blame?: boolean }) =>
     (
-      await this.call('GET', `/v1/repos/${seg(repo)}/diff/${encodePath(path)}`, SectionDiff, {
+      await this.call('GET', `/v1/repos/${seg(repo)}/diff/${encodePath(path)}`, (await wire.diff()).SectionDiff, {
         query: { from: q.from, to: q.to, blame: q.blame ? 'true' : undefined },
       })
     ).data;
   evolution = async (repo: string, path: string, q: { limit?: number; blame?: boolean }) =>
     (
-      await this.call('GET', `/v1/repos/${seg(repo)}/evolution/${encodePath(path)}`, EvolutionResponse, {
+      await this.call('GET', `/v1/repos/${seg(repo)}/evolution/${encodePath(path)}`, (await wire.diff()).EvolutionResponse, {
         query: { limit: q.limit, blame: q.blame ? 'true' : undefined },
       })
     ).data;
   activity = async (repo: string, q: { limit?: number; offset?: number }) =>
-    (await this.call('GET', `/v1/repos/${seg(repo)}/activity`, ActivityResponse, { query: q })).data;
+    (await this.call('GET', `/v1/repos/${seg(repo)}/activity`, (await wire.repos()).ActivityResponse, { query: q })).data;
 
   /** `GET /v1/repos/:id/links/<path>`: what the page links to, and what links to it. */
-  links = async (repo: string, path: string) => (await this.call('GET', `/v1/repos/${seg(repo)}/links/${encodePath(path)}`, LinksResponse)).data;
+  links = async (repo: string, path: string) => (await this.call('GET', `/v1/repos/${seg(repo)}/links/${encodePath(path)}`, (await wire.links()).LinksResponse)).data;
 
   /** `GET /v1/repos/:id/search` with `repo`, else `GET /v1/search` (every repository of the caller). */
   search = async (p: { q: string; repo?: string; type?: string; tag?: string; limit?: number; offset?: number }) =>
     (
-      await this.call('GET', p.repo === undefined ? '/v1/search' : `/v1/repos/${seg(p.repo)}/search`, SearchResponse, {
+      await this.call('GET', p.repo === undefined ? '/v1/search' : `/v1/repos/${seg(p.repo)}/search`, (await wire.search()).SearchResponse, {
         query: { q: p.q, type: p.type, tag: p.tag, limit: p.limit, offset: p.offset },
       })
     ).data;
@@ -474,13 +485,27 @@ export class Api {
   }
 
   // --- members and invite keys ------------------------------------------------------------------------
-  members = async (repo: string) => (await this.call('GET', `/v1/repos/${seg(repo)}/members`, MembersResponse)).data;
+  members = async (repo: string) => (await this.call('GET', `/v1/repos/${seg(repo)}/members`, (await wire.members()).MembersResponse)).data;
   removeMember = (repo: string, userId: string) => this.noContent('DELETE', `/v1/repos/${seg(repo)}/members/${seg(userId)}`);
   setRole = async (repo: string, userId: string, role: 'owner' | 'member') =>
-    (await this.call('POST', `/v1/repos/${seg(repo)}/members/${seg(userId)}/role`, SetRoleResponse, { body: { role } })).data;
+    (await this.call('POST', `/v1/repos/${seg(repo)}/members/${seg(userId)}/role`, (await wire.members()).SetRoleResponse, { body: { role } })).data;
   createInvite = async (repo: string, label?: string) =>
-    (await this.call('POST', `/v1/repos/${seg(repo)}/invite-keys`, MintInviteResponse, { body: label === undefined ? {} : { label } })).data;
-  listInvites = async (repo: string) => (await this.call('GET', `/v1/repos/${seg(repo)}/invite-keys`, InviteKeysResponse)).data;
+    (await this.call('POST', `/v1/repos/${seg(repo)}/invite-keys`, (await wire.members()).MintInviteResponse, { body: label === undefined ? {} : { label } })).data;
+  listInvites = async (repo: string) => (await this.call('GET', `/v1/repos/${seg(repo)}/invite-keys`, (await wire.members()).InviteKeysResponse)).data;
   revokeInvite = (repo: string, keyId: string) => this.noContent('DELETE', `/v1/repos/${seg(repo)}/invite-keys/${seg(keyId)}`);
-  join = async (key: string) => (await this.call('POST', '/v1/repos/join', JoinResponse, { body: { key } })).data;
+  join = async (key: string) => (await this.call('POST', '/v1/repos/join', (await wire.members()).JoinResponse, { body: { key } })).data;
+
+  // --- webhooks (API.md "Webhooks") -------------------------------------------------------------------
+  createWebhook = async (repo: string, body: { url: string; events?: string[] }) =>
+    (await this.call('POST', `/v1/repos/${seg(repo)}/webhooks`, (await wire.webhooks()).CreateWebhookResponse, { body })).data;
+  webhooks = async (repo: string) => (await this.call('GET', `/v1/repos/${seg(repo)}/webhooks`, (await wire.webhooks()).WebhooksResponse)).data;
+  removeWebhook = (repo: string, id: string) => this.noContent('DELETE', `/v1/repos/${seg(repo)}/webhooks/${seg(id)}`);
+  /** `POST …/test` (202, no body): the server delivers a `ping` event to the webhook. */
+  async testWebhook(repo: string, id: string): Promise<void> {
+    const res = await this.send('POST', `/v1/repos/${seg(repo)}/webhooks/${seg(id)}/test`);
+    if (!res.ok) throw await this.refusal(res);
+    await res.body?.cancel();
+  }
+  deliveries = async (repo: string, id: string, limit?: number) =>
+    (await this.call('GET', `/v1/repos/${seg(repo)}/webhooks/${seg(id)}/deliveries`, (await wire.webhooks()).DeliveriesResponse, { query: { limit } })).data;
 }

@@ -13,9 +13,12 @@ import { dirname, isAbsolute, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { CliError, refused, usageError } from './errors.ts';
-import { Api, DEFAULT_TIMEOUT_MS } from './api.ts';
+import { Api } from './api.ts';
 import { warn } from './output.ts';
-import { stripRepoId } from '../lib/page/path.ts';
+import { checkRepoId, requestTimeout } from './options.ts';
+
+// The command line's own checks live in options.ts (no zod: `kr --version` and `kr --help` load only that).
+export { checkRepoId, repoIdProblem, requestTimeout, setRequestTimeout } from './options.ts';
 
 export function configDir(env: NodeJS.ProcessEnv = process.env): string {
   const xdg = env.XDG_CONFIG_HOME;
@@ -141,28 +144,6 @@ export function normaliseServerUrl(raw: string): string {
   return url.toString().replace(/\/+$/, '');
 }
 
-const REPO_ID = /^[A-Za-z0-9_-]{1,64}$/;
-
-/**
- * Why a repository id is refused, in words, naming what the server would make of it: the server strips an
- * id down to `[A-Za-z0-9_-]` on its legacy paths (SPEC.md), so `team;x` would silently be `teamx`, another
- * repository. kr never sends such an id; it names the one it would become instead.
- */
-export function repoIdProblem(id: string, rule = 'letters, digits, _ and -, at most 64', from?: string): string {
-  const head = `invalid repository id ${JSON.stringify(id)}${from ? ` in ${from}` : ''} (${rule})`;
-  if (!/[^A-Za-z0-9_-]/.test(id)) return head;
-  const stripped = stripRepoId(id);
-  if (stripped !== null) return `${head}: the server would strip it to ${JSON.stringify(stripped)}, another repository; if you mean ${stripped}, give that`;
-  const left = id.replace(/[^A-Za-z0-9_-]/g, '');
-  return left === '' ? `${head}: nothing of it would be left once stripped to those characters` : `${head}: even with the other characters stripped it is ${left.length} characters long`;
-}
-
-/** `id`, or bad usage when the server would not take it as it is (`from`: the file it was read from). */
-export function checkRepoId(id: string, from?: string): string {
-  if (!REPO_ID.test(id)) throw usageError(repoIdProblem(id, undefined, from));
-  return id;
-}
-
 export interface Session {
   api: Api;
   serverUrl: string;
@@ -172,23 +153,6 @@ export interface Session {
 }
 
 /** Every request's time limit, from the global `--timeout <seconds>` (set before a command runs). */
-let requestTimeoutMs = DEFAULT_TIMEOUT_MS;
-
-/** `--timeout <seconds>`: a positive number of seconds (fractions allowed), else bad usage. */
-export function setRequestTimeout(raw: string | undefined): void {
-  if (raw === undefined) {
-    requestTimeoutMs = DEFAULT_TIMEOUT_MS;
-    return;
-  }
-  const n = Number(raw);
-  if (!/^\s*[0-9]*\.?[0-9]+\s*$/.test(raw) || !(n > 0) || n > 86_400) {
-    throw usageError(`--timeout must be a number of seconds greater than zero (at most 86400), not ${JSON.stringify(raw)}`);
-  }
-  requestTimeoutMs = Math.max(1, Math.round(n * 1000));
-}
-
-export const requestTimeout = (): number => requestTimeoutMs;
-
 /** Credentials + server URL, or a refusal: what every command that talks to the server starts with. */
 export async function connect(): Promise<Session> {
   const creds = await loadCredentials();
@@ -204,7 +168,7 @@ export async function connect(): Promise<Session> {
     throw refused(`invalid server URL ${serverUrl} in ${creds.server_url ? credentialsPath() : configPath()}: ${(e as Error).message}`);
   }
   return {
-    api: new Api({ baseUrl: base, token: creds.token, timeoutMs: requestTimeoutMs }),
+    api: new Api({ baseUrl: base, token: creds.token, timeoutMs: requestTimeout() }),
     serverUrl: base,
     serverFrom: creds.server_url ? 'credentials' : 'config',
     config,

@@ -404,6 +404,31 @@ export async function findProject(): Promise<Project | null> {
   return project;
 }
 
+/** `.kr/.gitignore`, which `kr init` writes: what a project folder holds that is one person's, not the team's. */
+export const GITIGNORE_FILE = '.gitignore';
+export const GITIGNORE_TEXT = [
+  '# Written by "kr init". Commit the pages (wiki/, raw/); what is listed here is per person and stays out of git.',
+  '# What this folder last synced, and with which repository (each clone has its own):',
+  STATE_FILE,
+  `${STATE_FILE}.*`,
+  '# Caches, locks and the temporary files of an interrupted write:',
+  'cache/',
+  '*.lock',
+  '*.tmp',
+  '',
+].join('\n');
+
+/** Writes `.kr/.gitignore` unless there is one (a project's own edits are kept); returns whether it wrote it. */
+export async function writeGitignore(root: string): Promise<boolean> {
+  try {
+    await writeFile(join(root, KR_DIR, GITIGNORE_FILE), GITIGNORE_TEXT, { flag: 'wx' });
+    return true;
+  } catch (e) {
+    if (errnoOf(e) === 'EEXIST') return false;
+    throw e;
+  }
+}
+
 /** `kr init`: the layout and an empty state file in `dir`; returns false when it was there already. */
 export async function initProject(dir: string): Promise<{ root: string; created: boolean }> {
   const existing = await findProjectRoot(dir);
@@ -417,6 +442,7 @@ export async function initProject(dir: string): Promise<{ root: string; created:
   } catch (e) {
     if (errnoOf(e) !== 'EEXIST') throw e;
   }
+  await writeGitignore(root);
   return { root, created };
 }
 

@@ -43,6 +43,8 @@ import webhooksDeliveries from './webhooks/deliveries.ts';
 import gitInfoRefs from './git/info-refs.ts';
 import gitUploadPack from './git/upload-pack.ts';
 import gitReceivePack from './git/receive-pack.ts';
+import clientTgz from './client/tgz.ts';
+import clientMjs from './client/mjs.ts';
 
 /** Every endpoint of both builds, in one list (the hosted build adds hostedRoutes: see routesFor). */
 export const routes: RouteDef[] = [
@@ -89,6 +91,8 @@ export const routes: RouteDef[] = [
   gitInfoRefs,
   gitUploadPack,
   gitReceivePack,
+  clientTgz,
+  clientMjs,
 ];
 
 export { hostedRoutes };

@@ -13,6 +13,7 @@ import type { QuotaPolicy } from './quota.ts';
 import type { ParseCache } from './differ/service.ts';
 import type { Live } from './events/live.ts';
 import type { HostResolver } from './events/url.ts';
+import type { ClientFiles } from './client-package.ts';
 
 /**
  * Everything a handler may use, injected: no module-level singletons. The Node entry builds these from
@@ -41,4 +42,9 @@ export interface Deps {
    * where the runtime cannot resolve names (Workers): only the URL's own rules are checked there.
    */
   resolveHost?: HostResolver;
+  /**
+   * The client package `GET /client/kr.tgz` and `/client/kr.mjs` serve (lib/client-package.ts): dist/client/
+   * on Node, the static assets on Workers. Absent: those routes answer 404.
+   */
+  clientFiles?: ClientFiles;
 }

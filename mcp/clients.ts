@@ -7,14 +7,13 @@
  *   cursor  .cursor/mcp.json     the same shape
  *   codex   .codex/config.toml   [mcp_servers.kr] command/args, between marker comments
  *
- * The command is `node <absolute path of cli/kr.mjs> mcp`: it works from a checkout and from an installed
- * package alike, and never asks a registry for a package (which `npx kr` would do where kr is not
- * installed). Existing files are merged: other servers and keys are kept; uninstall removes only kr's entry.
+ * The command is `kr mcp`, found on each person's PATH: these files are committed with the project, so they
+ * name nothing of one machine (no absolute path of one checkout or installation), and never ask a registry
+ * for a package (which `npx kr` would do where kr is not installed). Existing files are merged: other servers
+ * and keys are kept; uninstall removes only kr's entry.
  */
-import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
 
 export const MCP_TOOLS = ['claude', 'cursor', 'codex'] as const;
 export type McpTool = (typeof MCP_TOOLS)[number];
@@ -33,19 +32,8 @@ export interface ServerCommand {
   args: string[];
 }
 
-/** `cli/kr.mjs` of this installation: found upward from this module (a source file or the bundle in node_modules/.cache). */
-export function krEntry(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const candidate = join(dir, 'cli', 'kr.mjs');
-    if (existsSync(candidate)) return candidate;
-    const up = dirname(dir);
-    if (up === dir) return resolve(process.argv[1] ?? 'kr');
-    dir = up;
-  }
-}
-
-export const serverCommand = (): ServerCommand => ({ command: 'node', args: [krEntry(), 'mcp'] });
+/** What the agents run: `kr mcp`, the same on every teammate's machine. */
+export const serverCommand = (): ServerCommand => ({ command: 'kr', args: ['mcp'] });
 
 const errno = (e: unknown) => (e as NodeJS.ErrnoException | null)?.code;
 

@@ -49,17 +49,17 @@ export const SERVER_OPTIONS = {
 export const LOADER = join(ROOT, 'scripts', 'server-loader.mjs');
 export const codeFile = (bundle) => bundle.replace(/\.mjs$/, '') + '.cjs';
 
-const RECORD_VERSION = 1;
+export const RECORD_VERSION = 1;
 export const metaFile = (bundle) => bundle.replace(/\.m?js$/, '') + '.meta.json';
 
 /**
  * Why `bundle` must be rebuilt, or null when it is fresh. `options` are the build options it must have
- * been built with; the recorded inputs are relative to `root`.
+ * been built with; the recorded inputs are relative to `root`; the record is `meta` (default: beside the bundle).
  */
-export async function staleReason(bundle = SERVER_BUNDLE, options = SERVER_OPTIONS, root = ROOT) {
+export async function staleReason(bundle = SERVER_BUNDLE, options = SERVER_OPTIONS, root = ROOT, meta = metaFile(bundle)) {
   let record;
   try {
-    record = JSON.parse(await readFile(metaFile(bundle), 'utf8'));
+    record = JSON.parse(await readFile(meta, 'utf8'));
   } catch {
     return 'no build record';
   }

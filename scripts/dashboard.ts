@@ -1,5 +1,6 @@
 /**
- * `npm run dashboard`: builds the dashboard (dashboard/ → dashboard/dist) with Vite, then serves the build on
+ * `npm run dashboard`: builds the dashboard (dashboard/ → dashboard/dist) with Vite unless the last build is still
+ * fresh (none of the files it was built from changed since: buildDashboardIfStale), then serves the build on
  * http://localhost:$DASHBOARD_PORT (default 5173) with a runtime config.json made from the environment:
  *
  *   DASHBOARD_API_URL        the API server (default http://localhost:8080)
@@ -15,8 +16,10 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readFile, stat } from 'node:fs/promises';
-import { extname, join, normalize, resolve, sep } from 'node:path';
+import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { dirname, extname, isAbsolute, join, normalize, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const DASHBOARD_DIR = fileURLToPath(new URL('../dashboard', import.meta.url));
@@ -42,10 +45,32 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): DashboardCo
   return config;
 }
 
-/** Builds the dashboard with Vite into `outDir`. */
+const PROJECT_ROOT = dirname(DASHBOARD_DIR);
+/** The build's record: what it was built from, kept out of the served folder (node_modules/.cache/kr-dashboard/). */
+const RECORD_VERSION = 1;
+const recordFile = (outDir: string) =>
+  join(PROJECT_ROOT, 'node_modules', '.cache', 'kr-dashboard', `${createHash('sha1').update(resolve(outDir)).digest('hex').slice(0, 16)}.json`);
+
+interface BuildRecord {
+  version: number;
+  outDir: string;
+  startedMs: number;
+  /** Every file the build read (relative to the project root), and the folders holding them. */
+  inputs: string[];
+  dirs: string[];
+}
+
+/** Builds the dashboard with Vite into `outDir`, and records what it was built from. */
 export async function buildDashboard(outDir = DEFAULT_OUT_DIR): Promise<void> {
   const { build } = await import('vite');
-  await build({
+  // The output folder made before the start time (its parent may be an input folder), strictly before it.
+  const made = await mkdir(outDir, { recursive: true });
+  if (made !== undefined) {
+    const until = Math.min((await stat(dirname(made))).mtimeMs, Date.now() + 50);
+    while (Math.floor(Date.now()) - 1 <= until) await new Promise((r) => setTimeout(r, 1));
+  }
+  const startedMs = Math.floor(Date.now()) - 1;
+  const result = await build({
     root: DASHBOARD_DIR,
     base: './',
     configFile: false,
@@ -53,6 +78,49 @@ export async function buildDashboard(outDir = DEFAULT_OUT_DIR): Promise<void> {
     esbuild: { jsx: 'automatic', jsxImportSource: 'preact' },
     build: { outDir, emptyOutDir: true, sourcemap: false, reportCompressedSize: false },
   });
+  // The modules rollup bundled (sources and dependencies; not its virtual ones), and index.html.
+  const outputs = (Array.isArray(result) ? result : [result]).flatMap((r) => ('output' in r ? r.output : []));
+  const ids = new Set<string>([join(DASHBOARD_DIR, 'index.html')]);
+  for (const o of outputs) if (o.type === 'chunk') for (const id of o.moduleIds) if (isAbsolute(id) && !id.includes('\0')) ids.add(id.split('?')[0]!);
+  const inputs = [...ids].map((f) => relative(PROJECT_ROOT, f));
+  const record: BuildRecord = { version: RECORD_VERSION, outDir: resolve(outDir), startedMs, inputs, dirs: [...new Set(inputs.map((f) => dirname(f)))] };
+  const file = recordFile(outDir);
+  await mkdir(dirname(file), { recursive: true });
+  await writeFile(`${file}.tmp`, JSON.stringify(record));
+  await rename(`${file}.tmp`, file);
+}
+
+/**
+ * Why `outDir` must be built again, or null when its build is fresh: as the server's bundle (scripts/bundle.mjs),
+ * stale when there is no record or index.html, or when a recorded input or folder is gone or was modified at or
+ * after the build started (a folder changes when a file is added or removed).
+ */
+export async function dashboardStaleReason(outDir = DEFAULT_OUT_DIR): Promise<string | null> {
+  let record: BuildRecord;
+  try {
+    record = JSON.parse(await readFile(recordFile(outDir), 'utf8')) as BuildRecord;
+  } catch {
+    return 'no build record';
+  }
+  if (record.version !== RECORD_VERSION || record.outDir !== resolve(outDir) || !Array.isArray(record.inputs)) return 'build record unreadable';
+  try {
+    await stat(join(outDir, 'index.html'));
+  } catch {
+    return 'no build';
+  }
+  for (const p of [...record.inputs, ...record.dirs]) {
+    const s = statSync(resolve(PROJECT_ROOT, p), { throwIfNoEntry: false });
+    if (!s) return `${p} is gone`;
+    if (s.mtimeMs >= record.startedMs) return `${p} changed`;
+  }
+  return null;
+}
+
+/** Builds `outDir` unless its build is fresh; returns why it built, or null. */
+export async function buildDashboardIfStale(outDir = DEFAULT_OUT_DIR): Promise<string | null> {
+  const reason = await dashboardStaleReason(outDir);
+  if (reason !== null) await buildDashboard(outDir);
+  return reason;
 }
 
 const TYPES: Record<string, string> = {
@@ -197,9 +265,14 @@ async function main(): Promise<void> {
   const port = Number(portText);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`DASHBOARD_PORT must be a port number, not ${JSON.stringify(portText)}`);
   const started = Date.now();
-  await buildDashboard();
-  console.log(`dashboard built into ${DEFAULT_OUT_DIR} in ${Date.now() - started} ms`);
-  if (process.argv[2] === 'build') return;
+  // `build` always builds; serving reuses the build while its sources are unchanged.
+  if (process.argv[2] === 'build') {
+    await buildDashboard();
+    console.log(`dashboard built into ${DEFAULT_OUT_DIR} in ${Date.now() - started} ms`);
+    return;
+  }
+  const reason = await buildDashboardIfStale();
+  console.log(reason === null ? `dashboard build in ${DEFAULT_OUT_DIR} is up to date` : `dashboard built into ${DEFAULT_OUT_DIR} in ${Date.now() - started} ms (${reason})`);
   const srv = await serveDashboard({ port, host: process.env.DASHBOARD_HOST ?? 'localhost', config });
   console.log(`dashboard on ${srv.url} (API ${config.apiUrl}${config.oidcIssuer ? `, sign-in through ${config.oidcIssuer}` : ''})`);
   const stop = () => void srv.close().then(() => process.exit(0));

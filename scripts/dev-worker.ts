@@ -15,11 +15,13 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type { Readable } from 'node:stream';
 import { mkdir } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { ConfigError, loadConfig } from '../lib/config.ts';
 import { jsonLogger } from '../lib/log.ts';
 import { buildWorker } from './build-worker.ts';
+import { CLIENT_DIR } from './client-package.mjs';
 import { COMPATIBILITY_DATE, D1_DATABASE_ID, RATE_LIMITER_CLASS, REPO_CLASS, STREAM_SLOTS_CLASS, devWorkerStorage } from './dev-worker-storage.ts';
 import { openAdminChannel } from './dev-worker-admin.ts';
 
@@ -35,6 +37,8 @@ export interface WorkerDevOptions {
   bundle?: string;
   /** Where the Worker's own output (its JSON log) goes, line by line; this process's stdout/stderr when absent. */
   output?: (line: string) => void;
+  /** The static assets (the client package; wrangler.toml `[assets]`): dist/client/ when it exists, unless given. */
+  assetsDir?: string;
 }
 
 /** The Worker's string bindings: every SERVICE_* and IDP_* variable of the environment. */
@@ -77,6 +81,7 @@ export async function startWorkerDev(
   const storage = devWorkerStorage(config.dataRoot);
   await mkdir(storage.dir, { recursive: true });
   const scriptPath = opts.bundle ?? (await buildWorker());
+  const assetsDir = opts.assetsDir ?? CLIENT_DIR;
   const host = config.listenHost ?? '0.0.0.0';
   const port = config.listenPort === 0 && !LOCALLY_REACHABLE.has(host) ? await freePort(host) : config.listenPort;
   const mf = new Miniflare({
@@ -92,6 +97,10 @@ export async function startWorkerDev(
       STREAM_SLOTS: { className: STREAM_SLOTS_CLASS, useSQLite: true },
     },
     bindings,
+    // As wrangler.toml's [assets]: the Worker first, the files through its ASSETS binding.
+    ...(existsSync(assetsDir)
+      ? { assets: { directory: assetsDir, binding: 'ASSETS', routerConfig: { invoke_user_worker_ahead_of_assets: true, has_user_worker: true } } }
+      : {}),
     d1Persist: storage.d1Persist,
     durableObjectsPersist: storage.durableObjectsPersist,
     handleRuntimeStdio(stdout: Readable, stderr: Readable) {

@@ -97,7 +97,7 @@ afterAll(async () => {
 describe('kr mcp: tools and resources over stdio', () => {
   it('kr init wrote .mcp.json that runs kr mcp', async () => {
     const cfg = JSON.parse(await readFile(join(alice.project, '.mcp.json'), 'utf8'));
-    expect(cfg.mcpServers.kr).toEqual({ command: 'node', args: [KR_ENTRY, 'mcp'] });
+    expect(cfg.mcpServers.kr).toEqual({ command: 'kr', args: ['mcp'] });
   });
 
   it('lists the tools and the resources', async () => {
@@ -413,11 +413,11 @@ describe('kr mcp: dormant without .kr/, and the agents\' configuration', () => {
     expect(r.code, show(r)).toBe(0);
     const claude = JSON.parse(await readFile(join(dir, '.mcp.json'), 'utf8'));
     expect(Object.keys(claude.mcpServers).sort()).toEqual(['kr', 'other']);
-    expect(JSON.parse(await readFile(join(dir, '.cursor', 'mcp.json'), 'utf8')).mcpServers.kr.args).toEqual([KR_ENTRY, 'mcp']);
+    expect(JSON.parse(await readFile(join(dir, '.cursor', 'mcp.json'), 'utf8')).mcpServers.kr).toEqual({ command: 'kr', args: ['mcp'] });
     const toml = await readFile(join(dir, '.codex', 'config.toml'), 'utf8');
     expect(toml).toContain('model = "o3"');
-    expect(toml).toContain(`[mcp_servers.kr]\ncommand = "node"\nargs = [${JSON.stringify(KR_ENTRY)}, "mcp"]`);
-    expect((await installed(dir, 'codex')).command).toEqual({ command: 'node', args: [KR_ENTRY, 'mcp'] });
+    expect(toml).toContain(`[mcp_servers.kr]\ncommand = "kr"\nargs = ["mcp"]`);
+    expect((await installed(dir, 'codex')).command).toEqual({ command: 'kr', args: ['mcp'] });
     const st = await alice.krWith({ cwd: dir }, 'mcp', 'status', '--json');
     expect(JSON.parse(st.stdout).agents.map((a: { configured: boolean }) => a.configured)).toEqual([true, true, true]);
     const u = await alice.krWith({ cwd: dir }, 'mcp', 'uninstall');

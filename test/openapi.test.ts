@@ -83,7 +83,7 @@ describe('the OpenAPI document', () => {
 
   it('public routes need no bearer; the others list their 401; rate-limited ones their 429', () => {
     const publicOps = operations(full).filter((o) => Array.isArray(o.op.security) && o.op.security.length === 0);
-    expect(publicOps.map((o) => `${o.method} ${o.path}`).sort()).toEqual(['get /health', 'get /openapi.json', 'post /billing/webhook', 'post /v1/auth/idp']);
+    expect(publicOps.map((o) => `${o.method} ${o.path}`).sort()).toEqual(['get /client/kr.mjs', 'get /client/kr.tgz', 'get /health', 'get /openapi.json', 'post /billing/webhook', 'post /v1/auth/idp']);
     expect(full.security).toEqual([{ bearer: [] }]);
     expect(full.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
     for (const { path, method, op } of operations(full)) {

@@ -263,5 +263,8 @@ export async function init(opts: { repo?: string; mcp?: boolean; tool?: string }
   else if (state.repo === undefined) note('This folder is not linked to a repository yet: "kr init --repo <id>" links it ("kr repos" lists yours).');
   // The coding agents' MCP configuration (issue 16), unless --no-mcp.
   if (opts.mcp !== false) await (await import('./mcp.ts')).installConfig({ tool: opts.tool, quiet: true });
+  // docs/cli.md "What to commit", in two lines.
+  out(`Commit: the pages under ${KR_DIR}/wiki and ${KR_DIR}/raw, ${KR_DIR}/.gitignore, and the agents' configuration (it runs "kr mcp", nothing machine-specific).`);
+  out(`Do not commit: ${KR_DIR}/state.json, caches and locks (per person; ${KR_DIR}/.gitignore keeps them out of git).`);
   if (created) out(`Next: "kr pull" to fetch the repository's pages, or write pages and "kr push".`);
 }

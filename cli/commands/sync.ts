@@ -264,8 +264,16 @@ export async function status(opts: Common): Promise<void> {
   const project = await openProject();
   const session = await connect();
   const repo = repoOf(session, opts.repo, project);
+  // The head is asked for beside the pages (one round trip instead of two); a repository that does not exist
+  // yet has none.
+  const headAsked = serverHead(session.api, repo).then(
+    (h) => ({ h }),
+    (e: unknown) => ({ e }),
+  );
   const { rows, inSync, absent } = await pageStatuses(project, session.api, repo);
-  const head = absent ? null : await serverHead(session.api, repo);
+  const asked = await headAsked;
+  if (!absent && 'e' in asked) throw asked.e;
+  const head = absent || 'e' in asked ? null : asked.h;
   const { state } = project;
   if (opts.json) {
     printJson({

@@ -9,6 +9,7 @@ import type { SearchResult, SearchResponse } from '../../schema/wire/search.ts';
 import type { Member, InviteKey, MintInviteResponse } from '../../schema/wire/members.ts';
 import type { BillingResponse, AdminStats, AdminUser, AdminRepo } from '../../schema/wire/hosted.ts';
 import type { LinksResponse } from '../../schema/wire/links.ts';
+import type { Webhook, CreateWebhookResponse, Delivery } from '../../schema/wire/webhooks.ts';
 
 export class ApiError extends Error {
   constructor(
@@ -52,7 +53,7 @@ function capitalise(s: string): string {
 // The wire types are the server's own (schema/wire, type-only imports: nothing of zod reaches the bundle).
 export type { SectionDiff, FieldChange, EvolutionResponse, CreatePatResponse, RepoSummary, ActivityResponse, PushResponse, Conflict };
 export type PatInfo = PatListItem;
-export type { SearchResult, Member, InviteKey, MintInviteResponse, BillingResponse, AdminStats, AdminUser, AdminRepo, LinksResponse };
+export type { SearchResult, Member, InviteKey, MintInviteResponse, BillingResponse, AdminStats, AdminUser, AdminRepo, LinksResponse, Webhook, CreateWebhookResponse, Delivery };
 export type User = UserInfo;
 export type Me = MeResponse;
 export type CommitInfo = Commit;
@@ -302,6 +303,28 @@ export class Api {
 
   async revokeInviteKey(repo: string, keyId: string): Promise<void> {
     await this.request(this.repoUrl(repo, `/invite-keys/${encodeURIComponent(keyId)}`), { method: 'DELETE' });
+  }
+
+  // Webhooks (API.md "Webhooks"): owners add, test and remove; members list.
+  async webhooks(repo: string): Promise<Webhook[]> {
+    return (await this.json<{ webhooks: Webhook[] }>(this.repoUrl(repo, '/webhooks'))).webhooks;
+  }
+
+  createWebhook(repo: string, url: string, events: string[]): Promise<CreateWebhookResponse> {
+    return this.json(this.repoUrl(repo, '/webhooks'), this.body('POST', { url, events }));
+  }
+
+  /** Queues a `ping` delivery (202). */
+  async testWebhook(repo: string, id: string): Promise<void> {
+    await this.request(this.repoUrl(repo, `/webhooks/${encodeURIComponent(id)}/test`), { method: 'POST' });
+  }
+
+  async deliveries(repo: string, id: string, limit = 20): Promise<Delivery[]> {
+    return (await this.json<{ deliveries: Delivery[] }>(this.repoUrl(repo, `/webhooks/${encodeURIComponent(id)}/deliveries?limit=${limit}`))).deliveries;
+  }
+
+  async removeWebhook(repo: string, id: string): Promise<void> {
+    await this.request(this.repoUrl(repo, `/webhooks/${encodeURIComponent(id)}`), { method: 'DELETE' });
   }
 
   async pats(): Promise<PatInfo[]> {

@@ -1,6 +1,6 @@
 /**
- * A repository's settings (#/repo/<id>/settings): its export (a git bundle of the whole history) and, for
- * owners, its deletion (API.md "Repository deletion"): export offered first, then the repository's id typed
+ * A repository's settings (#/repo/<id>/settings): its webhooks (dashboard/src/webhooks.tsx), its export (a git
+ * bundle of the whole history) and, for owners, its deletion (API.md "Repository deletion"): export offered first, then the repository's id typed
  * to confirm, then `DELETE /v1/repos/:id?confirm=<id>`. There is no undo.
  */
 import { useRef, useState } from 'preact/hooks';
@@ -8,6 +8,7 @@ import type { Api } from './api.ts';
 import { href } from './route.ts';
 import { Crumbs, ErrorMessage, Loading, errorText, setFlash, useLoad } from './ui.tsx';
 import { RepoTabs } from './views.tsx';
+import { WebhooksPanel } from './webhooks.tsx';
 
 export function SettingsView({ api, repo }: { api: Api; repo: string }) {
   return <Settings key={repo} api={api} repo={repo} />;
@@ -73,6 +74,7 @@ function Settings({ api, repo }: { api: Api; repo: string }) {
           {role.data === 'member' ? 'You are a member of this repository. ' : ''}Only an owner can export or delete it.
         </p>
       )}
+      {role.data !== undefined && role.data !== null && <WebhooksPanel api={api} repo={repo} owner={owner} />}
       {owner && (
         <>
           <section class="card" aria-labelledby="export-h">

@@ -12,7 +12,7 @@ import { clearSession, loadSession } from './session.ts';
 // Inline styles on top of style.css's classes (scroll, data, status, compare, card, hint).
 
 /** Unix seconds → "2026-11-23 02:46 UTC", inside a <time>. */
-function When({ s }: { s: number }) {
+export function When({ s }: { s: number }) {
   const d = new Date(s * 1000);
   if (Number.isNaN(d.getTime())) return <span>{String(s)}</span>;
   const iso = d.toISOString();
@@ -163,7 +163,7 @@ function useAction() {
 }
 
 /** A secret shown once: a read-only field, a Copy button, and what to do with it. */
-function OnceSecret(props: { id: string; label: string; value: string; onDone: () => void; children: ComponentChildren }) {
+export function OnceSecret(props: { id: string; label: string; value: string; onDone: () => void; children: ComponentChildren }) {
   const [copied, setCopied] = useState<{ ok: boolean; text: string }>();
   const field = useRef<HTMLInputElement>(null);
   const copy = async () => {

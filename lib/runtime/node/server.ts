@@ -44,6 +44,7 @@ export const EXPORT_THREADS = 2;
  * smaller): an export reads each object once, so what it keeps is the packs' index pages (an eighth of it).
  */
 export const EXPORT_CACHE_BYTES = 16 * 1024 * 1024;
+import { diskClientFiles } from './client-files.ts';
 
 /** The Node build's dependencies, with their concrete stores (the watchdog and tests look inside them). */
 export type NodeDeps = Deps & {
@@ -62,7 +63,7 @@ export type NodeDeps = Deps & {
  */
 export async function openNodeDeps(
   config: Config,
-  opts: { clock?: Clock; log: Logger; quota?: QuotaPolicy; lockWaitMs?: number },
+  opts: { clock?: Clock; log: Logger; quota?: QuotaPolicy; lockWaitMs?: number; clientDir?: string },
 ): Promise<NodeDeps> {
   const clock = opts.clock ?? systemClock;
   await mkdir(config.dataRoot, { recursive: true });
@@ -133,6 +134,8 @@ export async function openNodeDeps(
     deliveries,
     exports,
     resolveHost: nodeResolveHost,
+    // The client package the bundle step wrote (dist/client/ of this installation, unless told otherwise).
+    clientFiles: diskClientFiles(opts.clientDir),
   };
 }
 

@@ -21,6 +21,7 @@ import type { AppEnv, RouteDef } from '../../route.ts';
 import { RemoteRepos, type RepoNamespace } from './remote-repos.ts';
 import { RemoteLive } from './remote-live.ts';
 import { durableSlots, type StreamSlotsNamespace } from './stream-slots.ts';
+import { assetsClientFiles, type AssetsBinding } from './client-files.ts';
 
 /**
  * The Workers runtime (the hosted build, worker.ts): the same app as the Node build, with dependencies
@@ -37,6 +38,8 @@ export interface WorkerEnv {
   RATE_LIMITER: RateLimiterNamespace;
   /** One object per identity counting its event streams across repositories (stream-slots.ts). */
   STREAM_SLOTS?: StreamSlotsNamespace;
+  /** The static assets (wrangler.toml `[assets]`): the client package, dist/client/. */
+  ASSETS?: AssetsBinding;
   [variable: string]: unknown;
 }
 
@@ -105,6 +108,7 @@ export function workerDeps(env: WorkerEnv, config: Config): Deps {
     parsedPages: new ParseCache(8 * 1024 * 1024, 4 * 1024 * 1024),
     // Each repository's Durable Object holds its event streams, event log, webhooks and deliveries.
     live: new RemoteLive(env.REPO, env.STREAM_SLOTS ? durableSlots(env.STREAM_SLOTS) : undefined),
+    clientFiles: assetsClientFiles(env.ASSETS),
   };
 }
 

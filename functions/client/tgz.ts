@@ -1,0 +1,28 @@
+import { defineRoute } from '../../lib/route.ts';
+import { CLIENT_FILE_TYPES, CLIENT_NOT_BUILT, clientFileResponse } from '../../lib/client-package.ts';
+
+/** GET /client/kr.tgz — the kr client as an npm package (lib/client-package.ts). Anyone; no credential. */
+export default defineRoute({
+  method: 'GET',
+  path: '/client/kr.tgz',
+  public: true,
+  doc: {
+    operationId: 'clientPackage',
+    summary: 'The kr client as an npm package',
+    description:
+      "An npm package of `kr` at this server's version, every dependency bundled (no dependencies, at most 4 MiB): `npm install -g <server>/client/kr.tgz` installs it without the server's checkout and without a registry.",
+    tag: 'Service',
+    access: 'anyone; no credential.',
+    responses: { 200: { description: 'The file.', contentType: 'application/gzip' } },
+    errors: { 404: [CLIENT_NOT_BUILT] },
+  },
+  handler: async (c) => {
+    const file = await clientFileResponse(c.get('deps').clientFiles, 'kr.tgz');
+    return c.body(file.body, 200, {
+      'Content-Type': CLIENT_FILE_TYPES['kr.tgz'],
+      'Content-Length': String(file.size),
+      // A new server version hands out a new client at the same URL.
+      'Cache-Control': 'no-cache',
+    });
+  },
+});
