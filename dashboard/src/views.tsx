@@ -176,11 +176,10 @@ export function ReposView({ api }: { api: Api }) {
           </p>
         )}
       </form>
-      <ImportForm api={api} onImported={() => repos.reload()} />
       <ErrorMessage message={repos.error} />
       {repos.loading && !repos.data && <Loading what="repositories" />}
       {repos.data && repos.data.length === 0 && (
-        <Empty>You have no repositories yet. Create one above, or join one with an invite key below.</Empty>
+        <Empty>You have no repositories yet. Create one above, or join one with an invite key or import a git bundle below.</Empty>
       )}
       {repos.data && repos.data.length > 0 && (
         <ul class="list" aria-label="Repositories">
@@ -208,6 +207,7 @@ export function ReposView({ api }: { api: Api }) {
       )}
       {/* After the list: the repositories come first, in the keyboard order too. */}
       <JoinRepo api={api} onJoined={repos.reload} />
+      <ImportForm api={api} onImported={() => repos.reload()} />
     </section>
   );
 }

@@ -72,8 +72,12 @@ const ACCOUNT: Record<string, Row> = {
   'GET /v1/admin/repos': { legacy: ADMIN_ONLY, owner: ok(200), member: ADMIN_ONLY, nonMember: ADMIN_ONLY, ownerPat: ok(200) },
   'POST /v1/admin/users/:id/subscription': { legacy: ADMIN_ONLY, owner: ok(204), member: ADMIN_ONLY, nonMember: ADMIN_ONLY, ownerPat: ok(204) },
 };
-/** The billing webhook is public: signed instead (test/hosted.test.ts covers its signatures). */
-const PUBLIC = ['GET /health', 'GET /openapi.json', 'POST /v1/auth/idp', 'POST /billing/webhook'];
+/**
+ * The billing webhook is public: signed instead (test/hosted.test.ts covers its signatures). The client package
+ * is public: test/client-package.test.ts covers its contents.
+ */
+const CLIENT_FILES = ['GET /client/kr.tgz', 'GET /client/kr.mjs'];
+const PUBLIC = ['GET /health', 'GET /openapi.json', 'POST /v1/auth/idp', 'POST /billing/webhook', ...CLIENT_FILES];
 
 // The server below is the hosted build (SERVICE_HOSTED=1), a superset of the self-hosted one: every route of
 // both builds is checked here. The caps are set out of the way; test/hosted.test.ts covers them.
@@ -192,6 +196,11 @@ describe('expired, foreign-secret and alg:none sessions are refused on every rou
         } else if (route === 'POST /v1/auth/idp') {
           // Public: the bearer is ignored; the body decides.
           expect([res.status, body], caller).toEqual([400, { error: 'id_token required' }]);
+        } else if (CLIENT_FILES.includes(route)) {
+          // Public: the bearer is ignored. The file is there once the client package was built in this
+          // checkout (another test file may build it at any moment), else the 404 says how to build it.
+          if (res.status === 404) expect(body, caller).toEqual({ error: 'client package not built on this server (npm run build:client)' });
+          else expect(res.status, caller).toBe(200);
         } else if (route === 'POST /billing/webhook') {
           // Public and signed: the bearer is ignored; an unsigned body is refused.
           expect([res.status, body], caller).toEqual([401, { error: 'invalid signature' }]);
