@@ -20,7 +20,7 @@ const cliDir = dirname(fileURLToPath(import.meta.url));
 const pkgRoot = dirname(cliDir);
 const cacheDir = join(pkgRoot, 'node_modules', '.cache', 'kr-cli');
 const manifestPath = join(cacheDir, 'manifest.json');
-const MANIFEST_VERSION = 2;
+const MANIFEST_VERSION = 3;
 /** Builds kept besides the current one (a long-running `kr mcp` may still import chunks of an older one). */
 const KEEP_BUILDS = 2;
 
@@ -52,22 +52,20 @@ function freshEntry() {
  * (scripts/client-package.mjs): every dependency inlined, split so that a command loads only its own code.
  */
 async function rebuild() {
-  const [esbuild, { CLIENT_OPTIONS }] = await Promise.all([import('esbuild'), import('../scripts/client-package.mjs')]);
+  const [esbuild, { CLIENT_OPTIONS, YAML_FILE, isSourceFile }] = await Promise.all([import('esbuild'), import('../scripts/client-package.mjs')]);
   mkdirSync(cacheDir, { recursive: true });
   const suffix = `${process.pid}-${Date.now()}`;
   const dir = `build-${suffix}`;
   const tmpManifest = join(cacheDir, `manifest.${suffix}.tmp.json`);
   const started = Date.now();
   try {
-    const result = await esbuild.build({
-      ...CLIENT_OPTIONS.split,
-      absWorkingDir: pkgRoot,
-      outdir: join(cacheDir, dir),
-      metafile: true,
-      logLevel: 'silent',
-    });
+    const common = { absWorkingDir: pkgRoot, metafile: true, logLevel: 'silent' };
+    const results = await Promise.all([
+      esbuild.build({ ...CLIENT_OPTIONS.split, ...common, outdir: join(cacheDir, dir) }),
+      esbuild.build({ ...CLIENT_OPTIONS.yaml, ...common, outfile: join(cacheDir, dir, YAML_FILE) }),
+    ]);
     const inputs = {};
-    for (const file of Object.keys(result.metafile.inputs)) inputs[file] = stampOf(file);
+    for (const file of results.flatMap((r) => Object.keys(r.metafile.inputs)).filter(isSourceFile)) inputs[file] = stampOf(file);
     inputs['scripts/client-package.mjs'] = stampOf('scripts/client-package.mjs');
     // A source edited during the build: keep the build for this run, but leave no manifest vouching for it.
     if (Object.values(inputs).some((s) => s.mtimeMs >= started)) return join(cacheDir, dir, 'kr.mjs');

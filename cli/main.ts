@@ -18,7 +18,7 @@ export function wantsJson(argv: string[]): boolean {
 /** Runs kr with `argv` (without node and script); resolves to the exit code. */
 export async function main(argv: string[]): Promise<number> {
   const json = wantsJson(argv);
-  const program = buildProgram({ jsonErrors: json });
+  const program = buildProgram({ jsonErrors: json, argv });
   const fail = (message: string, code: string, exitCode: number): number => {
     if (json) process.stderr.write(jsonText({ error: message, code }) + '\n');
     else process.stderr.write(terminalSafe(`${paint(process.stderr).red('error:')} ${message}`, colourEnabled(process.stderr)) + '\n');

@@ -17,6 +17,7 @@
  * what is served).
  */
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -55,6 +56,69 @@ const zodEnglishOnly = {
   },
 };
 
+/**
+ * zod compiles a fast path for each object schema the first time it checks a value with it (JavaScript
+ * generated and compiled through `new Function`): worth it in a server checking many requests, not in a command
+ * that checks a few answers once (about 10 ms of `kr status`'s start). The client starts zod with its
+ * `jitless` setting on: every check takes the same path as when the fast path does not apply (same results).
+ */
+const ZOD_CONFIG_INIT = '(_a = globalThis).__zod_globalConfig ?? (_a.__zod_globalConfig = {});';
+const zodJitless = {
+  name: 'zod-jitless',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]node_modules[\\/]zod[\\/]v4[\\/]core[\\/]core\.js$/ }, async (args) => {
+      const source = await readFile(args.path, 'utf8');
+      // A zod that sets up its configuration otherwise fails the build, rather than quietly compiling again.
+      if (!source.includes(ZOD_CONFIG_INIT)) throw new Error(`zod-jitless: ${args.path} no longer has ${ZOD_CONFIG_INIT}`);
+      return { contents: source.replace(ZOD_CONFIG_INIT, '(_a = globalThis).__zod_globalConfig ?? (_a.__zod_globalConfig = { jitless: true });'), loader: 'js' };
+    });
+  },
+};
+
+/**
+ * yaml (some 170 KB of code) is needed only where a page's frontmatter is read (push, pull, merge, diff), not
+ * by `kr status`, `kr --version` or most commands; yet it sits in a chunk they import, and node compiles all
+ * of a module it loads. In the split form it is its own CommonJS file, chunks/yaml.cjs ({@link YAML_OPTIONS}),
+ * and every import of 'yaml' gets a module of functions that load it on their first call (require() is
+ * synchronous, like the yaml functions themselves). Only yaml's plain functions are offered: importing one of
+ * its classes or visitors through this fails the build.
+ */
+export const YAML_FILE = 'chunks/yaml.cjs';
+const lazyYaml = {
+  name: 'lazy-yaml',
+  setup(build) {
+    build.onResolve({ filter: /^yaml$/ }, () => ({ path: 'yaml', namespace: 'kr-lazy-yaml' }));
+    build.onLoad({ filter: /.*/, namespace: 'kr-lazy-yaml' }, () => {
+      const yaml = createRequire(join(build.initialOptions.absWorkingDir ?? ROOT, 'package.json'))('yaml');
+      const names = Object.keys(yaml).filter((k) => {
+        const v = yaml[k];
+        return typeof v === 'function' && !/^class[\s{]/.test(Function.prototype.toString.call(v)) && Object.keys(v).length === 0;
+      });
+      // The module lands in chunks/ (with splitting, everything but the entry does), beside yaml.cjs.
+      const contents =
+        "import { createRequire } from 'node:module'; let yaml; const load = () => (yaml ??= createRequire(import.meta.url)('./yaml.cjs'));\n" +
+        names.map((n) => `export function ${n}(...args) { return load().${n}(...args); }\n`).join('');
+      return { contents, loader: 'js', resolveDir: ROOT };
+    });
+  },
+};
+
+/** Whether an esbuild metafile input is a file (not a plugin's module, `namespace:path`). */
+export const isSourceFile = (input) => !input.includes(':');
+
+/** chunks/yaml.cjs of the split form: yaml whole, as one CommonJS file. */
+export const YAML_OPTIONS = {
+  entryPoints: ['yaml'],
+  bundle: true,
+  platform: 'node',
+  format: 'cjs',
+  target: 'node20',
+  minifyWhitespace: true,
+  minifySyntax: true,
+  legalComments: 'none',
+  logLevel: 'warning',
+};
+
 const COMMON = {
   entryPoints: [{ in: 'cli/main.ts', out: 'kr' }],
   bundle: true,
@@ -66,14 +130,15 @@ const COMMON = {
   minifySyntax: true,
   legalComments: 'none',
   banner: { js: REQUIRE_SHIM },
-  plugins: [zodEnglishOnly],
+  plugins: [zodEnglishOnly, zodJitless],
   outExtension: { '.js': '.mjs' },
   logLevel: 'warning',
 };
 
 /** The esbuild options of the two forms; part of the record, so that changing them here rebuilds. */
 export const CLIENT_OPTIONS = {
-  split: { ...COMMON, splitting: true, chunkNames: 'chunks/[name]-[hash]' },
+  split: { ...COMMON, plugins: [...COMMON.plugins, lazyYaml], splitting: true, chunkNames: 'chunks/[name]-[hash]' },
+  yaml: YAML_OPTIONS,
   single: { ...COMMON, splitting: false },
 };
 
@@ -154,10 +219,14 @@ export async function buildClient(dir = CLIENT_DIR, root = ROOT) {
   const startedMs = Math.floor(Date.now()) - 1;
   const version = clientVersion(root);
   const run = (options, out) => esbuild.build({ ...options, absWorkingDir: root, ...out, metafile: true, write: false });
-  const [split, single] = await Promise.all([run(CLIENT_OPTIONS.split, { outdir: '/kr-package' }), run(CLIENT_OPTIONS.single, { outdir: '/kr-single' })]);
+  const [split, single, yaml] = await Promise.all([
+    run(CLIENT_OPTIONS.split, { outdir: '/kr-package' }),
+    run(CLIENT_OPTIONS.single, { outdir: '/kr-single' }),
+    run(CLIENT_OPTIONS.yaml, { outfile: `/kr-package/${YAML_FILE}` }),
+  ]);
 
   const entries = [{ name: 'package/package.json', data: Buffer.from(JSON.stringify(packageJson(version), null, 2) + '\n'), mode: 0o644 }];
-  for (const f of split.outputFiles) {
+  for (const f of [...split.outputFiles, ...yaml.outputFiles]) {
     const name = relative('/kr-package', f.path).split('\\').join('/');
     const isBin = name === 'kr.mjs';
     entries.push({ name: `package/${name}`, data: Buffer.from(isBin ? SHEBANG + f.text : f.text), mode: isBin ? 0o755 : 0o644 });
@@ -172,7 +241,7 @@ export async function buildClient(dir = CLIENT_DIR, root = ROOT) {
   await replaceFile(join(dir, 'kr.mjs'), one, 0o755);
 
   const self = relative(root, fileURLToPath(import.meta.url));
-  const inputs = [...new Set([...Object.keys(split.metafile.inputs), ...Object.keys(single.metafile.inputs), self])].filter((p) => !p.includes(':'));
+  const inputs = [...new Set([...Object.keys(split.metafile.inputs), ...Object.keys(single.metafile.inputs), ...Object.keys(yaml.metafile.inputs), self])].filter(isSourceFile);
   const dirs = [...new Set(inputs.map((p) => dirname(p)))];
   const record = { version: RECORD_VERSION, options: CLIENT_OPTIONS, startedMs, inputs, dirs };
   await replaceFile(recordOf(dir), `${JSON.stringify(record)}\n`);

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Command } from 'commander';
-import { buildProgram } from '../cli/program.ts';
+import { buildProgram, commandNamed } from '../cli/program.ts';
 import { clean, colourEnabled, jsonText, pageForTerminal, terminalSafe } from '../client/output.ts';
 import { checkRepoId, configDir, normaliseServerUrl, repoIdProblem } from '../client/config.ts';
 import { Api, DEFAULT_LIMITS, DEFAULT_TIMEOUT_MS } from '../client/api.ts';
@@ -38,6 +38,25 @@ function helpOf(cmd: Command): string {
 describe('kr command tree', () => {
   const program = buildProgram();
   const all = walk(program);
+
+  it('a command line that names a command builds that command alone, the same as in the whole tree', () => {
+    for (const top of program.commands) {
+      const name = top.name();
+      for (const argv of [[name, '--help'], ['--repo', 'acme', name], ['-r', 'acme', '--timeout=5', name, 'x'], ['--timeout', '9', '--repo=acme', name]]) {
+        const one = buildProgram({ argv });
+        expect(one.commands.map((c) => c.name()), argv.join(' ')).toEqual([name]);
+        expect(walk(one).map((c) => c.name)).toEqual(walk(program).filter((c) => c.name === name || c.name.startsWith(`${name} `)).map((c) => c.name));
+        expect(helpOf(one.commands[0]!)).toBe(helpOf(top));
+      }
+    }
+    // No command, an option commander must read first, `--`, `help`, a misspelt command: the whole tree.
+    const everything = program.commands.map((c) => c.name());
+    expect(everything.length).toBeGreaterThan(20);
+    for (const argv of [[], ['--help'], ['-V'], ['--json', 'status'], ['-rX', 'status'], ['--', 'status'], ['help', 'status'], ['stauts'], ['--repo']]) {
+      expect(commandNamed(argv) === undefined || !everything.includes(commandNamed(argv)!), argv.join(' ')).toBe(true);
+      expect(buildProgram({ argv }).commands.map((c) => c.name()), argv.join(' ')).toEqual(everything);
+    }
+  });
 
   it('has every command of issue 9', () => {
     const names = all.map((c) => c.name);

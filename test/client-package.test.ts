@@ -10,6 +10,7 @@ import { execFile, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { gunzipSync } from 'node:zlib';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -210,6 +211,41 @@ describe('npm install -g <server>/client/kr.tgz, then a team member works with t
     } finally {
       await client.close();
     }
+
+    // What a command loads (an ESM load hook and require() both write to a log): `kr status` and `kr --version`
+    // read neither yaml (chunks/yaml.cjs, required on the first frontmatter read) nor the MCP SDK; zod starts
+    // with its fast-path compiler off. A push of a page whose frontmatter only the YAML library reads (an alias) does load yaml.
+    const hooks = join(root.path, 'load-hooks.mjs');
+    const register = join(root.path, 'load-register.mjs');
+    await writeFile(hooks, "import { appendFileSync } from 'node:fs';\nexport async function load(url, context, next) { appendFileSync(process.env.KR_LOAD_LOG, url + '\\n'); return next(url, context); }\n");
+    await writeFile(
+      register,
+      "import { Module, register } from 'node:module';\nimport { appendFileSync } from 'node:fs';\nregister('./load-hooks.mjs', import.meta.url);\n" +
+        "const load = Module._load;\nModule._load = function (request, ...rest) { appendFileSync(process.env.KR_LOAD_LOG, `require:${request}\\n`); return load.call(this, request, ...rest); };\n",
+    );
+    let logs = 0;
+    const loadedBy = async (...args: string[]) => {
+      const log = join(root.path, `loaded-${++logs}.log`);
+      const { stdout } = await run(process.execPath, ['--import', register, join(installedDir, 'kr.mjs'), ...args], { cwd: alice.project, env: { ...userEnv(alice.home), KR_LOAD_LOG: log } });
+      const lines = (await readFile(log, 'utf8')).split('\n').filter((l) => l !== '');
+      const files = lines.filter((l) => l.startsWith('file://')).map((u) => fileURLToPath(u));
+      expect(files.length).toBeGreaterThan(0);
+      expect(files.every((f) => f.startsWith(installedDir)), files.join('\n')).toBe(true);
+      const code = (await Promise.all(files.map((f) => readFile(f, 'utf8')))).join('\n');
+      return { stdout, required: lines.filter((l) => l.startsWith('require:')), code };
+    };
+    for (const args of [['status'], ['--version']]) {
+      const { stdout, required, code } = await loadedBy(...args);
+      expect(stdout).toContain(args[0] === 'status' ? 'Up to date' : VERSION);
+      expect(required, args[0]).not.toContain('require:./yaml.cjs');
+      expect(code).not.toContain('yaml.alias');
+      expect(code).not.toContain('notifications/initialized');
+      if (args[0] === 'status') expect(code).toMatch(/__zod_globalConfig=\{jitless:(!0|true)\}/);
+    }
+    await writeFile(join(alice.project, '.kr', 'wiki', 'concepts', 'risks.md'), '---\ntitle: &t Risks\ntype: concept\naliases: [*t]\n---\n# Risks\n\nNone yet.\n');
+    const pushed = await loadedBy('push', '-m', 'risks');
+    expect(pushed.stdout).toContain('wiki/concepts/risks.md');
+    expect(pushed.required).toContain('require:./yaml.cjs');
   }, 240_000);
 });
 
