@@ -43,7 +43,20 @@ const MATRIX: Record<string, Row> = {
   'DELETE /v1/repos/:id/webhooks/:wid': { legacy: 404, owner: 404, member: 403, nonMember: 403, ownerPat: 404 },
   'POST /v1/repos/:id/webhooks/:wid/test': { legacy: 404, owner: 404, member: 403, nonMember: 403, ownerPat: 404 },
   'GET /v1/repos/:id/webhooks/:wid/deliveries': { legacy: 404, owner: 404, member: 403, nonMember: 403, ownerPat: 404 },
+  // git's routes (Bearer here; Basic is test/handlers/git.test.ts's): the advertisement and a v2 ls-refs.
+  'GET /v1/repos/:id/info/refs': { legacy: 200, owner: 200, member: 200, nonMember: 403, ownerPat: 200 },
+  'POST /v1/repos/:id/git-upload-pack': { legacy: 200, owner: 200, member: 200, nonMember: 403, ownerPat: 200 },
+  // Refused to anyone who may read the repository: the text/plain message git shows.
+  'POST /v1/repos/:id/git-receive-pack': { legacy: 403, owner: 403, member: 403, nonMember: 403, ownerPat: 403 },
+  // A garbage body: mx has commits, so an owner (or the legacy key) gets as far as `repository is not empty`,
+  // before the body is read; a member is refused as no owner.
+  'POST /v1/repos/:id/import': { legacy: 409, owner: 409, member: 403, nonMember: 403, ownerPat: 409 },
 };
+
+/** git's refusal of `git push`, in text/plain. */
+const PUSH_REFUSAL = 'kr repositories are written with "kr push" or POST /v1/repos/mx/sync/push\n';
+/** The routes whose 401s ask for Basic credentials, as git needs. */
+const GIT_ROUTES = ['GET /v1/repos/:id/info/refs', 'POST /v1/repos/:id/git-upload-pack', 'POST /v1/repos/:id/git-receive-pack'];
 
 const repoScoped = routes.filter((r) => r.path.startsWith('/v1/repos/:id')).map((r) => `${r.method} ${r.path}`);
 
@@ -80,7 +93,9 @@ beforeAll(async () => {
 });
 afterAll(async () => srv?.stop());
 
-function request(route: string): { method: string; path: string; json?: unknown } {
+const pkt = (text: string) => `${(text.length + 4).toString(16).padStart(4, '0')}${text}`;
+
+function request(route: string): { method: string; path: string; json?: unknown; body?: string; headers?: Record<string, string> } {
   const [method, pattern] = route.split(' ') as [string, string];
   const path = pattern
     .replace(':id', 'mx')
@@ -88,6 +103,12 @@ function request(route: string): { method: string; path: string; json?: unknown 
     .replace(':userId', strangerId)
     .replace(':keyId', '00000000-0000-4000-8000-000000000000')
     .replace(':wid', '00000000-0000-4000-8000-000000000000');
+  if (route === 'GET /v1/repos/:id/info/refs') return { method, path: `${path}?service=git-upload-pack` };
+  if (route === 'POST /v1/repos/:id/git-upload-pack') {
+    return { method, path, headers: { 'git-protocol': 'version=2' }, body: `${pkt('command=ls-refs\n')}0001${pkt('symrefs\n')}0000` };
+  }
+  if (route === 'POST /v1/repos/:id/git-receive-pack') return { method, path, body: '0000' };
+  if (route === 'POST /v1/repos/:id/import') return { method, path, headers: { 'content-type': 'application/x-git-bundle' }, body: 'not a bundle' };
   if (route === 'POST /v1/repos/:id/sync/push') return { method, path, json: { files: [{ path: 'a.md', content: '---\ntitle: A\n---\n## One\nsecond\n' }] } };
   if (method === 'POST' && route !== 'POST /v1/repos/:id') return { method, path, json: {} };
   return { method, path };
@@ -104,15 +125,19 @@ describe('access matrix', () => {
       const got: Record<string, number> = {};
       const want: Record<string, number> = {};
       for (const caller of CALLERS) {
-        const { method, path, json } = request(route);
-        const res = await srv.api(path, { method, token: creds[caller], json });
+        const { method, path, json, body: sent, headers } = request(route);
+        const res = await srv.api(path, { method, token: creds[caller], json, body: sent, headers });
         got[caller] = res.status;
         want[caller] = caller === 'none' || caller === 'garbage' || caller === 'revokedPat' ? 401 : MATRIX[route]![caller];
         // An event stream stays open: it is let go once its status is seen.
         const stream = res.headers.get('content-type') === 'text/event-stream';
         if (stream) await res.body?.cancel();
-        const body = res.status === 204 || stream ? null : await res.json().catch(() => 'not json');
-        if (res.status >= 400) expect(body, `${caller} ${route}`).toEqual({ error: expect.any(String) });
+        // git's 200s are pkt-lines, and so is the push refusal's text.
+        const text = res.headers.get('content-type')?.startsWith('text/plain') ?? false;
+        const body = res.status === 204 || stream ? null : text ? await res.text() : await res.json().catch(() => 'not json');
+        if (text) expect([res.status, body], `${caller} ${route}`).toEqual([403, PUSH_REFUSAL]);
+        else if (res.status >= 400) expect(body, `${caller} ${route}`).toEqual({ error: expect.any(String) });
+        if (res.status === 401) expect(res.headers.get('www-authenticate')).toBe(GIT_ROUTES.includes(route) ? 'Basic realm="kr"' : null);
         if (caller === 'none') expect(body).toEqual({ error: 'missing authorization header' });
         if (caller === 'garbage' || caller === 'revokedPat') expect(body).toEqual({ error: 'invalid token' });
         if (caller === 'nonMember') expect(body).toEqual({ error: 'not a member of this repo' });
@@ -123,9 +148,10 @@ describe('access matrix', () => {
 
   it('a non-member gets the same 403 for a repository that does not exist', async () => {
     for (const route of Object.keys(MATRIX)) {
-      if (route === 'POST /v1/repos/:id' || route === 'POST /v1/repos/:id/sync/push') continue; // these create it
-      const { method, path, json } = request(route);
-      const res = await srv.api(path.replace('/mx', '/no-such-repo'), { method, token: creds.nonMember, json });
+      // These create it (the import too: a missing repository is anyone's to import into).
+      if (route === 'POST /v1/repos/:id' || route === 'POST /v1/repos/:id/sync/push' || route === 'POST /v1/repos/:id/import') continue;
+      const { method, path, json, body, headers } = request(route);
+      const res = await srv.api(path.replace('/mx', '/no-such-repo'), { method, token: creds.nonMember, json, body, headers });
       expect(res.status, route).toBe(403);
       expect(await res.json()).toEqual({ error: 'not a member of this repo' });
     }
