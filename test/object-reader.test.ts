@@ -388,6 +388,16 @@ describe('parseTree and parseCommit', () => {
     expect(() => parseTree(enc('100644 a'))).toThrow(/malformed/);
   });
 
+  it('names are read exactly whether plain ASCII or not, and every disguise of .git is refused whatever its case', () => {
+    const names = ['page-000001.md', 'area-00', 'A_b.C-9', 'README', 'x'.repeat(64), 'y'.repeat(65), 'ünï 漢字.md', 'a b', 'a:b', '.gitignore', 'gitlab.md', 'Git', 'a\u00e9'];
+    expect(parseTree(treeOf(...names.map((n): [string, string] => ['100644', n]))).map((e) => e.path)).toEqual(names);
+    for (const name of ['', 'GIT~1', 'Git~2', '.Git', 'git~1', '.git ', '.gIt. .']) {
+      expect(() => parseTree(treeOf(['100644', name])), name).toThrow(name === '' ? /unsafe|malformed/ : /unsafe/);
+    }
+    // Modes read without the decoder and with it give the same strings.
+    expect(parseTree(treeOf(['040000', 'd'], ['100644', 'a'], ['100755', 'b'])).map((e) => e.mode)).toEqual(['040000', '100644', '100755']);
+  });
+
   it('a commit: tree first, the parent run, the first author; gpgsig continuation lines kept apart', () => {
     const c = parseCommit(
       enc(

@@ -674,6 +674,31 @@ function unsafeName(name: string): boolean {
   return name.includes('/') || name.includes('\\') || name === '' || hfs === '.' || hfs === '..' || ntfs === '.git' || /^\.?git~[1-9]$/.test(ntfs);
 }
 
+/**
+ * A name of ASCII letters, digits, `-`, `_` and `.`, not starting with `.` or `g`/`G`: none of these is one
+ * of unsafeName's disguises (each starts with `.` or `git~`, or holds a separator or a non-ASCII character),
+ * and its bytes are its characters. Most names of a tree are such, and reading them so skips the decoder and
+ * unsafeName's regular expressions (a clone parses every tree of the repository).
+ */
+function plainName(content: Uint8Array, start: number, end: number): string | null {
+  const first = content[start];
+  if (end - start > 64 || first === 0x2e || first === 0x67 || first === 0x47) return null;
+  for (let i = start; i < end; i++) {
+    const b = content[i]!;
+    const ok = (b >= 0x61 && b <= 0x7a) || (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5a) || b === 0x2d || b === 0x5f || b === 0x2e;
+    if (!ok) return null;
+  }
+  return String.fromCharCode.apply(null, content.subarray(start, end) as unknown as number[]);
+}
+
+/** A tree entry's mode: the common ones without the decoder. */
+function modeOf(content: Uint8Array, at: number, space: number): string {
+  if (space - at === 6 && content[at] === 0x31 && content[at + 1] === 0x30 && content[at + 2] === 0x30 && content[at + 3] === 0x36 && content[at + 4] === 0x34 && content[at + 5] === 0x34) return '100644';
+  if (space - at === 5 && content[at] === 0x34 && content[at + 1] === 0x30 && content[at + 2] === 0x30 && content[at + 3] === 0x30 && content[at + 4] === 0x30) return '040000';
+  const mode = decoder.decode(content.subarray(at, space));
+  return mode === '40000' ? '040000' : mode;
+}
+
 /** A tree object's entries, in stored order. Throws RangeError on a malformed or unsafe entry. */
 export function parseTree(content: Uint8Array): TreeRow[] {
   const out: TreeRow[] = [];
@@ -682,12 +707,14 @@ export function parseTree(content: Uint8Array): TreeRow[] {
     const space = content.indexOf(0x20, at);
     const nul = space < 0 ? -1 : content.indexOf(0, space);
     if (space < 0 || nul < 0 || nul + 21 > content.length) throw new RangeError(`tree entry at byte ${at} is malformed`);
-    let mode = decoder.decode(content.subarray(at, space));
-    if (mode === '40000') mode = '040000';
+    const mode = modeOf(content, at, space);
     const type = MODE_TYPES[mode];
     if (!type) throw new RangeError(`tree entry mode ${mode}`);
-    const path = decoder.decode(content.subarray(space + 1, nul));
-    if (unsafeName(path)) throw new RangeError(`unsafe tree entry name ${JSON.stringify(path)}`);
+    let path = nul > space + 1 ? plainName(content, space + 1, nul) : null;
+    if (path === null) {
+      path = decoder.decode(content.subarray(space + 1, nul));
+      if (unsafeName(path)) throw new RangeError(`unsafe tree entry name ${JSON.stringify(path)}`);
+    }
     out.push({ mode, path, oid: toHex(content.subarray(nul + 1, nul + 21)), type });
     at = nul + 21;
   }

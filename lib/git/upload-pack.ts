@@ -438,13 +438,17 @@ async function objectsOf(
   const sent = new Set(walk.sent);
   const fallback = commons.length > 0 ? (await commits.get(commons[0]!)).tree : null;
   for (const c of walk.sent) ids.add(c);
+  // When the client has nothing (a clone), every chain of bases ends in none: the pack is every object of the
+  // sent commits' trees, each listed once (IdList), and comparing with a base would only read each tree again.
+  const clientHasNothing = fallback === null && walk.theirs.size === 0;
   // The trees level by level (each level's trees read together, in pack order), each beside its base: the
   // tree at the same path in the base tree, whose entries the client has.
   let level: Array<[string, string | null]> = [];
   for (const c of walk.sent) {
     const info = await commits.get(c);
     const parent = info.parents[0];
-    const base = parent !== undefined && (sent.has(parent) || walk.theirs.has(parent)) ? (await commits.get(parent)).tree : fallback;
+    const base =
+      clientHasNothing ? null : parent !== undefined && (sent.has(parent) || walk.theirs.has(parent)) ? (await commits.get(parent)).tree : fallback;
     level.push([info.tree, base]);
   }
   while (level.length > 0) {
