@@ -293,13 +293,14 @@ Examples:
       act(
         program
           .command('log')
-          .description('activity of the repository: actor email, action, UTC time (newest first)')
+          .description('activity of the repository: actor email, action, UTC time, and what (a push: its commit, message and merged pages; newest first)')
           .option('-n, --limit <n>', 'how many events (at most 500)')
           .option('--offset <n>', 'skip this many events')
+          .option('--no-pulls', 'leave pulls out (pushes and imports only)')
           .addOption(json()),
         async (_a, o) => (await inspect()).log(o as never),
       ),
-      ['kr log', 'kr log --limit 200 --json'],
+      ['kr log', 'kr log --no-pulls', 'kr log --limit 200 --json'],
     );
   }
   if (want('timeline')) {

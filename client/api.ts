@@ -386,9 +386,12 @@ export class Api {
 
   pages = async (repo: string) => (await this.call('GET', `/v1/repos/${seg(repo)}/pages`, (await wire.sync()).PagesResponse)).data;
 
-  /** The page at head and its `X-Page-SHA`, or null when the server has no such page (404 `page not found`). */
-  async page(repo: string, path: string): Promise<{ content: string; sha: string } | null> {
-    const res = await this.send('GET', `/v1/repos/${seg(repo)}/pages/${encodePath(path)}`);
+  /**
+   * The page at head (or as it was at commit `at`) and its `X-Page-SHA`, or null when the server has no such
+   * page (404 `page not found`).
+   */
+  async page(repo: string, path: string, at?: string): Promise<{ content: string; sha: string } | null> {
+    const res = await this.send('GET', `/v1/repos/${seg(repo)}/pages/${encodePath(path)}`, at === undefined ? {} : { query: { at } });
     if (res.status === 404) {
       const err = await this.refusal(res);
       if (err.message === 'page not found') return null;
@@ -424,7 +427,7 @@ export class Api {
         query: { limit: q.limit, blame: q.blame ? 'true' : undefined },
       })
     ).data;
-  activity = async (repo: string, q: { limit?: number; offset?: number }) =>
+  activity = async (repo: string, q: { limit?: number; offset?: number; actions?: string }) =>
     (await this.call('GET', `/v1/repos/${seg(repo)}/activity`, (await wire.repos()).ActivityResponse, { query: q })).data;
 
   /** `GET /v1/repos/:id/links/<path>`: what the page links to, and what links to it. */

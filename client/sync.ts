@@ -17,6 +17,7 @@ import { anyWholeFile, partLabel } from './merged.ts';
 import { conflictSummary } from './render.ts';
 import { frontmatterTrouble } from './pagecheck.ts';
 import { onlyUpdatedConflicts, takeTheirUpdated } from './updated-stamp.ts';
+import { mergePages } from '../lib/differ/merge.ts';
 
 /**
  * `parent_sha` of a page we have never seen on the server: no commit has this sha, so the server accepts
@@ -378,6 +379,35 @@ export async function io(project: Project, path: string, op: () => Promise<void>
   }
 }
 
+/**
+ * Whether `kr push` will merge a page changed both here (`ours`) and on the server (`theirs`) since the commit
+ * this folder's copy is based on (`baseSha`): the server's own section merge (lib/differ/merge.ts
+ * `mergePages`) run here, over the page as it was at that commit (one request, `GET pages/<path>?at=`; absent
+ * there: the empty page, as the server merges). A conflict only on frontmatter `updated` counts as merging, as
+ * push sends the page again with the server's value (client/updated-stamp.ts). Anything the server cannot
+ * answer (an older server without `?at=`, a network error) is false: the page stays a conflict.
+ */
+export async function willMerge(api: Api, repo: string, path: string, baseSha: string, theirs: string, ours: string): Promise<boolean> {
+  let base: string;
+  try {
+    const page = await api.page(repo, path, baseSha);
+    // An older server ignores `at` and answers the head: not the base, so no verdict.
+    if (page && page.sha !== baseSha) return false;
+    base = page?.content ?? '';
+  } catch {
+    return false;
+  }
+  let m = mergePages(base, theirs, ours);
+  if (!m.clean && onlyUpdatedConflicts(m.conflicting)) {
+    const retry = takeTheirUpdated(ours, theirs);
+    if (retry) m = mergePages(base, theirs, retry.text);
+  }
+  return m.clean;
+}
+
+/** What `kr pull` and `kr watch` say of a page that will merge on push. */
+export const WILL_MERGE_WHY = 'changed here and on the server in different parts; your file was kept, and "kr push" merges the two';
+
 /** What a pull did: pages written, deleted, and the ones left alone because they changed here too. */
 export interface PullResult {
   new_head: string;
@@ -385,6 +415,11 @@ export interface PullResult {
   updated: string[];
   deleted: string[];
   conflicts: Array<{ path: string; why: string }>;
+  /**
+   * Pages changed here and on the server in parts that merge (see {@link willMerge}): left as they are, like
+   * a conflict, but `kr push` merges them.
+   */
+  willMerge: string[];
 }
 
 /**
@@ -424,6 +459,7 @@ export async function pullPages(project: Project, api: Api, repo: string, fullAs
   const updated: string[] = [];
   const removed: string[] = [];
   const conflicts: Array<{ path: string; why: string }> = [];
+  const mergeable: string[] = [];
   const bar = progress('writing pages', res.files.length + deletions.size);
   for (const f of res.files) {
     bar.tick();
@@ -437,7 +473,8 @@ export async function pullPages(project: Project, api: Api, repo: string, fullAs
       continue;
     }
     if (local && !(known && local.hash === known.hash)) {
-      conflicts.push({ path: f.path, why: known ? 'changed locally and on the server' : 'exists locally but was never pulled' });
+      if (known && (await willMerge(api, repo, f.path, known.sha, f.content, local.text))) mergeable.push(f.path);
+      else conflicts.push({ path: f.path, why: known ? 'changed locally and on the server' : 'exists locally but was never pulled' });
       continue;
     }
     if (!local && known && !full) {
@@ -469,10 +506,11 @@ export async function pullPages(project: Project, api: Api, repo: string, fullAs
   project.state.head = res.new_head;
   project.state.pulled_at = nowSeconds();
   await project.save();
-  return { new_head: res.new_head, added, updated, deleted: removed, conflicts };
+  return { new_head: res.new_head, added, updated, deleted: removed, conflicts, willMerge: mergeable };
 }
 
-export type PageStatus = 'new' | 'modified' | 'deleted' | 'behind' | 'conflict';
+/** `mergeable`: changed here and on the server in parts that merge; `kr push` merges it ({@link willMerge}). */
+export type PageStatus = 'new' | 'modified' | 'deleted' | 'behind' | 'conflict' | 'mergeable';
 
 /** One page's state against the server (see {@link pageStatuses}). */
 export interface StatusRow {
@@ -484,7 +522,7 @@ export interface StatusRow {
 
 /**
  * Every page that differs between the folder and the server: new, modified, deleted here, behind the
- * server, in conflict. A page the server already has exactly as here (a push whose answer was lost) is
+ * server, changed on both sides in parts that merge (`mergeable`), in conflict. A page the server already has exactly as here (a push whose answer was lost) is
  * recorded as pushed and listed in `inSync`; `absent`: the repository does not exist yet. Prints nothing.
  */
 export async function pageStatuses(project: Project, api: Api, repo: string): Promise<{ rows: StatusRow[]; inSync: string[]; absent: boolean }> {
@@ -492,7 +530,7 @@ export async function pageStatuses(project: Project, api: Api, repo: string): Pr
   let pages: Array<{ path: string; sha: string }>;
   let absent = false;
   try {
-    pages = (await api.pages(repo)).pages; // the one request (plus one per apparent conflict, below)
+    pages = (await api.pages(repo)).pages; // the one request (plus one or two per apparent conflict, below)
   } catch (e) {
     // Only the legacy key sees this (a user gets 403): the first push will create the repository.
     if (!(e instanceof ApiError) || e.status !== 404 || e.message !== 'repo not found') throw e;
@@ -525,7 +563,7 @@ export async function pageStatuses(project: Project, api: Api, repo: string): Pr
           stateChanged = true;
           inSync.push(path);
           st = null;
-        }
+        } else if (copy && known && (await willMerge(api, repo, path, known.sha, copy.content, local.text))) st = 'mergeable';
       }
     } else if (known) {
       if (remote === undefined) {

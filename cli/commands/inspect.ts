@@ -7,6 +7,7 @@
  */
 import { diffPages } from '../../lib/differ/index.ts';
 import type { SectionDiff } from '../../schema/wire/diff.ts';
+import type { ActivityResponse } from '../../schema/wire/repos.ts';
 import { ApiError, type Api } from '../../client/api.ts';
 import { connect, repoOf } from '../../client/config.ts';
 import { refused, usageError } from '../../client/errors.ts';
@@ -61,16 +62,39 @@ async function listFieldsAtHead(api: Api, repo: string, path: string): Promise<S
   }
 }
 
-/** Activity: three columns, actor email, action, UTC timestamp (SPEC.md "Events" rule 3). */
-export async function log(opts: Common & { limit?: string; offset?: string }): Promise<void> {
+/** Pages a merged push names at most in `kr log`'s detail (the feed keeps up to 50). */
+const LOG_MERGED_NAMED = 3;
+
+/**
+ * What `kr log` says of an event beside its actor, action and time: a push's commit and message, with the
+ * pages the server merged on the way (`merged: a.md, b.md`); an import's commits and pages; the client a
+ * pull named.
+ */
+export function activityDetail(e: ActivityResponse['events'][number]): string {
+  const d = e.detail ?? {};
+  if (e.action === 'push') {
+    const message = typeof d.message === 'string' ? d.message : '';
+    const merged = Array.isArray(d.merged) ? d.merged.filter((x): x is string => typeof x === 'string') : [];
+    const named = merged.slice(0, LOG_MERGED_NAMED).join(', ') + (merged.length > LOG_MERGED_NAMED ? ` and ${merged.length - LOG_MERGED_NAMED} more` : '');
+    return [e.sha ? shortSha(e.sha) : '', message, merged.length ? `(merged: ${named})` : ''].filter((x) => x !== '').join('  ');
+  }
+  if (e.action === 'import') return typeof d.commits === 'number' && typeof d.pages === 'number' ? `${d.commits} commit(s), ${d.pages} page(s)` : '';
+  return typeof d.client === 'string' ? d.client : '';
+}
+
+/**
+ * Activity: actor email, action, UTC timestamp (SPEC.md "Events" rule 3), and each event's detail
+ * ({@link activityDetail}); `pulls: false` leaves pulls out (the server filters: `?actions=push,import`).
+ */
+export async function log(opts: Common & { limit?: string; offset?: string; pulls?: boolean }): Promise<void> {
   const limit = intOption('limit', opts.limit);
   const offset = intOption('offset', opts.offset, 0);
   const session = await connect();
   const repo = repoOf(session, opts.repo, await findProject());
-  const res = await session.api.activity(repo, { limit, offset });
+  const res = await session.api.activity(repo, { limit, offset, ...(opts.pulls === false ? { actions: 'push,import' } : {}) });
   if (opts.json) return printJson(res);
   if (res.events.length === 0) return out('No activity yet.');
-  out(table(res.events.map((e) => [e.email, e.action, utc(e.created_at)]), ['ACTOR', 'ACTION', 'TIME (UTC)']));
+  out(table(res.events.map((e) => [e.email, e.action, utc(e.created_at), activityDetail(e)]), ['ACTOR', 'ACTION', 'TIME (UTC)', 'DETAIL']));
 }
 
 export async function timeline(opts: Common & { limit?: string }): Promise<void> {

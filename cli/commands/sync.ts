@@ -8,7 +8,7 @@ import { CliError, refused } from '../../client/errors.ts';
 import { openProject, parseType, resolveSlug, sha256, type Project, type SkippedFile } from '../../client/project.ts';
 import { note, out, paint, printJson, shortSha, clean, warn, type Paint } from '../../client/output.ts';
 import { mergeOrigins, originLabel, type MergeOrigins } from '../../client/merged.ts';
-import { type Outgoing, envelopeBytes, entryBytes, packPushes, mib, type MergedPage, noPushes, sendPushes, reportConflicts, planPush, packPlan, conflictAuthors, pullPages, type PageStatus, pageStatuses, serverHead, syncHistory } from '../../client/sync.ts';
+import { type Outgoing, envelopeBytes, entryBytes, packPushes, mib, type MergedPage, noPushes, sendPushes, reportConflicts, planPush, packPlan, conflictAuthors, pullPages, WILL_MERGE_WHY, type PageStatus, pageStatuses, serverHead, syncHistory } from '../../client/sync.ts';
 
 interface Common {
   repo?: string;
@@ -229,14 +229,14 @@ export async function pull(opts: Common & { full?: boolean }): Promise<void> {
   const project = await openProject();
   const session = await connect();
   const repo = repoOf(session, opts.repo, project);
-  const { new_head, added, updated, deleted: removed, conflicts } = await pullPages(project, session.api, repo, opts.full === true);
+  const { new_head, added, updated, deleted: removed, conflicts, willMerge } = await pullPages(project, session.api, repo, opts.full === true);
   const res = { new_head };
 
   if (opts.json) {
-    printJson({ new_head: res.new_head, added, updated, written: [...added, ...updated].sort(), deleted: removed, conflicts });
+    printJson({ new_head: res.new_head, added, updated, written: [...added, ...updated].sort(), deleted: removed, conflicts, will_merge: willMerge });
   } else {
     const p = paint();
-    if (added.length === 0 && updated.length === 0 && removed.length === 0 && conflicts.length === 0) out(`Already up to date (${repo} at ${shortSha(res.new_head)}).`);
+    if (added.length === 0 && updated.length === 0 && removed.length === 0 && conflicts.length === 0 && willMerge.length === 0) out(`Already up to date (${repo} at ${shortSha(res.new_head)}).`);
     else {
       out(`Pulled ${repo} at ${shortSha(res.new_head)}: ${added.length} added, ${updated.length} updated, ${removed.length} deleted.`);
       const LIST = 50;
@@ -247,6 +247,7 @@ export async function pull(opts: Common & { full?: boolean }): Promise<void> {
       ];
       for (const l of lines.slice(0, LIST)) out(l);
       if (lines.length > LIST) out(`  … and ${lines.length - LIST} more (--json lists them all)`);
+      for (const path of willMerge) out(`  ${p.cyan('will merge on push')} ${clean(path)}: ${WILL_MERGE_WHY}`);
       for (const c of conflicts) out(`  ${p.red('conflict')} ${clean(c.path)}: ${c.why}; your file was kept`);
     }
   }
@@ -311,14 +312,19 @@ export async function status(opts: Common): Promise<void> {
     deleted: p.red,
     behind: p.cyan,
     conflict: p.red,
+    mergeable: p.cyan,
   };
-  for (const r of rows) out(`  ${colour[r.status](r.status.padEnd(8))}  ${clean(r.path)}`);
+  for (const r of rows) {
+    const why = r.status === 'mergeable' ? ': changed here and on the server in different parts; will merge on push' : '';
+    out(`  ${colour[r.status](r.status.padEnd(8))}  ${clean(r.path)}${why}`);
+  }
   for (const s of project.skipped) out(`  ${p.dim('skipped ')}  ${clean(s.file)}: ${clean(s.reason)}`);
   if (rows.length === 0) out(level);
   const hints: string[] = [];
   if (rows.some((r) => r.status === 'new' || r.status === 'modified')) hints.push('"kr push" sends new and modified pages');
   if (rows.some((r) => r.status === 'deleted')) hints.push('"kr push" deletes pages deleted here on the server too; "kr pull --full" brings them back instead');
   if (rows.some((r) => r.status === 'behind')) hints.push('"kr pull" fetches pages that changed on the server');
+  if (rows.some((r) => r.status === 'mergeable')) hints.push('"kr push" merges pages marked mergeable with the server\'s changes');
   if (rows.some((r) => r.status === 'conflict')) hints.push('conflicts: "kr diff <slug> --local", merge, "kr resolve <slug>"');
   if (project.skipped.length) hints.push('skipped files are never sent: rename them to a name the server accepts');
   for (const h of hints) note(`  (${h})`);

@@ -15,7 +15,10 @@ import { refused } from '../../client/errors.ts';
 import { followRepo, revokedMessage } from '../../client/live.ts';
 import { clean, jsonText, note, out, paint, shortSha } from '../../client/output.ts';
 import { openProject } from '../../client/project.ts';
-import { pullPages, type PullResult } from '../../client/sync.ts';
+import { pullPages, WILL_MERGE_WHY, type PullResult } from '../../client/sync.ts';
+
+/** The `why` under which a page that will merge on push is remembered as reported (never a conflict's). */
+const WILL_MERGE = '\u0000will merge';
 
 /** Paths of a push named on its line; the rest are counted. */
 const LINE_PATHS = 10;
@@ -44,7 +47,7 @@ export function memberLine(d: MemberEventData): string {
 }
 
 const counts = (r: PullResult): string => `${r.added.length} added, ${r.updated.length} updated, ${r.deleted.length} deleted`;
-const pulled = (r: PullResult) => ({ new_head: r.new_head, added: r.added, updated: r.updated, deleted: r.deleted, conflicts: r.conflicts });
+const pulled = (r: PullResult) => ({ new_head: r.new_head, added: r.added, updated: r.updated, deleted: r.deleted, conflicts: r.conflicts, will_merge: r.willMerge });
 
 /** One JSON object on one line. */
 const jsonLine = (value: unknown): void => {
@@ -68,12 +71,17 @@ export async function watch(opts: { repo?: string; json?: boolean }): Promise<vo
     const project = await openProject();
     const r = await pullPages(project, session.api, repo, false);
     const key = (c: PullResult['conflicts'][number]) => `${c.path}\u0000${c.why}`;
-    const fresh = r.conflicts.filter((c) => !reported.has(key(c)));
-    reported = new Set(r.conflicts.map(key));
+    // A page that will merge on push is reported once too, apart from the conflicts.
+    const all = [...r.conflicts, ...r.willMerge.map((path) => ({ path, why: WILL_MERGE }))];
+    const fresh = all.filter((c) => !reported.has(key(c)));
+    reported = new Set(all.map(key));
     return { r, fresh };
   };
   const kept = (fresh: PullResult['conflicts']): void => {
-    for (const c of fresh) out(`  ${p.red('conflict')} ${clean(c.path)}: ${c.why}; your file was kept`);
+    for (const c of fresh) {
+      if (c.why === WILL_MERGE) out(`  ${p.cyan('will merge on push')} ${clean(c.path)}: ${WILL_MERGE_WHY}`);
+      else out(`  ${p.red('conflict')} ${clean(c.path)}: ${c.why}; your file was kept`);
+    }
   };
 
   const onEvent = async (e: LiveEvent): Promise<void> => {

@@ -1,10 +1,20 @@
 import { defineRoute } from '../../lib/route.ts';
 import { openRepo } from '../../lib/repos.ts';
 import { limitQuery, offsetQuery } from '../../lib/http/params.ts';
+import { HttpError } from '../../lib/errors.ts';
+import { ACTIVITY_ACTIONS, type ActivityAction } from '../../lib/db/activity.ts';
 import { ActivityResponse } from '../../schema/wire/repos.ts';
 import { ActivityQuery } from '../../schema/wire/query.ts';
 
-/** GET /v1/repos/:id/activity?limit=N&offset=M — the feed, newest first, with the total kept. */
+/** `?actions=push,import`: the actions asked for (null: every action); an unknown one is a 400. */
+function actionsQuery(raw: string | undefined): ActivityAction[] | undefined {
+  if (raw === undefined) return undefined;
+  const asked = raw.split(',').map((a) => a.trim());
+  if (asked.some((a) => !(ACTIVITY_ACTIONS as readonly string[]).includes(a))) throw new HttpError(400, `invalid actions: ${raw.slice(0, 200)}`);
+  return [...new Set(asked as ActivityAction[])];
+}
+
+/** GET /v1/repos/:id/activity?limit=N&offset=M&actions=a,b — the feed, newest first, with the total kept. */
 export default defineRoute({
   method: 'GET',
   path: '/v1/repos/:id/activity',
@@ -16,11 +26,12 @@ export default defineRoute({
     access: 'members; the legacy key on any repository.',
     query: ActivityQuery,
     responses: { 200: { description: 'Newest first, and how many events the feed holds.', schema: ActivityResponse } },
-    errors: { 400: ['invalid repo id'], 403: ['not a member of this repo'], 404: ['repo not found'] },
+    errors: { 400: ['invalid repo id', 'invalid actions: <value>'], 403: ['not a member of this repo'], 404: ['repo not found'] },
   },
   handler: async (c) => {
     const { id } = await openRepo(c, 'activity.read');
-    const feed = await c.get('deps').activity.list(id, limitQuery(c, 'limit', 50, 500), offsetQuery(c, 'offset'));
+    const actions = actionsQuery(c.req.query('actions'));
+    const feed = await c.get('deps').activity.list(id, limitQuery(c, 'limit', 50, 500), offsetQuery(c, 'offset'), actions);
     return c.json(feed);
   },
 });

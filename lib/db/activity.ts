@@ -2,6 +2,8 @@ import type { Clock } from '../clock.ts';
 import type { SqlDatabase as Database, Stmt } from './sql.ts';
 
 export type ActivityAction = 'push' | 'pull' | 'import';
+/** Every action the feed records. */
+export const ACTIVITY_ACTIONS: readonly ActivityAction[] = ['push', 'pull', 'import'];
 
 export interface ActivityEvent {
   user_id: string;
@@ -79,15 +81,20 @@ export class Activity {
     ];
   }
 
-  /** Newest first, with the total kept. */
-  async list(repoId: string, limit: number, offset: number): Promise<{ events: ActivityEvent[]; total: number }> {
+  /**
+   * Newest first, with the total kept. `actions`: only events of these actions (and `total` counts only
+   * those, so paging works on the filtered feed); absent: every event.
+   */
+  async list(repoId: string, limit: number, offset: number, actions?: readonly ActivityAction[]): Promise<{ events: ActivityEvent[]; total: number }> {
+    const only = actions === undefined ? '' : ` AND action IN (${actions.map(() => '?').join(', ') || "''"})`;
+    const args = [repoId, ...(actions ?? [])];
     const [rows, count] = await Promise.all([
       this.db.all<Record<string, unknown>>(
-        `SELECT user_id, email, action, detail, created_at, commit_sha FROM activity WHERE repo_id = ?
+        `SELECT user_id, email, action, detail, created_at, commit_sha FROM activity WHERE repo_id = ?${only}
          ORDER BY id DESC LIMIT ? OFFSET ?`,
-        [repoId, limit, offset],
+        [...args, limit, offset],
       ),
-      this.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM activity WHERE repo_id = ?', [repoId]),
+      this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM activity WHERE repo_id = ?${only}`, args),
     ]);
     const events = rows.map((r) => {
       const e: ActivityEvent = {

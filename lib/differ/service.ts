@@ -291,6 +291,19 @@ export async function diffPage(
 }
 
 /**
+ * `GET /v1/repos/:id/pages/<path>?at=<sha>`: the page as it was at a commit (`at`, full or abbreviated:
+ * UnknownShaError when it does not resolve), and the last commit at or before it that touched the page;
+ * null when the page did not exist there. A client reads the text its copy is based on with it.
+ */
+export async function pageAt(repos: Repos, id: string, path: string, at: string): Promise<{ content: Uint8Array; sha: string } | null> {
+  await repos.ready(id);
+  const commit = await repos.index.resolve(id, at);
+  const touch = await repos.index.lastTouch(id, path, commit.seq);
+  if (!touch || touch.blob === null) return null;
+  return { content: await repos.readBlob(id, touch.blob), sha: touch.commit.sha };
+}
+
+/**
  * `GET /v1/repos/:id/evolution/<path>`: the page's commits newest first, each with its diff. `budget`: the
  * request's work budget, shared by every diff and the blame walk.
  */

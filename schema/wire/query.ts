@@ -29,6 +29,11 @@ export const TimelineQuery = z.object({ limit: limit(50, 1000, 'commits') });
 /** `GET /v1/repos/:id/history/<path>`. */
 export const HistoryQuery = z.object({ limit: limit(50, 1000, 'commits') });
 
+/** `GET /v1/repos/:id/pages/<path>`. */
+export const PageQuery = z.object({
+  at: sha('The page as it was at this commit (its last change at or before it); absent or empty: at head').optional(),
+});
+
 /** `GET /v1/repos/:id/sync/pull`. */
 export const PullQuery = z.object({
   since: sha('Answer only what changed and was deleted after this commit; absent or empty: every page at head').optional(),
@@ -48,4 +53,11 @@ export const EvolutionQuery = z.object({ limit: limit(20, 200, 'entries'), blame
 export const ActivityQuery = z.object({
   limit: limit(50, 500, 'events'),
   offset: z.number().int().min(0).default(0).describe('Events to skip, newest first; anything but a non-negative integer means 0.'),
+  actions: z
+    .string()
+    .regex(/^(push|pull|import)(,(push|pull|import))*$/)
+    .optional()
+    .describe(
+      'Only events of these actions, comma-separated (`push`, `pull`, `import`; e.g. `push,import` leaves pulls out); `total` then counts only those. Absent: every event. Another value: 400 `invalid actions: <value>`.',
+    ),
 });

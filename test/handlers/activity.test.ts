@@ -61,6 +61,46 @@ describe('GET /v1/repos/:id/activity (functions/activity/list.ts)', () => {
     expect(Object.keys(events[1]!)).not.toContain('sha');
   });
 
+  it('?actions= keeps only the actions named, total counts only those, and paging walks the filtered feed', async () => {
+    const clock = new ManualClock();
+    h = await mountHandler(activityList, { clock });
+    const alice = await h.user('alice@example.com');
+    await h.deps.repos.create('notes');
+    await h.deps.members.add('notes', alice.id, 'owner');
+    const me = { userId: alice.id, email: alice.email };
+    await h.deps.activity.record('notes', me, 'push', { paths: ['a.md'] });
+    clock.advance(1000);
+    for (let i = 0; i < 3; i++) await h.deps.activity.record('notes', me, 'pull');
+    clock.advance(1000);
+    await h.deps.activity.record('notes', me, 'import', { commits: 2, pages: 1, head: 'b'.repeat(40) });
+    clock.advance(1000);
+    await h.deps.activity.record('notes', me, 'push', { paths: ['c.md'] });
+
+    const wanted = await alice.request('/v1/repos/notes/activity?actions=push,import');
+    expect(wanted.status).toBe(200);
+    const body = (await wanted.json()) as { events: Array<{ action: string; created_at: number }>; total: number };
+    expect(body.total).toBe(3);
+    expect(body.events.map((e) => [e.action, e.created_at - T0])).toEqual([
+      ['push', 3],
+      ['import', 2],
+      ['push', 0],
+    ]);
+    const second = await alice.request('/v1/repos/notes/activity?actions=push,import&limit=1&offset=1');
+    expect(((await second.json()) as typeof body).events.map((e) => e.action)).toEqual(['import']);
+    const pulls = await alice.request('/v1/repos/notes/activity?actions=pull&limit=2');
+    const p = (await pulls.json()) as typeof body;
+    expect([p.total, p.events.map((e) => e.action)]).toEqual([3, ['pull', 'pull']]);
+    // Without the parameter: every event, as before.
+    const all = await alice.request('/v1/repos/notes/activity');
+    expect(((await all.json()) as typeof body).total).toBe(6);
+
+    for (const bad of ['member', 'push,', '', 'push;pull', 'PUSH']) {
+      const res = await alice.request(`/v1/repos/notes/activity?actions=${encodeURIComponent(bad)}`);
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({ error: `invalid actions: ${bad}` });
+    }
+  });
+
   it('a non-member gets 403; a missing repository is 404 for the legacy key', async () => {
     h = await mountHandler(activityList);
     const carol = await h.user('carol@example.com');

@@ -35,6 +35,26 @@ describe('GET /v1/repos/:id/pages/<path> (functions/pages/read.ts)', () => {
     expect(await res.text()).toBe('# A\n\nbody\n');
   });
 
+  it('?at=<sha> answers the page as it was at that commit, with the last commit at or before it that touched it', async () => {
+    h = await mountHandler(pagesRead);
+    const first = await h.commit('notes', { 'b.md': 'b' });
+    const second = await h.commit('notes', { 'a.md': 'a1' });
+    const third = await h.commit('notes', { 'b.md': 'b2' });
+    await h.commit('notes', { 'a.md': 'a2' });
+    const read = async (q: string) => {
+      const res = await h!.legacy.request(`/v1/repos/notes/pages/a.md${q}`);
+      return [res.status, res.headers.get('x-page-sha'), await res.text()];
+    };
+    expect(await read(`?at=${second}`)).toEqual([200, second, 'a1']);
+    // A commit that did not touch the page: the page as that commit left it.
+    expect(await read(`?at=${third}`)).toEqual([200, second, 'a1']);
+    expect(await read(`?at=${third.slice(0, 12)}`)).toEqual([200, second, 'a1']);
+    expect((await read('?at='))[2]).toBe('a2');
+    expect(await read(`?at=${first}`)).toEqual([404, null, JSON.stringify({ error: 'page not found' })]);
+    expect(await read(`?at=${'f'.repeat(40)}`)).toEqual([400, null, JSON.stringify({ error: `unknown sha: ${'f'.repeat(40)}` })]);
+    expect(await read('?at=zz')).toEqual([400, null, JSON.stringify({ error: 'unknown sha: zz' })]);
+  });
+
   it('a member reads; a non-member gets 403 whether or not the repository exists', async () => {
     h = await mountHandler(pagesRead);
     const alice = await h.user('alice@example.com');
