@@ -134,10 +134,17 @@ describe.skipIf(!hasChromium)('dashboard views: activity, evolution, billing, ad
     expect(await table.locator('tfoot tr').evaluate((tr) => [...tr.children].map((c) => c.textContent))).toEqual(['All days', '13', '10', '23']);
     expect(await h.page.getByText(/Counted from the newest/).count()).toBe(0);
 
-    // The feed, newest first: Bob's pull, then the log pushes; page two ends with the first commit.
+    // The feed, newest first, without pulls unless asked for: the log pushes first (Bob's pull left out).
     const status = h.page.locator('.pager [role="status"]');
-    await expect.poll(() => status.textContent()).toBe('Events 1–20 of 24');
     const items = h.page.locator('ol.feed > li');
+    await expect.poll(() => status.textContent()).toBe('Events 1–20 of 23');
+    expect(await items.nth(0).innerText()).toMatch(/^alice@example\.com\s+pushed .*\nlog 18\n1 page:\s*wiki\/log\.md$/);
+    expect(await h.page.getByText('pulled').count()).toBe(0);
+    // With pulls: Bob's pull, then the log pushes; page two ends with the first commit.
+    const showPulls = h.page.getByRole('checkbox', { name: 'Show pulls' });
+    expect(await showPulls.isChecked()).toBe(false);
+    await showPulls.check();
+    await expect.poll(() => status.textContent()).toBe('Events 1–20 of 24');
     expect(await items.count()).toBe(20);
     expect(await items.nth(0).innerText()).toMatch(/^bob@example\.com\s+pulled\s+\d{4}-\d\d-\d\d \d\d:\d\d UTC\s+with kr-test$/);
     // A push shows its commit message (the event's detail.message) above its pages.
@@ -237,22 +244,23 @@ describe.skipIf(!hasChromium)('dashboard views: activity, evolution, billing, ad
   });
 
   it('activity: the pager works from the keyboard', async () => {
+    // A view opened anew leaves pulls out: the 23 pushes.
     await go('#/repo/acme/activity');
     const status = h.page.locator('.pager [role="status"]');
-    await expect.poll(() => status.textContent()).toBe('Events 1–20 of 24');
+    await expect.poll(() => status.textContent()).toBe('Events 1–20 of 23');
     await h.page.getByRole('button', { name: 'Newer' }).waitFor();
     await h.page.getByRole('button', { name: 'Older' }).focus();
     await h.page.keyboard.press('Enter');
-    await expect.poll(() => status.textContent()).toBe('Events 21–24 of 24');
+    await expect.poll(() => status.textContent()).toBe('Events 21–23 of 23');
     expect(await h.page.evaluate(() => document.activeElement?.textContent)).toBe('Older');
     await h.page.keyboard.press('Shift+Tab');
     expect(await h.page.evaluate(() => document.activeElement?.textContent)).toBe('Newer');
     await h.page.keyboard.press('Space');
-    await expect.poll(() => status.textContent()).toBe('Events 1–20 of 24');
+    await expect.poll(() => status.textContent()).toBe('Events 1–20 of 23');
 
     // Another repository's feed starts at its newest events, not at the position left here.
     await h.page.getByRole('button', { name: 'Older' }).click();
-    await expect.poll(() => status.textContent()).toBe('Events 21–24 of 24');
+    await expect.poll(() => status.textContent()).toBe('Events 21–23 of 23');
     await go('#/repo/beta/activity');
     await expect.poll(() => status.textContent()).toBe(`Events 1–20 of ${BETA_COMMITS}`);
     expect(await h.page.locator('ol.feed > li .paths a').first().textContent()).toBe('log.md');

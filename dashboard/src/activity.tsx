@@ -313,10 +313,15 @@ const LIVE_KEPT = 200;
  * open, and each push it announces is put at the top of the first page (and counted in the chart) until the
  * feed itself holds it (the same `sha`). Reloaded whenever events may have been missed.
  */
+/** What the feed shows unless pulls are asked for: pushes and imports. */
+const FEED_ACTIONS = ['push', 'import'] as const;
+
 export function ActivityView({ api, repo }: { api: Api; repo: string }) {
   // The position belongs to this repository: another one starts at its newest events.
   const [at, setAt] = useState({ repo, offset: 0 });
   const offset = at.repo === repo ? at.offset : 0;
+  // Pulls are left out unless asked for: with a few watchers and agents they are half of the feed.
+  const [showPulls, setShowPulls] = useState(false);
   const [arrived, setArrived] = useState<{ repo: string; events: ActivityEvent[] }>({ repo, events: [] });
   const fresh = arrived.repo === repo ? arrived.events : [];
   const live = useRepoEvents(api, repo, {
@@ -333,7 +338,11 @@ export function ActivityView({ api, repo }: { api: Api; repo: string }) {
     setAt({ repo, offset: n });
   };
   const chartData = useLoad(() => api.activity(repo, { limit: CHART_EVENTS, offset: 0 }), [api, repo, live.epoch], live.ready);
-  const feed = useLoad(() => api.activity(repo, { limit: FEED_PAGE, offset }), [api, repo, offset, live.epoch], live.ready);
+  const feed = useLoad(
+    () => api.activity(repo, { limit: FEED_PAGE, offset, ...(showPulls ? {} : { actions: FEED_ACTIONS }) }),
+    [api, repo, offset, showPulls, live.epoch],
+    live.ready,
+  );
   /** What arrived live and `list` does not hold yet. */
   const notIn = (list: ActivityEvent[] | undefined) => {
     const held = new Set((list ?? []).map((e) => e.sha));
@@ -375,6 +384,17 @@ export function ActivityView({ api, repo }: { api: Api; repo: string }) {
 
       <section aria-labelledby="feed-h">
         <h2 id="feed-h">Events</h2>
+        <label class="choice">
+          <input
+            type="checkbox"
+            checked={showPulls}
+            onChange={(e) => {
+              setShowPulls((e.target as HTMLInputElement).checked);
+              setOffset(0);
+            }}
+          />{' '}
+          Show pulls
+        </label>
         <ErrorMessage message={feed.error} />
         {feed.loading && !feed.data && <Loading what="the events" />}
         {offset > 0 && feedNew.length > 0 && (
