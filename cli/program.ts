@@ -293,14 +293,15 @@ Examples:
       act(
         program
           .command('log')
-          .description('activity of the repository: actor email, action, UTC time, and what (a push: its commit, message and merged pages; newest first)')
+          .description('activity of the repository: actor email, action, UTC time (newest first); --detail adds what each did (a push: its commit, message and merged pages)')
           .option('-n, --limit <n>', 'how many events (at most 500)')
           .option('--offset <n>', 'skip this many events')
           .option('--no-pulls', 'leave pulls out (pushes and imports only)')
+          .option('--detail', 'a fourth column: a push\'s commit, message and merged pages; an import\'s counts; a pull\'s client')
           .addOption(json()),
         async (_a, o) => (await inspect()).log(o as never),
       ),
-      ['kr log', 'kr log --no-pulls', 'kr log --limit 200 --json'],
+      ['kr log', 'kr log --no-pulls --detail', 'kr log --limit 200 --json'],
     );
   }
   if (want('timeline')) {

@@ -302,13 +302,18 @@ describe('kr status and push against the server', () => {
     const before = server.logs.length;
     const r = await u.kr('status', '--json');
     expect(r.code, show(r)).toBe(0);
-    // One request for the listing, plus one per apparent conflict: before calling a page a conflict,
-    // status looks at the server's copy (issue 14: it may be a push whose answer was lost); then one for
-    // the server's head (issue 27: "up to date with the server at <sha>"), asked for beside the listing.
+    // One request for the listing, plus two per apparent conflict: before calling a page a conflict,
+    // status looks at the server's copy (it may be a push whose answer was lost) and at the page as of the
+    // file's base (?at=, to tell a change that will merge on push from a conflict); then one for the server's
+    // head ("up to date with the server at <sha>"), asked for beside the listing.
     const requests = server.logs.slice(before).filter((l) => l.includes('"request"'));
-    expect(requests).toHaveLength(3);
+    expect(requests).toHaveLength(4);
     const paths = requests.map((l) => JSON.parse(l).path as string);
-    expect(paths.filter((p) => p !== `/v1/repos/${u.repo}/timeline`)).toEqual([`/v1/repos/${u.repo}/pages`, `/v1/repos/${u.repo}/pages/wiki/concepts/p2.md`]);
+    expect(paths.filter((p) => p !== `/v1/repos/${u.repo}/timeline`)).toEqual([
+      `/v1/repos/${u.repo}/pages`,
+      `/v1/repos/${u.repo}/pages/wiki/concepts/p2.md`,
+      `/v1/repos/${u.repo}/pages/wiki/concepts/p2.md`,
+    ]);
     expect(paths.filter((p) => p === `/v1/repos/${u.repo}/timeline`)).toHaveLength(1);
     expect(JSON.parse(r.stdout).pages.map((p: { path: string; status: string }) => `${p.status} ${p.path}`)).toEqual([
       'modified wiki/concepts/p0.md',

@@ -148,8 +148,12 @@ export function willMergeCases(kind: TargetKind): void {
       expect(w.stdout.slice(from).filter((l) => l.includes(ADR) || l.includes(PLAN))).toEqual([]);
     }, CASE_TIMEOUT);
 
-    it('kr log: each push with its commit and message, the merged one marked; --no-pulls leaves pulls out', async () => {
-      const r = await ok(bob, 'log', '--limit', '50');
+    it('kr log --detail: each push with its commit and message, the merged one marked; --no-pulls leaves pulls out', async () => {
+      // Three columns by default, as the original client's (SPEC: actor email, action, UTC time).
+      const plain = (await ok(bob, 'log', '--limit', '50')).stdout.split('\n');
+      expect(plain[0]).toMatch(/^ACTOR\s+ACTION\s+TIME \(UTC\)$/);
+      expect(plain.some((l) => l.includes('nightly'))).toBe(false);
+      const r = await ok(bob, 'log', '--limit', '50', '--detail');
       const lines = r.stdout.split('\n');
       expect(lines[0]).toMatch(/^ACTOR\s+ACTION\s+TIME \(UTC\)\s+DETAIL$/);
       const nightly = lines.find((l) => l.includes('nightly'));

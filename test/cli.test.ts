@@ -188,10 +188,11 @@ describe('kr: the two-user loop', () => {
     expect(bp.code, show(bp)).toBe(0);
 
     await alice.write(DECISION, decisionAlice);
+    // Different sections (and a tag): status says a merging push would go through ...
     const st = await alice.kr('status', '--json');
-    expect(JSON.parse(st.stdout).pages).toEqual([expect.objectContaining({ path: DECISION, status: 'conflict' })]);
+    expect(JSON.parse(st.stdout).pages).toEqual([expect.objectContaining({ path: DECISION, status: 'mergeable' })]);
 
-    // Different sections (and a tag): a merging push would go through; --no-merge keeps the original conflict.
+    // ... and --no-merge keeps the original conflict.
     const ap = await alice.kr('push', '--no-merge');
     expect(ap.code, show(ap)).toBe(1);
     expect(ap.stdout).toContain(`conflict  ${DECISION}`);
@@ -202,10 +203,10 @@ describe('kr: the two-user loop', () => {
     expect(ap.stderr).toContain('not pushed because they changed on the server');
     expect(await alice.read(DECISION)).toBe(decisionAlice);
 
-    // A pull keeps her edit and says so.
+    // A pull keeps her edit and says that a push will merge it (the edits are in different parts).
     const pull = await alice.kr('pull');
-    expect(pull.code, show(pull)).toBe(1);
-    expect(pull.stdout).toContain(`conflict ${DECISION}: changed locally and on the server; your file was kept`);
+    expect(pull.code, show(pull)).toBe(0);
+    expect(pull.stdout).toContain(`will merge on push ${DECISION}: changed here and on the server in different parts; your file was kept`);
     expect(await alice.read(DECISION)).toBe(decisionAlice);
   });
 

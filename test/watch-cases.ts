@@ -164,7 +164,7 @@ export function watchCases(kind: TargetKind): void {
         const json = watch('--json');
         const first = JSON.parse(await json.line(/^\{"event":"pull"/));
         // A pull brings what changed since the last one: Bob's kept page was reported by the watcher before.
-        expect(first).toEqual({ event: 'pull', new_head: expect.stringMatching(/^[0-9a-f]{40}$/), added: [], updated: [], deleted: [], conflicts: [] });
+        expect(first).toEqual({ event: 'pull', new_head: expect.stringMatching(/^[0-9a-f]{40}$/), added: [], updated: [], deleted: [], conflicts: [], will_merge: [] });
 
         const head = await push([{ path: C, content: 'gamma 3\n' }]);
         const pushed = JSON.parse(await json.line(/^\{"event":"push"/));
@@ -178,7 +178,7 @@ export function watchCases(kind: TargetKind): void {
           time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/),
           message: 'alice edits',
           paths: [{ path: C, status: 'modified' }],
-          pulled: { new_head: head, added: [], updated: [C], deleted: [], conflicts: [] },
+          pulled: { new_head: head, added: [], updated: [C], deleted: [], conflicts: [], will_merge: [] },
         });
         const text = watch();
         await text.line(new RegExp(`^${TIME} ${REPO} is up to date at [0-9a-f]{7}$`));

@@ -86,7 +86,7 @@ export function activityDetail(e: ActivityResponse['events'][number]): string {
  * Activity: actor email, action, UTC timestamp (SPEC.md "Events" rule 3), and each event's detail
  * ({@link activityDetail}); `pulls: false` leaves pulls out (the server filters: `?actions=push,import`).
  */
-export async function log(opts: Common & { limit?: string; offset?: string; pulls?: boolean }): Promise<void> {
+export async function log(opts: Common & { limit?: string; offset?: string; pulls?: boolean; detail?: boolean }): Promise<void> {
   const limit = intOption('limit', opts.limit);
   const offset = intOption('offset', opts.offset, 0);
   const session = await connect();
@@ -94,6 +94,8 @@ export async function log(opts: Common & { limit?: string; offset?: string; pull
   const res = await session.api.activity(repo, { limit, offset, ...(opts.pulls === false ? { actions: 'push,import' } : {}) });
   if (opts.json) return printJson(res);
   if (res.events.length === 0) return out('No activity yet.');
+  // The three columns are the contract (actor email, action, UTC time); --detail adds what each event did.
+  if (!opts.detail) return out(table(res.events.map((e) => [e.email, e.action, utc(e.created_at)]), ['ACTOR', 'ACTION', 'TIME (UTC)']));
   out(table(res.events.map((e) => [e.email, e.action, utc(e.created_at), activityDetail(e)]), ['ACTOR', 'ACTION', 'TIME (UTC)', 'DETAIL']));
 }
 
