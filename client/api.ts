@@ -498,7 +498,7 @@ export class Api {
   revokeInvite = (repo: string, keyId: string) => this.noContent('DELETE', `/v1/repos/${seg(repo)}/invite-keys/${seg(keyId)}`);
   join = async (key: string) => (await this.call('POST', '/v1/repos/join', (await wire.members()).JoinResponse, { body: { key } })).data;
 
-  // --- webhooks (API.md "Webhooks") -------------------------------------------------------------------
+  // --- webhooks (docs/api.md "Webhooks") -------------------------------------------------------------------
   createWebhook = async (repo: string, body: { url: string; events?: string[] }) =>
     (await this.call('POST', `/v1/repos/${seg(repo)}/webhooks`, (await wire.webhooks()).CreateWebhookResponse, { body })).data;
   webhooks = async (repo: string) => (await this.call('GET', `/v1/repos/${seg(repo)}/webhooks`, (await wire.webhooks()).WebhooksResponse)).data;

@@ -13,7 +13,7 @@ const REPO_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 /**
  * Why a repository id is refused, in words, naming what the server would make of it: the server strips an
- * id down to `[A-Za-z0-9_-]` on its legacy paths (SPEC.md), so `team;x` would silently be `teamx`, another
+ * id down to `[A-Za-z0-9_-]` on its legacy paths (docs/api.md "Repositories"), so `team;x` would silently be `teamx`, another
  * repository. kr never sends such an id; it names the one it would become instead.
  */
 export function repoIdProblem(id: string, rule = 'letters, digits, _ and -, at most 64', from?: string): string {

@@ -163,7 +163,7 @@ export const DEFAULTS = {
   cacheMb: 16,
   /** API.md: a ping at least every 15 s. */
   eventsPingMs: 15_000,
-  /** API.md: at most 5,000 open streams on one server (or one repository's object). */
+  /** docs/api.md: at most 5,000 open streams on one server (or one repository's object). */
   eventsMaxStreams: 5_000,
   /** API.md: retries about 10 s, 1 min, 10 min, 1 h and 6 h after the first attempt. */
   webhookRetryMs: [10_000, 60_000, 600_000, 3_600_000, 21_600_000],

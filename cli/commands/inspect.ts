@@ -83,7 +83,7 @@ export function activityDetail(e: ActivityResponse['events'][number]): string {
 }
 
 /**
- * Activity: actor email, action, UTC timestamp (SPEC.md "Events" rule 3), and each event's detail
+ * Activity: actor email, action, UTC timestamp (docs/api.md "Activity"; the original client's three columns), and each event's detail
  * ({@link activityDetail}); `pulls: false` leaves pulls out (the server filters: `?actions=push,import`).
  */
 export async function log(opts: Common & { limit?: string; offset?: string; pulls?: boolean; detail?: boolean }): Promise<void> {

@@ -1,5 +1,5 @@
 /**
- * `kr webhooks`: the current repository's webhooks (API.md "Webhooks"): add (owners; the secret is shown
+ * `kr webhooks`: the current repository's webhooks (docs/api.md "Webhooks"): add (owners; the secret is shown
  * once), list, test (a `ping` delivery), deliveries (the latest attempts, with the receiver's status or the
  * error), remove. Every subcommand has `--json`.
  */
@@ -14,7 +14,7 @@ interface Common {
   json?: boolean;
 }
 
-/** The kinds of events a webhook may receive (API.md). */
+/** The kinds of events a webhook may receive (docs/api.md). */
 const EVENT_KINDS = ['push', 'member'] as const;
 
 /** `--events push,member`: a comma-separated list of the event kinds, at least one. */

@@ -307,7 +307,7 @@ export class Api {
     await this.request(this.repoUrl(repo, `/invite-keys/${encodeURIComponent(keyId)}`), { method: 'DELETE' });
   }
 
-  // Webhooks (API.md "Webhooks"): owners add, test and remove; members list.
+  // Webhooks (docs/api.md "Webhooks"): owners add, test and remove; members list.
   async webhooks(repo: string): Promise<Webhook[]> {
     return (await this.json<{ webhooks: Webhook[] }>(this.repoUrl(repo, '/webhooks'))).webhooks;
   }

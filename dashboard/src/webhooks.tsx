@@ -1,5 +1,5 @@
 /**
- * The Webhooks panel of a repository's settings (API.md "Webhooks"): the webhooks (members see them; no
+ * The Webhooks panel of a repository's settings (docs/api.md "Webhooks"): the webhooks (members see them; no
  * secrets), and for owners (whose routes the rest are): add one (its signing secret shown once, with how a receiver checks it), send a
  * test ping, see the recent deliveries with their status, the receiver's HTTP status and the error, remove.
  */

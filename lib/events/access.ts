@@ -40,7 +40,7 @@ export interface LostCredentials {
  * Which of the users and PATs of open streams may no longer read anything: the users disabled or deleted,
  * the PATs revoked (directly, by cascade, or by the admin command in another process). Two lookups by id,
  * cheap enough for the hub to ask every second, so that such streams end within 2 s even when nothing told
- * this process (API.md "Live events", round 4).
+ * this process (docs/api.md "Live events", round 4).
  */
 export async function credentialsLost(
   deps: Pick<AccessDeps, 'users' | 'pats'>,

@@ -16,7 +16,7 @@ import { MemorySlots, type StreamSlots } from './slots.ts';
  * from the log only up to it, so it never sees an event whose commit is not published yet, and goes live
  * once it has caught up.
  *
- * Bounds (API.md "Live events"): 10 streams per identity per repository and 50 per identity across all
+ * Bounds (docs/api.md "Live events"): 10 streams per identity per repository and 50 per identity across all
  * repositories (`slots`: the process's count on Node, an object per identity on Workers) → 429; `maxStreams`
  * in this hub → 503 `server busy`. Each stream's slots are given back the moment it leaves the hub.
  */
