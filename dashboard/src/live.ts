@@ -1,5 +1,5 @@
 /**
- * Live events of a repository (API.md "Live events"): one stream per open repository view, read with fetch
+ * Live events of a repository (docs/api.md "Live events"): one stream per open repository view, read with fetch
  * (EventSource cannot send the Authorization header) and parsed as it arrives (lib/events/sse-parser.ts, the parser `kr watch` uses). A dropped stream is
  * opened again after a growing pause, resuming with `?after=<last event id>` (a browser may not send a
  * Last-Event-ID header across origins: the server's CORS does not allow it). What a view must do about it:

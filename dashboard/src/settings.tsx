@@ -1,6 +1,6 @@
 /**
  * A repository's settings (#/repo/<id>/settings): its webhooks (dashboard/src/webhooks.tsx), its export (a git
- * bundle of the whole history) and, for owners, its deletion (docs/api.md "Repository deletion"): export offered first, then the repository's id typed
+ * bundle of the whole history) and, for owners, its deletion (docs/api.md "Repositories", the delete route): export offered first, then the repository's id typed
  * to confirm, then `DELETE /v1/repos/:id?confirm=<id>`. There is no undo.
  */
 import { useRef, useState } from 'preact/hooks';
