@@ -373,7 +373,7 @@ if (Number.isFinite(peakKb)) {
     target: { text: '(context)', met: null },
     notes: [
       `${(peakKb * 1024 / 1e6).toFixed(1)} MB (10^6 bytes); after boot ${bootRss[0]} MiB`,
-      ...(honoMem?.tsxPeakMib !== undefined ? [`the same reference run through tsx (as before issue 18) peaked at ${honoMem.tsxPeakMib} MiB`] : []),
+      ...(honoMem?.tsxPeakMib !== undefined ? [`the same reference run through tsx (as the harness once ran it) peaked at ${honoMem.tsxPeakMib} MiB`] : []),
     ],
   });
   if (honoMem?.tsxPeakMib !== undefined) {
@@ -382,7 +382,7 @@ if (Number.isFinite(peakKb)) {
     const tsxRatio = memoryRatio(ours, honoMem.tsxPeakMib);
     rows.push({
       id: 'MEM·tsx',
-      title: 'MEM against the reference run through tsx, as before issue 18 (context)',
+      title: 'MEM against the reference run through tsx, as the harness once ran it (context)',
       ours: { label: 'server peak RSS (VmHWM)', command: 'as MEM', unit: 'MiB', median: ours, p95: ours, n: peaks.length },
       reference: {
         label: 'bare Hono route through tsx, same load, peak RSS',
