@@ -254,7 +254,7 @@ export class ApiClient {
   }
 
   /** The body of an answer as bytes, under the request's time limit. */
-  async bytes(res: Response): Promise<Uint8Array> {
+  async bytes(res: Response): Promise<Uint8Array<ArrayBuffer>> {
     try {
       return new Uint8Array(await res.arrayBuffer());
     } catch (e) {
@@ -364,7 +364,7 @@ export class ApiClient {
   /** `DELETE /v1/repos/:id?confirm=<id>`: the repository and everything about it, for good (`confirm` must be its id). */
   deleteRepo = (repo: string, confirm: string = repo) => this.noContent('DELETE', `/v1/repos/${seg(repo)}`, { query: { confirm } });
   /** `GET /v1/repos/:id/export`: the repository as a git bundle. */
-  async exportRepo(repo: string): Promise<Uint8Array> {
+  async exportRepo(repo: string): Promise<Uint8Array<ArrayBuffer>> {
     const res = await this.send('GET', `/v1/repos/${seg(repo)}/export`);
     if (!res.ok) throw await this.refusal(res);
     return this.bytes(res);
