@@ -385,7 +385,7 @@ export class ApiClient {
     const init: RequestInit & { duplex?: 'half' } = { method: 'POST', headers: this.headers(own), body };
     if (this.timeoutMs !== undefined) init.signal = AbortSignal.timeout(Math.max(this.timeoutMs, opts.minTimeoutMs ?? 0));
     if (this.opts.redirect !== undefined) init.redirect = this.opts.redirect;
-    const stream = typeof ReadableStream !== 'undefined' && body instanceof ReadableStream;
+    const stream = !(typeof Blob !== 'undefined' && body instanceof Blob);
     if (stream) init.duplex = 'half';
     const path = `/v1/repos/${seg(repo)}/import`;
     let res: Response;
