@@ -162,6 +162,7 @@ export class RepoEventStream {
     let res: Response;
     try {
       res = await this.api.openEvents(this.repo, this.lastId, controller.signal);
+      if (!res.ok) throw await this.api.refusal(res);
     } catch (e) {
       if (this.stopped) return false;
       const final = e instanceof ApiError && FINAL_STATUSES.has(e.status);

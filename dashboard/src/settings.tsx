@@ -16,7 +16,7 @@ export function SettingsView({ api, repo }: { api: Api; repo: string }) {
 
 function Settings({ api, repo }: { api: Api; repo: string }) {
   // The role comes with the repository list: a non-owner is never offered what the server would refuse.
-  const role = useLoad(async () => (await api.repos()).find((r) => r.id === repo)?.role ?? null, [api, repo]);
+  const role = useLoad(async () => (await api.repos()).repos.find((r) => r.id === repo)?.role ?? null, [api, repo]);
   const [exportState, setExportState] = useState<{ busy?: boolean; done?: string; error?: string }>({});
   const [typed, setTyped] = useState('');
   const [deleting, setDeleting] = useState(false);
@@ -28,7 +28,7 @@ function Settings({ api, repo }: { api: Api; repo: string }) {
   const download = async () => {
     setExportState({ busy: true });
     try {
-      const blob = await api.exportRepo(repo);
+      const blob = new Blob([await api.exportRepo(repo)], { type: 'application/x-git-bundle' });
       const url = URL.createObjectURL(blob);
       const a = document.createElement('a');
       a.href = url;
