@@ -3,7 +3,7 @@ import { Fragment, type ComponentChildren } from 'preact';
 import { useRef, useState } from 'preact/hooks';
 import { ApiError, type Api, type InviteKey, type Member, type PatInfo, type ServerInfo } from './api.ts';
 import { ConfirmButton, Crumbs, Empty, ErrorMessage, Loading, errorText, useLoad, type Loaded } from './ui.tsx';
-import { RepoTabs } from './views.tsx';
+import { RepoTabs } from './repo-nav.tsx';
 import { href } from './route.ts';
 import { clearSession, loadSession } from './session.ts';
 
