@@ -303,7 +303,7 @@ function useMergedCommits(api: Api, repo: string, path: string, commits: CommitI
   }, [found.data, live, path]);
 }
 
-/** The pages that link here, from the links route (API.md "Links between pages"); `sha`: the version shown. */
+/** The pages that link here, from the links route (docs/api.md "Links between pages"); `sha`: the version shown. */
 function LinkedFrom({ api, repo, path, sha }: { api: Api; repo: string; path: string; sha: string | undefined }) {
   const links = useLoad<LinksResponse | null>(async () => (sha === undefined ? null : api.links(repo, path)), [api, repo, path, sha]);
   const data = links.data;
