@@ -21,7 +21,7 @@ COPY admin ./admin
 COPY client ./client
 COPY cli ./cli
 COPY mcp ./mcp
-COPY scripts/bundle.mjs scripts/client-package.mjs scripts/server-loader.mjs scripts/dev-worker-storage.ts scripts/dev-worker-admin.ts ./scripts/
+COPY scripts/bundle.mjs scripts/client-package.mjs scripts/server-loader.mjs ./scripts/
 # What `npm start` does when the bundle is stale (scripts/bundle.mjs): bundle the TypeScript sources and their
 # dependencies but the native database driver with esbuild (a runtime dependency) into dist/server.cjs, run by
 # dist/server.mjs through V8's code cache, which is written here (dist/ is read-only to the server), with the node

@@ -1,7 +1,7 @@
 /**
  * A D1 database over HTTP, as the part of the Worker binding lib/runtime/workers/d1.ts uses (`D1Like`), so that
  * D1Database and every lib/db module run over it unchanged: a deployed database through Cloudflare's HTTP
- * API, or a running `npm run dev:worker`'s through its admin channel (scripts/dev-worker-admin.ts), which
+ * API, or a running `npm run dev:worker`'s through its admin channel (admin/dev-worker-channel.ts), which
  * speaks the same shape:
  *
  *   POST {base}/accounts/{account_id}/d1/database/{database_id}/query

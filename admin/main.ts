@@ -9,7 +9,8 @@
  */
 import { CommanderError } from 'commander';
 import { clean } from '../client/output.ts';
-import { AdminError, openContext } from './context.ts';
+import { AdminError } from './context.ts';
+import { openContext } from './open.ts';
 import { buildProgram, type Runner } from './program.ts';
 
 /** One line of JSON: the value, with U+007F..U+009F escaped too (still the same JSON value). */

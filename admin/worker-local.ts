@@ -1,12 +1,12 @@
 /**
  * `--target worker-local`: the hosted build as `npm run dev:worker` keeps it on disk under
- * `$SERVICE_DATA_ROOT/workers/` (scripts/dev-worker-storage.ts), whether or not it is running. Pending
+ * `$SERVICE_DATA_ROOT/workers/` (admin/dev-worker-storage.ts), whether or not it is running. Pending
  * migrations are applied first, as the Worker applies them on its first request, so a D1 no request has
  * reached yet works too.
  *
  * - dev:worker running: through it, never beside it. Two workerd processes on the same files break each
  *   other (workerd's SQLite has no busy timeout: a write meeting the other's lock fails as an internal
- *   error, the running Worker's requests too). Its admin channel (scripts/dev-worker-admin.ts, found
+ *   error, the running Worker's requests too). Its admin channel (admin/dev-worker-channel.ts, found
  *   through `workers/admin-channel.json`) runs the SQL on the Worker's own D1 binding and asks each
  *   repository's own object for its page count.
  * - dev:worker stopped: the files themselves, one command at a time (`workers/admin.lock`). D1 through a
@@ -28,8 +28,8 @@ import { migrate } from '../lib/db/migrate.ts';
 import { loadMigrations } from '../lib/runtime/node/open-db.ts';
 import { DoFs } from '../lib/runtime/workers/store-fs.ts';
 import { GitStore } from '../lib/git/store.ts';
-import { COMPATIBILITY_DATE, D1_DATABASE_ID, REPO_CLASS, devWorkerStorage, type DevWorkerStorage } from '../scripts/dev-worker-storage.ts';
-import { readAdminChannel, type AdminChannelInfo } from '../scripts/dev-worker-admin.ts';
+import { COMPATIBILITY_DATE, D1_DATABASE_ID, REPO_CLASS, devWorkerStorage, type DevWorkerStorage } from './dev-worker-storage.ts';
+import { readAdminChannel, type AdminChannelInfo } from './dev-worker-channel.ts';
 import { AdminError, contextOver, isDirectory, registryRepos, type AdminContext } from './context.ts';
 import { D1Http } from './d1-http.ts';
 

@@ -2,7 +2,7 @@ import type { RouteDef } from '../lib/route.ts';
 import type { Config } from '../lib/config.ts';
 import { hostedRoutes } from './hosted/index.ts';
 import health from './health.ts';
-import openapi from './openapi.ts';
+import { openApiRoute } from './openapi.ts';
 import authIdp from './auth/idp.ts';
 import me from './me.ts';
 import limits from './limits.ts';
@@ -49,7 +49,8 @@ import clientMjs from './client/mjs.ts';
 /** Every endpoint of both builds, in one list (the hosted build adds hostedRoutes: see routesFor). */
 export const routes: RouteDef[] = [
   health,
-  openapi,
+  // Describes this list and hostedRoutes, read on its first request (both are complete by then).
+  openApiRoute(() => ({ routes, hostedRoutes })),
   authIdp,
   limits,
   me,

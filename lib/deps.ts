@@ -1,3 +1,4 @@
+import type { JWTVerifyGetKey } from 'jose';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { SqlDatabase as Database } from './db/sql.ts';
@@ -6,7 +7,6 @@ import type { Logger } from './log.ts';
 import type { Members } from './db/members.ts';
 import type { Users } from './db/users.ts';
 import type { Pats } from './db/pats.ts';
-import type { IdpKeySource } from './auth/idp.ts';
 import type { Activity } from './db/activity.ts';
 import type { Invites } from './db/invites.ts';
 import type { QuotaPolicy } from './quota.ts';
@@ -14,6 +14,12 @@ import type { ParseCache } from './differ/service.ts';
 import type { Live } from './events/live.ts';
 import type { HostResolver } from './events/url.ts';
 import type { ClientFiles } from './client-package.ts';
+
+/**
+ * Where ID-token signing keys come from (lib/auth/idp.ts `remoteIdpKeys` in production). Injected as
+ * `idpKeys`, so tests can use a loopback JWKS.
+ */
+export type IdpKeySource = JWTVerifyGetKey;
 
 /**
  * Everything a handler may use, injected: no module-level singletons. The Node entry builds these from

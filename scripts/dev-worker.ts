@@ -5,7 +5,7 @@
  * `$SERVICE_DATA_ROOT/workers/`. It prints a `listening` log line like the Node server's (`url`, and
  * `address` with the port workerd really listens on) and stops cleanly on SIGTERM or SIGINT, also when the
  * signal comes while it is still starting: workerd is stopped before it exits. While it runs, the admin
- * command's `--target worker-local` reaches its D1 and repositories through it (scripts/dev-worker-admin.ts).
+ * command's `--target worker-local` reaches its D1 and repositories through it (admin/dev-worker-channel.ts).
  *
  * package.json runs it as `exec node --import tsx …`: npm's shell is replaced by this one node process, so
  * a SIGTERM sent to npm reaches it (a `tsx` parent in between would be left behind, its child serving on).
@@ -21,8 +21,8 @@ import { ConfigError, loadConfig } from '../lib/config.ts';
 import { jsonLogger } from '../lib/log.ts';
 import { buildWorker } from './build-worker.ts';
 import { CLIENT_DIR } from './client-package.mjs';
-import { COMPATIBILITY_DATE, D1_DATABASE_ID, RATE_LIMITER_CLASS, REPO_CLASS, STREAM_SLOTS_CLASS, devWorkerStorage } from './dev-worker-storage.ts';
-import { openAdminChannel } from './dev-worker-admin.ts';
+import { COMPATIBILITY_DATE, D1_DATABASE_ID, RATE_LIMITER_CLASS, REPO_CLASS, STREAM_SLOTS_CLASS, devWorkerStorage } from '../admin/dev-worker-storage.ts';
+import { openAdminChannel } from '../admin/dev-worker-channel.ts';
 
 const log = jsonLogger(
   (line) => process.stdout.write(`${line}\n`),

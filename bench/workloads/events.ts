@@ -7,7 +7,7 @@ import { SseParser } from '../sse.ts';
 import { percentile, round, summarize } from '../stats.ts';
 import { TARGETS, notAvailableRow, ratioOf } from '../targets.ts';
 import { createRepo, type Ctx, type Row, type Workload } from './types.ts';
-import { openContext } from '../../admin/context.ts';
+import { openContext } from '../../admin/open.ts';
 import { repoOwner, token, userAdd } from '../../admin/commands.ts';
 
 /**

@@ -5,7 +5,7 @@ import type { ActivityEvent } from '../../schema/wire/repos.ts';
 import type { EvolutionResponse, SectionDiff } from '../../schema/wire/diff.ts';
 import { useRepoEvents, type PushEventData } from './live.ts';
 import { Crumbs, Empty, ErrorMessage, LiveNote, Loading, shortSha, useLoad } from './ui.tsx';
-import { PageCrumbs, RepoTabs } from './views.tsx';
+import { PageCrumbs, RepoTabs } from './repo-nav.tsx';
 import { href } from './route.ts';
 import { pageName, showTime, showValue, stringList } from './content.ts';
 import { usePageMeta } from './titles.ts';

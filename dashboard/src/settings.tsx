@@ -7,7 +7,7 @@ import { useRef, useState } from 'preact/hooks';
 import type { Api } from './api.ts';
 import { href } from './route.ts';
 import { Crumbs, ErrorMessage, Loading, errorText, setFlash, useLoad } from './ui.tsx';
-import { RepoTabs } from './views.tsx';
+import { RepoTabs } from './repo-nav.tsx';
 import { WebhooksPanel } from './webhooks.tsx';
 
 export function SettingsView({ api, repo }: { api: Api; repo: string }) {

@@ -5,7 +5,7 @@ import { ApiError, type Api, type ServerInfo } from './api.ts';
 import type { PatListItem } from '../../schema/wire/auth.ts';
 import type { InviteKey, Member } from '../../schema/wire/members.ts';
 import { ConfirmButton, Crumbs, Empty, ErrorMessage, Loading, errorText, useLoad, type Loaded } from './ui.tsx';
-import { RepoTabs } from './views.tsx';
+import { RepoTabs } from './repo-nav.tsx';
 import { href } from './route.ts';
 import { clearSession, loadSession } from './session.ts';
 

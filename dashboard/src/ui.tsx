@@ -2,6 +2,8 @@
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, errorText } from './api.ts';
+import type { Commit } from '../../schema/wire/common.ts';
+import { showTime } from './content.ts';
 
 export { errorText };
 import type { LiveState } from './live.ts';
@@ -232,4 +234,13 @@ export function LiveNote({ live, hint }: { live: LiveState; hint?: string }) {
   }
   if (live.status === 'live' && hint) return <p class="hint live-note">{hint}</p>;
   return null;
+}
+
+/** When and by whom a commit was made. */
+export function Change({ c }: { c: Commit }) {
+  return (
+    <span class="change">
+      <time dateTime={c.time}>{showTime(c.time)}</time> by {c.author}
+    </span>
+  );
 }

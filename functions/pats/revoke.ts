@@ -1,7 +1,7 @@
 import { defineRoute } from '../../lib/route.ts';
 import { authorizeUser } from '../../lib/policy.ts';
 import { HttpError } from '../../lib/errors.ts';
-import { CREDENTIAL_LOST } from '../../lib/events/access.ts';
+import { CREDENTIAL_LOST } from '../../lib/events/hub.ts';
 
 /**
  * DELETE /v1/pats/:id — revoke one of the caller's PATs and every PAT minted with it, transitively (their

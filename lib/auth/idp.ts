@@ -10,15 +10,12 @@
  * made-up kids cannot turn into a flood of fetches).
  */
 import { createRemoteJWKSet, customFetch, errors, jwtVerify } from 'jose';
-import type { FetchImplementation, JWTVerifyGetKey } from 'jose';
+import type { FetchImplementation } from 'jose';
 import type { Clock } from '../clock.ts';
-import type { Deps } from '../deps.ts';
+import type { Deps, IdpKeySource } from '../deps.ts';
 import type { IdpProfile, User } from '../db/users.ts';
 import { HttpError } from '../errors.ts';
 import { mintSession } from './session.ts';
-
-/** Where ID-token signing keys come from. Injected through Deps (`idpKeys`), so tests can use a loopback JWKS. */
-export type IdpKeySource = JWTVerifyGetKey;
 
 /** The provider's keys could not be fetched (network, status, body): not the token's fault. */
 export class IdpUnavailableError extends Error {

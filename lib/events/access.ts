@@ -1,6 +1,7 @@
 import type { Deps } from '../deps.ts';
 import { resolveToken } from '../auth/resolve.ts';
 import { HttpError } from '../errors.ts';
+import { CREDENTIAL_LOST, type LostCredentials } from './hub.ts';
 import type { StreamGrant } from './stream.ts';
 
 /**
@@ -10,7 +11,6 @@ import type { StreamGrant } from './stream.ts';
  * repository's Durable Object asks D1, where accounts, tokens and membership live).
  */
 
-export const CREDENTIAL_LOST = 'credential no longer valid';
 export const MEMBERSHIP_LOST = 'no longer a member of this repo';
 
 export type AccessDeps = Pick<Deps, 'config' | 'clock' | 'users' | 'pats' | 'members'>;
@@ -28,12 +28,6 @@ export async function accessLost(deps: AccessDeps, repoId: string, grant: Stream
   if (identity.kind !== 'user') return null;
   if (grant.userId !== null && identity.userId !== grant.userId) return CREDENTIAL_LOST;
   return (await deps.members.roleOf(repoId, identity.userId)) === null ? MEMBERSHIP_LOST : null;
-}
-
-/** What a sweep found gone: users disabled or deleted, and PATs revoked (deleted). */
-export interface LostCredentials {
-  users: Set<string>;
-  pats: Set<string>;
 }
 
 /**

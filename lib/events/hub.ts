@@ -2,7 +2,6 @@ import type { Logger } from '../log.ts';
 import { HttpError } from '../errors.ts';
 import type { EventLog, StoredEvent } from './log.ts';
 import { encodeEvent, EventStream, sseEvent, type StreamGrant } from './stream.ts';
-import { CREDENTIAL_LOST, type LostCredentials } from './access.ts';
 import { MemorySlots, type StreamSlots } from './slots.ts';
 
 /**
@@ -37,6 +36,14 @@ const RECHECKS_IN_FLIGHT = 8;
 export const TOO_MANY_STREAMS = 'too many event streams';
 export const UNKNOWN_EVENT_ID = 'unknown event id';
 export const SERVER_BUSY = 'server busy';
+/** Why a stream ends when its caller's token no longer resolves (lib/events/access.ts), or was revoked. */
+export const CREDENTIAL_LOST = 'credential no longer valid';
+
+/** What a sweep found gone: users disabled or deleted, and PATs revoked (deleted). */
+export interface LostCredentials {
+  users: Set<string>;
+  pats: Set<string>;
+}
 
 export interface HubOptions {
   log: EventLog;

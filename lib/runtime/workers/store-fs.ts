@@ -5,7 +5,8 @@ import { concatBytes } from '../../bytes.ts';
 /**
  * The git store's filesystem inside a Durable Object: files and directories as rows of the object's own
  * SQLite storage, so that one object holds one bare repository — the same `objects/xx/…` loose objects,
- * `refs/heads/main` and `config` as on disk, read and written by lib/git/store.ts.
+ * `refs/heads/main` and `config` as on disk, read and written by the git store (lib/git/refs.ts,
+ * lib/git/repo-dirs.ts).
  *
  * Why not @isomorphic-git/lightning-fs: it keeps its files in IndexedDB, which workerd does not have, and
  * its superblock (every path of the filesystem) in memory, which grows with the repository inside an
