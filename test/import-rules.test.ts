@@ -422,6 +422,7 @@ describe('import rules', () => {
     const api = files.find((f) => f.file === 'dashboard/src/api.ts');
     expect(api && runtimeImportsOf(api.file, api.text).map((i) => i.target)).toContain('client/http/client.ts');
     expect(dashboardFetchViolations(files)).toEqual([]);
+  });
 
   it('(b) no shipped folder imports scripts/', () => {
     expect(scriptImports(imports)).toEqual([]);
