@@ -3,8 +3,8 @@
  * The `kr` executable (package.json "bin"). There is no manual build step:
  *
  *  1. Fast path: a bundle of cli/main.ts with everything it uses (dependencies included), split into chunks
- *     run through V8's code cache by a loader, kr.mjs, exactly as in the client package the server hands out
- *     (scripts/client-package.mjs, scripts/client-loader.mjs), cached in node_modules/.cache/kr-cli/build-…
+ *     run through V8's code cache by a loader, kr.cjs, exactly as in the client package the server hands out
+ *     (scripts/client-package.mjs, scripts/client-loader.cjs), cached in node_modules/.cache/kr-cli/build-…
  *     with a manifest of its inputs (path, size, mtime). When every input is unchanged the build's loader is
  *     imported directly: a command loads only its own code (`kr --version` never reads the MCP SDK, which
  *     only `kr mcp` imports).
@@ -14,14 +14,15 @@
  *     are loaded through tsx, a runtime dependency: slower to start, same behaviour.
  */
 import { mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 
 const cliDir = dirname(fileURLToPath(import.meta.url));
 const pkgRoot = dirname(cliDir);
 const cacheDir = join(pkgRoot, 'node_modules', '.cache', 'kr-cli');
 const manifestPath = join(cacheDir, 'manifest.json');
-const MANIFEST_VERSION = 4;
+const MANIFEST_VERSION = 5;
 /** Builds kept besides the current one (a long-running `kr mcp` may still import chunks of an older one). */
 const KEEP_BUILDS = 2;
 
@@ -39,7 +40,7 @@ function freshEntry() {
       const now = stampOf(file);
       if (now.size !== stamp.size || now.mtimeMs !== stamp.mtimeMs) return null;
     }
-    const entry = join(cacheDir, manifest.dir, 'kr.mjs');
+    const entry = join(cacheDir, manifest.dir, 'kr.cjs');
     statSync(entry);
     return entry;
   } catch {
@@ -68,11 +69,11 @@ async function rebuild() {
     const inputs = {};
     for (const file of sources) inputs[file] = stampOf(file);
     // A source edited during the build: keep the build for this run, but leave no manifest vouching for it.
-    if (Object.values(inputs).some((s) => s.mtimeMs >= started)) return join(cacheDir, dir, 'kr.mjs');
+    if (Object.values(inputs).some((s) => s.mtimeMs >= started)) return join(cacheDir, dir, 'kr.cjs');
     writeFileSync(tmpManifest, JSON.stringify({ version: MANIFEST_VERSION, node: process.versions.node, dir, inputs }, null, 1));
     renameSync(tmpManifest, manifestPath);
     pruneBuilds(dir);
-    return join(cacheDir, dir, 'kr.mjs');
+    return join(cacheDir, dir, 'kr.cjs');
   } finally {
     rmSync(tmpManifest, { force: true });
   }
@@ -97,7 +98,7 @@ if (!process.env.KR_NO_BUNDLE) {
   }
 }
 if (entry !== null) {
-  await import(pathToFileURL(entry).href);
+  createRequire(import.meta.url)(entry);
 } else {
   const { register } = await import('tsx/esm/api');
   register({ tsconfig: false });

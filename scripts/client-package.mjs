@@ -8,10 +8,10 @@
  *
  * Output, in dist/client/ (the Workers build's static assets: wrangler.toml):
  *  - kr.tgz: an npm package (npm pack's layout: `package/…`): package.json (the server's version, bin `kr`,
- *    no dependencies), kr.mjs, and chunks/*.cjs. Split into chunks (esbuild's code splitting) so that a
+ *    no dependencies), kr.cjs (the bin), and chunks/*.cjs. Split into chunks (esbuild's code splitting) so that a
  *    command loads only its own code: `kr --version` and `kr status` never read the agent tool server's
- *    libraries (the MCP SDK, ajv), which only `kr mcp` imports. The chunks are CommonJS scripts, run by kr.mjs
- *    (scripts/client-loader.mjs) through V8's code cache, which an ES module cannot have on Node 20: compiling
+ *    libraries (the MCP SDK, ajv), which only `kr mcp` imports. The chunks are CommonJS scripts, run by kr.cjs
+ *    (scripts/client-loader.cjs) through V8's code cache, which an ES module cannot have on Node 20: compiling
  *    the half megabyte `kr status` loads was a third of its start ({@link splitScripts}).
  *  - kr.mjs: the same client as one file (`node kr.mjs …`): without splitting, esbuild keeps lazily imported
  *    modules in the file but runs their code only when they are first imported.
@@ -36,8 +36,10 @@ export const MAX_PACKAGE_BYTES = 4 * 1024 * 1024;
 export const PACKAGE_NAME = 'kr-client';
 
 const SHEBANG = '#!/usr/bin/env node\n';
-/** kr.mjs of the split form: runs chunks/main.cjs and the chunks it requires through V8's code cache. */
-export const LOADER = join(ROOT, 'scripts', 'client-loader.mjs');
+/** kr.cjs of the split form: runs chunks/main.cjs and the chunks it requires through V8's code cache. */
+export const LOADER = join(ROOT, 'scripts', 'client-loader.cjs');
+/** The package's bin. */
+export const BIN_FILE = 'kr.cjs';
 // Some bundled CommonJS dependencies (commander) call require() for node: built-ins, which an ES module
 // lacks: every output file gets one of its own, made on its first call (making one costs a few ms of path work,
 // and most chunks never call it).
@@ -173,7 +175,7 @@ export const CLIENT_OPTIONS = {
 };
 
 /**
- * The split form, the files of the package but package.json: kr.mjs (the loader), chunks/main.cjs (cli/main.ts)
+ * The split form, the files of the package but package.json: kr.cjs (the loader, the bin), chunks/main.cjs (cli/main.ts)
  * and the chunks it requires, chunks/yaml.cjs. Returns `{ files: [{name, text}], inputs }` (inputs: the
  * source files it was built from, root-relative). cli/kr.mjs builds with `logLevel` 'silent' (a command's
  * output carries no build warnings).
@@ -194,7 +196,7 @@ export async function splitScripts(root = ROOT, logLevel = 'warning') {
     }),
   );
   files.push({ name: YAML_FILE, text: yaml.outputFiles[0].text });
-  files.push({ name: 'kr.mjs', text: SHEBANG + (await readFile(LOADER, 'utf8')) });
+  files.push({ name: BIN_FILE, text: SHEBANG + (await readFile(LOADER, 'utf8')) });
   const self = relative(root, fileURLToPath(import.meta.url));
   const inputs = [...new Set([...Object.keys(split.metafile.inputs), ...Object.keys(yaml.metafile.inputs), self, relative(root, LOADER)])].filter(isSourceFile);
   return { files, inputs };
@@ -258,7 +260,7 @@ export function packageJson(version) {
     version,
     description: 'kr, the command-line client and agent tool server of the Knowledge Repository Service (bundled: no dependencies)',
     type: 'module',
-    bin: { kr: 'kr.mjs' },
+    bin: { kr: BIN_FILE },
     engines: { node: '>=20' },
     license: 'UNLICENSED',
   };
@@ -282,7 +284,7 @@ export async function buildClient(dir = CLIENT_DIR, root = ROOT) {
   ]);
 
   const entries = [{ name: 'package/package.json', data: Buffer.from(JSON.stringify(packageJson(version), null, 2) + '\n'), mode: 0o644 }];
-  for (const f of split.files) entries.push({ name: `package/${f.name}`, data: Buffer.from(f.text), mode: f.name === 'kr.mjs' ? 0o755 : 0o644 });
+  for (const f of split.files) entries.push({ name: `package/${f.name}`, data: Buffer.from(f.text), mode: f.name === BIN_FILE ? 0o755 : 0o644 });
   entries.sort((a, b) => (a.name === 'package/package.json' ? -1 : b.name === 'package/package.json' ? 1 : a.name < b.name ? -1 : 1));
   const tgz = gzipSync(tar(entries), { level: 9 });
   const one = Buffer.from(SHEBANG + single.outputFiles[0].text);

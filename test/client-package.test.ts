@@ -81,13 +81,13 @@ describe('GET /client/kr.tgz and /client/kr.mjs (Node build)', () => {
     const files = untar(tgz);
     const pkg = JSON.parse(files.get('package/package.json')!.toString('utf8'));
     const rootPkg = JSON.parse(await readFile(join(import.meta.dirname, '..', 'package.json'), 'utf8'));
-    expect(pkg).toMatchObject({ name: PACKAGE_NAME, version: VERSION, type: 'module', bin: { kr: 'kr.mjs' } });
+    expect(pkg).toMatchObject({ name: PACKAGE_NAME, version: VERSION, type: 'module', bin: { kr: 'kr.cjs' } });
     expect(pkg.version).toBe(rootPkg.version);
     expect(pkg.dependencies).toBeUndefined();
-    expect(files.get('package/kr.mjs')!.subarray(0, 20).toString()).toBe('#!/usr/bin/env node\n');
+    expect(files.get('package/kr.cjs')!.subarray(0, 20).toString()).toBe('#!/usr/bin/env node\n');
     // Everything is in the package: no import of anything but node's own modules and its own chunks.
     for (const [name, bytes] of files) {
-      if (!name.endsWith('.mjs')) continue;
+      if (!name.endsWith('.mjs') && !name.endsWith('.cjs')) continue;
       const specifiers = [...bytes.toString('utf8').matchAll(/\b(?:from|import)\s*\(?\s*"([\w@./:-]+)"/g)].map((m) => m[1]!);
       expect(specifiers.filter((s) => !s.startsWith('node:') && !s.startsWith('./')), name).toEqual([]);
     }
@@ -137,7 +137,7 @@ describe('npm install -g <server>/client/kr.tgz, then a team member works with t
     await run('npm', ['install', '-g', '--prefix', prefix, `${server.url}/client/kr.tgz`], { cwd: root.path, env: npmEnv });
     const installedDir = join(prefix, 'lib', 'node_modules', PACKAGE_NAME);
     // No dependencies: nothing was installed beside the package itself.
-    expect((await readdir(installedDir)).sort()).toEqual(['chunks', 'kr.mjs', 'package.json']);
+    expect((await readdir(installedDir)).sort()).toEqual(['chunks', 'kr.cjs', 'package.json']);
     expect(await readdir(join(prefix, 'lib', 'node_modules'))).toEqual([PACKAGE_NAME]);
     // The pulls the server saw: the tarball, fetched by npm.
     expect(server.logs.some((l) => l.includes('"path":"/client/kr.tgz"') && l.includes('"status":200'))).toBe(true);
@@ -213,7 +213,7 @@ describe('npm install -g <server>/client/kr.tgz, then a team member works with t
       await client.close();
     }
 
-    // What a command loads (an ESM load hook, and the reads of the chunks kr.mjs runs, write to a log): `kr status`
+    // What a command loads (an ESM load hook, and the reads of the chunks kr.cjs runs, write to a log): `kr status`
     // and `kr --version` read neither yaml (chunks/yaml.cjs, required on the first frontmatter read) nor the MCP
     // SDK; zod starts with its fast-path compiler off. A push of a page whose frontmatter only the YAML library
     // reads (an alias) does load yaml.
@@ -230,11 +230,11 @@ describe('npm install -g <server>/client/kr.tgz, then a team member works with t
     let logs = 0;
     const loadedBy = async (...args: string[]) => {
       const log = join(root.path, `loaded-${++logs}.log`);
-      const { stdout } = await run(process.execPath, ['--import', register, join(installedDir, 'kr.mjs'), ...args], { cwd: alice.project, env: { ...userEnv(alice.home), KR_LOAD_LOG: log } });
+      const { stdout } = await run(process.execPath, ['--import', register, join(installedDir, 'kr.cjs'), ...args], { cwd: alice.project, env: { ...userEnv(alice.home), KR_LOAD_LOG: log } });
       const lines = (await readFile(log, 'utf8')).split('\n').filter((l) => l !== '');
       const modules = lines.filter((l) => l.startsWith('file://')).map((u) => fileURLToPath(u));
       const chunks = lines.filter((l) => l.startsWith('chunk:')).map((l) => l.slice('chunk:'.length));
-      expect(modules).toEqual([join(installedDir, 'kr.mjs')]);
+      expect(modules.every((f) => f === join(installedDir, 'kr.cjs')), modules.join('\n')).toBe(true);
       expect(chunks).toContain(join(installedDir, 'chunks', 'main.cjs'));
       expect(chunks.every((f) => f.startsWith(join(installedDir, 'chunks'))), chunks.join('\n')).toBe(true);
       const code = (await Promise.all([...modules, ...chunks].map((f) => readFile(f, 'utf8')))).join('\n');

@@ -1,6 +1,7 @@
 /**
- * kr.mjs of the client package (scripts/client-package.mjs puts this file there, and in cli/kr.mjs's cached
- * build): runs kr's code, chunks/main.cjs and the chunks it requires, through V8's code cache.
+ * kr.cjs, the `kr` bin of the client package (scripts/client-package.mjs puts this file there, and in
+ * cli/kr.mjs's cached build): runs kr's code, chunks/main.cjs and the chunks it requires, through V8's code
+ * cache. A CommonJS file itself: node starts one some 5 ms sooner than an ES module.
  *
  * Node 20 compiles every ES module from scratch at each start, and has no code cache for them; a script can
  * be given the bytecode a previous run produced instead (vm.Script's cachedData). kr's chunks are therefore
@@ -13,14 +14,14 @@
  * exits (after the command ran, so the functions it compiled are in it), beside and then renamed over the
  * old one; where the package is read-only nothing is written and every start compiles, as without a cache.
  */
-import { createHash } from 'node:crypto';
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Script } from 'node:vm';
+'use strict';
+const { createHash } = require('node:crypto');
+const { readFileSync, renameSync, rmSync, writeFileSync } = require('node:fs');
+const { createRequire } = require('node:module');
+const { dirname, join } = require('node:path');
+const { Script } = require('node:vm');
 
-const chunksDir = join(dirname(fileURLToPath(import.meta.url)), 'chunks');
+const chunksDir = join(__dirname, 'chunks');
 const nodeRequire = createRequire(join(chunksDir, 'main.cjs'));
 // An identity and a checksum, not a defence: whoever can write the chunks can write the code itself.
 const sha1 = (data) => createHash('sha1').update(data).digest();
