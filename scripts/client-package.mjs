@@ -62,6 +62,11 @@ const zodEnglishOnly = {
   },
 };
 
+/*
+ * kr's modules import zod as a namespace (`import * as z from 'zod'`), not as `import { z }`: esbuild can then
+ * leave out the parts of zod no schema uses (half of it), where the `z` object zod exports would keep all of it.
+ */
+
 /**
  * zod compiles a fast path for each object schema the first time it checks a value with it (JavaScript
  * generated and compiled through `new Function`): worth it in a server checking many requests, not in a command

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** Bodies of the hosted build's routes (API.md "Hosted build only"). */
 
