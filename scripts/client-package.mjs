@@ -41,8 +41,8 @@ export const LOADER = join(ROOT, 'scripts', 'client-loader.cjs');
 /** The package's bin. */
 export const BIN_FILE = 'kr.cjs';
 // Some bundled CommonJS dependencies (commander) call require() for node: built-ins, which an ES module
-// lacks: every output file gets one of its own, made on its first call (making one costs a few ms of path work,
-// and most chunks never call it).
+// lacks: the single file gets one of its own, made on its first call (making one costs a few ms of path work).
+// The split form's chunks are CommonJS scripts, given a require() by the loader.
 const REQUIRE_SHIM =
   "import { createRequire as __krCreateRequire } from 'node:module'; let __krRequire; const require = (id) => (__krRequire ??= __krCreateRequire(import.meta.url))(id);";
 
