@@ -12,7 +12,7 @@ import { flushDir } from '../lib/runtime/node/flush.ts';
  *   2. the pack and its index renamed to their names, their directory flushed (fsync);
  *   3. the lock renamed over the ref, the ref's directory flushed.
  *
- * Step 2 must end before step 3 starts (a ref never names objects a crash can lose, issue 18's ordering).
+ * Step 2 must end before step 3 starts (the durability ordering: a ref never names objects a crash can lose).
  * Nothing else is done: no objects are built, hashed or compressed, no SQL runs.
  */
 

@@ -276,7 +276,7 @@ export async function timeNpmStart(o: { dataRoot: string; apiKey: string; logFil
  * The W4 and MEM reference: a bare Hono route serving `pageFile`'s bytes through @hono/node-server. Run
  * the way the server runs: node with the server's flags (serverNodeFlags) on an esbuild bundle (`bundle`, made
  * by bundleHonoReference), with the same memory probe. `loader: 'tsx'` runs the TypeScript through tsx
- * instead, as the harness did before issue 18 (tsx itself adds about 30 MiB of RSS), kept for comparison
+ * instead, as the harness once did (tsx itself adds about 30 MiB of RSS), kept for comparison
  * with older figures.
  */
 export function startHonoReference(

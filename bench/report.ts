@@ -119,7 +119,7 @@ export function spliceTable(page: string, r: Results): string {
 
 /**
  * MEM's ratio: the server's peak RSS ÷ the bare Hono reference's, null without a reference. Context only: its
- * target (≤ 1.3×) is retired (issue 28), as what Node and this disk allow sits above it.
+ * target (≤ 1.3×) is retired, as what Node and this disk allow sits above it.
  */
 export function memoryRatio(oursMib: number, referenceMib: number | undefined): number | null {
   if (referenceMib === undefined || !Number.isFinite(referenceMib) || !Number.isFinite(oursMib) || referenceMib === 0) return null;

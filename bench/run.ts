@@ -16,7 +16,7 @@
  * a complete full-scale run on a clean tree is final, and only a final one goes into docs/performance.md.
  *
  *   --only W1,W3     run these workloads (their prerequisites are seeded too; W7·page is also W7page)
- *   --scale small    a quick check (a few minutes); default full, the sizes of issues 7, 28 and 30
+ *   --scale small    a quick check (a few minutes); default full, the sizes docs/performance.md describes
  *   --profile        run each workload's measurement against a server started with `node --cpu-prof`
  *                    (seeding uses a separate, unprofiled server) and print its hotspots; the figures of a
  *                    profiled run are slower than normal, so such a run does not update latest.json
@@ -369,20 +369,20 @@ if (Number.isFinite(peakKb)) {
       : null,
     ratio,
     ratioBasis: 'peak / peak',
-    // Retired as a target (issue 28): what this disk and Node allow sits above it; recorded for context.
+    // Retired as a target: what this disk and Node allow sits above it; recorded for context.
     target: { text: '(context)', met: null },
     notes: [
       `${(peakKb * 1024 / 1e6).toFixed(1)} MB (10^6 bytes); after boot ${bootRss[0]} MiB`,
-      ...(honoMem?.tsxPeakMib !== undefined ? [`the same reference run through tsx (as before issue 18) peaked at ${honoMem.tsxPeakMib} MiB`] : []),
+      ...(honoMem?.tsxPeakMib !== undefined ? [`the same reference run through tsx (as the harness once ran it) peaked at ${honoMem.tsxPeakMib} MiB`] : []),
     ],
   });
   if (honoMem?.tsxPeakMib !== undefined) {
-    // The reference as the harness ran it before issue 18 (TypeScript through tsx, which adds about 30 MiB):
-    // the figure the issue's "87 MiB last time" came from.
+    // The reference as the harness once ran it (TypeScript through tsx, which adds about 30 MiB): the older
+    // figures' "87 MiB" came from it (docs/performance.md "What each row measures", MEM·tsx).
     const tsxRatio = memoryRatio(ours, honoMem.tsxPeakMib);
     rows.push({
       id: 'MEM·tsx',
-      title: 'MEM against the reference run through tsx, as before issue 18 (context)',
+      title: 'MEM against the reference run through tsx, as the harness once ran it (context)',
       ours: { label: 'server peak RSS (VmHWM)', command: 'as MEM', unit: 'MiB', median: ours, p95: ours, n: peaks.length },
       reference: {
         label: 'bare Hono route through tsx, same load, peak RSS',

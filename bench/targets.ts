@@ -1,5 +1,5 @@
 /**
- * The benchmark's targets (issues 7, 15, 28, 30, 31) and the pure parts of judging a row against them: the
+ * The benchmark's targets (docs/performance.md "What each row measures") and the pure parts of judging a row against them: the
  * workloads build their rows with these, test/bench-report.test.ts checks them. Every ratio is against a
  * figure measured in the same run.
  */

@@ -1,5 +1,5 @@
 /**
- * `kr login --browser` (issue 17): a one-shot HTTP listener on 127.0.0.1 (a random port) waits for the
+ * `kr login --browser`: a one-shot HTTP listener on 127.0.0.1 (a random port) waits for the
  * dashboard to hand over a personal access token.
  *
  *  1. state = 32 random bytes (base64url); the listener binds 127.0.0.1:0;

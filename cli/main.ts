@@ -2,7 +2,7 @@
  * `kr`, the command-line client of the Knowledge Repository Service (run through cli/kr.mjs): parses the
  * command line and maps outcomes to exit codes: 0 success, 1 a refused request, 2 bad usage. Errors go to
  * stderr as `error: <message>`, or, when the command was given `--json`, as one JSON object
- * `{"error": "<message>", "code": "<code>"}` (issue 14; codes: client/errors.ts).
+ * `{"error": "<message>", "code": "<code>"}` (codes: client/errors.ts).
  */
 import { CommanderError } from 'commander';
 import { CliError } from '../client/errors.ts';

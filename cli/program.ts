@@ -397,7 +397,7 @@ Examples:
     );
   }
 
-  // --- agent tool server (issue 16) ----------------------------------------------------------------------
+  // --- agent tool server (docs/agents.md) -----------------------------------------------------------------
   if (want('mcp')) {
     const mcp = program.command('mcp').description('the agent tool server for coding agents (MCP over stdio), and its configuration');
     examples(

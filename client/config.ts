@@ -1,7 +1,7 @@
 /**
- * User-level settings (SPEC.md "Authentication" rule 7):
+ * User-level settings (docs/cli.md "Every command", the files):
  *  - `config.json`: defaults only: `server_url`, and `repo`, the repository of folders not linked to one
- *    (the current repository belongs to the project folder, `.kr/state.json`; issue 14);
+ *    (the current repository belongs to the project folder, `.kr/state.json`);
  *  - `credentials.json`: `server_url`, `token`, created with mode 0600 (readable only by its owner).
  * Both live in `$XDG_CONFIG_HOME/kr/` when XDG_CONFIG_HOME is set to an absolute path, else in
  * `~/.config/kr/` (HOME is respected). The credentials file's URL wins over the config's, so a token is
@@ -185,7 +185,7 @@ export interface LinkedFolder {
 }
 
 /**
- * The repository a command works on (issue 14): `--repo`, else the one the project folder is linked to
+ * The repository a command works on: `--repo`, else the one the project folder is linked to
  * (`.kr/state.json`), else the global default (`repo` in config.json: still read, so a configuration
  * from before folders carried their repository keeps working). null when none applies.
  */

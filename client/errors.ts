@@ -1,9 +1,9 @@
 /**
- * The client's one error type. Exit codes (issue 9): 0 success, 1 a refused request (the server said no,
+ * The client's one error type. Exit codes (docs/cli.md "Output, exit codes and other rules"): 0 success, 1 a refused request (the server said no,
  * or the command cannot go on: not logged in, no project, a conflict), 2 bad usage (caught before any
  * request is made).
  *
- * Every error also has a short machine-readable `code` (issue 14), printed with the message as
+ * Every error also has a short machine-readable `code`, printed with the message as
  * `{"error": …, "code": …}` on stderr when the command was given `--json`: `usage` for bad usage, the
  * server's own `code` when its answer has one (quota errors), a name for each kind of refusal
  * (`token_invalid`, `timeout`, `unreachable`, `conflict`, `not_logged_in`, `no_project`, `no_repo`,

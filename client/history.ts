@@ -2,7 +2,7 @@
 import type { SectionDiff } from '../schema/wire/diff.ts';
 import type { Api } from './api.ts';
 
-/** The server's answer to a default diff of a page's first commit (API.md "Diff and evolution"). */
+/** The server's answer to a default diff of a page's first commit (docs/api.md "History", the diff route). */
 export const NO_PARENT = 'no parent commit for this path; pass ?from explicitly';
 
 /**

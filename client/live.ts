@@ -35,7 +35,7 @@ export function followRepo(api: Api, repo: string, handlers: Omit<FollowOptions,
   return followEvents({ ...repoEvents(api, repo), ...handlers });
 }
 
-/** The server's reasons for ending a stream (API.md "Live events"; lib/events). */
+/** The server's reasons for ending a stream (docs/api.md "Live events"; lib/events). */
 const REMOVED = ['removed from this repo', 'no longer a member of this repo'];
 const CREDENTIAL = 'credential no longer valid';
 const DELETED = 'repository deleted';

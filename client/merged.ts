@@ -1,11 +1,11 @@
 /**
- * What a section merge on push did (API.md "Section merge (ours)"), for `kr push` and the agent's `kr_push`:
+ * What a section merge on push did (docs/api.md "Pages", the push route's "Section merge"), for `kr push` and the agent's `kr_push`:
  * which parts of a merged page came from the server (theirs), which from this folder (yours), and which
  * from both; and how the parts a merge or a conflict names read.
  *
  * The client does not keep the text its copy was based on (`.kr/state.json` holds only its commit and
  * hash), and the server has no route that serves a page at an older commit. So the origins come from two
- * section diffs the server computes with the one differ (API.md "Diff and evolution"): *base → theirs*
+ * section diffs the server computes with the one differ (docs/api.md "History", the diff route): *base → theirs*
  * (the page at the parent this folder sent → the head it was merged with) says what changed on the server,
  * and *theirs → merged* (that head → the commit of the push) what the push added on top. A part in both
  * was changed on both sides and merged line by line; a change made identically on both sides shows as

@@ -14,6 +14,7 @@
  *  - `kr show` prints a page's exact bytes into a pipe or a file, and {@link pageForTerminal}'s on a terminal.
  */
 import type { Writable } from 'node:stream';
+import { clean } from './http/text.ts';
 
 type Stream = Writable & { isTTY?: boolean; columns?: number };
 
@@ -40,15 +41,7 @@ export function paint(stream: Stream = process.stdout): Paint {
   return { red: sgr(31, 39), green: sgr(32, 39), yellow: sgr(33, 39), cyan: sgr(36, 39), bold: sgr(1, 22), dim: sgr(2, 22) };
 }
 
-/**
- * One value from the server or from page files, made safe to put into a line: control characters other
- * than tab (a newline would forge a line; ESC sequences could rewrite the screen or the window title) are
- * shown as `?`.
- */
-export function clean(s: string): string {
-  // eslint-disable-next-line no-control-regex
-  return s.replace(/[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/g, '?');
-}
+export { clean } from './http/text.ts';
 
 /** kr's own colour sequences (see {@link paint}): SGR, `ESC [ <digits and ;> m`. */
 // eslint-disable-next-line no-control-regex

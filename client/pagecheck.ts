@@ -1,5 +1,5 @@
 /**
- * Checks on a page's text before it is pushed (issue 14). A page whose frontmatter does not parse is still
+ * Checks on a page's text before it is pushed. A page whose frontmatter does not parse is still
  * pushed — the server keeps any text — but the user is told which file and which line, because until it is
  * fixed every diff of the page is a whole-file diff (`parse_fallback`).
  */

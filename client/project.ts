@@ -8,9 +8,9 @@
  * `head`, the repository head of the last pull (the next pull's `since`) and `pulled_at`, when that pull
  * was (Unix seconds); `pushed`, the commit and time of the last push that made one (a push does not move
  * `head`: other people's commits before it were not pulled); and `repo`, the repository the project is
- * linked to: the folder's current repository (issue 14).
+ * linked to: the folder's current repository.
  *
- * Which files are pages (issue 14: one path rule everywhere): every regular file under `.kr/` whose path
+ * Which files are pages (one path rule everywhere): every regular file under `.kr/` whose path
  * the server accepts for a write (lib/page/path.ts pagePathProblem, the server's own rule), plus every page
  * already tracked in state.json. Not pages: `.kr/state.json`, names starting with `.` (hidden files, editor
  * and kr's own temporary files) unless tracked. Files the server would refuse — a Windows device name, a
@@ -469,7 +469,7 @@ export type PageArgMode = 'read' | 'local';
 
 /**
  * A page argument → its server path. A slug (`decision-log`) is looked up only in the local page folders
- * (SPEC.md diff rule 9), tracked pages included; a slug found under two types needs `--type`. Anything with
+ * (docs/cli.md "A walk through the two-user loop"), tracked pages included; a slug found under two types needs `--type`. Anything with
  * a `/` is a path: a file under `.kr/` relative to the working directory (`.kr/wiki/concepts/x.md`), else
  * a server path (`wiki/concepts/x.md`, any folder). Without a project (null) only server paths are
  * accepted.

@@ -21,8 +21,8 @@ import { mergePages } from '../lib/differ/merge.ts';
 
 /**
  * `parent_sha` of a page we have never seen on the server: no commit has this sha, so the server accepts
- * the file only if the page does not exist yet, and otherwise answers a conflict (API.md: "a hex value that
- * resolves to nothing → conflict"). A new local page never silently overwrites someone else's.
+ * the file only if the page does not exist yet, and otherwise answers a conflict (a `parent_sha` that
+ * resolves to nothing is a conflict). A new local page never silently overwrites someone else's.
  */
 export const NEW_PAGE_PARENT = '0'.repeat(40);
 
@@ -101,7 +101,7 @@ export function packPushes<T extends { bytes: number }>(files: T[], budget: numb
 
 export const mib = (n: number): string => (n >= 1024 * 1024 ? `${(n / (1024 * 1024)).toFixed(1).replace(/\.0$/, '')} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1).replace(/\.0$/, '')} KiB` : `${n} bytes`);
 
-/** A page the server merged with changes made there since this folder's copy (API.md "Section merge (ours)"). */
+/** A page the server merged with changes made there since this folder's copy (docs/api.md "Pages", the push route's "Section merge"). */
 export interface MergedPage {
   path: string;
   /** The commit of the push (the page's new base). */

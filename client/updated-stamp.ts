@@ -1,8 +1,8 @@
 /**
- * The one conflict of a section merge that the clients settle themselves (issue 30's follow-up): two writers
+ * The one conflict of a section merge that the clients settle themselves: two writers
  * who each stamp frontmatter `updated` with their own time (kr_write_page does on every write) change that key
- * differently on both sides, so the server's merge — rightly, by API.md's rule "a key changed differently on
- * both sides is a conflict" — refuses a push whose sections would merge. When a push's conflict names only
+ * differently on both sides, so the server's merge — rightly, by docs/api.md's rule "any other key changed differently
+ * on both sides is a conflict" — refuses a push whose sections would merge. When a push's conflict names only
  * `frontmatter.updated` and both values are timestamps, `kr push` and kr_push push that page once more with
  * its `updated` set to the server's value: then the key changed on one side only (theirs), and the page merges.
  * The merged page keeps the server's `updated`, even when ours was later: the other writer's stamp stands for
@@ -11,7 +11,7 @@
 import { parsePage } from '../lib/page/parse.ts';
 import { canonical } from '../lib/differ/frontmatter.ts';
 
-/** The name of the key in a conflict's `conflicting` (API.md "Section merge"). */
+/** The name of the key in a conflict's `conflicting` (docs/api.md "Pages", the push route's "Section merge"). */
 export const UPDATED_CONFLICT = 'frontmatter.updated';
 
 /** Whether a conflict names nothing but `frontmatter.updated`. */

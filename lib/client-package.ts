@@ -1,5 +1,5 @@
 /**
- * The client package the server hands out (docs/api.md "The client package"): `kr` as an npm package
+ * The client package the server hands out (docs/api.md "Service", the `/client/kr.tgz` route): `kr` as an npm package
  * (`kr.tgz`) and as one file (`kr.mjs`), built by the bundle step (scripts/client-package.mjs) into
  * dist/client/. Where the bytes come from is the runtime's: the Node build reads dist/client/
  * (lib/runtime/node/client-files.ts), the Workers build its static assets (lib/runtime/workers/client-files.ts).

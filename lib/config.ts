@@ -1,6 +1,6 @@
 /**
- * Environment → typed configuration, with the rules of SPEC.md "Configuration" and API.md
- * "Identities and tokens". Pure: warnings are returned, never printed, and nothing here touches the
+ * Environment → typed configuration, with the rules of docs/self-hosting.md "Configuration" and
+ * docs/concepts.md "Credentials". Pure: warnings are returned, never printed, and nothing here touches the
  * filesystem or the network. Only web-standard globals are used (`crypto.getRandomValues`, TextEncoder).
  *
  * Conventions where the documents are silent:
@@ -161,11 +161,11 @@ export const DEFAULTS = {
   dashboardUrl: 'http://localhost:5173',
   /** SERVICE_CACHE_MB: sized so that the server's peak RSS stays within 1.3× a bare Hono server's (bench/). */
   cacheMb: 16,
-  /** API.md: a ping at least every 15 s. */
+  /** docs/limits.md: a ping at least every 15 s. */
   eventsPingMs: 15_000,
   /** docs/api.md: at most 5,000 open streams on one server (or one repository's object). */
   eventsMaxStreams: 5_000,
-  /** API.md: retries about 10 s, 1 min, 10 min, 1 h and 6 h after the first attempt. */
+  /** docs/limits.md: retries about 10 s, 1 min, 10 min, 1 h and 6 h after the first attempt. */
   webhookRetryMs: [10_000, 60_000, 600_000, 3_600_000, 21_600_000],
   /** docs/api.md: a receiver has 10 s to answer. */
   webhookTimeoutMs: 10_000,
@@ -173,7 +173,7 @@ export const DEFAULTS = {
   webhookMaxPending: 1_000,
 } as const;
 
-/** The longest SERVICE_EVENTS_PING_MS (API.md: a ping at least every 15 s). */
+/** The longest SERVICE_EVENTS_PING_MS (docs/limits.md: a ping at least every 15 s). */
 export const MAX_EVENTS_PING_MS = 15_000;
 /** Retries SERVICE_WEBHOOK_RETRY_MS may list at most. */
 export const MAX_WEBHOOK_RETRIES = 10;
@@ -204,7 +204,7 @@ export function retrySchedule(value: string | undefined): number[] {
   return out;
 }
 
-/** The longest a request body may take from its first byte (API.md "Conventions"): SERVICE_BODY_TIMEOUT_MS's ceiling. */
+/** The longest a request body may take from its first byte (docs/limits.md "Request bodies"): SERVICE_BODY_TIMEOUT_MS's ceiling. */
 export const MAX_BODY_TIMEOUT_MS = 120_000;
 
 /** Minimum length of SERVICE_SESSION_SECRET, in bytes of its UTF-8 encoding. */
@@ -224,7 +224,7 @@ function str(env: Env, name: string): string | undefined {
 }
 
 /**
- * SPEC.md rule 1: an integer greater than zero, else the default, silently. Only plain decimal digits
+ * docs/self-hosting.md "Configuration": an integer greater than zero, else the default, silently. Only plain decimal digits
  * (after trimming surrounding whitespace) are integers: `"12abc"`, `"1.5"`, `"1e3"`, `"+5"`, `"0x10"`,
  * `"0"`, `"-3"`, `""` all give the default, as does a value beyond Number.MAX_SAFE_INTEGER.
  */
@@ -349,7 +349,7 @@ function normalizeOrigin(entry: string): { origin: string; hadPath: boolean } | 
 }
 
 /**
- * The hosted build serves the public: it refuses to start (API.md "Hosted build only") with the publicly
+ * The hosted build serves the public: it refuses to start (docs/self-hosting.md "Configuration") with the publicly
  * known development key, which would give anyone full legacy access, or with a session secret drawn for
  * this boot, which would sign sessions that die with it (and that no other Worker isolate accepts).
  */
@@ -506,7 +506,7 @@ export function loadConfig(env: Env, cwd?: string): { config: Config; warnings: 
     }
   }
 
-  // --- limits (SPEC.md rule 1)
+  // --- limits (positive integers, else the default: see positiveInt)
   const maxBodyBytes = positiveInt(env.SERVICE_MAX_BODY_BYTES, DEFAULTS.maxBodyBytes);
   // One client address or identity may hold a quarter of the ceiling (lib/http/body-limit.ts), and that
   // share must let one body of the largest size through, or no maximal push could ever start.
@@ -533,7 +533,7 @@ export function loadConfig(env: Env, cwd?: string): { config: Config; warnings: 
   const authRateLimitBurst = positiveInt(env.SERVICE_AUTH_RATELIMIT_BURST, DEFAULTS.authRateLimitBurst);
   const rateLimitDisabled = flag(env, 'SERVICE_RATELIMIT_DISABLE');
 
-  // --- hosted build: caps (rule 1 like the other numbers), billing URLs, admins
+  // --- hosted build: caps (positive integers like the other numbers), billing URLs, admins
   const hosted = flag(env, 'SERVICE_HOSTED');
   const planFreeRepos = positiveInt(env.SERVICE_PLAN_FREE_REPOS, DEFAULTS.planFreeRepos);
   const planFreeMembers = positiveInt(env.SERVICE_PLAN_FREE_MEMBERS, DEFAULTS.planFreeMembers);
@@ -545,7 +545,7 @@ export function loadConfig(env: Env, cwd?: string): { config: Config; warnings: 
   const adminEmails = [...new Set(list(env.SERVICE_ADMIN_EMAILS ?? '').map((e) => e.toLowerCase()))];
   if (hosted) refuseHostedDefaults(apiKeyDefaulted, apiKey, sessionSecretGenerated);
 
-  // --- memory: unlike the limits above (SPEC.md rule 1 keeps the original service's silent default), a
+  // --- memory: unlike the limits above (which keep the original service's silent default), a
   // new setting whose mistakes would quietly cost memory or speed refuses to start instead.
   const cacheBytes = cacheMb(env.SERVICE_CACHE_MB) * 1024 * 1024;
 

@@ -8,8 +8,8 @@ import type { MemberChange } from '../schema/wire/events.ts';
 export const REMOVED = 'removed from this repo; ask an owner for a new invite key';
 
 /**
- * Joining and leaving: redeeming an invite key, removing a member, changing a member's role. The role rules of SPEC.md "States
- * and transitions" live here; who may call them is lib/policy.ts's business.
+ * Joining and leaving: redeeming an invite key, removing a member, changing a member's role. The role rules of
+ * docs/concepts.md "Members and roles" and "Invite keys" live here; who may call them is lib/policy.ts's business.
  */
 
 /**
@@ -67,7 +67,7 @@ export async function removeMember(deps: Deps, repoId: string, userId: string): 
 }
 
 /**
- * The `member` event of a membership change that has been made (API.md "Live events"): `joined` (with the
+ * The `member` event of a membership change that has been made (docs/api.md "Live events"): `joined` (with the
  * role held), `removed`, or `role` (with the new role; for the route that changes roles). The change stands
  * whatever happens here: an event that cannot be recorded is logged, not answered as a failure.
  */
@@ -92,7 +92,7 @@ export async function announceMember(
 }
 
 /**
- * Gives a member the role `role` (API.md "Members and invite keys", the role route): 404 when the target
+ * Gives a member the role `role` (docs/api.md "Members and invite keys", the role route): 404 when the target
  * is not a member, 409 when it would demote the last owner, and on the hosted build 402 when it would make
  * an owner of a user at their plan's repository cap (lib/hosted/quota.ts). Giving the role they have changes
  * nothing and is answered the same. Atomic (lib/db/members.ts setRole): owners demoting each other at once

@@ -6,7 +6,8 @@ import { roleIn } from './membership.ts';
 import type { AppEnv } from './route.ts';
 
 /**
- * Who may do what: the one place that knows SPEC.md's "Behavior by mode" and "Roles" tables. Handlers
+ * Who may do what: the one place that knows the roles (docs/concepts.md "Members and roles") and what the
+ * legacy key may do ("Credentials": every membership and owner check passes, but it is nobody). Handlers
  * name the action; nothing else re-implements a check.
  */
 

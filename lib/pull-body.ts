@@ -5,7 +5,7 @@ import { utf8 } from './bytes.ts';
 import { TimeSlice } from './time-slice.ts';
 
 /**
- * A pull's answer (API.md PullResponse) as the client reads it: `new_head`, the pages batch by batch as
+ * A pull's answer (docs/api.md "Pages", the pull route) as the client reads it: `new_head`, the pages batch by batch as
  * RepoStore.pullPages reads them (each decoded and serialised only when its turn comes), then the deleted
  * paths. The bytes are exactly JSON.stringify of the whole answer, which is never held: memory has one batch
  * of pages and one chunk of text, whatever the repository's size.

@@ -6,8 +6,8 @@ import { HttpError } from './errors.ts';
  * The quota seam. Repository creation (all three paths), joining and promotion to owner ask it first; the self-hosted build
  * plugs in `unlimitedQuota`, the hosted build its plan caps. A cap is not checked ahead of the write: it is
  * an SQL condition the write itself evaluates (the owner row of a new repository, the member row of a first
- * join), so however many requests race, the cap holds (API.md "Hosted build only"). A refusal is a 402
- * with SPEC.md's body and writes nothing.
+ * join), so however many requests race, the cap holds (docs/concepts.md "The hosted build"). A refusal is a 402
+ * with the body of docs/errors.md "402 Plan caps (hosted build)" and writes nothing.
  */
 export interface QuotaRefusal {
   code: 'quota_repos' | 'quota_members';

@@ -164,7 +164,7 @@ export async function exportBundle(deps: Deps, id: string, opts: StreamOptions =
 const IMPORT_CHUNK_BYTES = 1024 * 1024;
 
 /**
- * `POST /v1/repos/:id/import` (docs/api.md "Import"): the repository becomes the history of a git bundle.
+ * `POST /v1/repos/:id/import` (docs/api.md "Repositories", the import route): the repository becomes the history of a git bundle.
  *
  * Who comes first, before a byte of the body is read: an existing repository takes an import from its owners
  * (403 `only an owner can import`) while it has no commit (409 `repository is not empty`); a missing one from

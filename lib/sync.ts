@@ -10,14 +10,14 @@ import type { StreamOptions } from './repo/repos.ts';
 import { TimeSlice } from './time-slice.ts';
 
 /**
- * Push and pull: the wire forms of API.md "Pages and sync" over the repository store, and the activity
+ * Push and pull: the wire forms of docs/api.md "Pages" over the repository store, and the activity
  * they record.
  */
 
 const HEX_SHA = /^[0-9a-fA-F]{1,40}$/;
-/** The one merge mode a push may ask for (API.md "Section merge"). */
+/** The one merge mode a push may ask for (docs/api.md "Pages", the push route's "Section merge"). */
 export const MERGE_SECTIONS = 'sections';
-/** Files one push may hold (API.md): every one is an object write and an index row. */
+/** Files one push may hold (docs/limits.md "Pushes and pages"): every one is an object write and an index row. */
 export const MAX_FILES_PER_PUSH = 10_000;
 const encoder = new TextEncoder();
 

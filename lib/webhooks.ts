@@ -7,7 +7,7 @@ import { MAX_WEBHOOKS, type CreateWebhookRequest, type CreateWebhookResponse, ty
 import type { EventKind } from '../schema/wire/events.ts';
 
 /**
- * Live events and webhooks as the API routes see them (API.md "Live events", "Webhooks"): what a stream's
+ * Live events and webhooks as the API routes see them (docs/api.md "Live events", "Webhooks"): what a stream's
  * caller is held to, and the webhook rules the routes enforce before deps.live stores anything.
  */
 

@@ -1,5 +1,5 @@
 /**
- * The MCP client configuration of a project (issue 16, "Setup"): the files through which coding agents
+ * The MCP client configuration of a project (docs/agents.md "Setting up an agent client"): the files through which coding agents
  * start `kr mcp` in the project folder.
  *
  *   claude  .mcp.json            {"mcpServers": {"kr": {"command", "args"}}}   (Claude Code, and others

@@ -2,7 +2,7 @@
  * What every tool of the agent tool server starts from: the project folder (`.kr/`, found once at start),
  * read afresh on every call (the CLI may change it in between), and a session with the CLI's credentials
  * and API client — whose requests carry, as `X-Service-Client`, the name the agent announced at
- * initialisation (SPEC.md rule 7), so the activity feed shows which agent pulled.
+ * initialisation (docs/agents.md "Limits and errors"), so the activity feed shows which agent pulled.
  */
 import { Api, type ApiOptions } from '../client/api.ts';
 import { connect, loadCredentials, repoOf, requestTimeout } from '../client/config.ts';

@@ -1,5 +1,5 @@
 /**
- * How much one answer of the agent tool server may hold (issue 27): every tool result and resource is at
+ * How much one answer of the agent tool server may hold (docs/agents.md "Limits and errors"): every tool result and resource is at
  * most {@link MAX_ANSWER_CHARS} characters. kr_read_page shows a page in windows of {@link PAGE_CHARS}
  * characters (`offset`, `section`); everything else that would pass the limit is cut by
  * {@link capAnswer}, which closes the fence it cuts into and says what was cut and how to read on.

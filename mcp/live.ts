@@ -1,5 +1,5 @@
 /**
- * Resource subscriptions of the agent tool server (issue 31): an agent learns of a teammate's change without
+ * Resource subscriptions of the agent tool server (docs/agents.md "Live updates"): an agent learns of a teammate's change without
  * polling. The server declares `resources.subscribe`; `resources/subscribe` takes `kr://index` and
  * `kr://page/{slug}`. While at least one resource is subscribed, one event stream of the folder's repository
  * is open (client/live.ts, lib/events/sse-client.ts); on each push event the folder is pulled exactly as kr_pull

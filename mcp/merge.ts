@@ -1,10 +1,10 @@
 /**
- * The merge brief of a push conflict (issue 16): everything an agent needs to merge one page by itself —
+ * The merge brief of a push conflict (docs/agents.md "Merges and conflicts"): everything an agent needs to merge one page by itself —
  * the common ancestor, its own version, the server's version, the section headings changed on each side
  * and on both (lib/differ, the one section differ), and the exact next step with the tools it has.
  *
  * When the push asked for a section merge and the server names the parts that could not merge
- * (`conflicting`: API.md "Section merge (ours)"), the brief shows only those parts of each version (the
+ * (`conflicting`: docs/api.md "Pages", the push route's "Section merge"), the brief shows only those parts of each version (the
  * server's, yours, the ancestor's), and says how to read the whole page; otherwise it shows whole versions.
  *
  * Everything another person wrote — the server's version and the ancestor, their authors, the changed

@@ -1,5 +1,5 @@
 /**
- * What reaches the agent's context from pages, commits and other people (issue 16, "Safety"; issue 27):
+ * What reaches the agent's context from pages, commits and other people (docs/agents.md "What the agent is shown: fences"):
  *
  *  - {@link sanitize}: invisible and direction-changing characters are removed — bidi embeddings and
  *    overrides U+202A–U+202E, isolates U+2066–U+2069, the marks U+200E/U+200F/U+061C, zero-width space,

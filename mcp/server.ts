@@ -1,5 +1,5 @@
 /**
- * The agent tool server (`kr mcp`, issue 16): an MCP server over stdio, on the official MCP TypeScript SDK,
+ * The agent tool server (`kr mcp`, docs/agents.md): an MCP server over stdio, on the official MCP TypeScript SDK,
  * sharing the CLI's project folder (`.kr/`), credentials, API client, page model and section differ.
  *
  *  - Tools: mcp/tools.ts and mcp/history-tools.ts. Resources: `kr://index` (the generated index),

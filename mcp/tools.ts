@@ -1,5 +1,5 @@
 /**
- * The tools of the agent tool server (issue 16). Each one is the CLI's own logic (the client library: client/sync.ts,
+ * The tools of the agent tool server (docs/agents.md "Tools and resources"). Each one is the CLI's own logic (the client library: client/sync.ts,
  * client/history.ts, client/project.ts, lib/differ) answering in text an agent can act on. A failure is
  * a result with `isError: true` and the message (the CLI's wording), never a crashed server (mcp/answer.ts).
  * The history tools are in mcp/history-tools.ts, kr_links in mcp/link-tools.ts.

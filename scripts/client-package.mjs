@@ -30,7 +30,7 @@ export const CLIENT_DIR = join(ROOT, 'dist', 'client');
 /** The record is kept beside the directory, not in it. */
 const recordOf = (dir) => `${dir}.meta.json`;
 export const CLIENT_FILES = ['kr.tgz', 'kr.mjs'];
-/** The largest package the server may hand out (API.md "The client package"). */
+/** The largest package the server may hand out (docs/api.md "Service", the `/client/kr.tgz` route). */
 export const MAX_PACKAGE_BYTES = 4 * 1024 * 1024;
 /** The npm package's name (its bin is `kr`). */
 export const PACKAGE_NAME = 'kr-client';

@@ -11,7 +11,7 @@ type Caller = 'none' | 'garbage' | 'legacy' | 'owner' | 'member' | 'nonMember' |
 const CALLERS: Caller[] = ['none', 'garbage', 'legacy', 'owner', 'member', 'nonMember', 'ownerPat', 'revokedPat'];
 type Row = Record<Exclude<Caller, 'none' | 'garbage' | 'revokedPat'>, number>;
 
-// Unauthenticated callers always get 401; the rest per SPEC.md's "Behavior by mode" and "Roles".
+// Unauthenticated callers always get 401; the rest per docs/concepts.md "Credentials" (the legacy key) and "Members and roles".
 const MATRIX: Record<string, Row> = {
   'POST /v1/repos/:id': { legacy: 201, owner: 201, member: 201, nonMember: 403, ownerPat: 201 },
   'GET /v1/repos/:id/members': { legacy: 200, owner: 200, member: 200, nonMember: 403, ownerPat: 200 },

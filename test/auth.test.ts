@@ -11,7 +11,7 @@ import { bearerToken } from '../lib/auth/resolve.ts';
 import { startTestServer, tempDir } from './helpers/env.ts';
 import { newIdpKey, signIn, startIdp, startIdpTestServer, type IdpTestServer } from './helpers/idp.ts';
 
-/** User, key, PAT and request ids are UUID v4 (API.md). */
+/** User, key, PAT and request ids are UUID v4. */
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 const LEGACY_KEY = 'test-legacy-key';

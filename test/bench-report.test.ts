@@ -151,7 +151,7 @@ describe('memoryRatio', () => {
   });
 });
 
-describe('targets (issues 28, 30, 31)', () => {
+describe('targets', () => {
   it('ratios need two finite figures; verdicts need a ratio', () => {
     expect(ratioOf(15, 10)).toBe(1.5);
     expect(ratioOf(Number.NaN, 10)).toBeNull();
@@ -163,7 +163,7 @@ describe('targets (issues 28, 30, 31)', () => {
     expect(atLeast(0.49, 0.5)).toBe(false);
   });
 
-  it('the issue 28 targets, and neither retired one (W1 against plumbing, MEM against Hono)', () => {
+  it('the current targets, and neither retired one (W1 against plumbing, MEM against Hono)', () => {
     expect(TARGETS).toMatchObject({ w1OverFloor: 1.25, w4OverHono: 0.5, w9FullPull: 12, w9Op: 1.5, w9ExportAboveMib: 64, w9HealthMs: 100, w10Rss: 1.3, w11CpuMs: 10, w12: 1.5, w13P95Ms: 100, mergeMs: 0.25 });
     expect(Object.keys(TARGETS).some((k) => /plumbing|hono.*mem|mem/i.test(k))).toBe(false);
   });

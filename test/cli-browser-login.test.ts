@@ -1,5 +1,5 @@
 /**
- * `kr login --browser` end to end (issue 17): the real `kr` executable as a child process, its browser
+ * `kr login --browser` end to end: the real `kr` executable as a child process, its browser
  * opener (KR_BROWSER) a small script that writes the URL to a file; Debian's chromium (playwright-core)
  * then opens that URL on the Vite build of the dashboard, against the real API server. Allow, Cancel, a
  * forged callback, the time limit, bad link parameters, and the link opened while signed out.

@@ -1,5 +1,5 @@
 /**
- * Issue 27 item 13: the README's way of getting `kr` on the PATH works from a fresh clone: `npm ci` (here:
+ * The README's way of getting `kr` on the PATH works from a fresh clone: `npm ci` (here:
  * the checkout's node_modules, linked in) then `npm link`, after which `kr` runs from any folder. npm's
  * global folder is a temp dir (NPM_CONFIG_PREFIX), so nothing outside the test's own folders changes.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 30's client items for `kr push`, once for both builds: test/cli-merge.test.ts runs them against the
+ * Section merge in `kr push`, once for both builds: test/cli-merge.test.ts runs them against the
  * Node server, test/cli-merge-workers.test.ts against the hosted build under workerd. The real `kr`
  * executable (HOME in a temp dir) in the project folders of users signed in through a loopback identity
  * provider:

@@ -1,5 +1,5 @@
 /**
- * The command-line client reads `.kr/` only inside `.kr/` and only regular files (issue 27, item 4): a page
+ * The command-line client reads `.kr/` only inside `.kr/` and only regular files: a page
  * file that is a symbolic link (to a secret outside, or to another page), a folder linked out of `.kr/`, or
  * a FIFO is refused with a clear message and exit 1 by `kr diff --local`, `kr status` and `kr push` —
  * never shown, diffed or sent. Through the real `kr` executable against the real server (legacy key).

@@ -1,5 +1,5 @@
 /**
- * Issue 14, part 3: the command-line client, round 2 — each item a new user hit, checked through the real
+ * The command-line client as a new user meets it — each item something a new user hit, checked through the real
  * `kr` executable (HOME in a temp dir) against the real server: how to get a token without an identity
  * provider, deleting pages, the body cap, timeouts, reads without a checkout, the folder's own repository,
  * the first commit's diff, one path rule, broken frontmatter, a push whose answer was lost, expired tokens

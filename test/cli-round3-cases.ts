@@ -1,5 +1,5 @@
 /**
- * Issue 27, the command-line client's items, once for both builds: test/cli-round3.test.ts runs them
+ * The command-line client's hardening, once for both builds: test/cli-round3.test.ts runs them
  * against the Node server, test/cli-round3-workers.test.ts against the hosted build under workerd. Each
  * case drives the real `kr` executable (HOME in a temp dir) with users signed in through a loopback
  * identity provider:
@@ -56,7 +56,7 @@ function krOnTerminal(u: KrUser, args: string[]): Promise<KrResult> {
 }
 
 export function cliRound3Cases(kind: TargetKind): void {
-  describe(`${kind}: kr, round 3`, () => {
+  describe(`${kind}: kr, terminal text, stripped ids, search and status`, () => {
     let t: Target;
     let idp: IdpStandIn;
     let root: { path: string; cleanup: () => Promise<void> };

@@ -58,7 +58,7 @@ describe('kr command tree', () => {
     }
   });
 
-  it('has every command of issue 9', () => {
+  it('has the commands docs/cli.md lists', () => {
     const names = all.map((c) => c.name);
     for (const n of [
       'login', 'remote set', 'remote set-repo', 'remote get', 'init', 'push', 'pull', 'status', 'log', 'timeline', 'history',
@@ -103,7 +103,7 @@ describe('config folder', () => {
   });
 });
 
-// --- issue 14, round 2: the pieces behind each item, in-process ------------------------------------------
+// --- test/cli-round2.test.ts: the pieces behind each item, in-process ------------------------------------
 
 describe('Api: time limit, limits, token errors (items 3, 4, 11)', () => {
   const answer = (status: number, body: unknown) => async () => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
@@ -211,7 +211,7 @@ describe('server URLs (item 12)', () => {
   });
 });
 
-describe('text for the terminal (issue 27 item 8)', () => {
+describe('text for the terminal', () => {
   const EVIL = '\u001b]0;x\u0007\u001b[2J\nforged\u009b2J';
 
   it('clean: one value on one line, every control character but tab as "?"', () => {
@@ -241,7 +241,7 @@ describe('text for the terminal (issue 27 item 8)', () => {
   });
 });
 
-describe('repository ids the server would strip (issue 27 item 9)', () => {
+describe('repository ids the server would strip', () => {
   it('names the id it would become', () => {
     expect(repoIdProblem('team;x')).toBe(
       'invalid repository id "team;x" (letters, digits, _ and -, at most 64): the server would strip it to "teamx", another repository; if you mean teamx, give that',

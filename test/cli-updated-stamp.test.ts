@@ -1,5 +1,5 @@
 /**
- * The section-merge follow-up of issue 31 in `kr push` (client/updated-stamp.ts): two project folders edit
+ * The `updated` stamp in a section merge in `kr push` (client/updated-stamp.ts): two project folders edit
  * different sections of one page from the same base, each stamping frontmatter `updated` with its own time.
  * The second push's merge conflicts on `frontmatter.updated` alone; kr pushes that page once more with the
  * server's `updated`, so both pushes succeed, the page holds both sections and keeps the first push's

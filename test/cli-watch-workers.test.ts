@@ -1,4 +1,4 @@
 import { watchCases } from './watch-cases.ts';
 
-/** `kr watch` (issue 31) against the hosted build in workerd. */
+/** `kr watch` against the hosted build in workerd. */
 watchCases('workers');

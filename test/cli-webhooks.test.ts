@@ -1,5 +1,5 @@
 /**
- * `kr webhooks` (issue 38, part 4) against the real server (port 0) with a real receiver on loopback: add (the
+ * `kr webhooks` against the real server (port 0) with a real receiver on loopback: add (the
  * secret printed once, and how to verify it), list, test (a signed ping arrives), deliveries (delivered, and a
  * receiver that fails: its status and the error), remove; each with --json; and the refusals (bad usage exits
  * 2 before any request; the server's refusals exit 1 with its message).

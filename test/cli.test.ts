@@ -1,7 +1,7 @@
 /**
  * The command-line client end to end: the real `kr` executable (node + cli/kr.mjs) as a child process,
  * HOME in a temp dir, against the real server on port 0 with two real users signed in through the
- * identity-provider stand-in. One walk through the two-user loop of issue 9: create, push, invite, join,
+ * identity-provider stand-in. One walk through the two-user loop (docs/cli.md): create, push, invite, join,
  * pull, edit, conflict, resolve, diff --local, blame, members remove. The steps run in order and share state.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * The client package on the Workers build (docs/api.md "The client package"): workerd under Miniflare, with
+ * The client package on the Workers build (docs/api.md "Service", the `/client/kr.tgz` route): workerd under Miniflare, with
  * dist/client/ behind the Worker's ASSETS binding as wrangler.toml's `[assets]` configures it (the Worker first,
  * the files through the binding; scripts/dev-worker.ts answers the binding from the folder). The same two files as the Node build serves, with the same
  * headers; without assets, the same 404.

@@ -1,5 +1,5 @@
 /**
- * The client package the server hands out (API.md "The client package"), on the Node build: the bundle step
+ * The client package the server hands out (docs/api.md "Service", the `/client/kr.tgz` route), on the Node build: the bundle step
  * builds dist/client/ (scripts/client-package.mjs), the server serves it, and `npm install -g <url>` into a
  * temporary prefix — with the registry pointed at a dead loopback port and an empty npm cache, so nothing but
  * the server is reached — gives a `kr` that logs in, inits, pushes, pulls, watches and serves MCP to the SDK's

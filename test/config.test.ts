@@ -56,7 +56,7 @@ describe('defaults', () => {
     expect(warnings).toEqual([]);
   });
 
-  it('defaults table is what SPEC.md says', () => {
+  it('defaults table is what docs/self-hosting.md says', () => {
     expect(DEFAULTS.maxBodyBytes).toBe(8 * 1024 * 1024);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * Writing in the dashboard (issue 32, item 1), in real Chromium against the real server
+ * Writing in the dashboard, in real Chromium against the real server
  * (test/helpers/dashboard.ts): the editor (frontmatter fields, CodeMirror body, preview), save as a push with
  * `parent_sha` and `merge: "sections"`, a local draft that survives a reload and is merged (never forced) when
  * the page moved meanwhile, a conflict shown side by side and resolved part by part, a new page whose path

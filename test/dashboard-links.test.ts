@@ -1,5 +1,5 @@
 /**
- * Issue 32 in real Chromium (test/helpers/dashboard.ts), beside the editor (test/dashboard-edit.test.ts):
+ * Reading pages in the dashboard, in real Chromium (test/helpers/dashboard.ts), beside the editor (test/dashboard-edit.test.ts):
  *  - links between pages: `[[slug]]`, `[[type/slug]]`, `[[slug|text]]` and relative `.md` links lead to the
  *    page, unresolved and ambiguous ones are marked, and the "Linked from" panel lists the links route's
  *    `incoming`;

@@ -1,6 +1,6 @@
 /**
  * Live events in the dashboard, in real Chromium (test/helpers/dashboard.ts) against the real server's event
- * stream (API.md "Live events"): pushes by another client reach the activity view without a reload, an open
+ * stream (docs/api.md "Live events"): pushes by another client reach the activity view without a reload, an open
  * page says it changed on the server with a working link to the diff, the editor says that saving will merge,
  * merged pushes are marked (activity feed, live and loaded, and the page's history), and a member removed
  * meanwhile sees why the updates stopped. Each new view: axe-core, 375 px, a screenshot.

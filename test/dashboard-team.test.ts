@@ -1,5 +1,5 @@
 /**
- * The dashboard's Team view (members, invite keys) and Access tokens view in a real browser (issue 17):
+ * The dashboard's Team view (members, invite keys) and Access tokens view in a real browser:
  * an owner mints an invite key (shown once, copied), a second user joins with it through the API, the owner
  * removes them and revokes the key (each after a confirm step), an expired key is marked Expired, a member's
  * calm view, personal access tokens created with an expiry, copied once and revoked, server errors shown

@@ -1,5 +1,5 @@
 /**
- * The Webhooks panel of a repository's settings in a real browser (issue 38, part 4): an owner adds a webhook
+ * The Webhooks panel of a repository's settings in a real browser: an owner adds a webhook
  * (its signing secret shown once, and it signs the deliveries), sends a test ping and reads the recent
  * deliveries (delivered; a failing receiver's HTTP status and `failed`), removes one after a confirm step; the
  * server's refusal shown readably; a member sees the list only. A real receiver on loopback; axe-core clean.

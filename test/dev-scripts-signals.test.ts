@@ -1,5 +1,5 @@
 /**
- * Issue 27 item 15: `npm run dev:worker` and `npm run dashboard`, started as real child processes on free
+ * `npm run dev:worker` and `npm run dashboard`, started as real child processes on free
  * ports, stop whole on a SIGTERM sent to npm alone (as a service manager that signals only its child
  * would): afterwards no process of the tree is left (npm, its shell, node, workerd, esbuild: every pid seen
  * in npm's process group while it served) and the port is free. The Worker's `listening` line names the
@@ -115,7 +115,7 @@ function killGroup(s: Started | undefined): void {
   }
 }
 
-describe('item 15: SIGTERM to npm stops the dev scripts whole', () => {
+describe('SIGTERM to npm stops the dev scripts whole', () => {
   let dir: { path: string; cleanup: () => Promise<void> };
   beforeAll(async () => {
     dir = await tempDir('kr-dev-scripts-');

@@ -385,7 +385,7 @@ describe('blame over more than 200 commits', () => {
     expect(r.body.to_sha).toBe(t[TOUCHES]);
     const oldest = t[TOUCHES - 199]!; // touch 16
     expect(blameOf(r.body)).toEqual({ '## Ancient': oldest, '## Middle': t[50], '## Recent': t[210], '## Log': oldest });
-    // Issue 14: blame attributes headings; the preamble has none and is never annotated.
+    // Blame attributes headings; the preamble has none and is never annotated.
     expect(r.body.preamble).toBeDefined();
     expect(r.body.preamble).not.toHaveProperty('introduced_by');
     const ancient = r.body.sections.find((s: Json) => s.heading === '## Ancient');
@@ -582,7 +582,7 @@ describe('blame on renamed, removed and added sections', () => {
           old_heading: '## Old Name',
           from: 'the quick brown fox jumps',
           to: 'the quick brown fox jumps',
-          // Issue 14: the body did not change, so the rename alone is the change: no line_diff.
+          // The body did not change, so the rename alone is the change: no line_diff.
           introduced_by: commits.get(r2),
         },
       ],

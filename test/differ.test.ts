@@ -86,7 +86,7 @@ function invariantProblems(d: SectionDiff, a: ParsedPage, b: ParsedPage, checkJs
       problems.push(`${id}: ${String(err)}`);
     }
     if (e.status === 'renamed' && e.from === e.to) {
-      // Issue 14: a rename with an unchanged body carries no line diff; the rename is the change.
+      // A rename with an unchanged body carries no line diff; the rename is the change.
       check(e.line_diff === undefined, `${id}: renamed with an unchanged body but a line_diff`);
     } else {
       check(sides?.from === (e.from ?? ''), `${id}: line_diff does not rebuild from`);
@@ -825,7 +825,7 @@ describe('annotateBlame', () => {
     expect(d.preamble).toBeDefined();
     expect(b).toStrictEqual({
       ...d,
-      // Issue 14: blame attributes headings; the preamble has none, so it is never annotated.
+      // Blame attributes headings; the preamble has none, so it is never annotated.
       preamble: d.preamble,
       sections: [
         { ...d.sections[0]!, introduced_by: commit(1) },
@@ -1253,7 +1253,7 @@ describe('hostile input', () => {
   });
 });
 
-describe('issue 14: two corrections to the diff contract', () => {
+describe('two rules of the diff contract: renames and blame', () => {
   it('a renamed section whose body did not change carries no line_diff; an edited one does', () => {
     const same = diffPages(P('a: 1', '## Context', 'why we did it', '## Keep', 'k'), P('a: 1', '## Background', 'why we did it', '## Keep', 'k'));
     expect(same.sections[1]).toStrictEqual({ heading: '## Background', status: 'renamed', old_heading: '## Context', from: 'why we did it', to: 'why we did it' });

@@ -1,5 +1,5 @@
 /**
- * Live events and webhooks over HTTP, once for both builds (API.md "Live events", "Webhooks"):
+ * Live events and webhooks over HTTP, once for both builds (docs/api.md "Live events", "Webhooks"):
  * test/events.test.ts runs these cases against the Node server, test/events-workers.test.ts against the
  * hosted build in workerd (Miniflare), each with real users signed in through a loopback identity provider,
  * real event streams read as a client reads them (test/helpers/sse.ts) and a real webhook receiver on

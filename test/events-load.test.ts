@@ -6,7 +6,7 @@
  * the client's own parsing weighs as little as possible on the figures. They are printed, never asserted:
  * speed is the benchmark's business.
  *
- * Then 600 streams whose clients never read (API.md "Live events", round 4): open, and as pushes pile events
+ * Then 600 streams whose clients never read (docs/api.md "Live events"): open, and as pushes pile events
  * up for them, the server's RSS (after a collection) stays under 150 MB above the idle server's — asserted (a
  * bound on memory, not on speed).
  */

@@ -11,7 +11,7 @@ import { tempDir } from './helpers/env.ts';
 import { fsckStrict, git } from './reliability/helpers/git.ts';
 
 /**
- * Group commit (issue 18 item 1): pushes to one repository that queue behind its writer are committed
+ * Group commit: pushes to one repository that queue behind its writer are committed
  * together — each its own commit on top of the previous one, with its own conflict check and answer — and
  * the branch moves once per group. Real git store on disk, real libSQL, checked with `git fsck --strict`.
  */

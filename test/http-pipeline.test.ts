@@ -235,7 +235,7 @@ describe('RateLimiter', () => {
     expect(rl.take('a')).toEqual({ ok: false, retryAfterSeconds: 10 });
   });
 
-  it('the SPEC.md defaults: burst 100, 300/min → one token per 200 ms, Retry-After 1', () => {
+  it('the documented defaults: burst 100, 300/min → one token per 200 ms, Retry-After 1', () => {
     const clock = new ManualClock();
     const rl = new RateLimiter({ perMinute: 300, burst: 100, clock });
     for (let i = 0; i < 100; i++) expect(rl.take('ip').ok).toBe(true);

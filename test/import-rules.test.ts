@@ -7,6 +7,12 @@
  *       (lib/runtime/) and nothing of the routes (functions/). The runtimes pass in what differs.
  *   (b) the top-level folders (lib, functions, schema, client, cli, mcp, dashboard, admin, bench) import one
  *       another without a cycle. Tests import anything and are not counted.
+ *   (c) the API client all clients share (client/http/) is web-standard, so that the dashboard's bundle can
+ *       hold it: no Node builtin, and what it loads at run time is client/http/ and client/errors.ts alone
+ *       (the wire schemas only as types: no zod in the browser).
+ *   (d) the dashboard talks to the API through that client: dashboard/src/api.ts builds on it, and no
+ *       dashboard file names a /v1 route in a string or calls fetch for one (fetch is called only for the
+ *       client's transport and the server's /health probe, config.json and the identity provider's discovery).
  *
  * A failure lists each offending file → import.
  */
@@ -122,8 +128,72 @@ export function folderCycles(imports: readonly Import[]): Array<{ cycle: string;
   }));
 }
 
+/** The relative imports of one file that load code at run time (`import type` and `export type` left out), as ROOT paths. */
+export function runtimeImportsOf(file: string, text: string): Import[] {
+  const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, file.endsWith('.tsx') ? ts.ScriptKind.TSX : ts.ScriptKind.TS);
+  const out: Import[] = [];
+  const add = (spec: string) => out.push({ file, spec, target: spec.startsWith('.') ? normalize(join(dirname(file), spec)).split(sep).join('/') : null });
+  const visit = (node: ts.Node) => {
+    if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) {
+      const clause = node.importClause;
+      const typeOnly =
+        clause !== undefined &&
+        (clause.isTypeOnly ||
+          (clause.name === undefined && clause.namedBindings !== undefined && ts.isNamedImports(clause.namedBindings) && clause.namedBindings.elements.length > 0 && clause.namedBindings.elements.every((e) => e.isTypeOnly)));
+      if (!typeOnly) add(node.moduleSpecifier.text);
+    } else if (ts.isExportDeclaration(node) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+      if (!node.isTypeOnly) add(node.moduleSpecifier.text);
+    } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteral(node.arguments[0])) {
+      add(node.arguments[0].text);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(sf);
+  return out;
+}
+
+/** Rule (c): what the shared API client loads at run time beyond client/http/ and client/errors.ts, as "file → import" lines. */
+export function sharedClientViolations(files: ReadonlyArray<{ file: string; text: string }>): string[] {
+  const out: string[] = [];
+  for (const { file, text } of files) {
+    if (!under(file, 'client/http')) continue;
+    for (const i of importsOf(file, text)) {
+      const bare = i.spec.split('/')[0]!;
+      if (i.spec.startsWith('node:') || NODE_BUILTINS.has(i.spec) || NODE_BUILTINS.has(bare)) out.push(`${file} → ${i.spec}`);
+    }
+    for (const i of runtimeImportsOf(file, text)) {
+      if (i.spec.startsWith('node:') || NODE_BUILTINS.has(i.spec.split('/')[0]!)) continue; // reported above
+      if (i.target === null || !(under(i.target, 'client/http') || i.target === 'client/errors.ts')) out.push(`${file} → ${i.spec}`);
+    }
+  }
+  return out;
+}
+
+/** Where a dashboard file names a /v1 route in a string or template, or calls fetch outside the allowed files: "file:line what" lines. */
+export function dashboardFetchViolations(files: ReadonlyArray<{ file: string; text: string }>): string[] {
+  const FETCHERS = new Set(['dashboard/src/api.ts', 'dashboard/src/config.ts', 'dashboard/src/oidc.ts']);
+  const out: string[] = [];
+  for (const { file, text } of files) {
+    if (!under(file, 'dashboard')) continue;
+    const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, file.endsWith('.tsx') ? ts.ScriptKind.TSX : ts.ScriptKind.TS);
+    const line = (n: ts.Node) => sf.getLineAndCharacterOfPosition(n.getStart(sf)).line + 1;
+    const visit = (node: ts.Node) => {
+      if ((ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node) || ts.isTemplateHead(node) || ts.isTemplateMiddle(node) || ts.isTemplateTail(node)) && /\/v1(\/|$|\?)/.test(node.text)) {
+        out.push(`${file}:${line(node)} names a /v1 route`);
+      }
+      if (ts.isCallExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === 'fetch' && !FETCHERS.has(file)) {
+        out.push(`${file}:${line(node)} calls fetch`);
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(sf);
+  }
+  return out;
+}
+
 /** The imports of every source file of the project. */
-const all = (): Import[] => sources('').flatMap((f) => importsOf(f, readFileSync(join(ROOT, f), 'utf8')));
+const texts = () => sources('').map((file) => ({ file, text: readFileSync(join(ROOT, file), 'utf8') }));
+const all = (): Import[] => texts().flatMap(({ file, text }) => importsOf(file, text));
 
 describe('import rules', () => {
   const imports = all().filter((i) => !under(i.file, 'test'));
@@ -194,5 +264,57 @@ describe('import rules', () => {
 
   it('(b) the top-level folders import one another without a cycle', () => {
     expect(folderCycles(imports)).toEqual([]);
+  });
+  it('(c) flags what the shared client may not load, and lets types through', () => {
+    const lines = [
+      "import { request } from 'node:http';",
+      "import type { z } from 'zod';",
+      "import { z as zod } from 'zod';",
+      "import type * as sync from '../../schema/wire/sync.ts';",
+      "import { PushRequest } from '../../schema/wire/sync.ts';",
+      "import { type Commit } from '../../schema/wire/common.ts';",
+      "import { CliError } from '../errors.ts';",
+      "import { clean } from '../output.ts';",
+      "import { encodePath } from './text.ts';",
+      "const m = await import('../../schema/wire/auth.ts');",
+    ].join('\n');
+    expect(sharedClientViolations([{ file: 'client/http/x.ts', text: lines }])).toEqual([
+      'client/http/x.ts → node:http',
+      'client/http/x.ts → zod',
+      'client/http/x.ts → ../../schema/wire/sync.ts',
+      'client/http/x.ts → ../output.ts',
+      'client/http/x.ts → ../../schema/wire/auth.ts',
+    ]);
+    expect(sharedClientViolations([{ file: 'client/api.ts', text: lines }])).toEqual([]);
+  });
+
+  it('(c) the shared API client (client/http/) is web-standard', () => {
+    const files = texts().filter((f) => under(f.file, 'client/http'));
+    expect(files.map((f) => f.file)).toContain('client/http/client.ts');
+    expect(sharedClientViolations(files)).toEqual([]);
+  });
+
+  it('(d) flags a dashboard file that names a /v1 route or calls fetch itself', () => {
+    const text = [
+      '// GET /v1/me in a comment is fine',
+      "const a = '/v1/repos';",
+      'const b = `${base}/v1/repos/${id}/pages`;',
+      "const c = '/v1';",
+      "const d = '/health';",
+      'await fetch(url);',
+    ].join('\n');
+    expect(dashboardFetchViolations([{ file: 'dashboard/src/x.tsx', text }])).toEqual([
+      'dashboard/src/x.tsx:2 names a /v1 route',
+      'dashboard/src/x.tsx:3 names a /v1 route',
+      'dashboard/src/x.tsx:4 names a /v1 route',
+      'dashboard/src/x.tsx:6 calls fetch',
+    ]);
+  });
+
+  it('(d) the dashboard uses the shared API client and has no fetch wrapper of its own for /v1 routes', () => {
+    const files = texts().filter((f) => under(f.file, 'dashboard'));
+    const api = files.find((f) => f.file === 'dashboard/src/api.ts');
+    expect(api && runtimeImportsOf(api.file, api.text).map((i) => i.target)).toContain('client/http/client.ts');
+    expect(dashboardFetchViolations(files)).toEqual([]);
   });
 });

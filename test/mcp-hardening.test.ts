@@ -1,5 +1,5 @@
 /**
- * The agent tool server's round-3 hardening (issue 27), end to end: the SDK's own `Client` over stdio
+ * The agent tool server's hardening (docs/agents.md "What the agent is shown: fences", "Limits and errors"), end to end: the SDK's own `Client` over stdio
  * spawning the real `kr mcp` in Alice's project folder, against the real server with real users signed in
  * through the identity-provider stand-in. Mallory, another member, pushes through the API directly: pages,
  * commit messages and a name crafted to leave the agent's fence.

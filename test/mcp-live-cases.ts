@@ -1,5 +1,5 @@
 /**
- * The agent tool server's live updates (issue 31), once for both builds (mcp-live.test.ts: the Node server;
+ * The agent tool server's live updates (docs/agents.md "Live updates"), once for both builds (mcp-live.test.ts: the Node server;
  * mcp-live-workers.test.ts: the hosted build under workerd). The SDK's own `Client` over stdio spawns the real
  * `kr mcp` in Alice's project folder; Bob pushes through the API, then as a second agent:
  *  - the server declares `resources.subscribe`; a URI it sends no updates for is refused;

@@ -1,4 +1,4 @@
 import { mcpLiveCases } from './mcp-live-cases.ts';
 
-/** The agent tool server's resource subscriptions (issue 31) against the hosted build in workerd. */
+/** The agent tool server's resource subscriptions (docs/agents.md "Live updates") against the hosted build in workerd. */
 mcpLiveCases('workers');

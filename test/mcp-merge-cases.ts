@@ -1,5 +1,5 @@
 /**
- * Issue 30's client items for the agent tool server, once for both builds (mcp-merge.test.ts: the Node
+ * Section merge in the agent tool server, once for both builds (mcp-merge.test.ts: the Node
  * server; mcp-merge-workers.test.ts: the hosted build under workerd). The SDK's own `Client` over stdio
  * spawns the real `kr mcp` in Alice's project folder; Bob, a person, pushes through the API directly. His
  * page's headings carry a word (MARK) and a fake fence end line that the agent may only see inside a fence.

@@ -1,4 +1,4 @@
 import { mcpMergeCases } from './mcp-merge-cases.ts';
 
-/** Issue 30's agent tool server items (section merge) against the hosted build in workerd. */
+/** Section merge in the agent tool server against the hosted build in workerd. */
 mcpMergeCases('workers');

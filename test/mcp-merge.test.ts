@@ -1,4 +1,4 @@
 import { mcpMergeCases } from './mcp-merge-cases.ts';
 
-/** Issue 30's agent tool server items (section merge) against the Node server (the same cases run under workerd too). */
+/** Section merge in the agent tool server against the Node server (the same cases run under workerd too). */
 mcpMergeCases('node');

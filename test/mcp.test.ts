@@ -1,5 +1,5 @@
 /**
- * The agent tool server end to end (issue 16): the SDK's own `Client` over `StdioClientTransport`, spawning
+ * The agent tool server end to end (docs/agents.md): the SDK's own `Client` over `StdioClientTransport`, spawning
  * the real `kr mcp` (node + cli/kr.mjs, the package's bin) in a project folder with a temp HOME, against the
  * real server with real users signed in through the identity-provider stand-in. Alice's agent works through
  * the tools; Bob, a person, pushes through the API directly. The steps run in order and share state.

@@ -7,7 +7,7 @@ import { unlimitedQuota } from '../lib/quota.ts';
 import { gitIn } from './helpers/env.ts';
 import { signIn, startIdpTestServer, type IdpTestServer, type SignedIn } from './helpers/idp.ts';
 
-/** User, key, PAT and request ids are UUID v4 (API.md). */
+/** User, key, PAT and request ids are UUID v4. */
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 let srv: IdpTestServer;

@@ -1,5 +1,5 @@
 /**
- * Section merge on push (API.md "Section merge (ours)"), over HTTP, once for both builds: merge-push.test.ts
+ * Section merge on push (docs/api.md "Pages", the push route's "Section merge"), over HTTP, once for both builds: merge-push.test.ts
  * runs these cases against the Node server and the hosted build under workerd.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

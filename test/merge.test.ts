@@ -1,5 +1,5 @@
 /**
- * Section merge (lib/differ/merge.ts, lib/differ/merge-lines.ts): every rule of API.md "Section merge" with an
+ * Section merge (lib/differ/merge.ts, lib/differ/merge-lines.ts): every rule of docs/api.md's "Section merge" (the push route) with an
  * exact expected page, and properties over seeded random pages.
  */
 import { describe, expect, it } from 'vitest';

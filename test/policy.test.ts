@@ -8,8 +8,8 @@ import { ADMIN_ACTIONS, REPO_SCOPED, authorize, authorizeUser, decide, type Acti
 import type { AppEnv } from '../lib/route.ts';
 
 /**
- * The whole decision table, written out from SPEC.md "Authentication / Behavior by mode", "Roles" and
- * "Errors", and API.md's messages — independently of lib/policy.ts, which must agree cell by cell.
+ * The whole decision table, written out from docs/concepts.md "Credentials" (the legacy key), "Members and
+ * roles", docs/errors.md and docs/api.md's messages — independently of lib/policy.ts, which must agree cell by cell.
  * Columns: legacy key, owner, member, non-member (a real user without a row in the repository; for
  * account-scoped actions, any real user).
  */

@@ -229,7 +229,7 @@ describe('rateLimit middleware over an asynchronous store', () => {
 
 // ---------------------------------------------------------------------------------------------------
 // The app as the Workers entry builds it (client IP from CF-Connecting-IP, buckets in Durable Objects), on
-// Node storage: the seams compose, and the limiting rules of SPEC.md hold.
+// Node storage: the seams compose, and the limiting rules of docs/limits.md "Rate limits" hold.
 describe('buildApp with the Workers seams', () => {
   let deps: Deps & { db: { close(): Promise<void> } };
   let cleanup: () => Promise<void>;

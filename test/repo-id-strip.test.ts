@@ -1,5 +1,5 @@
 /**
- * Repository ids in paths are stripped to `[A-Za-z0-9_-]` (SPEC.md), and every stripping is logged: a
+ * Repository ids in paths are stripped to `[A-Za-z0-9_-]` (docs/concepts.md "Repositories"), and every stripping is logged: a
  * `repo_id_stripped` warning with the raw and the stripped forms and the request id. On both builds.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -36,7 +36,7 @@ for (const kind of ['node', 'workers'] as TargetKind[]) {
       return strippedLines().filter((l) => l.id === requestId);
     };
 
-    it('team;x → teamx and x%2F..%2Fteam → xteam: used as stripped (SPEC.md), each logged once with its request id', async () => {
+    it('team;x → teamx and x%2F..%2Fteam → xteam: used as stripped, each logged once with its request id', async () => {
       expect((await t.api('/v1/repos/team', { method: 'POST' })).status).toBe(201);
       const plain = await get('/v1/repos/team/pages');
       expect(plain.status).toBe(200);

@@ -1,4 +1,4 @@
-// The per-request caches of issue 28 (a page read's server CPU): route matches (lib/http/router.ts), peer
+// The per-request caches that cut a page read's server CPU: route matches (lib/http/router.ts), peer
 // addresses (lib/http/client-ip.ts), the log's time text (lib/log.ts) and the LRU's most recent entry
 // (lib/git/lru.ts), the session key (lib/auth/session.ts). Each must answer exactly as the uncached code does, and stay bounded.
 import { describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * Search at scale on the Node server (issue 28): a search reads its own repository's full-text rows and
+ * Search at scale on the Node server: a search reads its own repository's full-text rows and
  * nothing else — shown by the plans of the very statements a search runs (EXPLAIN QUERY PLAN through the
  * same connection) and by what the tables they read hold — and it runs off the event loop: `/health` keeps
  * answering while expensive searches run. Real server on port 0, real libSQL files, real worker threads.

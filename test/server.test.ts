@@ -9,7 +9,7 @@ import { HttpError } from '../lib/errors.ts';
 import { startTestServer, tempDir, type TestServer } from './helpers/env.ts';
 import { serverNodeFlags } from '../bench/procs.ts';
 
-/** User, key, PAT and request ids are UUID v4 (API.md). */
+/** User, key, PAT and request ids are UUID v4. */
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 /** Sends a request with a chunked body, fed by hand. */

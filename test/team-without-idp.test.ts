@@ -1,5 +1,5 @@
 /**
- * Issue 14's whole path, as a new team would walk it with nothing but the repository: the server as its
+ * A team without an identity provider, the whole path as a new team would walk it with nothing but the repository: the server as its
  * own process with no identity provider, the admin command making two users and their tokens, and `kr`
  * alone taking them through create → invite → join → edit → conflict → resolve → history and diff.
  */

@@ -1,5 +1,5 @@
 /**
- * `kr watch` end to end (issue 31), once for both builds: test/cli-watch.test.ts runs these cases against the
+ * `kr watch` end to end, once for both builds: test/cli-watch.test.ts runs these cases against the
  * Node server, test/cli-watch-workers.test.ts against the hosted build under workerd. The real `kr` executable
  * watches Bob's project folder while Alice (signed in through a loopback identity provider) pushes through the
  * API:

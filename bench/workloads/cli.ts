@@ -7,7 +7,7 @@ import type { Ctx, Row, Side, Workload } from './types.ts';
 import { buildClientIfStale, CLIENT_DIR, PACKAGE_NAME } from '../../scripts/client-package.mjs';
 
 /**
- * CLI·start (issue 38): how long `kr` takes to start and answer, as a teammate runs it: the client package
+ * CLI·start: how long `kr` takes to start and answer, as a teammate runs it: the client package
  * the server hands out (dist/client/kr.tgz, built as `npm start` builds it) installed with
  * `npm install -g --prefix <tmp> --offline`, logged in to the run's server with one pushed page in a small
  * project. `kr --version` and `kr status` (which asks the server twice) are timed as child processes, in

@@ -11,7 +11,7 @@ import { openContext } from '../../admin/context.ts';
 import { repoOwner, token, userAdd } from '../../admin/commands.ts';
 
 /**
- * W13 live events (issue 31): many open `GET /v1/repos/:id/events` streams on one server (200 at both
+ * W13 live events: many open `GET /v1/repos/:id/events` streams on one server (200 at both
  * scales), all on one repository. The server is one of W13's own (the same build and flags, on a data root
  * of its own, with `--expose-gc` so that its memory probe collects garbage before RSS is read). A server allows 10 streams per identity per repository, so the streams
  * belong to 20 users, made with the admin command's own functions on the server's data root (as an operator

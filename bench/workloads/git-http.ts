@@ -10,7 +10,7 @@ import { growthPage } from './growth.ts';
 import { createRepo, repoDir, type Row, type Side, type Workload } from './types.ts';
 
 /**
- * W14 git over HTTP (issue 37): `git clone` of a repository of 10,000 pages (2,000 at small scale) from the
+ * W14 git over HTTP: `git clone` of a repository of 10,000 pages (2,000 at small scale) from the
  * service's git routes, against `git clone` of the same bare repository served by git itself (`git
  * http-backend`, git's smart-HTTP server, behind a small node:http CGI process of its own on loopback), in the
  * same run, alternating; W14·fetch, `git fetch` of one new commit pushed through the API, from each server into

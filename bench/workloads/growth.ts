@@ -8,7 +8,7 @@ import { TARGETS, atMost, growthRow, ratioOf } from '../targets.ts';
 import { createRepo, type Ctx, type Row, type Side, type Workload } from './types.ts';
 
 /**
- * W9 size (issue 28): two repositories of the same kind of pages, the small and the large size (10,000 and
+ * W9 size: two repositories of the same kind of pages, the small and the large size (10,000 and
  * 100,000 pages at full scale), each built by pushes of 10,000 pages (both at once, one client each), then
  * the same requests on both, alternating size by size: a full pull, a pull since the previous head after one
  * more push, a page's history, page reads spread over the repository, searches, an export (time, and peak

@@ -6,7 +6,7 @@ import { createRepo, type Ctx, type Row, type Side, type Workload } from './type
 import { mergePages } from '../../lib/differ/merge.ts';
 
 /**
- * W7·page (issue 30): clients × pushes, each client editing its own `## Client <n>` section of ONE shared
+ * W7·page: clients × pushes, each client editing its own `## Client <n>` section of ONE shared
  * page of about 4 KB and tracking its parent (after each push it keeps the commit it got and the text that
  * was committed: its own, or the merged text the answer carries). With `"merge": "sections"` every stale
  * write is merged: 0 conflicts, 0 lost, every section's last write present. The same clients without

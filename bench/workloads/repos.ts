@@ -6,7 +6,7 @@ import type { HeapFigures } from '../procs.ts';
 import type { Row, Side, Workload } from './types.ts';
 
 /**
- * W10 repositories (issue 28): many repositories of 100 pages on one server (1,000 at full scale), seeded
+ * W10 repositories: many repositories of 100 pages on one server (1,000 at full scale), seeded
  * through the API (one push of 100 pages each, four clients at once). The server is then restarted, so that
  * what it holds comes from the measurement alone, and every repository is read (one page) and pushed (one
  * page) once, in turn: its RSS after the first 10 repositories against its RSS after all of them.

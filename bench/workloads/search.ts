@@ -15,7 +15,7 @@ import { IndexFiles } from '../../lib/runtime/node/search-files.ts';
 import { systemClock } from '../../lib/clock.ts';
 
 /**
- * W8 search (issue 15): full-text search in one large repository (10,000 pages at full scale) through
+ * W8 search: full-text search in one large repository (10,000 pages at full scale) through
  * `GET /v1/repos/w8/search`, at concurrency 1 and 16, against `git grep` over the same bare repository in
  * the same run; the size of the search index on disk per 1,000 pages; and what keeping the index in step
  * costs a push: the same one-page pushes through RepoStore with the index on and off, alternating, in this

@@ -2,7 +2,7 @@ import type { Api } from '../http.ts';
 import type { Child } from '../procs.ts';
 
 /**
- * Sizes of one benchmark scale. `full` is what issues 7, 28 and 30 specify; `small` is a quick check (a few
+ * Sizes of one benchmark scale. `full` is what the targets are set for (docs/performance.md); `small` is a quick check (a few
  * minutes: W9 then compares 1,000 with 10,000 pages, W10 has 100 repositories, W11 1,000 pages).
  */
 export interface Scale {

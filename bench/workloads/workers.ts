@@ -11,7 +11,7 @@ import type { Row, Workload } from './types.ts';
 import { startWorkerDev } from '../../scripts/dev-worker.ts';
 
 /**
- * W11 hosted cost (issue 28): the Workers build (worker.ts, the bundle `npm run dev:worker` runs) under a
+ * W11 hosted cost: the Workers build (worker.ts, the bundle `npm run dev:worker` runs) under a
  * local workerd through Miniflare, on its own data, with a repository of W9's pages (10,000 at full scale,
  * seeded through its API). Then rounds of six requests, one at a time: a one-page push, a pull since the head
  * before that push, a page read (a different page each time), the pushed page's history and its diff, a

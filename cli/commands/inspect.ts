@@ -1,7 +1,7 @@
 /**
  * `kr log`, `kr timeline`, `kr pages`, `kr show`, `kr history`, `kr diff`, `kr evolution`.
  *
- * Read commands need no local checkout (issue 14): outside a project folder, or with `--repo` naming
+ * Read commands need no local checkout: outside a project folder, or with `--repo` naming
  * another repository than the folder's, they take page paths (`wiki/concepts/x.md`); slugs are looked up
  * in the local folder only.
  */
@@ -149,7 +149,7 @@ export async function diff(
   arg: string,
   opts: Common & { type?: string; from?: string; to?: string; blame?: boolean; local?: boolean },
 ): Promise<void> {
-  // SPEC.md diff rule 8: refused before any request (and before anything else is read).
+  // `--local` cannot be combined with --from, --to or --blame (docs/cli.md): refused before any request (and before anything else is read).
   if (opts.local && (opts.from !== undefined || opts.to !== undefined || opts.blame)) {
     const given = [opts.from !== undefined && '--from', opts.to !== undefined && '--to', opts.blame && '--blame'].filter(Boolean).join(', ');
     throw usageError(`--local compares your file with the server's current copy; it cannot be combined with ${given}`);

@@ -20,7 +20,7 @@ interface Common {
   json?: boolean;
 }
 
-/** The server's answer to an export of a repository without a commit (API.md "Export"). */
+/** The server's answer to an export of a repository without a commit (docs/api.md "Repositories", the export route). */
 const EMPTY_REPO = 'repo is empty: nothing to export';
 
 /**
@@ -137,7 +137,7 @@ export async function reposDelete(
   try {
     await session.api.deleteRepo(id);
   } catch (e) {
-    // The server says the same whether the repository exists or not (API.md "Repositories").
+    // The server says the same whether the repository exists or not (docs/concepts.md "Members and roles").
     if (e instanceof ApiError && e.status === 403 && e.serverError === 'not a member of this repo') {
       throw new ApiError(`not a member of this repo: ${id} does not exist, or you do not belong to it ("kr repos" lists yours)`, 403, e.body);
     }

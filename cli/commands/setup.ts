@@ -32,7 +32,7 @@ async function existingCredentials(): Promise<CredentialsFile | null> {
 }
 
 /**
- * How to get a token for `server`, in words (issue 14). Without an identity provider the only tokens are
+ * How to get a token for `server`, in words. Without an identity provider the only tokens are
  * the ones the server's operator mints with the admin command on the server host.
  */
 export async function howToGetToken(server: string): Promise<string[]> {
@@ -261,7 +261,7 @@ export async function init(opts: { repo?: string; mcp?: boolean; tool?: string }
   const repo = opts.repo ?? (state.repo === undefined ? (await loadConfig()).repo : undefined);
   if (repo !== undefined) await linkFolder(project, repo);
   else if (state.repo === undefined) note('This folder is not linked to a repository yet: "kr init --repo <id>" links it ("kr repos" lists yours).');
-  // The coding agents' MCP configuration (issue 16), unless --no-mcp.
+  // The coding agents' MCP configuration (docs/agents.md), unless --no-mcp.
   if (opts.mcp !== false) await (await import('./mcp.ts')).installConfig({ tool: opts.tool, quiet: true });
   // docs/cli.md "What to commit", in two lines.
   out(`Commit: the pages under ${KR_DIR}/wiki and ${KR_DIR}/raw, ${KR_DIR}/.gitignore, and the agents' configuration (it runs "kr mcp", nothing machine-specific).`);

@@ -15,7 +15,7 @@ interface Common {
 
 
 /**
- * A repository the user just created or joined becomes the current one where it can (issue 14: the
+ * A repository the user just created or joined becomes the current one where it can (the
  * current repository belongs to the project folder): inside a folder not linked yet, the folder is linked
  * to it; outside any folder it becomes the default that `kr init` links new folders to; a folder linked to
  * another repository keeps it.
@@ -52,7 +52,7 @@ export async function reposList(opts: Common): Promise<void> {
 }
 
 export async function reposCreate(id: string, opts: Common): Promise<void> {
-  // The create route's id pattern (API.md "Repositories").
+  // The create route's id pattern (docs/concepts.md "Repositories").
   if (!REPO_ID_PATTERN.test(id)) throw usageError(repoIdProblem(id, 'must match [A-Za-z0-9][A-Za-z0-9_-]{0,63}'));
   const session = await connect();
   const res = await session.api.createRepo(id);

@@ -1,5 +1,5 @@
 /**
- * `kr watch`: keeps the project folder in sync with its repository as changes happen (issue 31). It opens the
+ * `kr watch`: keeps the project folder in sync with its repository as changes happen. It opens the
  * repository's event stream first, then pulls once to catch up, then pulls again on each push event — through
  * the same code as `kr pull` (client/sync.ts pullPages), so a local edit is never overwritten: a page
  * changed here and on the server is kept and reported, once. One line per change on stdout (`--json`: one JSON

@@ -1,6 +1,8 @@
 /** A repository's activity feed with a chart of pushes per day by person, and a page's evolution timeline. */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import type { ActivityEvent, Api, EvolutionResponse, SectionDiff } from './api.ts';
+import type { Api } from './api.ts';
+import type { ActivityEvent } from '../../schema/wire/repos.ts';
+import type { EvolutionResponse, SectionDiff } from '../../schema/wire/diff.ts';
 import { useRepoEvents, type PushEventData } from './live.ts';
 import { Crumbs, Empty, ErrorMessage, LiveNote, Loading, shortSha, useLoad } from './ui.tsx';
 import { PageCrumbs, RepoTabs } from './views.tsx';
@@ -525,7 +527,7 @@ export function EvolutionView({ api, repo, path }: { api: Api; repo: string; pat
   const [asked, setAsked] = useState({ key: `${repo}\n${path}`, limit: EVOLUTION_STEP });
   const limit = asked.key === `${repo}\n${path}` ? asked.limit : EVOLUTION_STEP;
   const setLimit = (n: number) => setAsked({ key: `${repo}\n${path}`, limit: n });
-  const evo = useLoad(() => api.evolution(repo, path, limit), [api, repo, path, limit]);
+  const evo = useLoad(() => api.evolution(repo, path, { limit, blame: true }), [api, repo, path, limit]);
   const title = usePageMeta(api, repo, path)?.title ?? pageName(path);
   const entries = evo.data?.entries ?? [];
   const more = evo.data !== undefined && entries.length >= limit && limit < EVOLUTION_MAX && !evo.data.truncated;

@@ -76,7 +76,7 @@ export function App() {
     (async () => {
       const answer = completeSignIn(hash);
       returnTo = answer.returnTo;
-      const { access_token, user } = await new Api(config.apiUrl, null).exchangeIdToken(answer.idToken);
+      const { access_token, user } = await new Api(config.apiUrl, null).signIn(answer.idToken);
       const s: Session = { token: access_token, user, via: 'oidc' };
       saveSession(s);
       setSession(s);

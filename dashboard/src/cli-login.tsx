@@ -1,5 +1,5 @@
 /**
- * `kr login --browser` (issue 17): the CLI listens on 127.0.0.1:<port> and opens
+ * `kr login --browser`: the CLI listens on 127.0.0.1:<port> and opens
  * `/cli-login?port=&state=&hostname=`. The signed-in user sees who they are, which computer asks, and what
  * token will be made; Allow mints a personal access token labelled with the hostname and hands it to
  * `http://127.0.0.1:<port>/callback` in the body of a form POST (`state`, `token`), so the token is never in

@@ -18,7 +18,9 @@
  * says so, with a link to the diff, and that saving will merge.
  */
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
-import type { Api, CommitInfo, Conflict, PageSummary } from './api.ts';
+import type { Api } from './api.ts';
+import type { Commit } from '../../schema/wire/common.ts';
+import type { Conflict, PageInfo } from '../../schema/wire/sync.ts';
 import { pageMeta, pageName, showTime } from './content.ts';
 import { clearDraft, loadDraft, saveDraft, type Draft } from './drafts.ts';
 import { changesSince, nameList, useRepoEvents, type PushEventData } from './live.ts';
@@ -281,7 +283,7 @@ function DeletedPanel(props: { api: Api; repo: string; path: string; conflict: C
     let live = true;
     setBy(null);
     props.api.history(props.repo, props.path, 20).then(
-      (commits) => {
+      ({ commits }) => {
         const c = commits.find((x) => x.sha === conflict.current_sha);
         if (live && c) setBy(c.author || c.email);
       },
@@ -316,8 +318,8 @@ function DeletedPanel(props: { api: Api; repo: string; path: string; conflict: C
 
 interface Loaded {
   /** The page's text and last commit; null for a page that does not exist yet. */
-  page: { text: string; sha: string } | null;
-  pages: PageSummary[];
+  page: { content: string; sha: string } | null;
+  pages: PageInfo[];
 }
 
 /** Where a new page's draft is kept: a key no page path can be (a page path never starts with "/"). */
@@ -377,8 +379,8 @@ function Editor(props: { api: Api; repo: string; path: string | null; title?: st
   // live events are open, so that no change falls between the two.
   const loaded = useLoad<Loaded>(
     async () => {
-      const pages = await api.pages(repo);
-      const page = props.path !== null && pages.some((p) => p.path === props.path) ? await api.page(repo, props.path) : null;
+      const { pages } = await api.pages(repo);
+      const page = props.path !== null && pages.some((p) => p.path === props.path) ? await api.readPage(repo, props.path) : null;
       return { page, pages };
     },
     [api, repo, props.path],
@@ -389,7 +391,7 @@ function Editor(props: { api: Api; repo: string; path: string | null; title?: st
     if (live.epoch === 0 || props.path === null) return;
     let current = true;
     api.history(repo, props.path, 1).then(
-      (h) => current && h[0] && setChanges((c) => (c.some((x) => x.sha === h[0]!.sha) ? c : [...c, changeOf(repo, props.path!, h[0]!)])),
+      ({ commits: h }) => current && h[0] && setChanges((c) => (c.some((x) => x.sha === h[0]!.sha) ? c : [...c, changeOf(repo, props.path!, h[0]!)])),
       () => undefined,
     );
     return () => {
@@ -421,7 +423,7 @@ function Editor(props: { api: Api; repo: string; path: string | null; title?: st
     const d = loaded.data;
     if (!d) return;
     const type = creating ? (PAGE_TYPES.includes(props.newType as never) ? props.newType! : 'concept') : (typeOfPath(props.path!) ?? '');
-    const initial = d.page ? modelOf(d.page.text) : newPageModel(type, props.title ?? '');
+    const initial = d.page ? modelOf(d.page.content) : newPageModel(type, props.title ?? '');
     setModel(initial);
     setStart(textOf(initial));
     setParentSha(d.page?.sha ?? null);
@@ -490,14 +492,14 @@ function Editor(props: { api: Api; repo: string; path: string | null; title?: st
     try {
       const saved = modelOf(content);
       const commitMessage = message.trim() || `${isNew ? 'Create' : 'Edit'} ${(saved.mode === 'fields' && saved.fields.title.trim()) || pageName(path)}`;
-      const answer = await api.push(repo, [{ path, content, parent_sha: parent ?? NEW_PAGE_PARENT }], commitMessage);
+      const answer = await api.push(repo, { message: commitMessage, merge: 'sections', files: [{ path, content, parent_sha: parent ?? NEW_PAGE_PARENT }] });
       if (!answer.ok) {
-        const c = answer.body.conflicts.find((x) => x.path === path) ?? answer.body.conflicts[0];
+        const c = answer.data.conflicts.find((x) => x.path === path) ?? answer.data.conflicts[0];
         if (c) setConflict(c);
         else setError('The server refused the save without saying why (HTTP 409).');
         return;
       }
-      const pushed = answer.body.pushed.find((p) => p.path === path);
+      const pushed = answer.data.pushed.find((p) => p.path === path);
       pending.current = {};
       clearDraft(server, repo, draftKey);
       dirtyRef.current = false;
@@ -573,7 +575,7 @@ function Editor(props: { api: Api; repo: string; path: string | null; title?: st
       items={[
         { label: 'Repositories', to: '#/' },
         { label: repo, to: href({ name: 'repo', repo }) },
-        ...(loaded.data?.page && props.path ? [{ label: pageMeta(loaded.data.page.text).title ?? pageName(props.path), to: back }] : []),
+        ...(loaded.data?.page && props.path ? [{ label: pageMeta(loaded.data.page.content).title ?? pageName(props.path), to: back }] : []),
         { label: isNew ? 'New page' : 'Edit' },
       ]}
     />
@@ -717,7 +719,7 @@ function Editor(props: { api: Api; repo: string; path: string | null; title?: st
 }
 
 /** A commit of the page's history as a push event naming the page (what the editor knows after missed events). */
-function changeOf(repo: string, path: string, c: CommitInfo): PushEventData {
+function changeOf(repo: string, path: string, c: Commit): PushEventData {
   return { repo_id: repo, sha: c.sha, author: c.author, email: c.email, time: c.time, message: c.message, paths: [{ path, status: 'modified' }] };
 }
 

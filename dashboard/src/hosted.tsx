@@ -3,7 +3,8 @@
  * them comes from GET /v1/me (ServerInfo); a server without them is never asked, so it never answers 404 or 403.
  */
 import { useState } from 'preact/hooks';
-import { ApiError, type AdminRepo, type AdminStats, type AdminUser, type Api, type BillingResponse, type ServerInfo } from './api.ts';
+import { ApiError, type Api, type ServerInfo } from './api.ts';
+import type { AdminRepo, AdminStats, AdminUser, BillingResponse } from '../../schema/wire/hosted.ts';
 import { Crumbs, Empty, ErrorMessage, Loading, errorText, useLoad } from './ui.tsx';
 
 function day(unixSeconds: number): string {
@@ -129,7 +130,7 @@ async function loadAdmin(api: Api, caps: ServerInfo['caps']): Promise<AdminData 
   if (!caps.hosted) return { forbidden: NO_ADMIN_PAGE };
   if (!caps.admin) return { forbidden: NOT_AN_ADMIN };
   try {
-    const [stats, users, repos] = await Promise.all([api.adminStats(), api.adminUsers(), api.adminRepos()]);
+    const [stats, { users }, { repos }] = await Promise.all([api.adminStats(), api.adminUsers(), api.adminRepos()]);
     return { stats, users, repos };
   } catch (e) {
     // The admin list changed since this tab asked GET /v1/me (the server restarted with another one).

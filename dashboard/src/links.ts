@@ -1,6 +1,6 @@
 /**
- * Links between pages, resolved against the repository's pages at head (API.md "Links between pages"):
- * `[[slug]]` finds the slug among the page types of the client layout (SPEC.md "Page": a slug under two types
+ * Links between pages, resolved against the repository's pages at head (docs/api.md "Pages", the links route):
+ * `[[slug]]` finds the slug among the page types of the client layout (a slug under two types
  * is ambiguous), `[[type/slug]]` picks the type (`concept` or its folder `concepts`, …), `[[slug|text]]`
  * shows `text`, and a relative link (`../entities/acme.md`) names a path from the linking page's folder.
  * Pure: no DOM, no requests.

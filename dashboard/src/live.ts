@@ -1,5 +1,5 @@
 /**
- * Live events of a repository (API.md "Live events"): one stream per open repository view, read with fetch
+ * Live events of a repository (docs/api.md "Live events"): one stream per open repository view, read with fetch
  * (EventSource cannot send the Authorization header) and parsed as it arrives (lib/events/sse-parser.ts, the parser `kr watch` uses). A dropped stream is
  * opened again after a growing pause, resuming with `?after=<last event id>` (a browser may not send a
  * Last-Event-ID header across origins: the server's CORS does not allow it). What a view must do about it:
@@ -162,6 +162,7 @@ export class RepoEventStream {
     let res: Response;
     try {
       res = await this.api.openEvents(this.repo, this.lastId, controller.signal);
+      if (!res.ok) throw await this.api.refusal(res);
     } catch (e) {
       if (this.stopped) return false;
       const final = e instanceof ApiError && FINAL_STATUSES.has(e.status);

@@ -1,5 +1,5 @@
 /**
- * Resolving a save that the server could not merge (a 409 with `conflicting`, API.md "Section merge"): the
+ * Resolving a save that the server could not merge (a 409 with `conflicting`, docs/api.md "Pages", the push route's "Section merge"): the
  * parts it names — frontmatter keys, the preamble, sections — shown three ways (base: the page where the
  * edit started; theirs: the page now; mine: the edit), one choice per part (take theirs, keep mine, or an
  * edited text), and the resolved page built from them.

@@ -1,11 +1,11 @@
 /** The signed-in session, kept for the tab only (sessionStorage); signing out clears it. */
-import type { User } from './api.ts';
+import type { UserInfo } from '../../schema/wire/auth.ts';
 
 const KEY = 'kr.session';
 
 export interface Session {
   token: string;
-  user: User;
+  user: UserInfo;
   via: 'token' | 'oidc';
 }
 

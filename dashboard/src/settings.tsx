@@ -1,6 +1,6 @@
 /**
  * A repository's settings (#/repo/<id>/settings): its webhooks (dashboard/src/webhooks.tsx), its export (a git
- * bundle of the whole history) and, for owners, its deletion (docs/api.md "Repository deletion"): export offered first, then the repository's id typed
+ * bundle of the whole history) and, for owners, its deletion (docs/api.md "Repositories", the delete route): export offered first, then the repository's id typed
  * to confirm, then `DELETE /v1/repos/:id?confirm=<id>`. There is no undo.
  */
 import { useRef, useState } from 'preact/hooks';
@@ -16,7 +16,7 @@ export function SettingsView({ api, repo }: { api: Api; repo: string }) {
 
 function Settings({ api, repo }: { api: Api; repo: string }) {
   // The role comes with the repository list: a non-owner is never offered what the server would refuse.
-  const role = useLoad(async () => (await api.repos()).find((r) => r.id === repo)?.role ?? null, [api, repo]);
+  const role = useLoad(async () => (await api.repos()).repos.find((r) => r.id === repo)?.role ?? null, [api, repo]);
   const [exportState, setExportState] = useState<{ busy?: boolean; done?: string; error?: string }>({});
   const [typed, setTyped] = useState('');
   const [deleting, setDeleting] = useState(false);
@@ -28,7 +28,7 @@ function Settings({ api, repo }: { api: Api; repo: string }) {
   const download = async () => {
     setExportState({ busy: true });
     try {
-      const blob = await api.exportRepo(repo);
+      const blob = new Blob([await api.exportRepo(repo)], { type: 'application/x-git-bundle' });
       const url = URL.createObjectURL(blob);
       const a = document.createElement('a');
       a.href = url;

@@ -1,7 +1,9 @@
 /** A repository's team (members, invite keys) and the signed-in user's personal access tokens. */
 import { Fragment, type ComponentChildren } from 'preact';
 import { useRef, useState } from 'preact/hooks';
-import { ApiError, type Api, type InviteKey, type Member, type PatInfo, type ServerInfo } from './api.ts';
+import { ApiError, type Api, type ServerInfo } from './api.ts';
+import type { PatListItem } from '../../schema/wire/auth.ts';
+import type { InviteKey, Member } from '../../schema/wire/members.ts';
 import { ConfirmButton, Crumbs, Empty, ErrorMessage, Loading, errorText, useLoad, type Loaded } from './ui.tsx';
 import { RepoTabs } from './views.tsx';
 import { href } from './route.ts';
@@ -56,9 +58,9 @@ function orList(items: string[]): string {
  * says who they are. Anything else is the server's own sentence.
  */
 export function joinRefusal(e: unknown): string {
-  if (e instanceof ApiError && e.status === 402 && e.body.code === 'quota_members') {
-    const limit = typeof e.body.limit === 'number' ? ` (${e.body.limit})` : '';
-    const owners = Array.isArray(e.body.owners) ? e.body.owners.filter((o): o is string => typeof o === 'string' && o !== '') : [];
+  if (e instanceof ApiError && e.status === 402 && e.body?.code === 'quota_members') {
+    const limit = typeof e.body?.limit === 'number' ? ` (${e.body?.limit})` : '';
+    const owners = Array.isArray(e.body?.owners) ? e.body?.owners.filter((o): o is string => typeof o === 'string' && o !== '') : [];
     const whom =
       owners.length === 0
         ? 'an owner'
@@ -223,7 +225,7 @@ export function TeamView({ api, repo, server }: { api: Api; repo: string; server
 
 function Team({ api, repo, hosted }: { api: Api; repo: string; hosted: boolean }) {
   const team = useLoad(async () => {
-    const [members, me] = await Promise.all([api.members(repo), api.me().catch(() => undefined)]);
+    const [{ members }, me] = await Promise.all([api.members(repo), api.me().catch(() => undefined)]);
     return { members, me };
   }, [api, repo]);
   const myRole = team.data?.me ? team.data.members.find((m) => m.user_id === team.data!.me!.id)?.role : undefined;
@@ -392,7 +394,7 @@ function InviteKeys({ api, repo, isOwner, roleKnown }: { api: Api; repo: string;
   const keys = useLoad<KeysAnswer>(async () => {
     if (roleKnown && !isOwner) return { forbidden: 'only an owner can manage invite keys' };
     try {
-      return { keys: await api.inviteKeys(repo) };
+      return { keys: (await api.listInvites(repo)).keys };
     } catch (e) {
       if (e instanceof ApiError && e.status === 403) return { forbidden: e.message };
       throw e;
@@ -406,7 +408,7 @@ function InviteKeys({ api, repo, isOwner, roleKnown }: { api: Api; repo: string;
   const mint = (ev: Event) => {
     ev.preventDefault();
     void run(async () => {
-      const r = await api.mintInviteKey(repo, label.trim() || undefined);
+      const r = await api.createInvite(repo, label.trim() || undefined);
       setMinted({ token: r.token, key: r.key });
       setLabel('');
       keys.reload();
@@ -415,7 +417,7 @@ function InviteKeys({ api, repo, isOwner, roleKnown }: { api: Api; repo: string;
 
   const revoke = (k: InviteKey) =>
     run(async () => {
-      await api.revokeInviteKey(repo, k.id);
+      await api.revokeInvite(repo, k.id);
       if (minted?.key.id === k.id) setMinted(undefined);
       setStatus(`Revoked the invite key ${keyName(k)}. It can no longer be redeemed.`);
       keys.reload();
@@ -545,17 +547,17 @@ const EXPIRY_CHOICES: { value: string; label: string }[] = [
   { value: 'never', label: 'No expiry' },
 ];
 
-function patName(p: PatInfo): string {
+function patName(p: PatListItem): string {
   return p.label || p.id;
 }
 
 export function TokensView({ api }: { api: Api }) {
-  const pats = useLoad(() => api.pats(), [api]);
+  const pats = useLoad(async () => (await api.listPats()).pats, [api]);
   const [label, setLabel] = useState('');
   const [expiry, setExpiry] = useState('30');
   const { busy, error, status, setStatus, run } = useAction();
   const [lostSignIn, setLostSignIn] = useState(false);
-  const [created, setCreated] = useState<{ token: string; pat: PatInfo }>();
+  const [created, setCreated] = useState<{ token: string; pat: PatListItem }>();
   const heading = useHeadingFocus();
   const session = loadSession();
   const tabUsesPat = session?.via === 'token' && session.token.startsWith('krp_');
@@ -573,7 +575,7 @@ export function TokensView({ api }: { api: Api }) {
     });
   };
 
-  const revoke = async (p: PatInfo) => {
+  const revoke = async (p: PatListItem) => {
     const revoked = await run(async () => {
       await api.revokePat(p.id);
       if (created?.pat.id === p.id) setCreated(undefined);

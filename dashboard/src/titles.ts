@@ -95,7 +95,7 @@ export function usePageMetas(api: Api, repo: string, pages: { path: string; sha:
       while (live && next < wanted.length) {
         const p = wanted[next++]!;
         try {
-          const { text, sha } = await api.page(repo, p.path);
+          const { content: text, sha } = await api.readPage(repo, p.path);
           const meta = rememberMeta(api.baseUrl, repo, p.path, sha || p.sha, text);
           if (live) setMetas((old) => new Map(old).set(p.path, meta));
         } catch {
@@ -121,11 +121,11 @@ export function usePageMeta(api: Api, repo: string, path: string): PageMeta | un
     let live = true;
     setMeta(undefined);
     (async () => {
-      const at = (await api.pages(repo)).find((p) => p.path === path);
+      const at = (await api.pages(repo)).pages.find((p) => p.path === path);
       if (!at) return undefined;
       const known = knownMeta(api.baseUrl, repo, path, at.sha);
       if (known) return known;
-      const { text, sha } = await api.page(repo, path);
+      const { content: text, sha } = await api.readPage(repo, path);
       return rememberMeta(api.baseUrl, repo, path, sha || at.sha, text);
     })().then(
       (m) => live && setMeta(m),

@@ -1,5 +1,8 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import type { Api, CommitInfo, LinksResponse, SectionChange, SectionDiff } from './api.ts';
+import type { Api } from './api.ts';
+import type { Commit } from '../../schema/wire/common.ts';
+import type { SectionDiff, SectionEntry } from '../../schema/wire/diff.ts';
+import type { LinksResponse } from '../../schema/wire/links.ts';
 import { groupPages, pageName, renderSnippet, showTime, showValue, splitFrontmatter, stringList, type RenderContext } from './content.ts';
 import { changesSince, nameList, useRepoEvents, type PushEventData } from './live.ts';
 import { loadDraft } from './drafts.ts';
@@ -9,7 +12,7 @@ import { href } from './route.ts';
 import { rememberMeta, usePageMeta, usePageMetas, type PageMeta } from './titles.ts';
 import { ConfirmButton, Crumbs, Empty, ErrorMessage, LiveNote, Loading, errorText, problemOf, setFlash, shortSha, useFlash, useLoad, type Problem } from './ui.tsx';
 
-function Change({ c }: { c: CommitInfo }) {
+function Change({ c }: { c: Commit }) {
   return (
     <span class="change">
       <time dateTime={c.time}>{showTime(c.time)}</time> by {c.author}
@@ -119,7 +122,7 @@ function ImportForm({ api, onImported }: { api: Api; onImported: () => void }) {
 }
 
 export function ReposView({ api }: { api: Api }) {
-  const repos = useLoad(() => api.repos(), [api]);
+  const repos = useLoad(async () => (await api.repos()).repos, [api]);
   const [id, setId] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<Problem>();
@@ -215,11 +218,11 @@ export function ReposView({ api }: { api: Api }) {
 // ---------------------------------------------------------------- one repository
 
 export function RepoView({ api, repo, initialQuery }: { api: Api; repo: string; initialQuery?: string }) {
-  const pages = useLoad(() => api.pages(repo), [api, repo]);
+  const pages = useLoad(async () => (await api.pages(repo)).pages, [api, repo]);
   const [q, setQ] = useState(initialQuery ?? '');
   useEffect(() => setQ(initialQuery ?? ''), [initialQuery]);
   const search = useLoad(
-    () => (initialQuery ? api.search(repo, initialQuery) : Promise.resolve(null)),
+    () => (initialQuery ? api.search({ q: initialQuery, repo, limit: 50 }) : Promise.resolve(null)),
     [api, repo, initialQuery],
   );
   const groups = useMemo(() => groupPages(pages.data ?? []), [pages.data]);
@@ -363,23 +366,23 @@ function Page({ api, repo, path }: { api: Api; repo: string; path: string }) {
       if (status === 'maybe') {
         // The push listed 200 paths and counted the rest: whether this page is among them, its history says.
         api.history(repo, path, 1).then(
-          (h) => h[0]?.sha === d.sha && setChanges((c) => [...c, d]),
+          ({ commits: h }) => h[0]?.sha === d.sha && setChanges((c) => [...c, d]),
           () => undefined,
         );
       } else if (status) setChanges((c) => [...c, d]);
     },
   });
-  const page = useLoad(() => api.page(repo, path), [api, repo, path, live.epoch], live.ready);
-  const pages = useLoad(() => api.pages(repo), [api, repo, live.epoch]);
-  const history = useLoad(() => api.history(repo, path), [api, repo, path, live.epoch], live.ready);
+  const page = useLoad(() => api.readPage(repo, path), [api, repo, path, live.epoch], live.ready);
+  const pages = useLoad(async () => (await api.pages(repo)).pages, [api, repo, live.epoch]);
+  const history = useLoad(async () => (await api.history(repo, path, 200)).commits, [api, repo, path, live.epoch], live.ready);
   const merges = useMergedCommits(api, repo, path, history.data, changes);
   const [raw, setRaw] = useState(false);
   const [copied, setCopied] = useState<string>();
   const [deleteError, setDeleteError] = useState<string>();
   const flash = useFlash();
-  const parsed = useMemo(() => (page.data ? splitFrontmatter(page.data.text) : null), [page.data]);
+  const parsed = useMemo(() => (page.data ? splitFrontmatter(page.data.content) : null), [page.data]);
   const meta = useMemo<PageMeta>(
-    () => (page.data ? rememberMeta(api.baseUrl, repo, path, page.data.sha, page.data.text) : {}),
+    () => (page.data ? rememberMeta(api.baseUrl, repo, path, page.data.sha, page.data.content) : {}),
     [api, repo, path, page.data],
   );
   // Links resolve against the pages at head; until they are known (or if they cannot be), against none.
@@ -402,9 +405,9 @@ function Page({ api, repo, path }: { api: Api; repo: string; path: string }) {
     setDeleteError(undefined);
     deleting.current = true;
     try {
-      const answer = await api.push(repo, [{ path, delete: true, parent_sha: page.data.sha }], `Delete ${meta.title ?? pageName(path)}`);
+      const answer = await api.push(repo, { message: `Delete ${meta.title ?? pageName(path)}`, merge: 'sections', files: [{ path, delete: true, parent_sha: page.data.sha }] });
       if (!answer.ok) {
-        const c = answer.body.conflicts[0];
+        const c = answer.data.conflicts[0];
         setDeleteError(
           `Not deleted: the page changed since you opened it${c ? ` (it is now at ${shortSha(c.current_sha)})` : ''}. Reload it, read the change, and delete it then if you still want to.`,
         );
@@ -503,7 +506,7 @@ function Page({ api, repo, path }: { api: Api; repo: string; path: string }) {
           )}
           {raw ? (
             <pre class="raw" aria-label="Raw page text">
-              <code>{page.data.text}</code>
+              <code>{page.data.content}</code>
             </pre>
           ) : parsed.body.trim() === '' ? (
             <Empty>This page has no text besides its frontmatter.</Empty>
@@ -607,7 +610,7 @@ const CLOCK_SLACK_S = 60;
  * `detail.merged` names the pages it merged), plus those announced live. The feed is read back only as far as
  * the oldest commit shown; merges older than the feed's retention, or pushed with the legacy key, are not known.
  */
-function useMergedCommits(api: Api, repo: string, path: string, commits: CommitInfo[] | undefined, live: PushEventData[]): Set<string> {
+function useMergedCommits(api: Api, repo: string, path: string, commits: Commit[] | undefined, live: PushEventData[]): Set<string> {
   const found = useLoad(async () => {
     const shas = new Set<string>();
     if (!commits || commits.length === 0) return shas;
@@ -666,7 +669,7 @@ function LinkedFrom({ api, repo, path, sha }: { api: Api; repo: string; path: st
 
 // ---------------------------------------------------------------- diff
 
-const STATUS_TEXT: Record<SectionChange['status'], string> = {
+const STATUS_TEXT: Record<SectionEntry['status'], string> = {
   added: 'added',
   removed: 'removed',
   modified: 'modified',
@@ -674,12 +677,12 @@ const STATUS_TEXT: Record<SectionChange['status'], string> = {
   renamed: 'renamed',
 };
 
-function commitLabel(c: CommitInfo): string {
+function commitLabel(c: Commit): string {
   return `${shortSha(c.sha)} · ${c.message.split('\n')[0]} · ${c.author} · ${showTime(c.time)}`;
 }
 
 /** One labelled picker of the page's commits (the compare form's From and To). */
-function CommitSelect(props: { id: string; label: string; commits: CommitInfo[]; value: string; onPick: (sha: string) => void }) {
+function CommitSelect(props: { id: string; label: string; commits: Commit[]; value: string; onPick: (sha: string) => void }) {
   return (
     <div class="field">
       <label for={props.id}>{props.label}</label>
@@ -695,7 +698,7 @@ function CommitSelect(props: { id: string; label: string; commits: CommitInfo[];
 }
 
 export function DiffView({ api, repo, path, from, to }: { api: Api; repo: string; path: string; from?: string; to?: string }) {
-  const history = useLoad(() => api.history(repo, path), [api, repo, path]);
+  const history = useLoad(async () => (await api.history(repo, path, 200)).commits, [api, repo, path]);
   const commits = history.data ?? [];
   const canDefault = commits.length > 1;
   // With only `to`, it may be the commit that created the page, which has no earlier one to diff with (the
@@ -705,11 +708,11 @@ export function DiffView({ api, repo, path, from, to }: { api: Api; repo: string
   const diff = useLoad<SectionDiff | null>(async () => {
     if (!(from || to || canDefault) || oldest === undefined) return null;
     if (oldest && to && oldest.startsWith(to.toLowerCase())) {
-      const evo = await api.evolution(repo, path, Math.max(1, Math.min(200, commits.length)));
+      const evo = await api.evolution(repo, path, { limit: Math.max(1, Math.min(200, commits.length)), blame: true });
       const entry = evo.entries.find((e) => e.commit.sha === oldest);
       if (entry) return entry.diff;
     }
-    return api.diff(repo, path, { from, to });
+    return api.diff(repo, path, { from, to, blame: true });
   }, [api, repo, path, from, to, canDefault, oldest]);
   const meta = usePageMeta(api, repo, path);
   const title = meta?.title ?? pageName(path);
@@ -802,7 +805,7 @@ function DiffBody({ diff }: { diff: SectionDiff }) {
   );
 }
 
-function SectionCard({ s }: { s: SectionChange }) {
+function SectionCard({ s }: { s: SectionEntry }) {
   const title = s.heading === '_preamble' ? 'Before the first section' : s.heading.replace(/^#+\s*/, '');
   const lines = (s.line_diff ?? '').split('\n').filter((l, i, all) => !(l === '' && i === all.length - 1));
   const body = (
@@ -866,14 +869,14 @@ function Snippet({ snippet, ctx }: { snippet: string; ctx?: RenderContext }) {
 /** Results of the header's search box: every repository the user belongs to (GET /v1/search). */
 export function SearchView({ api, q }: { api: Api; q: string }) {
   const query = q.trim();
-  const results = useLoad(() => (query ? api.searchAll(query) : Promise.resolve(null)), [api, query]);
+  const results = useLoad(() => (query ? api.search({ q: query, limit: 50 }) : Promise.resolve(null)), [api, query]);
   // Each repository's pages at head, for the links in its snippets (a repository whose pages cannot be read: none).
   const repoIds = [...new Set((results.data?.results ?? []).map((r) => r.repo_id))].sort();
   const sets = useLoad(
     async () =>
       new Map(
         await Promise.all(
-          repoIds.map(async (id) => [id, new Set((await api.pages(id).catch(() => [])).map((p) => p.path))] as const),
+          repoIds.map(async (id) => [id, new Set((await api.pages(id).then((r) => r.pages).catch(() => [])).map((p) => p.path))] as const),
         ),
       ),
     [api, repoIds.join('\n')],

@@ -4,7 +4,8 @@
  * test ping, see the recent deliveries with their status, the receiver's HTTP status and the error, remove.
  */
 import { useState } from 'preact/hooks';
-import type { Api, Delivery, Webhook } from './api.ts';
+import type { Api } from './api.ts';
+import type { Delivery, Webhook } from '../../schema/wire/webhooks.ts';
 import { ConfirmButton, Empty, ErrorMessage, Loading, errorText, useLoad } from './ui.tsx';
 import { OnceSecret, When } from './team.tsx';
 
@@ -14,7 +15,7 @@ const EVENT_KINDS = [
 ] as const;
 
 export function WebhooksPanel({ api, repo, owner }: { api: Api; repo: string; owner: boolean }) {
-  const hooks = useLoad(() => api.webhooks(repo), [api, repo]);
+  const hooks = useLoad(async () => (await api.webhooks(repo)).webhooks, [api, repo]);
   const [url, setUrl] = useState('');
   const [events, setEvents] = useState<string[]>(['push', 'member']);
   const [busy, setBusy] = useState(false);
@@ -30,7 +31,7 @@ export function WebhooksPanel({ api, repo, owner }: { api: Api; repo: string; ow
     setError(undefined);
     setStatus(undefined);
     try {
-      const res = await api.createWebhook(repo, url.trim(), events);
+      const res = await api.createWebhook(repo, { url: url.trim(), events });
       setCreated(res);
       setUrl('');
       hooks.reload();
@@ -181,7 +182,7 @@ const STATUS_CLASS: Record<Delivery['status'], string> = { delivered: 'added', p
 
 /** A webhook's recent deliveries (owners: the route is theirs) and its test ping. */
 function Deliveries({ api, repo, hook }: { api: Api; repo: string; hook: Webhook }) {
-  const deliveries = useLoad(() => api.deliveries(repo, hook.id), [api, repo, hook.id]);
+  const deliveries = useLoad(async () => (await api.deliveries(repo, hook.id, 20)).deliveries, [api, repo, hook.id]);
   const [testing, setTesting] = useState(false);
   const [note, setNote] = useState<string>();
   const [error, setError] = useState<string>();

@@ -8,7 +8,7 @@ import adminRepos from './admin/repos.ts';
 import adminSubscription from './admin/subscription.ts';
 
 /**
- * The hosted build's routes (API.md "Hosted build only"): billing and admin. Mounted only when the build is
+ * The hosted build's routes (docs/api.md "Hosted build: billing", "Hosted build: admin"). Mounted only when the build is
  * hosted (functions/index.ts routesFor); the self-hosted build answers 404 on every one of them.
  */
 export const hostedRoutes: RouteDef[] = [

@@ -1,10 +1,10 @@
 /**
- * Identity-provider sign-in (API.md "Sign-in, me, PATs"): verify an OIDC ID token against the provider's
+ * Identity-provider sign-in (docs/api.md "Accounts"): verify an OIDC ID token against the provider's
  * JWKS, upsert the user it names, mint a session.
  *
  * The key source: jose's `createRemoteJWKSet` over IDP_JWKS_URL. jose itself caches for a fixed
  * `cacheMaxAge` and knows nothing of HTTP caching, so `remoteIdpKeys` wraps it to honour the provider's
- * Cache-Control (as API.md asks): a custom fetch reads `max-age` (minus `Age`) from each successful
+ * Cache-Control: a custom fetch reads `max-age` (minus `Age`) from each successful
  * response, jose's own expiry is switched off, and the wrapper reloads once that max-age has passed. An
  * unknown `kid` triggers a refetch through jose, at most once per cooldown (default 30 s: a flood of
  * made-up kids cannot turn into a flood of fetches).

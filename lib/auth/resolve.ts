@@ -1,5 +1,5 @@
 /**
- * Credential resolution (API.md "Conventions" and "Identities and tokens"):
+ * Credential resolution (docs/api.md "Routes", what holds for every route; docs/concepts.md "Credentials"):
  *
  * - No Authorization header (or an empty one) → 401 `missing authorization header`.
  * - A scheme other than Bearer, or Bearer without a token → 401

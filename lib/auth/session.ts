@@ -1,5 +1,5 @@
 /**
- * Session tokens (API.md "Identities and tokens"): JWTs signed with HMAC-SHA256 under
+ * Session tokens (docs/concepts.md "Credentials"): JWTs signed with HMAC-SHA256 under
  * SERVICE_SESSION_SECRET. Claims `sub` (user id), `email`, `iss: "service"`, `iat`, `exp` = iat + 30 days.
  * Verification pins the algorithm to HS256 and the issuer; time comes from the injected clock.
  */
@@ -57,7 +57,7 @@ export async function verifySession(secret: Uint8Array, clock: Clock, token: str
 /**
  * The HMAC key of `secret`, imported once: given the raw bytes, jose imports them into Web Crypto on every
  * verification, which cost a session-authenticated request about 60 µs of its 157 (a loop of
- * verifySession, issue 28). One key is kept, for the secret bytes it was made from (compared by value, so
+ * verifySession). One key is kept, for the secret bytes it was made from (compared by value, so
  * a changed secret gets its own key).
  */
 let kept: { secret: Uint8Array; key: Promise<CryptoKey> } | null = null;

@@ -1,5 +1,5 @@
 /**
- * Opaque bearer tokens (API.md "Identities and tokens"): a kind prefix plus 32 characters of base64url
+ * Opaque bearer tokens (docs/concepts.md "Credentials"): a kind prefix plus 32 characters of base64url
  * from 24 random bytes. Only the SHA-256 hex of the whole token is ever stored. Web-standard only
  * (`crypto.getRandomValues`, and SHA-256 in plain JavaScript), so this runs unchanged on Workers.
  */

@@ -16,7 +16,7 @@ export interface ActivityEvent {
   sha?: string;
 }
 
-/** The newest events kept per repository (SPEC.md "Events" rule 2). */
+/** The newest events kept per repository; older ones are pruned as new ones arrive (docs/concepts.md "Activity"). */
 export const ACTIVITY_RETENTION = 1000;
 /** Paths kept in a push event's detail. */
 export const PUSH_DETAIL_PATHS = 50;

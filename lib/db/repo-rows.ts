@@ -2,7 +2,7 @@ import type { Stmt } from './sql.ts';
 
 /**
  * What the accounts database holds for one repository, as the statements that delete it when the
- * repository is deleted (API.md "Repository deletion"): membership, invite keys and the removals they
+ * repository is deleted (docs/api.md "Repositories", the delete route): membership, invite keys and the removals they
  * remember, the activity feed, and the hosted build's registry row. Run as one batch, with the repository's
  * own deletion (lib/repo/repo-store.ts on Node, lib/runtime/workers/remote-repos.ts on Workers). A table that
  * gains rows per repository (`repo_id`) belongs in this list.

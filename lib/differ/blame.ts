@@ -1,5 +1,5 @@
 /**
- * Blame (SPEC.md Diff rule 6): `introduced_by` on diff entries = the first commit, walking the revisions
+ * Blame (docs/api.md "History", the diff route's `blame=true`): `introduced_by` on diff entries = the first commit, walking the revisions
  * oldest to newest, in which that heading appeared. It attributes the heading, not the body.
  *
  *  - Repeated headings are attributed per occurrence, like pairing: the n-th `## Notes` of the page is

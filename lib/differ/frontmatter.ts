@@ -1,5 +1,5 @@
 /**
- * Frontmatter diff (SPEC.md Diff rule 3, API.md `F = {"field", "from"?, "to"?}`).
+ * Frontmatter diff (docs/concepts.md "Section-aware diff"; each entry is `{"field", "from"?, "to"?}`).
  *
  * Where each field lands:
  *  - a field only in the new page → `added` `{field, to: <whole value>}`;

@@ -1,5 +1,5 @@
 /**
- * The section differ (SPEC.md "SectionDiff" and "Diff rules", API.md "Diff and evolution"): one pure,
+ * The section differ (docs/concepts.md "Section-aware diff", docs/api.md "History": the diff route): one pure,
  * web-standard module shared by the diff and evolution endpoints, the command-line client's local diff and
  * the agent tool server.
  *
@@ -18,10 +18,10 @@
  *  - Order: entries in new-page order, then removed ones in old-page order; a renamed entry takes the
  *    place of its removed section (and its added section leaves the new-page part).
  *  - Entry fields, the same for every status: `from` when the section exists on the old side, `to` when it
- *    exists on the new side, `line_diff` always, each omitted when it is the empty string (API.md: optional
+ *    exists on the new side, `line_diff` always, each omitted when it is the empty string (docs/api.md: optional
  *    keys are omitted when empty). So `unchanged` entries carry their body and an all-`"  "` line diff,
  *    which lets a client print the whole page with changes in context; `added` entries have an all-`"+ "`
- *    diff and `removed` ones an all-`"- "` diff. One exception (issue 14): a `renamed` entry whose body did
+ *    diff and `removed` ones an all-`"- "` diff. One exception: a `renamed` entry whose body did
  *    not change carries no `line_diff` — the rename alone is the change.
  *  - Work is bounded (./line.ts, ./rename.ts), per SectionDiff and, when the caller passes one, by the
  *    request's work budget (./budget.ts) shared by every diff of a request; when a bound is hit the

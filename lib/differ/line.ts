@@ -1,5 +1,5 @@
 /**
- * Line diffs in API.md's format: every line, prefixed `"  "` (same), `"- "` (removed) or `"+ "` (added),
+ * Line diffs in the wire format (docs/api.md "History", the diff route): every line, prefixed `"  "` (same), `"- "` (removed) or `"+ "` (added),
  * joined with `\n`. Computed with the `diff` package (Myers, `diffArrays`) under a work budget.
  *
  * Cost control. Myers costs about D·(D + N) for N lines and D edits. The common prefix and suffix are
@@ -118,7 +118,7 @@ function shareALine(a: readonly string[], aFrom: number, aTo: number, b: readonl
 }
 
 /**
- * Line diff of two texts in API.md's format. CRLF and lone CR count as LF. Uses a fresh budget of
+ * Line diff of two texts in the wire format. CRLF and lone CR count as LF. Uses a fresh budget of
  * {@link LINE_DIFF_WORK_BUDGET}; `truncated` says the diff was reported coarsely (see the module comment).
  */
 export function lineDiff(a: string, b: string): { text: string; truncated: boolean } {

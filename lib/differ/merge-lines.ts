@@ -1,6 +1,6 @@
 /**
- * Three-way merge of line arrays (API.md "Section merge": "a line-level three-way merge of its body (hunks
- * that neither overlap nor touch apply; others → conflict)"). Pure and web-standard.
+ * Three-way merge of line arrays (docs/api.md "Pages", the push route's "Section merge": a part changed on
+ * both sides merges line by line; hunks that neither overlap nor touch apply, others conflict). Pure and web-standard.
  *
  * Each side is diffed against the base (Myers, the `diff` package, as ./line.ts does) into hunks: a base range
  * [start, end) and the lines that replace it (an insertion is an empty range). The hunks of both sides are

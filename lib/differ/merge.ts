@@ -1,5 +1,5 @@
 /**
- * Section merge (API.md "Section merge (ours)"): three versions of one file — *base* (the file at the
+ * Section merge (docs/api.md "Pages", the push route's "Section merge"): three versions of one file — *base* (the file at the
  * writer's parent commit), *theirs* (the file at head) and *ours* (the pushed text) — merged three ways on the
  * page structure the differ uses (lib/page/parse.ts). Pure and web-standard: the server merges stale pushes
  * with it, and the clients use it to explain what a merge did.

@@ -1,5 +1,5 @@
 /**
- * Rename detection (SPEC.md Diff rule 2, API.md "Rename"): a post-pass over the sections left unmatched by
+ * Rename detection (docs/concepts.md "Section-aware diff"): a post-pass over the sections left unmatched by
  * heading pairing. An unmatched removed section and an unmatched added section collapse into one `renamed`
  * entry when the Jaccard similarity of their bodies' word-token sets is at least 0.7.
  *

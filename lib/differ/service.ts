@@ -22,7 +22,7 @@ import { utf8 } from '../bytes.ts';
 import type { Commit } from '../../schema/wire/common.ts';
 
 /**
- * The diff and evolution endpoints' logic (SPEC.md "Diff rules", API.md "Diff and evolution"), answered
+ * The diff and evolution endpoints' logic (docs/api.md "History": the diff and evolution routes), answered
  * from the derived commit/path index and the git object store — never by walking the whole history. The
  * section differ itself is lib/differ; this module decides which two revisions to compare and feeds it.
  *

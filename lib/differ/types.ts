@@ -1,12 +1,12 @@
 /**
- * Wire types of the section differ (API.md "Diff and evolution"). Plain JSON data: a SectionDiff is sent as
+ * Wire types of the section differ (docs/api.md "History"). Plain JSON data: a SectionDiff is sent as
  * is by the diff and evolution endpoints and printed by the clients.
  */
 import type { FieldChange } from './frontmatter.ts';
 
 export type { FieldChange } from './frontmatter.ts';
 
-/** API.md's Commit: `{"sha","author","email","time","message"}`. */
+/** A commit on the wire (docs/concepts.md "Commits"): `{"sha","author","email","time","message"}`. */
 export interface CommitRef {
   sha: string;
   author: string;

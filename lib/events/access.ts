@@ -4,7 +4,7 @@ import { HttpError } from '../errors.ts';
 import type { StreamGrant } from './stream.ts';
 
 /**
- * Whether an open event stream's caller may still read its repository (API.md "Live events"): its token is
+ * Whether an open event stream's caller may still read its repository (docs/api.md "Live events"): its token is
  * resolved again as on any request — a revoked or expired PAT, an expired session, a disabled or deleted user
  * all fail — and a user must still be a member. Asked at each ping, on both builds (on Workers the
  * repository's Durable Object asks D1, where accounts, tokens and membership live).
@@ -40,7 +40,7 @@ export interface LostCredentials {
  * Which of the users and PATs of open streams may no longer read anything: the users disabled or deleted,
  * the PATs revoked (directly, by cascade, or by the admin command in another process). Two lookups by id,
  * cheap enough for the hub to ask every second, so that such streams end within 2 s even when nothing told
- * this process (docs/api.md "Live events", round 4).
+ * this process (docs/api.md "Live events").
  */
 export async function credentialsLost(
   deps: Pick<AccessDeps, 'users' | 'pats'>,

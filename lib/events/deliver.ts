@@ -4,7 +4,7 @@ import { signPayload } from '../hosted/signature.ts';
 import type { DueDelivery, DueWebhook, WebhookStore } from './webhook-store.ts';
 
 /**
- * Webhook delivery (API.md "Webhooks"): each pending delivery due is POSTed, signed, to its webhook, and the
+ * Webhook delivery (docs/api.md "Webhooks"): each pending delivery due is POSTed, signed, to its webhook, and the
  * attempt recorded — delivered on a 2xx; otherwise tried again on the retry schedule (SERVICE_WEBHOOK_RETRY_MS;
  * by default about 10 s, 1 min, 10 min, 1 h and 6 h after the first attempt), then `failed`. At least once: a delivery is marked
  * only after its attempt, so a crash in between sends it again after the restart.

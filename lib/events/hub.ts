@@ -21,9 +21,9 @@ import { MemorySlots, type StreamSlots } from './slots.ts';
  * in this hub → 503 `server busy`. Each stream's slots are given back the moment it leaves the hub.
  */
 
-/** Open streams per identity per repository (API.md): the next one is refused with 429. */
+/** Open streams per identity per repository (docs/limits.md "Live events and webhooks"): the next one is refused with 429. */
 export const MAX_STREAMS_PER_HOLDER = 10;
-/** At most this often a ping (API.md: "at least every 15 s"). */
+/** At most this often a ping (docs/limits.md: a ping at least every 15 s). */
 export const PING_MS = 15_000;
 /** How often users disabled and PATs revoked are looked for, and ending streams past their time are cut. */
 export const SWEEP_MS = 1_000;

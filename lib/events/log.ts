@@ -16,7 +16,7 @@ import { deliveryStmts, MAX_PENDING_DELIVERIES } from './webhook-store.ts';
  * repositories. An id is never given twice, even after the events of commits git never reached are cut back.
  */
 
-/** Events kept per repository (at least): API.md, "the repository's last 1,000". */
+/** Events kept per repository (at least): the newest 1,000 (docs/limits.md "Storage"). */
 export const EVENT_RETENTION = 1000;
 /** Text fields of event data (author, email, message) are cut at this many characters. */
 export const EVENT_TEXT_CHARS = 1000;

@@ -1,5 +1,5 @@
 /**
- * The cap of open event streams per identity across every repository (docs/api.md "Live events", round 4: at
+ * The cap of open event streams per identity across every repository (docs/api.md "Live events": at
  * most 50; the 51st → 429 `too many event streams`). A hub takes a slot for each stream it opens and gives it
  * back when the stream ends. On Node every stream is in the one process: MemorySlots counts them there. On
  * Workers the streams of one identity live in the Durable Objects of different repositories, so the count

@@ -1,5 +1,5 @@
 /**
- * The client side of a repository's live events (API.md "Live events"), shared by `kr watch`, `kr mcp` and any
+ * The client side of a repository's live events (docs/api.md "Live events"), shared by `kr watch`, `kr mcp` and any
  * web client: web-standard code (fetch, streams, TextDecoder), no Node module.
  *
  *  - {@link SseParser} (./sse-parser.ts, also the dashboard's) reads the `text/event-stream` format.

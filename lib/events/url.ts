@@ -3,7 +3,7 @@ import { HttpError } from '../errors.ts';
 import { MAX_WEBHOOK_URL_CHARS } from '../../schema/wire/webhooks.ts';
 
 /**
- * Where a webhook may point (API.md "Webhooks"): an `https://` URL (or `http://` with
+ * Where a webhook may point (docs/api.md "Webhooks"): an `https://` URL (or `http://` with
  * SERVICE_WEBHOOK_ALLOW_HTTP) whose host is, and resolves only to, public addresses — not loopback, private,
  * link-local, unique-local, carrier-grade NAT, multicast, reserved, nor an IPv6 address outside global
  * unicast or in a special-purpose block (addressProblem) — unless SERVICE_WEBHOOK_ALLOW_PRIVATE. Checked when a webhook is made and again at each delivery (a name
@@ -24,7 +24,7 @@ export type HostResolver = (host: string) => Promise<string[]>;
 export const MUST_USE_HTTPS = 'webhook url must use https';
 export const NOT_ALLOWED = 'webhook url not allowed';
 
-/** A refusal of a webhook URL: 400 with API.md's message. */
+/** A refusal of a webhook URL: 400 with docs/api.md's message ("Webhooks"). */
 export const notAllowed = (reason: string) => new HttpError(400, `${NOT_ALLOWED}: ${reason}`);
 
 const RANGE_NAMES: Record<string, string> = {

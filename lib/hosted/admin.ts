@@ -5,7 +5,7 @@ import { billingOf } from './billing.ts';
 import type { AdminRepo, AdminStats, AdminUser } from '../../schema/wire/hosted.ts';
 
 /**
- * The admin routes (API.md "Hosted build only"). Repositories and page counts come from `deps.repos`
+ * The admin routes (docs/api.md "Hosted build: admin"). Repositories and page counts come from `deps.repos`
  * (git and its index: files on Node, Durable Objects on Workers), never from SQL on the index tables;
  * accounts, membership and subscriptions from the relational database.
  */

@@ -6,7 +6,7 @@ import { verifySignature } from './signature.ts';
 import { WebhookEvent, type BillingResponse } from '../../schema/wire/hosted.ts';
 
 /**
- * Billing (API.md "Hosted build only"): a user's plan, the checkout link, and the signed webhook that
+ * Billing (docs/api.md "Hosted build: billing"): a user's plan, the checkout link, and the signed webhook that
  * turns subscriptions on and off. Who may call what is lib/policy.ts's business.
  */
 

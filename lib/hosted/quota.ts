@@ -3,7 +3,7 @@ import { memberCapCondition, repoCapCondition } from '../db/billing.ts';
 import { unlimitedQuota, type QuotaPolicy } from '../quota.ts';
 
 /**
- * The hosted build's plan caps (SPEC.md "Errors" 402, API.md "Hosted build only"):
+ * The hosted build's plan caps (docs/errors.md "402 Plan caps (hosted build)", docs/limits.md "Hosted build"):
  * - creating a repository: a user who is not subscribed may own at most SERVICE_PLAN_FREE_REPOS; the
  *   legacy key owns nothing and is never capped;
  * - a first join: a repository none of whose owners is subscribed holds at most SERVICE_PLAN_FREE_MEMBERS

@@ -1,7 +1,7 @@
 import { constantTimeEqual } from '../auth/tokens.ts';
 
 /**
- * The billing webhook's signature (API.md "Hosted build only"), the scheme of common payment providers:
+ * The billing webhook's signature (docs/api.md "Hosted build: billing"), the scheme of common payment providers:
  *
  *   X-Billing-Signature: t=<unix seconds>,v1=<lowercase hex HMAC-SHA256 of "<t>.<raw body>">
  *

@@ -1,5 +1,5 @@
 /**
- * Request bodies (API.md "Conventions"): read only after authentication, capped per route, cut off when
+ * Request bodies (docs/limits.md "Request bodies"): read only after authentication, capped per route, cut off when
  * they stop arriving or take too long, and bounded all together, per client and per identity.
  *
  * - **Per route cap.** Each route declares its body (lib/route.ts `body`): `none` (never read, nothing
@@ -391,7 +391,7 @@ class GuardedBody {
 
 /**
  * For routes that read no body: a declared Content-Length over the body cap is refused all the same (413,
- * API.md "Conventions"), without reading anything; any body is otherwise left unread.
+ * docs/limits.md "Request bodies"), without reading anything; any body is otherwise left unread.
  */
 export function declaredCap(maxBytes: number): MiddlewareHandler {
   return async function declaredCapMiddleware(c, next) {

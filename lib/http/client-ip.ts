@@ -1,5 +1,5 @@
 /**
- * Client IP derivation for rate limiting (SPEC.md "Limits": X-Forwarded-For is used only when the direct
+ * Client IP derivation for rate limiting (docs/limits.md "Rate limits": X-Forwarded-For is used only when the direct
  * peer is a trusted proxy), on ipaddr.js. Pure, web-standard code; the runtimes supply the peer
  * (lib/runtime/node/client-ip.ts, lib/runtime/workers/client-ip.ts).
  *
@@ -102,7 +102,7 @@ const peers = new Map<string, readonly [IpAddress, string] | null>();
 /**
  * A peer address parsed, with its canonical text; null when it is not an address. Kept for the last
  * {@link PEERS_KEPT} peers (oldest dropped first): parsing with ipaddr.js cost 2 µs a request for
- * `127.0.0.1` and 8 for `::ffff:127.0.0.1`, a peer of a server listening on `::` (measured for issue 28).
+ * `127.0.0.1` and 8 for `::ffff:127.0.0.1`, a peer of a server listening on `::` (measured in a loop).
  * Exact, as the answer depends on the text alone; the parsed address is only read, never changed.
  */
 function peerOf(peer: string): readonly [IpAddress, string] | null {

@@ -1,5 +1,5 @@
 /**
- * CORS per configuration (API.md "Conventions"), on hono/cors. Only browsers are affected: the server never
+ * CORS per configuration (SERVICE_CORS_ORIGINS, docs/self-hosting.md "Configuration"), on hono/cors. Only browsers are affected: the server never
  * refuses a request because of its Origin, it just withholds Access-Control-Allow-Origin, so the browser
  * hides the response from a page of a non-allowed origin. Such an origin is logged once (`cors_origin_refused`),
  * so an operator whose dashboard runs elsewhere than SERVICE_CORS_ORIGINS says learns which origin to add.

@@ -8,7 +8,7 @@ const LOGGED_RAW_ID = 200;
 
 /**
  * The `:id` of a repo-scoped route, stripped to `[A-Za-z0-9_-]` (400 `invalid repo id` if unusable).
- * SPEC.md requires the stripping here, so `team;x` is the repository `teamx`; since that is rarely what
+ * The contract strips here (docs/concepts.md "Repositories"), so `team;x` is the repository `teamx`; since that is rarely what
  * the caller meant, every stripped id is logged (`repo_id_stripped`: the raw and stripped forms, and the
  * request id).
  */

@@ -1,5 +1,5 @@
 /**
- * Per-key token bucket (SPEC.md "Limits"), the store seam the app asks, and its Hono middleware.
+ * Per-key token bucket (docs/limits.md "Rate limits"), the store seam the app asks, and its Hono middleware.
  *
  * Arithmetic is exact integer fixed point: one token is 60 000 units and a bucket gains `perMinute` units
  * per elapsed millisecond (perMinute tokens per 60 000 ms), so refill and Retry-After never suffer from

@@ -8,7 +8,7 @@ import { TrieRouter } from 'hono/router/trie-router';
  * (method, path) pairs kept. Our routes mix a static segment and a parameter at one level
  * (`POST /v1/repos/join` beside `POST /v1/repos/:id`), which RegExpRouter refuses, so every request
  * walked TrieRouter's whole tree: every `:id` branch, every `{.+}` pattern and every `*` middleware at
- * each level (4.5 µs a match in a loop, 4–5% of a page read's server CPU in a profile; issue 28).
+ * each level (4.5 µs a match in a loop, 4–5% of a page read's server CPU in a profile).
  *
  * Exact: a match depends only on the method, the path and the routes added, the cache is emptied by
  * any `add`, and Hono only reads a match (its handlers and raw parameter values; `c.req.param()` decodes

@@ -1,11 +1,11 @@
 /**
- * The links a page's text makes to other pages (API.md "Links between pages"), found without resolving
+ * The links a page's text makes to other pages (docs/api.md "Pages", the links route), found without resolving
  * them: resolution depends on which pages exist at head, so it is done when asked (lib/links/index.ts).
  * Pure and web-standard: the server indexes pages with it, on Node and on Workers.
  *
  * What counts as a link, in the prose of the page (lib/page/parse.ts `proseLines`: after the frontmatter,
  * outside fenced code blocks) and outside inline code spans (`` `[[x]]` ``):
- *  - `[[slug]]`, `[[slug|shown text]]`: a page by slug, resolved among the page types as SPEC.md resolves
+ *  - `[[slug]]`, `[[slug|shown text]]`: a page by slug, resolved among the page types as the client resolves
  *    slugs. An anchor (`[[slug#heading]]`, `[[slug^block]]`) and a table's escaped pipe (`[[slug\|text]]`)
  *    are not part of the target.
  *  - `[[type/slug]]` picks a type: the layout folder (`concepts/`, `entities/`, `analyses/`, `sessions/`) or

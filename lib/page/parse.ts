@@ -1,5 +1,5 @@
 /**
- * The page model: frontmatter, preamble and `## ` sections (SPEC.md "Page", API.md "Diff and evolution"),
+ * The page model: frontmatter, preamble and `## ` sections (docs/concepts.md "Pages and paths", "Section-aware diff"),
  * plus the page types and their client-side directory layout.
  *
  * Pure and web-standard (no `node:` imports): the server, the command-line client and the agent tool
@@ -9,7 +9,7 @@
  *  1. Normalisation: a leading byte-order mark (U+FEFF) is dropped and every line ending (CRLF, or a lone
  *     CR as CommonMark allows) becomes LF. `ParsedPage.text` is that normalised text.
  *  2. A document that is empty or holds only whitespace is a valid empty page: frontmatter `{}`, no
- *     preamble, no sections (API.md: "An empty document is a valid empty page").
+ *     preamble, no sections.
  *  3. Frontmatter: when the first line is `---` (trailing spaces/tabs tolerated), the YAML block runs to the
  *     next line that is `---`; the body starts after that line. No opening line, or no closing line, means
  *     the page has no frontmatter (`frontmatter: null`, the whole text is body); so does YAML that does not

@@ -1,5 +1,5 @@
 /**
- * Page path and repository id rules (API.md "Pages and sync", "Repositories"). The git store applies
+ * Page path and repository id rules (docs/concepts.md "Pages and paths", "Repositories"). The git store applies
  * them itself, so nothing that could escape the data root ever reaches the filesystem.
  *
  * Beyond escaping, a page path must be one that git itself accepts and that every client can check out:

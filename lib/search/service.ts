@@ -48,7 +48,7 @@ export function searchParams(c: Context<AppEnv>): SearchParams {
   };
 }
 
-/** A hit as the wire shows it, keys in API.md's order; absent fields left out. */
+/** A hit as the wire shows it, keys in docs/api.md's order ("Search"); absent fields left out. */
 const toResult = (repoId: string, h: SearchHit): SearchResult => ({
   repo_id: repoId,
   path: h.path,

@@ -1,4 +1,4 @@
--- Links between pages (lib/links/, API.md "Links between pages"). Derived from git like the rest of the index:
+-- Links between pages (lib/links/, docs/api.md "Pages", the links route). Derived from git like the rest of the index:
 -- written in the batch that records each commit, and caught up from git_head and the blobs when missing or
 -- behind (a database from before this migration is filled in on each repository's first sync). Kept where
 -- the index is: the Node build's database file, each repository's Durable Object on the hosted build (D1

@@ -1,4 +1,4 @@
-/** Wire bodies of sign-in, /v1/me and personal access tokens (API.md "Sign-in, me, PATs"). */
+/** Wire bodies of sign-in, /v1/me and personal access tokens (docs/api.md "Accounts"). */
 import * as z from 'zod';
 
 /** POST /v1/auth/idp. Anything but a non-empty string in `id_token` is answered 400 `id_token required`. */

@@ -2,7 +2,7 @@ import * as z from 'zod';
 import { Commit } from './common.ts';
 
 /**
- * Wire schemas of the diff and evolution endpoints (API.md "Diff and evolution"), shared with the clients.
+ * Wire schemas of the diff and evolution endpoints (docs/api.md "History"), shared with the clients.
  * They mirror lib/differ/types.ts, the producer's own types.
  */
 

@@ -1,5 +1,5 @@
 /**
- * Live events (API.md "Live events"): the `data` of each Server-Sent Event of `GET /v1/repos/:id/events`,
+ * Live events (docs/api.md "Live events"): the `data` of each Server-Sent Event of `GET /v1/repos/:id/events`,
  * which webhooks deliver too (with `event` and `delivery_id` added). The stream itself is text; these
  * schemas document its JSON lines and are what clients parse them with.
  */

@@ -1,6 +1,6 @@
 import * as z from 'zod';
 
-/** Bodies of the hosted build's routes (API.md "Hosted build only"). */
+/** Bodies of the hosted build's routes (docs/api.md "Hosted build: billing", "Hosted build: admin"). */
 
 /**
  * A 402: `code` names the cap, `limit` its value, `upgrade_url` where to lift it; a refused join

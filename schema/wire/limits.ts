@@ -1,4 +1,4 @@
-/** GET /v1/limits (API.md "Service"): the server's limits a client sizes its pushes by. */
+/** GET /v1/limits (docs/api.md "Service"): the server's limits a client sizes its pushes by. */
 import * as z from 'zod';
 
 export const LimitsResponse = z.object({

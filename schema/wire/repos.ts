@@ -24,6 +24,7 @@ export const ActivityEvent = z.object({
   /** (ours) A push's commit. */
   sha: z.string().optional().describe('A push: the commit it made, as the event stream\'s push event names it (`sha`).'),
 });
+export type ActivityEvent = z.infer<typeof ActivityEvent>;
 export const ActivityResponse = z.object({ events: z.array(ActivityEvent), total: z.number().int() });
 export type ActivityResponse = z.infer<typeof ActivityResponse>;
 

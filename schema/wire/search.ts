@@ -1,5 +1,5 @@
 /**
- * Full-text search (API.md "Search (ours)"): `GET /v1/repos/:id/search` and `GET /v1/search`. The query
+ * Full-text search (docs/api.md "Search"): `GET /v1/repos/:id/search` and `GET /v1/search`. The query
  * language is lib/search/query.ts's; ranking and snippets are lib/search/results.ts's.
  */
 import * as z from 'zod';

@@ -63,6 +63,7 @@ export const PullResponse = z.object({
 export type PullResponse = z.infer<typeof PullResponse>;
 
 export const PageInfo = Commit.omit({ sha: true }).extend({ path: z.string(), sha: z.string() });
+export type PageInfo = z.infer<typeof PageInfo>;
 export const PagesResponse = z.object({ pages: z.array(PageInfo) });
 export type PagesResponse = z.infer<typeof PagesResponse>;
 

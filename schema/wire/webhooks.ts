@@ -1,4 +1,4 @@
-/** Webhooks (API.md "Webhooks"): the bodies of the `/v1/repos/:id/webhooks` routes. */
+/** Webhooks (docs/api.md "Webhooks"): the bodies of the `/v1/repos/:id/webhooks` routes. */
 import * as z from 'zod';
 import { EventKind } from './events.ts';
 

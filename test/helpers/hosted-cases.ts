@@ -1,5 +1,5 @@
 /**
- * The hosted build's contract (API.md "Hosted build only"; SPEC.md quota rules), as cases over HTTP only,
+ * The hosted build's contract (docs/api.md "Hosted build: billing", "Hosted build: admin"; the plan caps of docs/concepts.md "The hosted build"), as cases over HTTP only,
  * so that every runtime runs the same ones: test/hosted.test.ts plugs in the Node server with
  * SERVICE_HOSTED=1; the Workers build plugs in its own target.
  *

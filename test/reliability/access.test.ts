@@ -46,7 +46,7 @@ const USER_REQUIRED: Expect = { status: 403, error: 'user session required' };
 const Q_REQUIRED: Expect = { status: 400, error: 'q required' };
 const ADMIN_ONLY: Expect = { status: 403, error: 'admin only' };
 
-/** SPEC.md "Behavior by mode" and API.md "Sign-in, me, PATs" / "Repositories", account-scoped routes. */
+/** docs/concepts.md "Credentials" (the legacy key) and docs/api.md "Accounts" / "Repositories", account-scoped routes. */
 const ACCOUNT: Record<string, Row> = {
   'GET /v1/me': { legacy: { status: 401, error: 'session required' }, owner: ok(200), member: ok(200), nonMember: ok(200), ownerPat: ok(200) },
   'GET /v1/limits': { legacy: ok(200), owner: ok(200), member: ok(200), nonMember: ok(200), ownerPat: ok(200) },
@@ -64,7 +64,7 @@ const ACCOUNT: Record<string, Row> = {
   'GET /v1/repos': { legacy: ok(200), owner: ok(200), member: ok(200), nonMember: ok(200), ownerPat: ok(200) },
   'POST /v1/repos': { legacy: USER_REQUIRED, owner: ok(201), member: ok(201), nonMember: ok(201), ownerPat: ok(201) },
   'POST /v1/repos/join': { legacy: USER_REQUIRED, owner: ok(200), member: ok(200), nonMember: ok(200), ownerPat: ok(200) },
-  // Hosted build only (API.md "Hosted build only"); the owner is the admin here (SERVICE_ADMIN_EMAILS).
+  // Hosted build only (docs/api.md "Hosted build: billing", "Hosted build: admin"); the owner is the admin here (SERVICE_ADMIN_EMAILS).
   'GET /v1/billing': { legacy: USER_REQUIRED, owner: ok(200), member: ok(200), nonMember: ok(200), ownerPat: ok(200) },
   'POST /v1/billing/checkout': { legacy: USER_REQUIRED, owner: ok(200), member: ok(200), nonMember: ok(200), ownerPat: ok(200) },
   'GET /v1/admin/stats': { legacy: ADMIN_ONLY, owner: ok(200), member: ADMIN_ONLY, nonMember: ADMIN_ONLY, ownerPat: ok(200) },

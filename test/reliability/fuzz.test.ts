@@ -19,7 +19,7 @@ import { algNoneSession, expiredSession, otherSecretSession } from './helpers/to
 /**
  * Hostile-input fuzzing of a real server process: N seeded requests (default 10,400) across every route,
  * CONCURRENCY in flight over keep-alive connections, plus raw-socket requests. Afterwards:
- *  - every answer is one API.md allows for that request, worked out before sending it (helpers/fuzz-oracle.ts):
+ *  - every answer is one docs/api.md allows for that request, worked out before sending it (helpers/fuzz-oracle.ts):
  *    the exact status and error body where it is knowable (a C1 control character in a page path → 400
  *    `invalid page path: …`), one of a few documented answers where concurrent requests decide, and
  *    only where the outcome legitimately varies "no 5xx"; the share of each is printed;
@@ -37,7 +37,7 @@ const N = Number(process.env.RELIABILITY_FUZZ_REQUESTS ?? 10_400);
 const CONCURRENCY = 12;
 const SEED = seedFor('fuzz', 0xf022);
 const MAX_BODY = 1024 * 1024;
-/** API.md: routes whose body is small JSON cap it at 64 KiB. */
+/** docs/limits.md: routes whose body is small JSON cap it at 64 KiB. */
 const SMALL_BODY = 64 * 1024;
 
 let idp: IdpStandIn;
@@ -300,16 +300,16 @@ describe('hostile input', () => {
     // (413) and bodies behind a request line with raw non-ASCII bytes (Node's parser: 400, close).
     const cutOff = (s: Sent) => (s.req.body?.byteLength ?? 0) > MAX_BODY || ((s.req.body?.byteLength ?? 0) > 0 && /[\x80-\xff]/.test(s.req.path));
     expect(sent.filter((s) => s.req.kind === 'http' && s.status === 0 && !cutOff(s)).map(describe)).toEqual([]);
-    // (A push's 409 carries its conflicts instead, as API.md defines.)
+    // (A push's 409 carries its conflicts instead, as docs/api.md defines.)
     const badErrors = sent.filter(
       (s) => s.requestId && s.status >= 400 && s.req.method !== 'HEAD' && !(s.json && typeof s.json.error === 'string') && !(s.status === 409 && Array.isArray(s.json?.conflicts)),
     );
     expect(badErrors.map(describe)).toEqual([]);
-    // Every answer is one API.md allows for that request: hostile input refused with its exact 4xx.
+    // Every answer is one docs/api.md allows for that request: hostile input refused with its exact 4xx.
     const unexpected = sent.filter((s) => s.req.kind === 'http' && !(s.status === 0 && cutOff(s)) && !meets(s.expected, s.status, s.json, s.req.method === 'HEAD'));
     expect(
       unexpected.map((s) => `${describe(s)} ${JSON.stringify(s.json ?? null).slice(0, 200)}; expected ${describeExpectation(s.expected)}`),
-      'answers API.md does not allow',
+      'answers docs/api.md does not allow',
     ).toEqual([]);
     const kinds = { exact: 0, pinned: 0, open: 0 };
     for (const s of sent) kinds[kindOf(s.expected)]++;

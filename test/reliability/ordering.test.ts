@@ -13,7 +13,7 @@ import { orderViolations, recording, type Recorded, type Recording } from './hel
 import type { FsTraceEvent } from '../../lib/runtime/node/store-fs.ts';
 
 /**
- * Durability ordering, proven deterministically (issue 18 item 5). The kill tests are probabilistic and a
+ * Durability ordering, proven deterministically. The kill tests are probabilistic and a
  * SIGKILL never loses the page cache, so they cannot see a missing flush. Here every step the store takes
  * on disk (write, file flush, rename, directory flush: the Node StoreFs's trace) and every database batch
  * is recorded in order, with the moment each push is answered, and orderViolations (helpers/recording-fs.ts)

@@ -8,8 +8,8 @@ import { LEGACY_KEY, call, spawnServer, type ServerProc } from './helpers/server
 import { git } from './helpers/git.ts';
 
 /**
- * The webhook outbox across crashes and restarts of the real server process (API.md "Webhooks": "a push's
- * deliveries are recorded durably with the push itself, and pending ones survive a restart").
+ * The webhook outbox across crashes and restarts of the real server process (docs/api.md "Webhooks": a push's
+ * deliveries are recorded with the push itself and survive a crash or a restart).
  *
  * A push's deliveries are written in the transaction that records its commit in the index, held, and made due
  * once the branch has moved. A crash between the two leaves them held, and one in the window before the

@@ -1,5 +1,5 @@
 /**
- * Request bodies (API.md "Conventions", issue 12): read only after authentication, 64 KiB on the small JSON
+ * Request bodies (docs/limits.md "Request bodies"): read only after authentication, 64 KiB on the small JSON
  * routes and SERVICE_MAX_BODY_BYTES on push, never read on GET/DELETE, cut off when they stall, and bounded
  * all together (503 `server busy` with Retry-After). Real servers on port 0; bodies sent over bare sockets
  * where the point is what the server does before the body is complete.

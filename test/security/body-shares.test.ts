@@ -1,5 +1,5 @@
 /**
- * One client cannot hold every body (API.md "Conventions"; issue 27, item 1), on both builds: the Node
+ * One client cannot hold every body (docs/limits.md "Request bodies"), on both builds: the Node
  * server and the hosted build under workerd, over real HTTP. Bodies trickle over bare sockets.
  *
  * - Each client address and each identity holds at most a quarter of the push bodies' ceiling (8 MiB of the

@@ -1,5 +1,5 @@
 /**
- * The work budget of diff, blame and evolution (issue 12, point 8): a 620 KB page with 12,000 `## `
+ * The work budget of diff, blame and evolution (docs/limits.md "Diff and evolution"): a 620 KB page with 12,000 `## `
  * headings and 200 commits, each commit editing 60 section bodies and renaming 60 headings. Over real HTTP,
  * `evolution?limit=200&blame=true` and `diff?blame=true` must answer 200 with correctly shaped results,
  * cut where the caps cut and saying so (`truncated: true`), with blame walked once per request; /health is
@@ -167,7 +167,7 @@ describe('diff, blame and evolution of a 620 KB page with 12,000 headings and 20
       old_heading: '## Section 300',
       from: 'Text of section 300, edit 100.',
       to: 'Text of section 300, edit 100.',
-      // No line_diff: the body did not change, the rename alone is the change (issue 14).
+      // No line_diff: the body did not change, the rename alone is the change.
     });
 
     // --- diff: the same comparison, its blame cut by the budget

@@ -1,5 +1,5 @@
 /**
- * Security headers (API.md "Conventions", issue 12): every response carries `X-Content-Type-Options:
+ * Security headers (docs/api.md "Routes", what holds for every route): every response carries `X-Content-Type-Options:
  * nosniff`; every response to an authenticated request carries `Cache-Control: no-store`. We put no-store
  * on every /v1 response but preflights (401s and sign-in's token included); /health and preflights go
  * without it.

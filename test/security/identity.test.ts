@@ -1,5 +1,5 @@
 /**
- * Issue 12, "Ownership and identity", and the push size limit: each attack an outsider with a normal
+ * Ownership and identity, and the push size limit: each attack an outsider with a normal
  * account tried, against the real server (real libSQL file, real git repositories, real ID tokens from a
  * loopback identity provider). Every test here failed on the code before the fix.
  */

@@ -1,5 +1,5 @@
 /**
- * Memory ceiling under stalled uploads (issue 12, point 6, "Measure"): the real server as its own process,
+ * Memory ceiling under stalled uploads: the real server as its own process,
  * 200 connections each declaring an 8 MiB push and sending 64 KiB of it, then nothing. They come from four
  * users at four addresses (X-Forwarded-For from the trusted loopback), so that together they can fill the
  * in-flight ceiling (one client address or identity holds a quarter of it at most). The server's peak RSS

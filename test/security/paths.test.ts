@@ -1,5 +1,5 @@
 /**
- * Issue 12, "Hardening": page paths that break git or cannot exist on a client's disk, Unicode NFC, and
+ * Page paths that break git or cannot exist on a client's disk (docs/concepts.md "Pages and paths"), Unicode NFC, and
  * paths that differ only in letter case. The table below is git's own path rules (read-cache.c
  * `verify_path`/`verify_dotfile`, path.c `is_ntfs_dotgit`/`is_ntfs_dot_generic`, utf8.c
  * `is_hfs_dot_generic`, compat/mingw.c `is_valid_win32_path`) plus ours; where the git on this machine
@@ -26,7 +26,7 @@ type Oracle = 'path' | 'modules' | 'attributes' | 'windows' | 'ours';
 type Refused = [path: string, reason: string, oracle: Oracle];
 
 const REFUSED: Refused[] = [
-  // Ours (API.md): empty, too long, control characters, broken UTF-16, backslash.
+  // Ours (docs/concepts.md "Pages and paths"): empty, too long, control characters, broken UTF-16, backslash.
   ['', 'empty', 'ours'],
   ['x'.repeat(513), 'longer than 512 bytes', 'ours'],
   [`${'é'.repeat(120)}/${'é'.repeat(120)}/${'é'.repeat(17)}`, 'longer than 512 bytes', 'ours'],

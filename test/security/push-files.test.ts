@@ -1,5 +1,5 @@
 /**
- * Issue 12 point 7: a push of the most files allowed (10,000) succeeds on a server process whose file
+ * A push of the most files allowed (10,000) succeeds on a server process whose file
  * descriptor limit is 256 — object writes run with bounded concurrency, so no EMFILE and no 500 whatever
  * the file count — and leaves a repository that plain git accepts. (Before the fix every object of the push
  * was opened at once: this push answered 500 with `EMFILE: too many open files` in the log.)

@@ -1,5 +1,5 @@
 /**
- * Abbreviated shas (API.md "Conventions": a sha given to `parent_sha`, `from`, `to` or `since` may be
+ * Abbreviated shas (docs/concepts.md "Commits": a sha given to `parent_sha`, `from`, `to` or `since` may be
  * 1–40 hex chars, and an abbreviation resolves only if it is unique). An abbreviation that two commits
  * share names neither of them:
  *  - as a push's `parent_sha` it does not count as equal to the page's last commit, even though that

@@ -12,7 +12,7 @@ export function nodePeer(c: Context): string | undefined {
   return getConnInfo(c).remote.address;
 }
 
-/** The Node runtime's client address: the peer, or X-Forwarded-For behind a trusted proxy (SPEC.md "Limits"). */
+/** The Node runtime's client address: the peer, or X-Forwarded-For behind a trusted proxy (docs/limits.md "Rate limits"). */
 export function nodeClientIp(trustedProxies: string[]): ClientIpOf {
   const trusted = new TrustedProxies(trustedProxies);
   return (c) => clientIp(nodePeer(c), c.req.header('x-forwarded-for'), trusted);

@@ -127,7 +127,7 @@ export async function openNodeDeps(
     idpKeys: remoteIdpKeys(new URL(config.idpJwksUrl), { clock }),
     activity: new Activity(db, clock),
     invites: new Invites(db, clock),
-    // Plan caps when SERVICE_HOSTED=1, none otherwise (SPEC.md: the self-hosted build has no quotas).
+    // Plan caps when SERVICE_HOSTED=1, none otherwise: a self-hosted server has no caps (docs/concepts.md "The hosted build").
     quota: opts.quota ?? quotaFor(config),
     parsedPages: new ParseCache(budget.parsedPages, budget.outlines, budget.blames),
     live: new LocalLive(repos, hub, () => deliveries.kick(), opts.log),

@@ -64,7 +64,7 @@ export interface FuzzRequest {
   cred: CredKind;
   /** Whose identity the credential carries if the server accepts it: a user id, 'legacy', or null. */
   identity: string | null;
-  /** When identity is null: the 401 message API.md gives for this Authorization header. */
+  /** When identity is null: the 401 message docs/api.md gives for this Authorization header. */
   authError?: string;
 }
 
@@ -312,7 +312,7 @@ function credential(r: Rng, ctx: FuzzContext): { cred: CredKind; header: string 
     const identity = identityOf[cred] ?? null;
     return { cred, header: `Bearer ${ctx.tokens[cred]}`, identity, ...(identity === null ? { authError: INVALID } : {}) };
   }
-  // Malformed Authorization headers, each with what it is (an identity, or the 401 message API.md gives);
+  // Malformed Authorization headers, each with what it is (an identity, or the 401 message docs/api.md gives);
   // a few are unusual but valid spellings of a real credential (the scheme is case-insensitive).
   const [header, identity] = r.pick<[string, string]>([
     ['Basic dXNlcjpwYXNz', FORMAT],

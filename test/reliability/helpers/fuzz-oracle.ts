@@ -1,5 +1,5 @@
 /**
- * The fuzz test's oracle: for each generated request, the answers API.md allows — worked out before the
+ * The fuzz test's oracle: for each generated request, the answers docs/api.md allows — worked out before the
  * request is sent, from the request alone (method, target, credential, body bytes) and what the fixture
  * knows for certain (who owns what, which shas exist).
  *
@@ -11,9 +11,9 @@
  *    sends, headers near the server's size limit, a page path that only rules being added now may refuse.
  *
  * It only ever claims a page path is accepted when it is plainly valid (ASCII letters, digits, `-`, `_`,
- * `.`; no device names), and only claims a refusal for the rules API.md has always stated, so the
+ * `.`; no device names), and only claims a refusal for the rules the contract has always stated, so the
  * expectations hold while new refusals land. Routing and percent-decoding are Hono's (the same version
- * the server runs), over a route table written out from API.md.
+ * the server runs), over a route table written out from docs/api.md.
  */
 import { Hono } from 'hono';
 import type { FuzzContext, FuzzRequest } from './fuzz-gen.ts';
@@ -42,11 +42,11 @@ export const kindOf = (e: Expectation): ExpectationKind => (e.outcomes === null 
 export interface Limits {
   /** SERVICE_MAX_BODY_BYTES of the server under test. */
   maxBody: number;
-  /** The cap of routes whose body is small JSON (API.md: 64 KiB). */
+  /** The cap of routes whose body is small JSON (docs/limits.md: 64 KiB). */
   smallBody: number;
 }
 
-// --- API.md messages
+// --- docs/api.md messages
 const MISSING_AUTH = 'missing authorization header';
 const BAD_FORMAT = 'invalid authorization format, expected Bearer <token>';
 const INVALID_TOKEN = 'invalid token';
@@ -76,7 +76,7 @@ const unknownSha = (v: string) => err(400, `unknown sha: ${v}`);
 /** The authentication answer of a credential kind the generator annotated (see fuzz-gen.ts credential()). */
 export const AUTH_ERRORS = { missing: MISSING_AUTH, format: BAD_FORMAT, invalid: INVALID_TOKEN } as const;
 
-// --- Routing: the route table of API.md, in the server's mounting order (join before :id).
+// --- Routing: the route table of docs/api.md, in the server's mounting order (join before :id).
 const ROUTE_TABLE: Array<[string, string]> = [
   ['GET', '/health'],
   ['POST', '/v1/auth/idp'],
@@ -131,10 +131,10 @@ async function routeOf(method: string, target: string): Promise<Routed | null> {
   }
 }
 
-// --- Page paths and repository ids, as API.md states them.
+// --- Page paths and repository ids, as docs/concepts.md states them.
 const utf8Bytes = (s: string) => new TextEncoder().encode(s).length;
 
-/** Refused by a rule API.md has always stated ("Pages and sync", first list). */
+/** Refused by a rule the contract has always stated (docs/concepts.md "Pages and paths", the list). */
 export function definitelyRefused(p: string): boolean {
   if (p.length === 0 || utf8Bytes(p) > 512) return true;
   if (/[\u0000-\u001f\u007f-\u009f]/.test(p)) return true;
@@ -157,7 +157,7 @@ const classifyNew = (p: string): PathClass => {
   return c === 'valid' && /[A-Z]/.test(p) ? 'maybe' : c;
 };
 
-/** API.md: the id in a path is stripped to [A-Za-z0-9_-]; nothing left or more than 64 chars → null. */
+/** docs/concepts.md "Repositories": the id in a path is stripped to [A-Za-z0-9_-]; nothing left or more than 64 chars → null. */
 const stripId = (raw: string): string | null => {
   const s = raw.replace(/[^A-Za-z0-9_-]/g, '');
   return s.length === 0 || s.length > 64 ? null : s;
@@ -205,7 +205,7 @@ interface Scenario {
  * The states a repository can be in for this caller at any moment of the run. Fixed: 'fz' and 'lg' exist;
  * alice owns 'fz' (its only owner: she cannot be removed), bob is a member (no request removes him).
  * 'lg' was made by the legacy key after the first user signed in, so it stays ownerless: no user is ever its
- * member (API.md: only the first user adopts). Everything else may change under concurrent requests: carol
+ * member (docs/concepts.md "Repositories": only the first user adopts). Everything else may change under concurrent requests: carol
  * joins and is removed, other ids may be created.
  */
 function scenarios(id: string, who: Who): Scenario[] {
@@ -219,7 +219,7 @@ function scenarios(id: string, who: Who): Scenario[] {
   return fixed ? held : [{ role: null, exists: false }, ...held];
 }
 
-/** An id equal to 'fz' or 'lg' ignoring case, but not exactly: creating it is 409 (API.md "Repositories"). */
+/** An id equal to 'fz' or 'lg' ignoring case, but not exactly: creating it is 409 (docs/concepts.md "Repositories"). */
 const caseTwin = (id: string) => ['fz', 'lg'].some((x) => x !== id && x === id.toLowerCase());
 
 /** openRepo(): membership (403), owner-only actions (403), existence (404), then `cont`. */
@@ -338,7 +338,7 @@ function pushOutcomes(ctx: FuzzContext, id: string, who: Who, body: Uint8Array |
   return out;
 }
 
-/** The answers API.md allows for `req` (see the module comment). */
+/** The answers docs/api.md allows for `req` (see the module comment). */
 export async function expectationOf(req: FuzzRequest, ctx: FuzzContext, limits: Limits): Promise<Expectation> {
   const open = (why: string, only4xx = false): Expectation => ({ outcomes: null, why, ...(only4xx ? { only4xx } : {}) });
   const pin = (why: string, outcomes: Outcome[]): Expectation => {
@@ -365,7 +365,7 @@ export async function expectationOf(req: FuzzRequest, ctx: FuzzContext, limits: 
   if (routed.route === '405') return pin('wrong method', [err(405, 'method not allowed'), ...overCap]);
   const route = routed.route;
   const isPublic = route === 'GET /health' || route === 'POST /v1/auth/idp';
-  // API.md: sign-in, PATs, repository creation, invite keys and join take small JSON (64 KiB); push the rest.
+  // docs/limits.md: sign-in, PATs, repository creation, invite keys and join take small JSON (64 KiB); push the rest.
   const smallJson = ['POST /v1/auth/idp', 'POST /v1/pats', 'POST /v1/repos', 'POST /v1/repos/join', 'POST /v1/repos/:id/invite-keys'].includes(route);
   const authFail = req.identity === null && !isPublic ? err(401, req.authError ?? INVALID_TOKEN) : null;
 
