@@ -2,25 +2,27 @@
 /**
  * The `kr` executable (package.json "bin"). There is no manual build step:
  *
- *  1. Fast path: a bundle of cli/main.ts with everything it uses (dependencies included), split into an
- *     entry and chunks like the client package the server hands out (scripts/client-package.mjs), cached in
- *     node_modules/.cache/kr-cli/build-… with a manifest of its inputs (path, size, mtime). When every input
- *     is unchanged the bundle is imported directly: a command loads only its own code (`kr --version` never
- *     reads the MCP SDK, which only `kr mcp` imports).
+ *  1. Fast path: a bundle of cli/main.ts with everything it uses (dependencies included), split into chunks
+ *     run through V8's code cache by a loader, kr.cjs, exactly as in the client package the server hands out
+ *     (scripts/client-package.mjs, scripts/client-loader.cjs), cached in node_modules/.cache/kr-cli/build-…
+ *     with a manifest of its inputs (path, size, mtime). When every input is unchanged the build's loader is
+ *     imported directly: a command loads only its own code (`kr --version` never reads the MCP SDK, which
+ *     only `kr mcp` imports).
  *  2. When the bundle is missing or stale it is rebuilt with esbuild into a new folder, and the manifest is
  *     then replaced by a rename, so concurrent runs never see half a build.
  *  3. If that is impossible (esbuild absent, read-only install, KR_NO_BUNDLE=1), the TypeScript sources
  *     are loaded through tsx, a runtime dependency: slower to start, same behaviour.
  */
 import { mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 
 const cliDir = dirname(fileURLToPath(import.meta.url));
 const pkgRoot = dirname(cliDir);
 const cacheDir = join(pkgRoot, 'node_modules', '.cache', 'kr-cli');
 const manifestPath = join(cacheDir, 'manifest.json');
-const MANIFEST_VERSION = 3;
+const MANIFEST_VERSION = 5;
 /** Builds kept besides the current one (a long-running `kr mcp` may still import chunks of an older one). */
 const KEEP_BUILDS = 2;
 
@@ -38,7 +40,7 @@ function freshEntry() {
       const now = stampOf(file);
       if (now.size !== stamp.size || now.mtimeMs !== stamp.mtimeMs) return null;
     }
-    const entry = join(cacheDir, manifest.dir, 'kr.mjs');
+    const entry = join(cacheDir, manifest.dir, 'kr.cjs');
     statSync(entry);
     return entry;
   } catch {
@@ -47,32 +49,31 @@ function freshEntry() {
 }
 
 /**
- * Builds into a folder of its own (the entry and its chunks: several files, which no rename could replace
- * at once), then points the manifest at it; returns the entry. The options are the client package's
+ * Builds into a folder of its own (the loader and its chunks: several files, which no rename could replace
+ * at once), then points the manifest at it; returns the loader. The files are the client package's
  * (scripts/client-package.mjs): every dependency inlined, split so that a command loads only its own code.
  */
 async function rebuild() {
-  const [esbuild, { CLIENT_OPTIONS, YAML_FILE, isSourceFile }] = await Promise.all([import('esbuild'), import('../scripts/client-package.mjs')]);
+  const { splitScripts } = await import('../scripts/client-package.mjs');
   mkdirSync(cacheDir, { recursive: true });
   const suffix = `${process.pid}-${Date.now()}`;
   const dir = `build-${suffix}`;
   const tmpManifest = join(cacheDir, `manifest.${suffix}.tmp.json`);
   const started = Date.now();
   try {
-    const common = { absWorkingDir: pkgRoot, metafile: true, logLevel: 'silent' };
-    const results = await Promise.all([
-      esbuild.build({ ...CLIENT_OPTIONS.split, ...common, outdir: join(cacheDir, dir) }),
-      esbuild.build({ ...CLIENT_OPTIONS.yaml, ...common, outfile: join(cacheDir, dir, YAML_FILE) }),
-    ]);
+    const { files, inputs: sources } = await splitScripts(pkgRoot, 'silent');
+    for (const f of files) {
+      mkdirSync(dirname(join(cacheDir, dir, f.name)), { recursive: true });
+      writeFileSync(join(cacheDir, dir, f.name), f.text);
+    }
     const inputs = {};
-    for (const file of results.flatMap((r) => Object.keys(r.metafile.inputs)).filter(isSourceFile)) inputs[file] = stampOf(file);
-    inputs['scripts/client-package.mjs'] = stampOf('scripts/client-package.mjs');
+    for (const file of sources) inputs[file] = stampOf(file);
     // A source edited during the build: keep the build for this run, but leave no manifest vouching for it.
-    if (Object.values(inputs).some((s) => s.mtimeMs >= started)) return join(cacheDir, dir, 'kr.mjs');
+    if (Object.values(inputs).some((s) => s.mtimeMs >= started)) return join(cacheDir, dir, 'kr.cjs');
     writeFileSync(tmpManifest, JSON.stringify({ version: MANIFEST_VERSION, node: process.versions.node, dir, inputs }, null, 1));
     renameSync(tmpManifest, manifestPath);
     pruneBuilds(dir);
-    return join(cacheDir, dir, 'kr.mjs');
+    return join(cacheDir, dir, 'kr.cjs');
   } finally {
     rmSync(tmpManifest, { force: true });
   }
@@ -97,7 +98,7 @@ if (!process.env.KR_NO_BUNDLE) {
   }
 }
 if (entry !== null) {
-  await import(pathToFileURL(entry).href);
+  createRequire(import.meta.url)(entry);
 } else {
   const { register } = await import('tsx/esm/api');
   register({ tsconfig: false });

@@ -45,4 +45,7 @@ process.stdout.on('error', (e: NodeJS.ErrnoException) => {
   throw e;
 });
 
-process.exitCode = await main(process.argv.slice(2));
+// Not a top-level await: the client package runs this module as a CommonJS script (scripts/client-package.mjs).
+void main(process.argv.slice(2)).then((code) => {
+  process.exitCode = code;
+});

@@ -11,7 +11,7 @@ import { chmod, mkdir, readFile, rename, stat, writeFile, unlink } from 'node:fs
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { CliError, refused, usageError } from './errors.ts';
 import { Api } from './api.ts';
 import { warn } from './output.ts';

@@ -27,7 +27,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { lstat, mkdir, open, readFile, readdir, realpath, rename, rmdir, unlink, writeFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { PAGE_TYPES, isPageType, isValidSlug, pagePathFor, typeOfPath, type PageType } from '../lib/page/parse.ts';
 import { foldPathCase, pagePathProblem, storedPathProblem } from '../lib/page/path.ts';
 import { CliError, refused, usageError } from './errors.ts';

@@ -4,7 +4,7 @@
  * the tools share (the page reference of their input schemas, fenced path lists, plain rendering).
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { z } from 'zod';
+import * as z from 'zod';
 import { PAGE_TYPES } from '../lib/page/parse.ts';
 import type { Paint } from '../client/output.ts';
 import { capAnswer } from './limits.ts';

@@ -5,7 +5,7 @@
  * members who pushed the commits it spans.
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { z } from 'zod';
+import * as z from 'zod';
 import { diffPages, type SectionDiff } from '../lib/differ/index.ts';
 import { ApiError } from '../client/api.ts';
 import { firstCommitDiff, NO_PARENT } from '../client/history.ts';

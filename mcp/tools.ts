@@ -9,7 +9,7 @@
  * characters, cut with a note on how to read on (mcp/limits.ts).
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { z } from 'zod';
+import * as z from 'zod';
 import { PAGE_TYPES } from '../lib/page/parse.ts';
 import { ApiError, type Api } from '../client/api.ts';
 import { noPushes, packPlan, pageStatuses, planPush, pullPages, sendPushes, type MergedPage } from '../client/sync.ts';

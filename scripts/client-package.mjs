@@ -8,9 +8,11 @@
  *
  * Output, in dist/client/ (the Workers build's static assets: wrangler.toml):
  *  - kr.tgz: an npm package (npm pack's layout: `package/…`): package.json (the server's version, bin `kr`,
- *    no dependencies), kr.mjs, and chunks/*.mjs. Split into chunks (esbuild's code splitting) so that a
+ *    no dependencies), kr.cjs (the bin), and chunks/*.cjs. Split into chunks (esbuild's code splitting) so that a
  *    command loads only its own code: `kr --version` and `kr status` never read the agent tool server's
- *    libraries (the MCP SDK, ajv), which only `kr mcp` imports.
+ *    libraries (the MCP SDK, ajv), which only `kr mcp` imports. The chunks are CommonJS scripts, run by kr.cjs
+ *    (scripts/client-loader.cjs) through V8's code cache, which an ES module cannot have on Node 20: compiling
+ *    the half megabyte `kr status` loads was a third of its start ({@link splitScripts}).
  *  - kr.mjs: the same client as one file (`node kr.mjs …`): without splitting, esbuild keeps lazily imported
  *    modules in the file but runs their code only when they are first imported.
  * The record of what they were built from is dist/client.meta.json (outside dist/client/, which holds only
@@ -34,9 +36,13 @@ export const MAX_PACKAGE_BYTES = 4 * 1024 * 1024;
 export const PACKAGE_NAME = 'kr-client';
 
 const SHEBANG = '#!/usr/bin/env node\n';
+/** kr.cjs of the split form: runs chunks/main.cjs and the chunks it requires through V8's code cache. */
+export const LOADER = join(ROOT, 'scripts', 'client-loader.cjs');
+/** The package's bin. */
+export const BIN_FILE = 'kr.cjs';
 // Some bundled CommonJS dependencies (commander) call require() for node: built-ins, which an ES module
-// lacks: every output file gets one of its own, made on its first call (making one costs a few ms of path work,
-// and most chunks never call it).
+// lacks: the single file gets one of its own, made on its first call (making one costs a few ms of path work).
+// The split form's chunks are CommonJS scripts, given a require() by the loader.
 const REQUIRE_SHIM =
   "import { createRequire as __krCreateRequire } from 'node:module'; let __krRequire; const require = (id) => (__krRequire ??= __krCreateRequire(import.meta.url))(id);";
 
@@ -55,6 +61,11 @@ const zodEnglishOnly = {
     }));
   },
 };
+
+/*
+ * kr's modules import zod as a namespace (`import * as z from 'zod'`), not as `import { z }`: esbuild can then
+ * leave out the parts of zod no schema uses (half of it), where the `z` object zod exports would keep all of it.
+ */
 
 /**
  * zod compiles a fast path for each object schema the first time it checks a value with it (JavaScript
@@ -94,12 +105,13 @@ const lazyYaml = {
         const v = yaml[k];
         return typeof v === 'function' && !/^class[\s{]/.test(Function.prototype.toString.call(v)) && Object.keys(v).length === 0;
       });
-      // The module lands in chunks/ (with splitting, everything but the entry does), beside yaml.cjs.
+      // The module lands in chunks/, beside yaml.cjs; once a CommonJS script (splitScripts), its require() is
+      // the loader's, which reads chunks.
       const contents =
-        "import { createRequire } from 'node:module'; let yaml; const load = () => (yaml ??= createRequire(import.meta.url)('./yaml.cjs'));\n" +
-        names.map((n) => `export function ${n}(...args) { return load().${n}(...args); }\n`).join('');
+        "let yaml; const load = () => (yaml ??= require('./yaml.cjs'));\n" + names.map((n) => `export function ${n}(...args) { return load().${n}(...args); }\n`).join('');
       return { contents, loader: 'js', resolveDir: ROOT };
     });
+    build.onResolve({ filter: /^\.\/yaml\.cjs$/, namespace: 'kr-lazy-yaml' }, (args) => ({ path: args.path, external: true }));
   },
 };
 
@@ -135,12 +147,65 @@ const COMMON = {
   logLevel: 'warning',
 };
 
-/** The esbuild options of the two forms; part of the record, so that changing them here rebuilds. */
+/**
+ * The esbuild options of the two forms; part of the record, so that changing them here rebuilds. The split
+ * form is built as ES modules (esbuild splits only those) into chunks/*.cjs, each then turned into a
+ * CommonJS script by `script` (splitScripts); without the banner, as the loader gives every chunk a require().
+ */
+const { banner: _esmOnly, ...SPLIT_COMMON } = COMMON;
 export const CLIENT_OPTIONS = {
-  split: { ...COMMON, plugins: [...COMMON.plugins, lazyYaml], splitting: true, chunkNames: 'chunks/[name]-[hash]' },
+  split: {
+    ...SPLIT_COMMON,
+    entryPoints: [{ in: 'cli/main.ts', out: 'chunks/main' }],
+    plugins: [...COMMON.plugins, lazyYaml],
+    splitting: true,
+    chunkNames: 'chunks/[name]-[hash]',
+    outExtension: { '.js': '.cjs' },
+  },
+  // import() becomes require() (the loader's), which a script compiled from a code cache needs: V8 drops the
+  // dynamic import callback of such a script.
+  script: {
+    format: 'cjs',
+    platform: 'node',
+    target: 'node20',
+    supported: { 'dynamic-import': false },
+    charset: 'ascii',
+    minifyWhitespace: true,
+    minifySyntax: true,
+    legalComments: 'none',
+    logLevel: 'warning',
+  },
   yaml: YAML_OPTIONS,
   single: { ...COMMON, splitting: false },
 };
+
+/**
+ * The split form, the files of the package but package.json: kr.cjs (the loader, the bin), chunks/main.cjs (cli/main.ts)
+ * and the chunks it requires, chunks/yaml.cjs. Returns `{ files: [{name, text}], inputs }` (inputs: the
+ * source files it was built from, root-relative). cli/kr.mjs builds with `logLevel` 'silent' (a command's
+ * output carries no build warnings).
+ */
+export async function splitScripts(root = ROOT, logLevel = 'warning') {
+  const esbuild = await import('esbuild');
+  const common = { absWorkingDir: root, metafile: true, write: false, logLevel };
+  const [split, yaml] = await Promise.all([
+    esbuild.build({ ...CLIENT_OPTIONS.split, ...common, outdir: '/kr-package' }),
+    esbuild.build({ ...CLIENT_OPTIONS.yaml, ...common, outfile: `/kr-package/${YAML_FILE}` }),
+  ]);
+  const files = await Promise.all(
+    split.outputFiles.map(async (f) => {
+      const name = relative('/kr-package', f.path).split('\\').join('/');
+      const { code } = await esbuild.transform(f.text, { ...CLIENT_OPTIONS.script, sourcefile: name, logLevel });
+      // The sources are ES modules, which are strict.
+      return { name, text: `"use strict";${code}` };
+    }),
+  );
+  files.push({ name: YAML_FILE, text: yaml.outputFiles[0].text });
+  files.push({ name: BIN_FILE, text: SHEBANG + (await readFile(LOADER, 'utf8')) });
+  const self = relative(root, fileURLToPath(import.meta.url));
+  const inputs = [...new Set([...Object.keys(split.metafile.inputs), ...Object.keys(yaml.metafile.inputs), self, relative(root, LOADER)])].filter(isSourceFile);
+  return { files, inputs };
+}
 
 /** The client's version: client/version.ts (the server's version too). */
 export function clientVersion(root = ROOT) {
@@ -200,7 +265,7 @@ export function packageJson(version) {
     version,
     description: 'kr, the command-line client and agent tool server of the Knowledge Repository Service (bundled: no dependencies)',
     type: 'module',
-    bin: { kr: 'kr.mjs' },
+    bin: { kr: BIN_FILE },
     engines: { node: '>=20' },
     license: 'UNLICENSED',
   };
@@ -218,19 +283,13 @@ export async function buildClient(dir = CLIENT_DIR, root = ROOT) {
   }
   const startedMs = Math.floor(Date.now()) - 1;
   const version = clientVersion(root);
-  const run = (options, out) => esbuild.build({ ...options, absWorkingDir: root, ...out, metafile: true, write: false });
-  const [split, single, yaml] = await Promise.all([
-    run(CLIENT_OPTIONS.split, { outdir: '/kr-package' }),
-    run(CLIENT_OPTIONS.single, { outdir: '/kr-single' }),
-    run(CLIENT_OPTIONS.yaml, { outfile: `/kr-package/${YAML_FILE}` }),
+  const [split, single] = await Promise.all([
+    splitScripts(root),
+    esbuild.build({ ...CLIENT_OPTIONS.single, absWorkingDir: root, outdir: '/kr-single', metafile: true, write: false }),
   ]);
 
   const entries = [{ name: 'package/package.json', data: Buffer.from(JSON.stringify(packageJson(version), null, 2) + '\n'), mode: 0o644 }];
-  for (const f of [...split.outputFiles, ...yaml.outputFiles]) {
-    const name = relative('/kr-package', f.path).split('\\').join('/');
-    const isBin = name === 'kr.mjs';
-    entries.push({ name: `package/${name}`, data: Buffer.from(isBin ? SHEBANG + f.text : f.text), mode: isBin ? 0o755 : 0o644 });
-  }
+  for (const f of split.files) entries.push({ name: `package/${f.name}`, data: Buffer.from(f.text), mode: f.name === BIN_FILE ? 0o755 : 0o644 });
   entries.sort((a, b) => (a.name === 'package/package.json' ? -1 : b.name === 'package/package.json' ? 1 : a.name < b.name ? -1 : 1));
   const tgz = gzipSync(tar(entries), { level: 9 });
   const one = Buffer.from(SHEBANG + single.outputFiles[0].text);
@@ -240,8 +299,7 @@ export async function buildClient(dir = CLIENT_DIR, root = ROOT) {
   await replaceFile(join(dir, 'kr.tgz'), tgz);
   await replaceFile(join(dir, 'kr.mjs'), one, 0o755);
 
-  const self = relative(root, fileURLToPath(import.meta.url));
-  const inputs = [...new Set([...Object.keys(split.metafile.inputs), ...Object.keys(single.metafile.inputs), ...Object.keys(yaml.metafile.inputs), self])].filter(isSourceFile);
+  const inputs = [...new Set([...split.inputs, ...Object.keys(single.metafile.inputs)])].filter(isSourceFile);
   const dirs = [...new Set(inputs.map((p) => dirname(p)))];
   const record = { version: RECORD_VERSION, options: CLIENT_OPTIONS, startedMs, inputs, dirs };
   await replaceFile(recordOf(dir), `${JSON.stringify(record)}\n`);

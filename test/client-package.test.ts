@@ -8,8 +8,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { gunzipSync } from 'node:zlib';
@@ -80,13 +81,13 @@ describe('GET /client/kr.tgz and /client/kr.mjs (Node build)', () => {
     const files = untar(tgz);
     const pkg = JSON.parse(files.get('package/package.json')!.toString('utf8'));
     const rootPkg = JSON.parse(await readFile(join(import.meta.dirname, '..', 'package.json'), 'utf8'));
-    expect(pkg).toMatchObject({ name: PACKAGE_NAME, version: VERSION, type: 'module', bin: { kr: 'kr.mjs' } });
+    expect(pkg).toMatchObject({ name: PACKAGE_NAME, version: VERSION, type: 'module', bin: { kr: 'kr.cjs' } });
     expect(pkg.version).toBe(rootPkg.version);
     expect(pkg.dependencies).toBeUndefined();
-    expect(files.get('package/kr.mjs')!.subarray(0, 20).toString()).toBe('#!/usr/bin/env node\n');
+    expect(files.get('package/kr.cjs')!.subarray(0, 20).toString()).toBe('#!/usr/bin/env node\n');
     // Everything is in the package: no import of anything but node's own modules and its own chunks.
     for (const [name, bytes] of files) {
-      if (!name.endsWith('.mjs')) continue;
+      if (!name.endsWith('.mjs') && !name.endsWith('.cjs')) continue;
       const specifiers = [...bytes.toString('utf8').matchAll(/\b(?:from|import)\s*\(?\s*"([\w@./:-]+)"/g)].map((m) => m[1]!);
       expect(specifiers.filter((s) => !s.startsWith('node:') && !s.startsWith('./')), name).toEqual([]);
     }
@@ -136,7 +137,7 @@ describe('npm install -g <server>/client/kr.tgz, then a team member works with t
     await run('npm', ['install', '-g', '--prefix', prefix, `${server.url}/client/kr.tgz`], { cwd: root.path, env: npmEnv });
     const installedDir = join(prefix, 'lib', 'node_modules', PACKAGE_NAME);
     // No dependencies: nothing was installed beside the package itself.
-    expect((await readdir(installedDir)).sort()).toEqual(['chunks', 'kr.mjs', 'package.json']);
+    expect((await readdir(installedDir)).sort()).toEqual(['chunks', 'kr.cjs', 'package.json']);
     expect(await readdir(join(prefix, 'lib', 'node_modules'))).toEqual([PACKAGE_NAME]);
     // The pulls the server saw: the tarball, fetched by npm.
     expect(server.logs.some((l) => l.includes('"path":"/client/kr.tgz"') && l.includes('"status":200'))).toBe(true);
@@ -212,40 +213,69 @@ describe('npm install -g <server>/client/kr.tgz, then a team member works with t
       await client.close();
     }
 
-    // What a command loads (an ESM load hook and require() both write to a log): `kr status` and `kr --version`
-    // read neither yaml (chunks/yaml.cjs, required on the first frontmatter read) nor the MCP SDK; zod starts
-    // with its fast-path compiler off. A push of a page whose frontmatter only the YAML library reads (an alias) does load yaml.
+    // What a command loads (an ESM load hook, and the reads of the chunks kr.cjs runs, write to a log): `kr status`
+    // and `kr --version` read neither yaml (chunks/yaml.cjs, required on the first frontmatter read) nor the MCP
+    // SDK, nor the zod kr does not use; zod starts with its fast-path compiler off. A push of a page whose frontmatter only the YAML library
+    // reads (an alias) does load yaml.
     const hooks = join(root.path, 'load-hooks.mjs');
     const register = join(root.path, 'load-register.mjs');
     await writeFile(hooks, "import { appendFileSync } from 'node:fs';\nexport async function load(url, context, next) { appendFileSync(process.env.KR_LOAD_LOG, url + '\\n'); return next(url, context); }\n");
     await writeFile(
       register,
-      "import { Module, register } from 'node:module';\nimport { appendFileSync } from 'node:fs';\nregister('./load-hooks.mjs', import.meta.url);\n" +
-        "const load = Module._load;\nModule._load = function (request, ...rest) { appendFileSync(process.env.KR_LOAD_LOG, `require:${request}\\n`); return load.call(this, request, ...rest); };\n",
+      "import { register, syncBuiltinESMExports } from 'node:module';\nimport fs from 'node:fs';\nregister('./load-hooks.mjs', import.meta.url);\n" +
+        "const { appendFileSync, readFileSync } = fs;\n" +
+        "fs.readFileSync = function (path, ...rest) { if (String(path).endsWith('.cjs')) appendFileSync(process.env.KR_LOAD_LOG, `chunk:${path}\\n`); return readFileSync.call(this, path, ...rest); };\n" +
+        'syncBuiltinESMExports();\n',
     );
     let logs = 0;
     const loadedBy = async (...args: string[]) => {
       const log = join(root.path, `loaded-${++logs}.log`);
-      const { stdout } = await run(process.execPath, ['--import', register, join(installedDir, 'kr.mjs'), ...args], { cwd: alice.project, env: { ...userEnv(alice.home), KR_LOAD_LOG: log } });
+      const { stdout } = await run(process.execPath, ['--import', register, join(installedDir, 'kr.cjs'), ...args], { cwd: alice.project, env: { ...userEnv(alice.home), KR_LOAD_LOG: log } });
       const lines = (await readFile(log, 'utf8')).split('\n').filter((l) => l !== '');
-      const files = lines.filter((l) => l.startsWith('file://')).map((u) => fileURLToPath(u));
-      expect(files.length).toBeGreaterThan(0);
-      expect(files.every((f) => f.startsWith(installedDir)), files.join('\n')).toBe(true);
-      const code = (await Promise.all(files.map((f) => readFile(f, 'utf8')))).join('\n');
-      return { stdout, required: lines.filter((l) => l.startsWith('require:')), code };
+      const modules = lines.filter((l) => l.startsWith('file://')).map((u) => fileURLToPath(u));
+      const chunks = lines.filter((l) => l.startsWith('chunk:')).map((l) => l.slice('chunk:'.length));
+      expect(modules.every((f) => f === join(installedDir, 'kr.cjs')), modules.join('\n')).toBe(true);
+      expect(chunks).toContain(join(installedDir, 'chunks', 'main.cjs'));
+      expect(chunks.every((f) => f.startsWith(join(installedDir, 'chunks'))), chunks.join('\n')).toBe(true);
+      const code = (await Promise.all([...modules, ...chunks].map((f) => readFile(f, 'utf8')))).join('\n');
+      return { stdout, chunks: chunks.map((f) => relative(installedDir, f)), code };
     };
     for (const args of [['status'], ['--version']]) {
-      const { stdout, required, code } = await loadedBy(...args);
+      const { stdout, chunks, code } = await loadedBy(...args);
       expect(stdout).toContain(args[0] === 'status' ? 'Up to date' : VERSION);
-      expect(required, args[0]).not.toContain('require:./yaml.cjs');
+      expect(chunks, args[0]).not.toContain('chunks/yaml.cjs');
       expect(code).not.toContain('yaml.alias');
       expect(code).not.toContain('notifications/initialized');
       if (args[0] === 'status') expect(code).toMatch(/__zod_globalConfig=\{jitless:(!0|true)\}/);
+      // Only the parts of zod kr's schemas use (its modules import zod as a namespace, which esbuild can trim).
+      expect(code).not.toContain('ZodBigInt');
     }
     await writeFile(join(alice.project, '.kr', 'wiki', 'concepts', 'risks.md'), '---\ntitle: &t Risks\ntype: concept\naliases: [*t]\n---\n# Risks\n\nNone yet.\n');
     const pushed = await loadedBy('push', '-m', 'risks');
     expect(pushed.stdout).toContain('wiki/concepts/risks.md');
-    expect(pushed.required).toContain('require:./yaml.cjs');
+    expect(pushed.chunks).toContain('chunks/yaml.cjs');
+
+    // The chunks run through V8's code cache (chunks/<chunk>.cache: the SHA-1 of the chunk, the SHA-1 of the
+    // bytecode, the bytecode), written by the runs that compiled them: the next run uses it and leaves it be
+    // (one V8 rejected would be written again); a damaged one, or one made from other code, is not used, and
+    // is replaced.
+    const mainChunk = join(installedDir, 'chunks', 'main.cjs');
+    const cacheFile = `${mainChunk}.cache`;
+    const sha1 = (data: Buffer) => createHash('sha1').update(data).digest();
+    const wellFormed = (cache: Buffer, code: Buffer) => cache.subarray(0, 20).equals(sha1(code)) && cache.subarray(20, 40).equals(sha1(cache.subarray(40)));
+    const code = await readFile(mainChunk);
+    const cached = await readFile(cacheFile);
+    expect(wellFormed(cached, code)).toBe(true);
+    const { mtimeMs } = await stat(cacheFile);
+    expect((await loadedBy('status')).stdout).toContain('Up to date');
+    expect((await stat(cacheFile)).mtimeMs).toBe(mtimeMs);
+    for (const bad of [Buffer.concat([cached.subarray(0, 40), Buffer.from('not bytecode')]), Buffer.concat([sha1(Buffer.from('other code')), cached.subarray(20)])]) {
+      await writeFile(cacheFile, bad);
+      expect((await loadedBy('--version')).stdout).toBe(`${VERSION}\n`);
+      const again = await readFile(cacheFile);
+      expect(again.equals(bad)).toBe(false);
+      expect(wellFormed(again, code)).toBe(true);
+    }
   }, 240_000);
 });
 

@@ -1,5 +1,5 @@
 /** Wire bodies of sign-in, /v1/me and personal access tokens (docs/api.md "Accounts"). */
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** POST /v1/auth/idp. Anything but a non-empty string in `id_token` is answered 400 `id_token required`. */
 export const IdpSignInRequest = z.object({ id_token: z.string().min(1) });

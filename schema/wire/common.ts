@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** A commit as every route shows it: `time` is RFC 3339 UTC, whole seconds. */
 export const Commit = z.object({

@@ -3,7 +3,7 @@
  * which webhooks deliver too (with `event` and `delivery_id` added). The stream itself is text; these
  * schemas document its JSON lines and are what clients parse them with.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** What a push did to one path. */
 export const PathStatus = z.enum(['added', 'modified', 'deleted']);

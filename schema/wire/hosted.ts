@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** Bodies of the hosted build's routes (docs/api.md "Hosted build: billing", "Hosted build: admin"). */
 

@@ -1,5 +1,5 @@
 /** GET /v1/limits (docs/api.md "Service"): the server's limits a client sizes its pushes by. */
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const LimitsResponse = z.object({
   /** Push body cap in bytes (SERVICE_MAX_BODY_BYTES). */

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** (ours) A link a page makes: `path` when it names exactly one page at head; `ambiguous` when a slug names several. */
 export const OutgoingLink = z.object({

@@ -3,7 +3,7 @@
  * parameter). The handlers read them leniently (lib/http/params.ts): a `limit` that is not a positive
  * integer means the default, one above the maximum means the maximum; a flag is on for `true`, `1` or `yes`.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 const limit = (fallback: number, max: number, what: string) =>
   z

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { Commit } from './common.ts';
 
 export const CreateRepoRequest = z.object({ id: z.string() });

@@ -2,7 +2,7 @@
  * Full-text search (docs/api.md "Search"): `GET /v1/repos/:id/search` and `GET /v1/search`. The query
  * language is lib/search/query.ts's; ranking and snippets are lib/search/results.ts's.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const SearchQuery = z.object({
   q: z

@@ -1,5 +1,5 @@
 /** Bodies of the service routes outside `/v1`: the health check and the API's own description. */
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** `GET /health`. */
 export const HealthResponse = z.object({ status: z.literal('ok') });

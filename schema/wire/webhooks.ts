@@ -1,5 +1,5 @@
 /** Webhooks (docs/api.md "Webhooks"): the bodies of the `/v1/repos/:id/webhooks` routes. */
-import { z } from 'zod';
+import * as z from 'zod';
 import { EventKind } from './events.ts';
 
 /** Webhooks one repository may have. */
