@@ -58,8 +58,8 @@ export interface GroupHost {
   invalidate(id: string): void;
   /** Retires the head entries the store remembers for the repository (a write changed them). */
   forgetHeadsOf(id: string): void;
-  /** The full-text rows of `paths` are behind head: made later (lib/repo/search-later.ts). */
-  searchLater(id: string, paths: Iterable<string>): void;
+  /** The link and full-text rows of `paths` are behind head: made right after (lib/repo/derived-later.ts). */
+  derivedLater(id: string, paths: Iterable<string>): void;
 }
 
 /**
@@ -287,7 +287,7 @@ export class GroupCommit {
             id,
             made.map((m) => ({ meta: m.meta, changes: m.changes, contents: m.contents })),
             extra,
-            { fullText: false, head, extraResults: (results) => (deliveries = deliveriesQueued(extra, results)) },
+            { derived: false, head, extraResults: (results) => (deliveries = deliveriesQueued(extra, results)) },
           ),
         );
       });
@@ -296,7 +296,7 @@ export class GroupCommit {
     }
     progress.step('publish commit');
     await progress.track('move main', batch.publish());
-    if (this.host.index.fullText) this.host.searchLater(id, made.flatMap((m) => m.changes.map((c) => c.path)));
+    this.host.derivedLater(id, made.flatMap((m) => m.changes.map((c) => c.path)));
     // The commits as recorded: their sequence numbers follow `head`, read under this lock.
     recorded.forEach((c, i) => {
       const r = made[i]!.push.result!;

@@ -23,7 +23,7 @@ import type { PullPages, PushFile, PushResult } from './types.ts';
 import { GroupCommit } from './group-commit.ts';
 import { pullPages } from './pull.ts';
 import { finishRemovals, removeRepository } from './removal.ts';
-import { SearchLater } from './search-later.ts';
+import { DerivedLater } from './derived-later.ts';
 
 /**
  * Repositories as the rest of the service sees them: the git store for content, the derived index for
@@ -35,7 +35,7 @@ import { SearchLater } from './search-later.ts';
 export type { MergedWrite, PulledPage, PullPages, PushFile, PushOutcome, PushResult } from './types.ts';
 export { GROUP_BYTES, GROUP_FILES, GROUP_PUSHES } from './group-commit.ts';
 export { PULL_BATCH, PULL_BYTES } from './pull.ts';
-export { SEARCH_DELAY_MS } from './search-later.ts';
+export { SEARCH_DELAY_MS } from './derived-later.ts';
 
 /** What a cached head entry holds in memory, estimated (strings at 2 bytes a character). */
 const headEntryBytes = (e: HeadEntry | null) =>
@@ -68,8 +68,8 @@ export class RepoStore implements Repos {
       }),
   };
   private readonly synced = new Map<string, Promise<void>>();
-  /** Full-text rows behind head, made after their pushes (lib/repo/search-later.ts). */
-  private readonly searchWork: SearchLater;
+  /** Link and full-text rows behind head, made right after their pushes (lib/repo/derived-later.ts). */
+  private readonly derived: DerivedLater;
   /** The pushes, committed in groups (lib/repo/group-commit.ts). */
   private readonly groups: GroupCommit;
   /**
@@ -99,7 +99,7 @@ export class RepoStore implements Repos {
     this.webhooks = new WebhookStore(index.database, clock, opts.maxPendingDeliveries);
     this.creationMutex = new KeyedMutex({ waitMs: git.lockWaitMs });
     this.headCache = new LruCache(git.headCacheBytes, headEntryBytes);
-    this.searchWork = new SearchLater(git, index, (id) => this.synced.delete(id));
+    this.derived = new DerivedLater(git, index, (id) => this.synced.delete(id));
     this.groups = new GroupCommit(this, clock);
   }
 
@@ -337,27 +337,33 @@ export class RepoStore implements Repos {
     return this.index.search(id, q, opts);
   }
 
-  /** The full-text rows of `paths` are behind head (their push recorded none): made later, for many pushes at once. */
-  searchLater(id: string, paths: Iterable<string>): void {
-    this.searchWork.later(id, paths);
+  /** The link and full-text rows of `paths` are behind head (their push recorded none): made right after it. */
+  derivedLater(id: string, paths: Iterable<string>): void {
+    this.derived.later(id, paths);
   }
 
   /**
-   * Makes the full-text rows every repository still has due (a graceful stop, before the database closes:
-   * the next start then has nothing to catch up).
+   * Makes the link and full-text rows every repository still has due (a graceful stop, before the database
+   * closes: the next start then has nothing to catch up).
    */
   searchSettled(): Promise<void> {
-    return this.searchWork.settled();
+    return this.derived.settled();
   }
 
-  /** Waits until the full-text rows of every page pushed to `id` before the call are made (SearchLater.now). */
+  /** Waits until the link and full-text rows of every page pushed to `id` before the call are made (DerivedLater.now). */
   searchNow(id: string): Promise<void> {
-    return this.searchWork.now(id);
+    return this.derived.now(id);
   }
 
 
-  /** The links of the page at head (lib/links/), or null when there is no such page. */
+  /**
+   * The links of the page at head (lib/links/), or null when there is no such page. Pages pushed before the
+   * request are in it: their rows left for later are made first.
+   */
   async links(id: string, path: string): Promise<LinksResponse | null> {
+    await this.ready(id);
+    // The rows of pages pushed before the request are made first (as a search's are).
+    await this.searchNow(id);
     await this.ready(id);
     if (!(await this.headEntry(id, path))) return null;
     return this.index.links(id, path);
@@ -376,7 +382,7 @@ export class RepoStore implements Repos {
         try {
           return await fn();
         } finally {
-          this.searchWork.forget(id);
+          this.derived.forget(id);
           this.invalidate(id);
         }
       },

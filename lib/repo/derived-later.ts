@@ -2,16 +2,16 @@ import type { GitStore } from '../git/store.ts';
 import type { PathIndex } from './path-index.ts';
 
 /**
- * A push's pages become searchable through rows that are made this long after it at the latest (sooner
- * when a search of the repository comes first: it waits for them). Pushes in between share the work: a
- * page updated twenty times meanwhile is indexed once, in one transaction with the others.
+ * A push's link and full-text rows are made this long after it at the latest (sooner when a search or a links
+ * request of the repository comes first: it waits for them). Pushes in between share the work: a page
+ * updated twenty times meanwhile is looked at once, in one transaction with the others.
  */
 export const SEARCH_DELAY_MS = 250;
 /** Pages remembered per repository for that work; beyond this the whole repository is looked at. */
 const SEARCH_PATHS = 2_000;
 
-/** Full-text work left behind by the pushes of one repository (see SearchLater.later). */
-interface SearchDue {
+/** Derived work left behind by the pushes of one repository (see DerivedLater.later). */
+interface DerivedDue {
   /** The pages to look at, or null: every page. */
   paths: Set<string> | null;
   timer: ReturnType<typeof setTimeout> | null;
@@ -19,12 +19,17 @@ interface SearchDue {
 }
 
 /**
- * The full-text rows a push leaves behind head (PathIndex.recordMany with `fullText: false`), made shortly
- * after it for every push of that time at once, or at once when a search of the repository asks first
- * (`now`). The repository store (lib/repo/repo-store.ts) holds one.
+ * The derived rows a push leaves behind head (PathIndex.recordMany with `derived: false`): the links and full
+ * text of its pages, off the push's critical path (its commit, head rows, event and webhook outbox are in its
+ * own transaction). They are made right after it, for every push of that time at once, or at once when a
+ * search or links request of the repository asks first (`now`), so a push is visible to the next such
+ * request of anyone. Rows a crash cut are behind head at the next start, whose first access of the repository
+ * syncs it (PathIndex.sync makes every missing row): nothing runs at boot. The repository store
+ * (lib/repo/repo-store.ts) holds one; on the Workers build it runs inside the repository's Durable Object,
+ * whose next call sees what it made.
  */
-export class SearchLater {
-  private readonly due = new Map<string, SearchDue>();
+export class DerivedLater {
+  private readonly due = new Map<string, DerivedDue>();
 
   constructor(
     private readonly git: GitStore,
@@ -34,7 +39,7 @@ export class SearchLater {
   ) {}
 
   /**
-   * Remembers that the full-text rows of `paths` are behind head (their push recorded none) and makes
+   * Remembers that the derived rows of `paths` are behind head (their push recorded none) and makes
    * them within SEARCH_DELAY_MS, under the repository's lock, for every push of that time at once. A
    * failure leaves them to the next sync (the repository is re-checked on its next access).
    */
@@ -52,7 +57,7 @@ export class SearchLater {
     }
   }
 
-  /** Starts the full-text work due for `id` (none running). */
+  /** Starts the derived work due for `id` (none running). */
   private run(id: string): void {
     const due = this.due.get(id);
     if (!due || due.run) return;
@@ -61,7 +66,7 @@ export class SearchLater {
     const paths = due.paths ? [...due.paths] : undefined;
     due.paths = new Set();
     due.run = this.git
-      .withLock(id, () => this.index.catchUpSearch(id, this.git, paths), { owner: 'search index', step: 'index pages' })
+      .withLock(id, () => this.index.catchUpDerived(id, this.git, paths), { owner: 'derived index', step: 'index pages' })
       .catch(() => {
         // Not made now (lock wait, database closed at shutdown, disk error): the next access syncs.
         this.failed(id);
@@ -74,7 +79,7 @@ export class SearchLater {
   }
 
   /**
-   * Makes the full-text rows every repository still has due (a graceful stop, before the database closes:
+   * Makes the derived rows every repository still has due (a graceful stop, before the database closes:
    * the next start then has nothing to catch up).
    */
   async settled(): Promise<void> {
@@ -82,7 +87,7 @@ export class SearchLater {
   }
 
   /**
-   * Waits until the full-text rows of every page pushed to `id` before the call are made, making them now
+   * Waits until the derived rows of every page pushed to `id` before the call are made, making them now
    * rather than at their time. Two runs at most: the one already running (which may have started before the
    * last pages came), then one for everything remembered since.
    */
