@@ -216,14 +216,24 @@ export class LinkIndex {
       const atHead = new Map(heads.map((r) => [String(r.path), String(r.blob)]));
       const made = new Map(sources.map((r) => [String(r.path), String(r.blob)]));
       const stmts: Stmt[] = [];
+      const stale: Array<{ path: string; blob: string }> = [];
       for (const path of some) {
         const blob = atHead.get(path);
         if (blob === undefined) {
           if (made.has(path)) stmts.push(...linkStmts(repo, path, null));
-        } else if (made.get(path) !== blob) {
-          stmts.push(...linkStmts(repo, path, { blob, doc: linkDocument(path, await readBlob(blob)) }));
-        }
+        } else if (made.get(path) !== blob) stale.push({ path, blob });
       }
+      // Read READS_IN_FLIGHT at a time, as catchUp does.
+      const docs: LinkDocument[] = new Array(stale.length);
+      let next = 0;
+      const worker = async () => {
+        while (next < stale.length) {
+          const k = next++;
+          docs[k] = linkDocument(stale[k]!.path, await readBlob(stale[k]!.blob));
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(READS_IN_FLIGHT, stale.length) }, worker));
+      stale.forEach((p, k) => stmts.push(...linkStmts(repo, p.path, { blob: p.blob, doc: docs[k]! })));
       if (stmts.length > 0) await this.db.batch(stmts, { durable: false });
       await nextTurn();
     }
