@@ -1,4 +1,4 @@
-import type { PullPages } from './repo/repo-store.ts';
+import type { PullPages } from './repo/types.ts';
 import { checkCancelled, pieceStream, type StreamWatch } from './http/stream.ts';
 import type { PullResponse } from '../schema/wire/sync.ts';
 import { utf8 } from './bytes.ts';

@@ -164,7 +164,7 @@ describe('targets', () => {
   });
 
   it('the current targets, and neither retired one (W1 against plumbing, MEM against Hono)', () => {
-    expect(TARGETS).toMatchObject({ w1OverFloor: 1.25, w4OverHono: 0.5, w9FullPull: 12, w9Op: 1.5, w9ExportAboveMib: 64, w9HealthMs: 100, w10Rss: 1.3, w11CpuMs: 10, w12: 1.5, w13P95Ms: 100, mergeMs: 0.25 });
+    expect(TARGETS).toMatchObject({ w1OverFloor: 1.4, w8PushShare: 0.2, w7Wall: 0.12, w8OverGrep: 0.15, w4OverHono: 0.4, w9FullPull: 15, w9Op: 1.5, w9Search: 3, w11SearchCpuMs: 20, w9ExportAboveMib: 64, w9HealthMs: 100, w10Rss: 1.3, w11CpuMs: 10, w12: 1.5, w13P95Ms: 100, mergeMs: 0.25 });
     expect(Object.keys(TARGETS).some((k) => /plumbing|hono.*mem|mem/i.test(k))).toBe(false);
   });
 

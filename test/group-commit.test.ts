@@ -70,7 +70,7 @@ async function queuedTogether<T>(repos: RepoStore, start: () => Array<Promise<T>
   await holding;
   const pushes = start();
   // Every push is queued behind the writer (they queue after a few awaits of their own), however slow the machine.
-  const queued = () => (repos as unknown as { queues: Map<string, unknown[]> }).queues.get('r')?.length ?? 0;
+  const queued = () => (repos as unknown as { groups: { queues: Map<string, unknown[]> } }).groups.queues.get('r')?.length ?? 0;
   for (let i = 0; i < 2000 && queued() < pushes.length; i++) await new Promise((r) => setTimeout(r, 5));
   expect(queued()).toBe(pushes.length);
   release();

@@ -201,11 +201,14 @@ describe('reads on a repository of many packs', () => {
       for (; round < 5; round++) await push(repos, expected, round, { small: 150, large: true });
       await store.packMerges();
       expect(await largePacks(dir.path)).toHaveLength(3);
+      // The pushes' link rows made (as at a graceful stop): the cold readers' sync then reads no page.
+      await repos.searchSettled();
       const three = await measure(db, expected);
       for (; round < 14; round++) await push(repos, expected, round, { small: 150, large: true });
       await store.packMerges();
       expect(await largePacks(dir.path)).toHaveLength(12);
       expect(await midxPacks(dir.path)).toEqual(await largePacks(dir.path));
+      await repos.searchSettled();
       const twelve = await measure(db, expected);
 
       for (const m of [three, twelve]) {

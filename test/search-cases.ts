@@ -244,6 +244,47 @@ export function searchCases(kind: TargetKind): void {
       expect((await call('/v1/search?q=nightjar', { token: null })).status).toBe(401);
     });
 
+    it("a push is in the very next search and links request of another member (its derived rows are made after the answer)", async () => {
+      const carol = await signIn('carol', 'carol@example.test');
+      const dave = await signIn('dave', 'dave@example.test');
+      expect((await call('/v1/repos', { method: 'POST', token: carol.access_token, json: { id: 'estuary' } })).status).toBe(201);
+      const invite = await call('/v1/repos/estuary/invite-keys', { method: 'POST', token: carol.access_token, json: {} });
+      expect((await call('/v1/repos/join', { method: 'POST', token: dave.access_token, json: { key: (invite.body as unknown as { token: string }).token } })).status).toBe(200);
+      const links = async (path: string) => {
+        const r = await t.api(`/v1/repos/estuary/links/${path}`, { token: dave.access_token });
+        return { status: r.status, body: (await r.json()) as unknown };
+      };
+      for (let round = 0; round < 3; round++) {
+        // Carol pushes; Dave asks at once, with nothing in between (links first: a search would make every row).
+        await push('estuary', [
+          { path: 'wiki/concepts/tides.md', content: `---\ntitle: Tides ${round}\n---\nThe godwit${round} feeds at low water. See [[mudflats]] and [r](../entities/river.md).\n` },
+          { path: 'wiki/concepts/mudflats.md', content: `## Mud\nCurlew${round} probe here.\n` },
+        ], { token: carol.access_token });
+        expect(await links('wiki/concepts/mudflats.md')).toEqual({
+          status: 200,
+          body: { path: 'wiki/concepts/mudflats.md', outgoing: [], incoming: [{ path: 'wiki/concepts/tides.md', title: `Tides ${round}` }] },
+        });
+        expect(await links('wiki/concepts/tides.md')).toEqual({
+          status: 200,
+          body: {
+            path: 'wiki/concepts/tides.md',
+            outgoing: [{ target: 'mudflats', path: 'wiki/concepts/mudflats.md' }, { target: '../entities/river.md' }],
+            incoming: [],
+          },
+        });
+        expect(paths(await search('estuary', `godwit${round}`, '', { token: dave.access_token }))).toEqual(['wiki/concepts/tides.md']);
+        // The link goes, and the page it named: the very next requests say so.
+        await push('estuary', [
+          { path: 'wiki/concepts/tides.md', content: `## Tides\nNo links now, dunlin${round}.\n` },
+          { path: 'wiki/concepts/mudflats.md', delete: true },
+        ], { token: carol.access_token });
+        expect(await links('wiki/concepts/tides.md')).toEqual({ status: 200, body: { path: 'wiki/concepts/tides.md', outgoing: [], incoming: [] } });
+        expect((await links('wiki/concepts/mudflats.md')).status).toBe(404);
+        expect(paths(await search('estuary', `curlew${round}`, '', { token: dave.access_token }))).toEqual([]);
+        expect(paths(await search('estuary', `dunlin${round}`, '', { token: dave.access_token }))).toEqual(['wiki/concepts/tides.md']);
+      }
+    });
+
     it('the cross-repository route merges best first, pages with limit and offset, and counts every match', async () => {
       await push('merge-a', [{ path: 'h.md', content: '## Wagtail\nwagtail' }, { path: 'b.md', content: 'a wagtail, in passing, among many other words here' }]);
       await push('merge-b', [{ path: 'h.md', content: '---\ntitle: Wagtail\n---\n## Wagtail\nwagtail wagtail' }]);

@@ -10,7 +10,7 @@ import { tempDir } from './helpers/env.ts';
 
 /**
  * A push records its commit and head rows in its own transaction, but leaves its pages' full-text rows
- * for later (RepoStore.searchLater): they are made within SEARCH_DELAY_MS, for every push of that time at
+ * for later (RepoStore.derivedLater): they are made within SEARCH_DELAY_MS, for every push of that time at
  * once, or at once when a search of the repository comes first, or when the server stops. A process that
  * dies with rows due leaves them to the next start's sync. Real libSQL and git store on disk.
  */
@@ -123,9 +123,9 @@ describe('full-text rows made after the push', () => {
   it('a run that fails leaves the repository to be synced on its next access, which makes the rows', async () => {
     const { db, repos, push } = await setup();
     await push([{ path: 'a.md', content: 'guillemot' }]);
-    const real = repos.index.catchUpSearch.bind(repos.index);
+    const real = repos.index.catchUpDerived.bind(repos.index);
     let failures = 0;
-    repos.index.catchUpSearch = async (...args: Parameters<typeof real>) => {
+    repos.index.catchUpDerived = async (...args: Parameters<typeof real>) => {
       if (failures++ === 0) throw new Error('EIO: i/o error, write');
       return real(...args);
     };

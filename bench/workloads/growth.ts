@@ -347,7 +347,7 @@ export const w9: Workload = {
         id: 'W9·search',
         title: `search (${sizes})`,
         ...pair('search', (s) => `GET /search, ${at(s)}`, (s) => `GET /v1/repos/${s.repo}/search?q=… (${QUERIES.join(', ')}), in turn`),
-        factor: TARGETS.w9Op,
+        factor: TARGETS.w9Search,
         notes: [`matches: ${QUERIES.map((q) => `${q}: ${n((fig.get('search')!.extra.large.totals as Record<string, number>)[q]!)} vs ${n((fig.get('search')!.extra.small.totals as Record<string, number>)[q]!)}`).join('; ')}`],
       }),
     );

@@ -149,7 +149,9 @@ export const w11: Workload = {
       const rows: Row[] = KINDS.map((kind) => {
         const s = summarize(cpu[kind]);
         const p99 = round(percentile(cpu[kind], 99));
-        const ratio = ratioOf(s.median, TARGETS.w11CpuMs);
+        // A search has a limit of its own (20 ms of CPU); every other request keeps the free plan's.
+        const limit = kind === 'search' ? TARGETS.w11SearchCpuMs : TARGETS.w11CpuMs;
+        const ratio = ratioOf(s.median, limit);
         return {
           id: `W11·${kind}`,
           title: `Workers build under workerd, ${pages.toLocaleString('en-US')} pages: CPU of ${TITLES[kind]}`,
@@ -163,10 +165,10 @@ export const w11: Workload = {
             n: s.n,
             extra: { mean: s.mean, max: s.max, wall_p50_ms: summarize(wall[kind]).median, wall_p95_ms: summarize(wall[kind]).p95 },
           },
-          reference: limitSide('Workers free plan: CPU limit per request', TARGETS.w11CpuMs, 'ms'),
+          reference: limitSide(kind === 'search' ? 'CPU limit of a search' : 'Workers free plan: CPU limit per request', limit, 'ms'),
           ratio,
-          ratioBasis: 'p50 / 10 ms',
-          target: { text: `p50 ≤ ${TARGETS.w11CpuMs} ms CPU`, met: atMost(s.median, TARGETS.w11CpuMs) },
+          ratioBasis: `p50 / ${limit} ms`,
+          target: { text: `p50 ≤ ${limit} ms CPU`, met: atMost(s.median, limit) },
           notes: [],
         };
       });

@@ -2,8 +2,9 @@
  * The link rows of the derived index (schema/migrations/0012_links.sql): `page_link_sources`, one row per
  * page at head (the blob its rows were made from, and its title), and `page_links`, the links each page
  * makes as written (lib/links/extract.ts), unresolved. PathIndex (lib/repo/path-index.ts) keeps them in
- * step — `linkStmts` go into the batch that records a commit, `catchUp` levels them with git_head on every
- * sync, like the full-text rows — and answers the links route through `forPage`.
+ * step — a push's pages are looked at right after it (`catchUpPaths`, lib/repo/derived-later.ts), before any
+ * links request answers; `catchUp` levels them with git_head on every sync, like the full-text rows — and
+ * answers the links route through `forPage`.
  *
  * Links are resolved when asked, against the pages at head then: a page created later is linked to by the
  * pages that named it before. Outgoing: one lookup of the candidate paths per 90 links. Incoming: indexed
@@ -196,6 +197,44 @@ export class LinkIndex {
       await Promise.all(Array.from({ length: Math.min(READS_IN_FLIGHT, pages.length) }, worker));
       await this.db.batch(pages.flatMap((p, k) => linkStmts(repo, p.path, { blob: p.blob, doc: docs[k]! })), { durable: false });
       after = pages[pages.length - 1]!.path;
+      await nextTurn();
+    }
+  }
+
+  /**
+   * Levels the link rows of `paths` alone with git_head, as `catchUp` does for every page: the rows a push
+   * left for later (PathIndex.recordMany with `derived: false`). Two indexed lookups per PATHS_PER_QUERY paths,
+   * whatever the size of the repository.
+   */
+  async catchUpPaths(repo: string, paths: readonly string[], readBlob: (blob: string) => Promise<Uint8Array>): Promise<void> {
+    const unique = [...new Set(paths)];
+    for (let i = 0; i < unique.length; i += PATHS_PER_QUERY) {
+      const some = unique.slice(i, i + PATHS_PER_QUERY);
+      const list = some.map(() => '?').join(', ');
+      const heads = await this.db.all<Row>(`SELECT path, blob FROM git_head WHERE repo_id = ? AND path IN (${list})`, [repo, ...some]);
+      const sources = await this.db.all<Row>(`SELECT path, blob FROM page_link_sources WHERE repo_id = ? AND path IN (${list})`, [repo, ...some]);
+      const atHead = new Map(heads.map((r) => [String(r.path), String(r.blob)]));
+      const made = new Map(sources.map((r) => [String(r.path), String(r.blob)]));
+      const stmts: Stmt[] = [];
+      const stale: Array<{ path: string; blob: string }> = [];
+      for (const path of some) {
+        const blob = atHead.get(path);
+        if (blob === undefined) {
+          if (made.has(path)) stmts.push(...linkStmts(repo, path, null));
+        } else if (made.get(path) !== blob) stale.push({ path, blob });
+      }
+      // Read READS_IN_FLIGHT at a time, as catchUp does.
+      const docs: LinkDocument[] = new Array(stale.length);
+      let next = 0;
+      const worker = async () => {
+        while (next < stale.length) {
+          const k = next++;
+          docs[k] = linkDocument(stale[k]!.path, await readBlob(stale[k]!.blob));
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(READS_IN_FLIGHT, stale.length) }, worker));
+      stale.forEach((p, k) => stmts.push(...linkStmts(repo, p.path, { blob: p.blob, doc: docs[k]! })));
+      if (stmts.length > 0) await this.db.batch(stmts, { durable: false });
       await nextTurn();
     }
   }

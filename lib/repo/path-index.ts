@@ -13,7 +13,8 @@ import { TimeSlice } from '../time-slice.ts';
  * The derived commit/path index in libSQL. It answers per-path history, "the previous commit touching
  * this path", pages at head and pull-since in O(result), and full-text search over the pages at head
  * (lib/search/fts.ts, whose rows live in a TextStore: per repository on Node), and the links between pages
- * (lib/links/, whose rows are written in the same batch as the commit's). It is never the source of
+ * (lib/links/). The full-text and link rows are derived from the pages at head: a push leaves them for
+ * right after it (`recordMany` with `derived: false`, then `catchUpDerived`). It is never the source of
  * truth: `sync` compares it with the branch in git and replays (or rebuilds) what is missing, so a deleted or
  * stale database loses nothing.
  */
@@ -411,23 +412,24 @@ export class PathIndex {
    * Records a chain of commits (each the parent of the next, the first on top of the indexed head) in one
    * batch, with `extra` statements (e.g. activity rows) and the link rows of the changed pages (lib/links/) in
    * the same transaction, then the changed pages' full-text rows, in their own database (were that write to
-   * fail, the commits stay recorded and the next catch-up makes the rows). `fullText: false` leaves those
-   * rows behind head, for `catchUpSearch` (RepoStore does it later, for many pushes at once). `head`: the
-   * indexed head the chain builds on, when the caller read it under the repository's lock (one query less a
-   * push); read here otherwise.
+   * fail, the commits stay recorded and the next catch-up makes the rows). `derived: false` records neither
+   * link nor full-text rows: they stay behind head for `catchUpDerived` (RepoStore makes them right after the
+   * push, for many pushes at once). `head`: the indexed head the chain builds on, when the caller read it
+   * under the repository's lock (one query less a push); read here otherwise.
    */
   async recordMany(
     repo: string,
     commits: ReadonlyArray<{ meta: CommitMeta; changes: PathChange[]; contents: PageContents }>,
     extra: Stmt[] = [],
     opts: {
-      fullText?: boolean;
+      derived?: boolean;
       head?: IndexedCommit | null;
       /** Told the results of the `extra` statements, in order. */
       extraResults?: (results: Array<{ changes: number; rows: Record<string, unknown>[] }>) => void;
     } = {},
   ): Promise<IndexedCommit[]> {
-    const fullText = this.searchOn && opts.fullText !== false;
+    const derived = opts.derived !== false;
+    const fullText = this.searchOn && derived;
     const head = opts.head !== undefined ? opts.head : await this.headCommit(repo);
     let seq = head?.seq ?? 0;
     const stmts: Stmt[] = [];
@@ -444,14 +446,17 @@ export class PathIndex {
       }
       // A page whose bytes are not at hand keeps its rows, which then describe an older blob: sync's
       // catch-up makes them again.
-      const links = new Map<string, LinkDocument | null>();
-      // Parsing 10,000 pages for their links is most of a second: other requests get turns meanwhile.
-      const slice = new TimeSlice();
-      for (const ch of changes) {
-        if (slice.due) await slice.next();
-        const bytes = ch.blob === null ? null : contents.get(ch.path);
-        if (ch.blob === null) links.set(ch.path, null);
-        else if (bytes) links.set(ch.path, linkDocument(ch.path, bytes));
+      let links: Map<string, LinkDocument | null> | undefined;
+      if (derived) {
+        links = new Map();
+        // Parsing 10,000 pages for their links is most of a second: other requests get turns meanwhile.
+        const slice = new TimeSlice();
+        for (const ch of changes) {
+          if (slice.due) await slice.next();
+          const bytes = ch.blob === null ? null : contents.get(ch.path);
+          if (ch.blob === null) links.set(ch.path, null);
+          else if (bytes) links.set(ch.path, linkDocument(ch.path, bytes));
+        }
       }
       stmts.push(...this.recordStmts(repo, seq, meta, changes, links));
       out.push({ sha: meta.sha, seq, author: meta.author, email: meta.email, time: meta.time, message: meta.message });
@@ -482,11 +487,14 @@ export class PathIndex {
   }
 
   /**
-   * Brings the full-text rows of `paths` (all pages without it) level with head: the part of `sync` that
-   * `recordMany(…, { fullText: false })` leaves for later. Callers hold the repository's lock.
+   * Brings the link and full-text rows of `paths` (all pages without it) level with head: the part of `sync`
+   * that `recordMany(…, { derived: false })` leaves for later. Callers hold the repository's lock.
    */
-  async catchUpSearch(repo: string, store: GitStore, paths?: readonly string[]): Promise<void> {
-    if (this.searchOn) await this.fts.catchUp(repo, (blob) => store.readBlob(repo, blob), paths);
+  async catchUpDerived(repo: string, store: GitStore, paths?: readonly string[]): Promise<void> {
+    const read = (blob: string) => store.readBlob(repo, blob);
+    if (paths) await this.linkIndex.catchUpPaths(repo, paths, read);
+    else await this.linkIndex.catchUp(repo, read);
+    if (this.searchOn) await this.fts.catchUp(repo, read, paths);
   }
 
   /**

@@ -1,5 +1,5 @@
 import type { HeadEntry, IndexedCommit } from './path-index.ts';
-import type { PushFile, PushResult } from './repo-store.ts';
+import type { PushFile, PushResult } from './types.ts';
 import type { SearchOptions, SearchPage } from '../search/results.ts';
 import type { Stmt } from '../db/sql.ts';
 import type { LinksResponse } from '../../schema/wire/links.ts';
