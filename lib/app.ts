@@ -66,7 +66,7 @@ export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
     // Set before the handler: they go into the headers every response built through `c` starts from.
     c.header('X-Request-Id', requestId);
     c.header('X-Content-Type-Options', 'nosniff');
-    // API.md: every response to an authenticated request carries no-store. We put it on every /v1 response
+    // docs/api.md: every response to an authenticated request carries no-store. We put it on every /v1 response
     // but preflights (401s, 404s and sign-in's token included): simpler, and never less private.
     const noStore = isApiPath(c.req.path) && c.req.method !== 'OPTIONS';
     if (noStore) c.header('Cache-Control', 'no-store');

@@ -539,7 +539,7 @@ const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 const encoder = new TextEncoder();
 
 /**
- * The section merge of a stale write (API.md "Section merge"): base = the file at the parent (empty when it
+ * The section merge of a stale write (docs/api.md, the push route's "Section merge"): base = the file at the parent (empty when it
  * did not exist there), theirs = the page at head, ours = the pushed content. Null when there is nothing to
  * merge against (the parent does not resolve) or a side is not UTF-8 text: the write stays a plain conflict.
  * The merge hands the event loop a turn every few milliseconds, so a large page does not hold other requests.

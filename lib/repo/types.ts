@@ -12,7 +12,7 @@ export interface PushFile {
   /** The commit the client last saw for this page; omitted = overwrite. */
   parentSha?: string;
   /**
-   * Section merge (API.md "Section merge"): a write whose `parentSha` is stale is merged three ways with the
+   * Section merge (docs/api.md, the push route's "Section merge"): a write whose `parentSha` is stale is merged three ways with the
    * page at head instead of being a conflict, when it merges cleanly (lib/differ/merge.ts).
    */
   merge?: boolean;
