@@ -45,7 +45,11 @@ describe('migration 0017_activity_member', () => {
     try {
       expect(await db.all(ROWS)).toEqual(before);
       expect((await db.all<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')).map((r) => Number(r.version))).toEqual(all.map((m) => m.version));
-      expect(await db.all("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'activity' AND sql IS NOT NULL")).toEqual([{ name: 'activity_repo' }]);
+      expect(await db.all("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'activity' AND sql IS NOT NULL ORDER BY name")).toEqual([
+        { name: 'activity_feed' },
+        { name: 'activity_member' },
+        { name: 'activity_repo' },
+      ]);
       await expect(db.run("INSERT INTO activity (repo_id, user_id, email, action, created_at) VALUES ('kb', 'u1', 'a@x', 'bogus', 1)")).rejects.toThrow(/CHECK/);
 
       const clock = new ManualClock(200_000);
@@ -67,6 +71,40 @@ describe('migration 0017_activity_member', () => {
       expect((await activity.list('kb', 10, 0, ['member'])).events).toEqual([
         { user_id: 'u1', email: 'a@x', action: 'member', detail: { user_id: 'u3', email: 'c@x', change: 'joined', role: 'member' }, created_at: 200 },
       ]);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it("a push's prune and the default feed walk their own class's index; a member row's prune and ?actions=member theirs", async () => {
+    scratch = await tempDir('kr-migrate-');
+    const db = await openDatabaseFile(join(scratch.path, 'service.db'), 2);
+    try {
+      const activity = new Activity(db, new ManualClock(0));
+      const me = { userId: 'u1', email: 'a@x' };
+      // Rows of both classes in two repositories, so that the planner has others to walk if it would.
+      for (const repo of ['kb', 'other']) {
+        for (let i = 0; i < 20; i++) await activity.record(repo, me, i % 4 === 0 ? 'member' : 'push', { n: i });
+      }
+      await db.run('ANALYZE');
+      const plan = async (stmt: { sql: string; args?: unknown[] }) =>
+        (await db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${stmt.sql}`, (stmt.args ?? []) as never)).map((r) => r.detail);
+      const [, pushPrune] = activity.stmts('kb', me, 'push', { paths: ['a.md'] });
+      const [, memberPrune] = activity.stmts('kb', me, 'member', { change: 'joined' });
+      for (const p of await plan(pushPrune!)) if (p.startsWith('SEARCH')) expect(p).toMatch(/USING (COVERING )?INDEX activity_feed \(repo_id=\?/);
+      for (const p of await plan(memberPrune!)) if (p.startsWith('SEARCH')) expect(p).toMatch(/USING (COVERING )?INDEX activity_member \(repo_id=\?/);
+      // The list's own statements, as it sends them (its `get` reads through `all`).
+      const seen: Array<{ sql: string; args: unknown[] }> = [];
+      const rawAll = db.all.bind(db);
+      db.all = (async (sql: string, args: unknown[] = []) => (seen.push({ sql, args }), rawAll(sql, args as never))) as typeof db.all;
+      expect((await activity.list('kb', 10, 0)).total).toBe(15);
+      expect((await activity.list('kb', 10, 0, ['member'])).total).toBe(5);
+      db.all = rawAll;
+      expect(seen).toHaveLength(4);
+      for (const [i, s] of seen.entries()) {
+        const index = i < 2 ? 'activity_feed' : 'activity_member';
+        expect(await plan(s)).toEqual([expect.stringMatching(new RegExp(`^SEARCH activity USING (COVERING )?INDEX ${index} \\(repo_id=\\?\\)$`))]);
+      }
     } finally {
       await db.close();
     }

@@ -44,6 +44,26 @@ export const ACTIVITY_RETENTION = 1000;
 /** Paths kept in a push event's detail. */
 export const PUSH_DETAIL_PATHS = 50;
 
+/**
+ * The two classes of rows, in the exact words of the partial indexes of migration 0017 (activity_feed,
+ * activity_member): SQLite uses a partial index only for a query whose WHERE names its condition.
+ */
+const MEMBER_ROWS = "action = 'member'";
+const OTHER_ROWS = "action <> 'member'";
+
+/** Whether `actions` is exactly one class (so that its index serves the query). */
+function classWide(actions: readonly ActivityAction[]): boolean {
+  const set = new Set(actions);
+  if (set.size === 1 && set.has('member')) return true;
+  return set.size === DEFAULT_ACTIVITY_ACTIONS.length && DEFAULT_ACTIVITY_ACTIONS.every((a) => set.has(a));
+}
+
+/** The condition on `action` for a list of actions: a class by its index's words, else the list itself (bound). */
+function actionsWhere(actions: readonly ActivityAction[]): string {
+  if (classWide(actions)) return actions.includes('member') ? MEMBER_ROWS : OTHER_ROWS;
+  return `action IN (${actions.map(() => '?').join(', ') || "''"})`;
+}
+
 /** The per-repository activity feed. */
 export class Activity {
   constructor(
@@ -85,7 +105,7 @@ export class Activity {
     when?: Stmt,
   ): Stmt[] {
     // The prune keeps the newest `retention` of the inserted row's class (member rows, or the others).
-    const cls = action === 'member' ? "action = 'member'" : "action <> 'member'";
+    const cls = action === 'member' ? MEMBER_ROWS : OTHER_ROWS;
     return [
       {
         sql: `INSERT INTO activity (repo_id, user_id, email, action, detail, created_at, commit_sha) SELECT ?, ?, ?, ?, ?, ?, ?
@@ -134,8 +154,8 @@ export class Activity {
     offset: number,
     actions: readonly ActivityAction[] = DEFAULT_ACTIVITY_ACTIONS,
   ): Promise<{ events: ActivityEvent[]; total: number }> {
-    const only = ` AND action IN (${actions.map(() => '?').join(', ') || "''"})`;
-    const args = [repoId, ...actions];
+    const only = ` AND ${actionsWhere(actions)}`;
+    const args = classWide(actions) ? [repoId] : [repoId, ...actions];
     const [rows, count] = await Promise.all([
       this.db.all<Record<string, unknown>>(
         `SELECT user_id, email, action, detail, created_at, commit_sha FROM activity WHERE repo_id = ?${only}
