@@ -311,6 +311,12 @@ describe.skipIf(!hasChromium)('dashboard views: activity, evolution, billing, ad
     await h.page.getByRole('checkbox', { name: 'Show pulls' }).check();
     await expect.poll(() => status.textContent()).toBe('Events 1–20 of 29');
     expect(await items.locator('.badge.action-member').count()).toBe(4);
+    // Live: a change the event stream announces shows without reloading the view.
+    await role(bob, 'owner');
+    await expect.poll(() => status.textContent()).toBe('Events 1–20 of 30');
+    expect(await items.nth(0).innerText()).toMatch(/^alice@example\.com\s+made\s+bob@example\.com\s+owner\s+\d{4}-/);
+    await role(bob, 'member');
+    await expect.poll(() => status.textContent()).toBe('Events 1–20 of 31');
     await noSeriousAxe();
     await h.shot('activity-members');
 

@@ -366,6 +366,8 @@ export function ActivityView({ api, repo }: { api: Api; repo: string }) {
   // Pulls are left out unless asked for: with a few watchers and agents they are half of the feed.
   const [showPulls, setShowPulls] = useState(false);
   const [arrived, setArrived] = useState<{ repo: string; events: ActivityEvent[] }>({ repo, events: [] });
+  // Membership changes announced live: the feed is read again (the event does not say who made the change).
+  const [memberChanges, setMemberChanges] = useState(0);
   const fresh = arrived.repo === repo ? arrived.events : [];
   const live = useRepoEvents(api, repo, {
     push: (d) =>
@@ -374,6 +376,7 @@ export function ActivityView({ api, repo }: { api: Api; repo: string }) {
         if (events.some((e) => e.sha === d.sha)) return a;
         return { repo, events: [feedEventOf(d), ...events].slice(0, LIVE_KEPT) };
       }),
+    member: () => setMemberChanges((n) => n + 1),
   });
   // A new position is read afresh from the feed, which by then holds what arrived live.
   const setOffset = (n: number) => {
@@ -383,7 +386,7 @@ export function ActivityView({ api, repo }: { api: Api; repo: string }) {
   const chartData = useLoad(() => api.activity(repo, { limit: CHART_EVENTS, offset: 0 }), [api, repo, live.epoch], live.ready);
   const feed = useLoad(
     () => api.activity(repo, { limit: FEED_PAGE, offset, actions: showPulls ? FEED_ACTIONS_WITH_PULLS : FEED_ACTIONS }),
-    [api, repo, offset, showPulls, live.epoch],
+    [api, repo, offset, showPulls, live.epoch, memberChanges],
     live.ready,
   );
   /** What arrived live and `list` does not hold yet. */
