@@ -8,13 +8,15 @@ import type { MemberChange } from '../schema/wire/events.ts';
 export const REMOVED = 'removed from this repo; ask an owner for a new invite key';
 
 /**
- * Joining and leaving: redeeming an invite key, removing a member, changing a member's role. The role rules of SPEC.md "States
- * and transitions" live here; who may call them is lib/policy.ts's business. Each change a real user makes
- * is recorded as a `member` row of the activity feed in the batch that makes it (the legacy key's never
- * are), and announced as a live `member` event once made.
+ * Joining and leaving: redeeming an invite key, removing a member, changing a member's role. The role rules of
+ * docs/concepts.md "Members and roles" and "Invite keys" live here; who may call them is lib/policy.ts's business.
  */
 
-/** Who made a change, as the activity feed names them: a real user, or null for the legacy key. */
+/**
+ * Who made a change, as the activity feed names them: a real user, or null for the legacy key. Each change a
+ * real user makes is recorded as a `member` row of the feed in the batch that makes it (the legacy key's
+ * never are), and announced as a live `member` event once made.
+ */
 const actorOf = (identity: Identity): { userId: string; email: string } | null =>
   identity.kind === 'user' ? { userId: identity.userId, email: identity.email } : null;
 
@@ -100,7 +102,7 @@ export async function announceMember(
 }
 
 /**
- * Gives a member the role `role` (`actor`: who asked; docs/api.md "Members and invite keys", the role route): 404 when the target
+ * Gives a member the role `role` (docs/api.md "Members and invite keys", the role route): 404 when the target
  * is not a member, 409 when it would demote the last owner, and on the hosted build 402 when it would make
  * an owner of a user at their plan's repository cap (lib/hosted/quota.ts). Giving the role they have changes
  * nothing and is answered the same. Atomic (lib/db/members.ts setRole): owners demoting each other at once
@@ -108,6 +110,7 @@ export async function announceMember(
  */
 export async function changeRole(
   deps: Deps,
+  /** Who asked: the activity row's actor. */
   actor: Identity,
   repoId: string,
   userId: string,
