@@ -275,7 +275,7 @@ export class Api {
     return this.json(this.repoUrl(repo, `/evolution/${encodePath(path)}?limit=${limit}&blame=true`));
   }
 
-  /** `actions`: only these kinds of event (the server's `?actions=`); omitted: pushes, pulls and imports. */
+  /** `actions`: only these kinds of event (the server's `?actions=`); all of them when omitted. */
   activity(repo: string, opts: { limit?: number; offset?: number; actions?: readonly string[] } = {}): Promise<ActivityResponse> {
     const q = new URLSearchParams({ limit: String(opts.limit ?? 500), offset: String(opts.offset ?? 0) });
     if (opts.actions) q.set('actions', opts.actions.join(','));

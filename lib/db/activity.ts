@@ -37,7 +37,6 @@ export interface ActivityEvent {
 }
 
 /** The newest events kept per repository; older ones are pruned as new ones arrive (docs/concepts.md "Activity"). */
-// Per class: pushes, pulls and imports together, and `member` rows on their own (neither pushes the other out).
 export const ACTIVITY_RETENTION = 1000;
 /** Paths kept in a push event's detail. */
 export const PUSH_DETAIL_PATHS = 50;
