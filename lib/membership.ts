@@ -1,4 +1,4 @@
-import type { UserIdentity } from './auth/identity.ts';
+import type { Identity, UserIdentity } from './auth/identity.ts';
 import type { Role } from './db/members.ts';
 import type { Deps } from './deps.ts';
 import { HttpError } from './errors.ts';
@@ -11,6 +11,14 @@ export const REMOVED = 'removed from this repo; ask an owner for a new invite ke
  * Joining and leaving: redeeming an invite key, removing a member, changing a member's role. The role rules of
  * docs/concepts.md "Members and roles" and "Invite keys" live here; who may call them is lib/policy.ts's business.
  */
+
+/**
+ * Who made a change, as the activity feed names them: a real user, or null for the legacy key. Each change a
+ * real user makes is recorded as a `member` row of the feed in the batch that makes it (the legacy key's
+ * never are), and announced as a live `member` event once made.
+ */
+const actorOf = (identity: Identity): { userId: string; email: string } | null =>
+  identity.kind === 'user' ? { userId: identity.userId, email: identity.email } : null;
 
 /**
  * Redeems an invite key: the caller becomes a member, or keeps the role they have (idempotent; an owner
@@ -27,10 +35,11 @@ export async function redeemInvite(deps: Deps, user: UserIdentity, token: string
   // A removed member stays removed: only a key minted after the removal readmits them.
   if (await deps.invites.excludes(found.key.id, user.userId)) throw new HttpError(403, REMOVED);
   const cap = deps.quota.join(found.repoId);
+  const record = deps.activity.memberRecord(found.repoId, actorOf(user), { user_id: user.userId, email: user.email, change: 'joined', role: 'member' });
   // With a cap, it is checked by the insert itself: racing first joins never pass it together.
   const joined = cap
-    ? await deps.members.addIf(found.repoId, user.userId, 'member', cap.when)
-    : await deps.members.add(found.repoId, user.userId, 'member');
+    ? await deps.members.addIf(found.repoId, user.userId, 'member', cap.when, record)
+    : await deps.members.add(found.repoId, user.userId, 'member', record);
   if (!joined) {
     // The cap is the owners' plan: the joiner is told whom to ask (the upgrade link is of no use to them).
     const owners = (await deps.members.list(found.repoId)).filter((m) => m.role === 'owner').map((m) => m.email);
@@ -55,12 +64,13 @@ export async function roleIn(deps: Pick<Deps, 'members' | 'repos'>, repoId: stri
 }
 
 /**
- * Removes a member: 404 when the target is not one, 409 for the last owner. The `member` event that follows
- * ends the removed user's event streams of the repository at once.
+ * Removes a member (`actor`: who asked): 404 when the target is not one, 409 for the last owner. The
+ * `member` event that follows ends the removed user's event streams of the repository at once.
  */
-export async function removeMember(deps: Deps, repoId: string, userId: string): Promise<void> {
+export async function removeMember(deps: Deps, actor: Identity, repoId: string, userId: string): Promise<void> {
   const user = await deps.users.byId(userId);
-  const result = await deps.members.remove(repoId, userId);
+  const record = deps.activity.memberRecord(repoId, actorOf(actor), { user_id: userId, email: user?.email ?? '', change: 'removed' });
+  const result = await deps.members.remove(repoId, userId, record);
   if (result === 'not_member') throw new HttpError(404, 'not a member of this repo');
   if (result === 'last_owner') throw new HttpError(409, "can't remove the last owner");
   await announceMember(deps, repoId, { userId, email: user?.email ?? '' }, 'removed');
@@ -98,9 +108,19 @@ export async function announceMember(
  * nothing and is answered the same. Atomic (lib/db/members.ts setRole): owners demoting each other at once
  * never leave the repository without one.
  */
-export async function changeRole(deps: Deps, repoId: string, userId: string, role: Role): Promise<{ user_id: string; email: string; role: Role }> {
+export async function changeRole(
+  deps: Deps,
+  /** Who asked: the activity row's actor. */
+  actor: Identity,
+  repoId: string,
+  userId: string,
+  role: Role,
+): Promise<{ user_id: string; email: string; role: Role }> {
   const cap = role === 'owner' ? deps.quota.promote(userId) : null;
-  const result = await deps.members.setRole(repoId, userId, role, cap?.when ?? null);
+  // The member's email for the activity row, read first: the row goes in with the change itself.
+  const user = actor.kind === 'user' ? await deps.users.byId(userId) : null;
+  const record = deps.activity.memberRecord(repoId, actorOf(actor), { user_id: userId, email: user?.email ?? '', change: 'role', role });
+  const result = await deps.members.setRole(repoId, userId, role, cap?.when ?? null, record);
   switch (result.outcome) {
     case 'not_member':
       throw new HttpError(404, 'not a member of this repo');

@@ -88,26 +88,27 @@ describe.skipIf(!hasChromium)('live events in the dashboard', () => {
     await heading('Activity in acme').waitFor();
     await opened;
     await page.getByText('Live: new pushes appear at the top as they happen.').waitFor();
-    await expect.poll(() => feedItems().count()).toBe(1);
+    // Alice's push and, before it, Bob and Carol joining.
+    await expect.poll(() => feedItems().count()).toBe(3);
     await markDocument();
 
     const start = await serverPage(LOG);
     const first = await push(bob, [{ path: LOG, content: start.text.replace('Use git.', 'Use git and SQLite.') }], 'SQLite');
     await feedItems().filter({ hasText: 'SQLite' }).waitFor();
-    expect(await feedItems().count()).toBe(2);
+    expect(await feedItems().count()).toBe(4);
     const top = feedItems().first();
     expect(await top.locator('.title').textContent()).toBe('bob@example.com');
     expect(await top.locator('.badge').allTextContents()).toEqual(['pushed', 'new']);
     expect(await top.locator('.message').textContent()).toBe('SQLite');
     expect(await top.getByRole('link').allTextContents()).toEqual([LOG]);
-    await page.getByRole('status').filter({ hasText: 'Events 1–2 of 2' }).waitFor();
+    await page.getByRole('status').filter({ hasText: 'Events 1–4 of 4' }).waitFor();
     // Counted in the chart too: today's pushes by bob.
     expect(await page.locator('table').filter({ hasText: 'bob@example.com' }).count()).toBe(1);
 
     // Carol saves from the version before Bob's, another section: the server merges it.
     const merged = await push(carol, [{ path: LOG, content: start.text.replace('Nobody reads it.', 'Everybody reads it.'), parent_sha: start.sha }], 'Risks', 'sections');
     expect(merged.pushed[0]!.merged).toBe(true);
-    const carols = feedItems().filter({ hasText: 'carol@example.com' });
+    const carols = feedItems().filter({ hasText: 'carol@example.com' }).filter({ has: page.locator('.message', { hasText: 'Risks' }) });
     await carols.waitFor();
     expect(await feedItems().first().locator('.title').textContent()).toBe('carol@example.com');
     expect(await carols.locator('.badge').allTextContents()).toEqual(['pushed', 'merged', 'new']);
@@ -120,7 +121,7 @@ describe.skipIf(!hasChromium)('live events in the dashboard', () => {
     // Loaded afresh, the feed marks the merge from the push's activity detail.
     await page.reload();
     await heading('Activity in acme').waitFor();
-    await expect.poll(() => feedItems().count()).toBe(3);
+    await expect.poll(() => feedItems().count()).toBe(5);
     expect(await feedItems().first().locator('.badge').allTextContents()).toEqual(['pushed', 'merged']);
     expect(await feedItems().nth(1).locator('.badge').allTextContents()).toEqual(['pushed']);
     expect(first.new_head).not.toBe(merged.new_head);

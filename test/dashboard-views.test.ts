@@ -107,6 +107,9 @@ describe.skipIf(!hasChromium)('dashboard views: activity, evolution, billing, ad
   it('activity: the chart of pushes per day by person, its numbers, the feed with paging', async () => {
     const { events, total } = await api<{ events: Event[]; total: number }>('/v1/repos/acme/activity?limit=500', alice.session);
     expect(total).toBe(4 + LOG_PUSHES + 1);
+    // Bob's join is the feed's one membership change, listed only when asked for.
+    const joins = await api<{ events: Event[]; total: number }>('/v1/repos/acme/activity?actions=member', alice.session);
+    expect([joins.total, joins.events.map((e) => [e.email, e.action])]).toEqual([1, [[bob.email, 'member']]]);
     // The expected table, from the server's own timestamps (UTC days).
     const perDay = new Map<string, { alice: number; bob: number }>();
     for (const e of events) {
@@ -121,6 +124,13 @@ describe.skipIf(!hasChromium)('dashboard views: activity, evolution, billing, ad
     expect([aliceTotal, bobTotal]).toEqual([13, 10]);
 
     await h.signInWithToken(alice.pat);
+    // The feed's requests: which actions each asks for.
+    const asked: string[] = [];
+    const onRequest = (r: { url: () => string }) => {
+      const u = new URL(r.url());
+      if (u.pathname === '/v1/repos/acme/activity' && u.searchParams.get('limit') === '20') asked.push(u.searchParams.get('actions') ?? '(none)');
+    };
+    h.page.on('request', onRequest);
     await go('#/repo/acme/activity');
     const chart = h.page.getByRole('img', { name: /^Pushes per day by person/ });
     await chart.waitFor();
@@ -134,18 +144,21 @@ describe.skipIf(!hasChromium)('dashboard views: activity, evolution, billing, ad
     expect(await table.locator('tfoot tr').evaluate((tr) => [...tr.children].map((c) => c.textContent))).toEqual(['All days', '13', '10', '23']);
     expect(await h.page.getByText(/Counted from the newest/).count()).toBe(0);
 
-    // The feed, newest first, without pulls unless asked for: the log pushes first (Bob's pull left out).
+    // The feed, newest first, without pulls unless asked for: the log pushes first (Bob's pull left out), and
+    // Bob's join among them.
     const status = h.page.locator('.pager [role="status"]');
     const items = h.page.locator('ol.feed > li');
-    await expect.poll(() => status.textContent()).toBe('Events 1–20 of 23');
+    await expect.poll(() => status.textContent()).toBe('Events 1–20 of 24');
     expect(await items.nth(0).innerText()).toMatch(/^alice@example\.com\s+pushed .*\nlog 18\n1 page:\s*wiki\/log\.md$/);
     expect(await h.page.getByText('pulled').count()).toBe(0);
     // With pulls: Bob's pull, then the log pushes; page two ends with the first commit.
     const showPulls = h.page.getByRole('checkbox', { name: 'Show pulls' });
     expect(await showPulls.isChecked()).toBe(false);
     await showPulls.check();
-    await expect.poll(() => status.textContent()).toBe('Events 1–20 of 24');
+    await expect.poll(() => status.textContent()).toBe('Events 1–20 of 25');
     expect(await items.count()).toBe(20);
+    h.page.off('request', onRequest);
+    expect(asked).toEqual(['push,member,import', 'push,pull,member,import']);
     expect(await items.nth(0).innerText()).toMatch(/^bob@example\.com\s+pulled\s+\d{4}-\d\d-\d\d \d\d:\d\d UTC\s+with kr-test$/);
     // A push shows its commit message (the event's detail.message) above its pages.
     expect(await items.nth(1).innerText()).toMatch(/^alice@example\.com\s+pushed .*\nlog 18\n1 page:\s*wiki\/log\.md$/);
@@ -154,22 +167,24 @@ describe.skipIf(!hasChromium)('dashboard views: activity, evolution, billing, ad
     await h.shot('activity');
 
     await h.page.getByRole('button', { name: 'Older' }).click();
-    await expect.poll(() => status.textContent()).toBe('Events 21–24 of 24');
-    await expect.poll(() => items.count()).toBe(4);
+    await expect.poll(() => status.textContent()).toBe('Events 21–25 of 25');
+    await expect.poll(() => items.count()).toBe(5);
     expect(await h.page.getByRole('button', { name: 'Older' }).getAttribute('aria-disabled')).toBe('true');
     const notes = items.nth(0);
     expect(await notes.locator('a').allTextContents()).toEqual(NOTES.slice(0, 3));
     expect(await notes.innerText()).toContain('6 pages:');
     expect(await notes.innerText()).toContain('+3 more');
-    expect(await items.locator('.title').allTextContents()).toEqual([alice.email, alice.email, bob.email, alice.email]);
+    expect(await items.locator('.title').allTextContents()).toEqual([alice.email, alice.email, bob.email, alice.email, bob.email]);
+    // The oldest event: Bob joining, before his first push.
+    expect(await items.nth(4).innerText()).toMatch(/^bob@example\.com\s+joined\s+\d{4}-\d\d-\d\d \d\d:\d\d UTC$/);
     await h.page.getByRole('button', { name: 'Newer' }).click();
-    await expect.poll(() => status.textContent()).toBe('Events 1–20 of 24');
+    await expect.poll(() => status.textContent()).toBe('Events 1–20 of 25');
 
     await fits375('activity', () => chart.waitFor());
 
     // A pushed path leads to its page.
     await h.page.getByRole('button', { name: 'Older' }).click();
-    await expect.poll(() => status.textContent()).toBe('Events 21–24 of 24');
+    await expect.poll(() => status.textContent()).toBe('Events 21–25 of 25');
     await items.nth(3).getByRole('link', { name: DECISION }).click();
     await h.page.getByRole('heading', { name: 'decision', level: 1 }).waitFor();
   });
@@ -189,10 +204,9 @@ describe.skipIf(!hasChromium)('dashboard views: activity, evolution, billing, ad
     ];
     const older = [ev('ann@example.com', 30), ev('ann@example.com', 31)];
     let events = [...inWindow, ...older];
-    await h.page.route(
-      (u) => u.pathname === '/v1/repos/acme/activity' && u.searchParams.get('limit') === '500',
-      (r) => r.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ events, total: 900 }) }),
-    );
+    // The same function unroutes it (a predicate is matched by identity).
+    const chartEvents = (u: URL) => u.pathname === '/v1/repos/acme/activity' && u.searchParams.get('limit') === '500';
+    await h.page.route(chartEvents, (r) => r.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ events, total: 900 }) }));
     try {
       const day = (daysAgo: number) => new Date(at(daysAgo) * 1000).toISOString().slice(0, 10);
       const expectChart = async () => {
@@ -239,31 +253,100 @@ describe.skipIf(!hasChromium)('dashboard views: activity, evolution, billing, ad
       expect(await h.page.locator('#pushes-table thead th').allTextContents()).toEqual(['Day (UTC)', ...nine, 'Total']);
       expect(await h.page.locator('#pushes-table tfoot td').allTextContents()).toEqual(['2', ...nine.slice(1).map(() => '1'), '10']);
     } finally {
-      await h.page.unroute((u) => u.pathname === '/v1/repos/acme/activity');
+      await h.page.unroute(chartEvents);
     }
   });
 
   it('activity: the pager works from the keyboard', async () => {
-    // A view opened anew leaves pulls out: the 23 pushes.
+    // A view opened anew leaves pulls out: the 23 pushes and Bob's join.
     await go('#/repo/acme/activity');
     const status = h.page.locator('.pager [role="status"]');
-    await expect.poll(() => status.textContent()).toBe('Events 1–20 of 23');
+    await expect.poll(() => status.textContent()).toBe('Events 1–20 of 24');
     await h.page.getByRole('button', { name: 'Newer' }).waitFor();
     await h.page.getByRole('button', { name: 'Older' }).focus();
     await h.page.keyboard.press('Enter');
-    await expect.poll(() => status.textContent()).toBe('Events 21–23 of 23');
+    await expect.poll(() => status.textContent()).toBe('Events 21–24 of 24');
     expect(await h.page.evaluate(() => document.activeElement?.textContent)).toBe('Older');
     await h.page.keyboard.press('Shift+Tab');
     expect(await h.page.evaluate(() => document.activeElement?.textContent)).toBe('Newer');
     await h.page.keyboard.press('Space');
-    await expect.poll(() => status.textContent()).toBe('Events 1–20 of 23');
+    await expect.poll(() => status.textContent()).toBe('Events 1–20 of 24');
 
     // Another repository's feed starts at its newest events, not at the position left here.
     await h.page.getByRole('button', { name: 'Older' }).click();
-    await expect.poll(() => status.textContent()).toBe('Events 21–23 of 23');
+    await expect.poll(() => status.textContent()).toBe('Events 21–24 of 24');
     await go('#/repo/beta/activity');
     await expect.poll(() => status.textContent()).toBe(`Events 1–20 of ${BETA_COMMITS}`);
     expect(await h.page.locator('ol.feed > li .paths a').first().textContent()).toBe('log.md');
+  });
+
+  it('activity: membership changes read as sentences, among the pushes; what their emails say is shown as text', async () => {
+    // Bob made owner and back, Carol joining and removed: acme ends with the members it had.
+    const role = (who: SignedUp, r: string) => api(`/v1/repos/acme/members/${who.id}/role`, alice.session, { method: 'POST', json: { role: r } });
+    await role(bob, 'owner');
+    await role(bob, 'member');
+    const invite = await api<{ token: string }>('/v1/repos/acme/invite-keys', alice.session, { method: 'POST', json: {} });
+    await api('/v1/repos/join', carol.session, { method: 'POST', json: { key: invite.token } });
+    await api(`/v1/repos/acme/members/${carol.id}`, alice.session, { method: 'DELETE' });
+
+    // From the repository's page: the view opens anew, at the newest events.
+    await h.signInWithToken(alice.pat);
+    await go('#/repo/acme');
+    await h.page.getByRole('heading', { name: 'acme', level: 1 }).waitFor();
+    await go('#/repo/acme/activity');
+    const status = h.page.locator('.pager [role="status"]');
+    const items = h.page.locator('ol.feed > li');
+    await expect.poll(() => status.textContent()).toBe('Events 1–20 of 28');
+    const time = '\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC$';
+    const sentences = await items.evaluateAll((lis) => lis.slice(0, 4).map((li) => (li as HTMLElement).innerText));
+    expect(sentences.map((t) => [t.replace(new RegExp(time), ''), new RegExp(time).test(t)])).toEqual([
+      ['alice@example.com removed carol@example.com', true],
+      ['carol@example.com joined', true],
+      ['alice@example.com made bob@example.com a member', true],
+      ['alice@example.com made bob@example.com owner', true],
+    ]);
+    expect(await items.nth(4).innerText()).toMatch(/^alice@example\.com\s+pushed .*\nlog 18\n/);
+    expect(await items.locator('.badge.action-member').allTextContents()).toEqual(['removed', 'joined', 'made', 'made']);
+    // The pulls switch adds Bob's pull and leaves the membership changes in.
+    await h.page.getByRole('checkbox', { name: 'Show pulls' }).check();
+    await expect.poll(() => status.textContent()).toBe('Events 1–20 of 29');
+    expect(await items.locator('.badge.action-member').count()).toBe(4);
+    // Live: a change the event stream announces shows without reloading the view.
+    await role(bob, 'owner');
+    await expect.poll(() => status.textContent()).toBe('Events 1–20 of 30');
+    expect(await items.nth(0).innerText()).toMatch(/^alice@example\.com\s+made\s+bob@example\.com\s+owner\s+\d{4}-/);
+    await role(bob, 'member');
+    await expect.poll(() => status.textContent()).toBe('Events 1–20 of 31');
+    await noSeriousAxe();
+    await h.shot('activity-members');
+
+    // Emails and ids come from users: markup in them is text. An owner removing themselves left.
+    const hostile = '<img src=x onerror="window.__pwned=1">@example.com';
+    const at = Math.floor(Date.now() / 1000);
+    const events = [
+      { user_id: 'u1', email: 'eve@example.com', action: 'member', created_at: at, detail: { user_id: 'u1', email: 'eve@example.com', change: 'removed' } },
+      { user_id: 'u1', email: 'eve@example.com', action: 'member', created_at: at, detail: { user_id: 'u2', email: hostile, change: 'role', role: 'owner' } },
+      { user_id: 'u2', email: hostile, action: 'member', created_at: at, detail: { user_id: 'u2', email: hostile, change: 'joined', role: 'member' } },
+    ];
+    // The same function unroutes it (a predicate is matched by identity).
+    const feedPage = (u: URL) => u.pathname === '/v1/repos/acme/activity' && u.searchParams.get('limit') === '20';
+    await h.page.route(feedPage, (r) => r.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ events, total: 3 }) }));
+    try {
+      await go('#/repo/acme');
+      await h.page.getByRole('heading', { name: 'acme', level: 1 }).waitFor();
+      await go('#/repo/acme/activity');
+      await expect.poll(() => status.textContent()).toBe('Events 1–3 of 3');
+      const shown = await items.evaluateAll((lis) => lis.map((li) => (li as HTMLElement).innerText));
+      expect(shown.map((t) => t.replace(new RegExp(time), ''))).toEqual([
+        'eve@example.com left',
+        `eve@example.com made ${hostile} owner`,
+        `${hostile} joined`,
+      ]);
+      expect(await h.page.locator('ol.feed img').count()).toBe(0);
+      expect(await h.page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    } finally {
+      await h.page.unroute(feedPage);
+    }
   });
 
   it('evolution: a vertical timeline of the three commits with what each changed', async () => {

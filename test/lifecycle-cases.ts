@@ -252,5 +252,58 @@ export function lifecycleCases(kind: TargetKind): void {
       expect((await call('/v1/repos/racy/pages')).body).toEqual({ pages: [] });
       expect((await call('/v1/repos/racy/timeline')).body).toEqual({ commits: [] });
     });
+
+    it('activity: each membership change a user makes is one `member` row, listed only when asked for; the legacy key\'s are not recorded', async () => {
+      const { root, carol, erin, dave } = users as Record<string, User>;
+      await create('crew', root!);
+      await push('crew', [{ path: 'a.md', content: 'a' }], root!.token);
+      const feed = async (query: string) => {
+        const r = await call(`/v1/repos/crew/activity${query}`, { token: root!.token });
+        expect(r.status, JSON.stringify(r.body)).toBe(200);
+        for (const e of r.body.events) expect(Number.isInteger(e.created_at)).toBe(true);
+        return { events: r.body.events.map(({ created_at: _, ...e }: { created_at: number }) => e), total: r.body.total };
+      };
+      const before = await feed('');
+      expect(before.total).toBe(1);
+      expect(before.events.map((e: { action: string }) => e.action)).toEqual(['push']);
+
+      // A join, then the same key again (nothing changes: no row).
+      const key = await invite('crew', root!, carol!, erin!);
+      expect((await call('/v1/repos/join', { method: 'POST', json: { key }, token: carol!.token })).body).toEqual({ repo_id: 'crew', role: 'member' });
+      // A role change; giving the role held, and the refusals, change nothing.
+      expect((await setRole('crew', carol!, 'owner', root)).status).toBe(200);
+      expect((await setRole('crew', carol!, 'owner', root)).status).toBe(200);
+      expect((await setRole('crew', dave!, 'owner', root)).status).toBe(404);
+      expect((await setRole('crew', erin!, 'owner', erin)).status).toBe(403);
+      // A removal by an owner; the refusals change nothing.
+      expect((await call(`/v1/repos/crew/members/${erin!.id}`, { method: 'DELETE', token: carol!.token })).status).toBe(204);
+      expect((await call(`/v1/repos/crew/members/${erin!.id}`, { method: 'DELETE', token: carol!.token })).status).toBe(404);
+      // The legacy key's changes are made, never recorded.
+      expect((await setRole('crew', carol!, 'member')).status).toBe(200);
+      expect((await call(`/v1/repos/crew/members/${carol!.id}`, { method: 'DELETE' })).status).toBe(204);
+      expect((await call(`/v1/repos/crew/members/${root!.id}`, { method: 'DELETE', token: root!.token })).status).toBe(409);
+      expect(await roles('crew')).toEqual({ root: 'owner' });
+      // Both removals marked the key as never readmitting them, the recorded one as the other.
+      for (const u of [erin!, carol!]) {
+        expect(await call('/v1/repos/join', { method: 'POST', json: { key }, token: u.token })).toEqual({
+          status: 403,
+          body: { error: 'removed from this repo; ask an owner for a new invite key' },
+        });
+      }
+
+      const joined = (u: User) => ({ user_id: u.id, email: u.email, action: 'member', detail: { user_id: u.id, email: u.email, change: 'joined', role: 'member' } });
+      const memberRows = [
+        { user_id: carol!.id, email: carol!.email, action: 'member', detail: { user_id: erin!.id, email: erin!.email, change: 'removed' } },
+        { user_id: root!.id, email: root!.email, action: 'member', detail: { user_id: carol!.id, email: carol!.email, change: 'role', role: 'owner' } },
+        joined(erin!),
+        joined(carol!),
+      ];
+      expect(await feed('?actions=member')).toEqual({ events: memberRows, total: 4 });
+      // The feed without `actions` is what it was: the membership changes leave it and its total alone.
+      expect(await feed('')).toEqual(before);
+      expect(await feed('?actions=push,pull,import')).toEqual(before);
+      const all = await feed('?actions=push,member,import&limit=2&offset=3');
+      expect(all).toEqual({ events: [joined(carol!), before.events[0]], total: 5 });
+    });
   });
 }

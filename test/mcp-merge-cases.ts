@@ -250,5 +250,76 @@ export function mcpMergeCases(kind: TargetKind): void {
       expect(r.status).toBe(200);
       expect(await r.text()).toBe(await alice.read(RETIRED));
     }, CASE_TIMEOUT);
+
+    it('pages changed on both sides: kr_status and kr_pull tell those kr_push will merge apart from real conflicts, and kr_push merges them', async () => {
+      const PLAN = 'wiki/concepts/plan.md';
+      const CLASH = 'wiki/concepts/clash.md';
+      const page = (goal: string, risks: string) => `---\ntitle: T\ntype: concept\n---\n## Goal\n${goal}\n\n## Risks\n${risks}\n`;
+      const made = await t.api(`/v1/repos/${REPO}/sync/push`, {
+        method: 'POST',
+        token: bob,
+        json: { message: 'two pages', files: [{ path: PLAN, content: page('Ship it.', 'None.') }, { path: CLASH, content: page('Ship it.', 'None.') }] },
+      });
+      expect(made.status).toBe(200);
+      expect((await call('kr_pull')).isError).toBe(false);
+      const shaOf = async (path: string) => (await t.api(`/v1/repos/${REPO}/pages/${path}`)).headers.get('x-page-sha')!;
+      const [planSha, clashSha] = [await shaOf(PLAN), await shaOf(CLASH)];
+      // The agent changes the goal of both; Bob, from the same versions, the risks of one and the goal of the other.
+      for (const slug of ['plan', 'clash']) {
+        expect((await call('kr_write_page', { slug, type: 'concept', body: '## Goal\nShip it by Friday.\n\n## Risks\nNone.\n' })).isError).toBe(false);
+      }
+      const bobs = await t.api(`/v1/repos/${REPO}/sync/push`, {
+        method: 'POST',
+        token: bob,
+        json: {
+          message: 'bob edits both',
+          files: [
+            { path: PLAN, content: page('Ship it.', 'The disk fills.'), parent_sha: planSha },
+            { path: CLASH, content: page('Ship it on Monday.', 'None.'), parent_sha: clashSha },
+          ],
+        },
+      });
+      expect(bobs.status).toBe(200);
+
+      /** The paths listed under a kr_status heading (none, or the fenced list after it). */
+      const listed = (text: string, heading: string): string[] => {
+        const lines = text.split('\n');
+        const i = lines.findIndex((l) => l.startsWith(heading));
+        expect(i, text).toBeGreaterThanOrEqual(0);
+        if (lines[i] === `${heading} none`) return [];
+        expect(lines[i]).toBe(heading);
+        const body = splitFences(lines.slice(i + 1).join('\n')).fences[0]!.body;
+        return body.split('\n').map((l) => l.replace(/^ {2}- /, ''));
+      };
+      const WILL = 'Changed here and on the server in different parts (kr_push merges them):';
+      const CONFLICTS = 'Changed here and on the server (conflicts):';
+      const s = await call('kr_status');
+      expect(s.isError, s.text).toBe(false);
+      expect(listed(s.text, WILL)).toEqual([PLAN]);
+      expect(listed(s.text, CONFLICTS)).toContain(CLASH);
+      expect(listed(s.text, CONFLICTS)).not.toContain(PLAN);
+      expect(s.text).toContain("kr_push merges the pages changed on both sides in different parts with the server's changes");
+      expect(s.text).not.toContain('Up to date: nothing to push or pull.');
+
+      const localPlan = await alice.read(PLAN);
+      const pulled = await call('kr_pull');
+      expect(pulled.isError, pulled.text).toBe(false);
+      expect(pulled.text.split('\n')[0]).toMatch(/^Pulled 0 page\(s\); HEAD=[0-9a-f]{8}$/);
+      const perPage = splitFences(pulled.text).fences.map((f) => f.body).join('\n').split('\n');
+      expect(perPage).toContain(`  will merge ${PLAN}: changed here and on the server in different parts; your file was kept, and kr_push merges the two`);
+      expect(perPage).toContain(`  conflict ${CLASH}: changed locally and on the server; your file was kept`);
+      expect(perPage.filter((l) => l.includes(PLAN))).toHaveLength(1);
+      expect(pulled.text).toContain('Next: kr_push merges the 1 page(s) marked "will merge" with the server\'s changes (no merge by hand).');
+      expect(await alice.read(PLAN)).toBe(localPlan);
+
+      // As said: kr_push merges the plan; the clash gets its brief.
+      const p = await call('kr_push', { paths: [PLAN, CLASH] });
+      expect(p.isError, p.text).toBe(false);
+      expect(p.text).toContain('1 page(s) had changed on the server since your version and were merged section by section');
+      expect(p.text).toContain('1 page(s) NOT pushed because they changed on the server. Merge brief per page:');
+      const server = await (await t.api(`/v1/repos/${REPO}/pages/${PLAN}`)).text();
+      expect(server).toContain('## Goal\nShip it by Friday.');
+      expect(server).toContain('## Risks\nThe disk fills.');
+    }, CASE_TIMEOUT);
   });
 }

@@ -213,6 +213,9 @@ describe('the quota seam', () => {
       }),
     };
     const k = await mint('proj', alice.token);
+    // The activity feed's `member` rows: a refused change records none (the row goes in with the change).
+    const memberRows = async () => (await srv.deps.activity.list('proj', 500, 0, ['member'])).events;
+    const rowsBefore = await memberRows();
     srv.deps.quota = refusing;
     try {
       const attempts: Array<[string, string, unknown]> = [
@@ -244,6 +247,7 @@ describe('the quota seam', () => {
       ]);
       expect(await srv.deps.members.roleOf('proj', carol.user.id)).toBe('member');
       expect((await promote(alice)).status).toBe(200);
+      expect(await memberRows()).toEqual(rowsBefore);
       await srv.deps.members.remove('proj', carol.user.id);
     } finally {
       srv.deps.quota = unlimitedQuota;

@@ -238,7 +238,48 @@ export function feedEventOf(d: PushEventData): ActivityEvent {
   return { user_id: '', email: d.email, action: 'push', created_at: Number.isFinite(seconds) ? seconds : Math.floor(Date.now() / 1000), detail, sha: d.sha };
 }
 
+/**
+ * A membership change (a `member` event) as a sentence: "a@b joined", "x removed y", "x made y owner". The
+ * event's email is who made the change; its detail names the member it is about.
+ */
+export function memberChange(e: ActivityEvent): { verb: string; whom?: string; after?: string } {
+  const d = e.detail ?? {};
+  const whom = typeof d.email === 'string' && d.email !== '' ? d.email : typeof d.user_id === 'string' && d.user_id !== '' ? d.user_id : 'someone';
+  switch (d.change) {
+    case 'joined':
+      return { verb: 'joined' };
+    case 'removed':
+      // An owner removing themselves left.
+      return d.user_id === e.user_id ? { verb: 'left' } : { verb: 'removed', whom };
+    case 'role':
+      return { verb: 'made', whom, after: d.role === 'owner' ? 'owner' : 'a member' };
+    default:
+      return { verb: 'changed the membership of', whom };
+  }
+}
+
+function MemberItem({ e }: { e: ActivityEvent }) {
+  const { verb, whom, after } = memberChange(e);
+  const time = eventTime(e);
+  return (
+    <li>
+      <span class="title">{e.email}</span> <span class="badge action-member">{verb}</span>{' '}
+      {whom !== undefined && (
+        <>
+          <span class="who-email">{whom}</span>{' '}
+        </>
+      )}
+      {after !== undefined && <>{after} </>}
+      <time dateTime={time}>{showTime(time)}</time>
+    </li>
+  );
+}
+
+/** The badge of each action of the feed but `member` (a sentence of its own, MemberItem). */
+const ACTION_VERBS: Record<string, string> = { push: 'pushed', pull: 'pulled', import: 'imported' };
+
 function EventItem({ repo, e, fresh }: { repo: string; e: ActivityEvent; fresh?: boolean }) {
+  if (e.action === 'member') return <MemberItem e={e} />;
   const push = e.action === 'push';
   const paths = push ? stringList(e.detail?.paths) : [];
   const more = push && typeof e.detail?.more === 'number' ? e.detail.more : 0;
@@ -250,7 +291,7 @@ function EventItem({ repo, e, fresh }: { repo: string; e: ActivityEvent; fresh?:
   return (
     <li class={fresh ? 'fresh' : undefined}>
       <span class="title">{e.email}</span>{' '}
-      <span class={`badge action-${e.action}`}>{push ? 'pushed' : 'pulled'}</span>{' '}
+      <span class={`badge action-${e.action}`}>{ACTION_VERBS[e.action] ?? e.action}</span>{' '}
       {merged.length > 0 && (
         <>
           <span class="badge merged" title="Written on top of changes made meanwhile, merged section by section">
@@ -315,8 +356,10 @@ const LIVE_KEPT = 200;
  * open, and each push it announces is put at the top of the first page (and counted in the chart) until the
  * feed itself holds it (the same `sha`). Reloaded whenever events may have been missed.
  */
-/** What the feed shows unless pulls are asked for: pushes and imports. */
-const FEED_ACTIONS = ['push', 'import'] as const;
+/** What the feed shows unless pulls are asked for: pushes, membership changes and imports. */
+export const FEED_ACTIONS = ['push', 'member', 'import'] as const;
+/** With "Show pulls": every action (the feed asked without `actions` leaves membership changes out). */
+export const FEED_ACTIONS_WITH_PULLS = ['push', 'pull', 'member', 'import'] as const;
 
 export function ActivityView({ api, repo }: { api: Api; repo: string }) {
   // The position belongs to this repository: another one starts at its newest events.
@@ -325,6 +368,8 @@ export function ActivityView({ api, repo }: { api: Api; repo: string }) {
   // Pulls are left out unless asked for: with a few watchers and agents they are half of the feed.
   const [showPulls, setShowPulls] = useState(false);
   const [arrived, setArrived] = useState<{ repo: string; events: ActivityEvent[] }>({ repo, events: [] });
+  // Membership changes announced live: the feed is read again (the event does not say who made the change).
+  const [memberChanges, setMemberChanges] = useState(0);
   const fresh = arrived.repo === repo ? arrived.events : [];
   const live = useRepoEvents(api, repo, {
     push: (d) =>
@@ -333,6 +378,7 @@ export function ActivityView({ api, repo }: { api: Api; repo: string }) {
         if (events.some((e) => e.sha === d.sha)) return a;
         return { repo, events: [feedEventOf(d), ...events].slice(0, LIVE_KEPT) };
       }),
+    member: () => setMemberChanges((n) => n + 1),
   });
   // A new position is read afresh from the feed, which by then holds what arrived live.
   const setOffset = (n: number) => {
@@ -341,8 +387,8 @@ export function ActivityView({ api, repo }: { api: Api; repo: string }) {
   };
   const chartData = useLoad(() => api.activity(repo, { limit: CHART_EVENTS, offset: 0 }), [api, repo, live.epoch], live.ready);
   const feed = useLoad(
-    () => api.activity(repo, { limit: FEED_PAGE, offset, ...(showPulls ? {} : { actions: FEED_ACTIONS }) }),
-    [api, repo, offset, showPulls, live.epoch],
+    () => api.activity(repo, { limit: FEED_PAGE, offset, actions: showPulls ? FEED_ACTIONS_WITH_PULLS : FEED_ACTIONS }),
+    [api, repo, offset, showPulls, live.epoch, memberChanges],
     live.ready,
   );
   /** What arrived live and `list` does not hold yet. */
@@ -412,7 +458,7 @@ export function ActivityView({ api, repo }: { api: Api; repo: string }) {
             {plural(top.length, 'new push', 'new pushes')} at the top.
           </p>
         )}
-        {feed.data && total === 0 && <Empty>Nothing has happened here yet. Pushes and pulls appear here as people sync pages.</Empty>}
+        {feed.data && total === 0 && <Empty>Nothing has happened here yet. Pushes, pulls and membership changes appear here.</Empty>}
         {feed.data && total > 0 && shown.length === 0 && <Empty>No events at this position. Go back to the newest.</Empty>}
         {shown.length > 0 && (
           <ol class="list feed" aria-label="Events, newest first" aria-busy={feed.loading}>

@@ -6,7 +6,7 @@ import { ACTIVITY_ACTIONS, type ActivityAction } from '../../lib/db/activity.ts'
 import { ActivityResponse } from '../../schema/wire/repos.ts';
 import { ActivityQuery } from '../../schema/wire/query.ts';
 
-/** `?actions=push,import`: the actions asked for (null: every action); an unknown one is a 400. */
+/** `?actions=push,import`: the actions asked for (undefined: the default feed); an unknown one is a 400. */
 function actionsQuery(raw: string | undefined): ActivityAction[] | undefined {
   if (raw === undefined) return undefined;
   const asked = raw.split(',').map((a) => a.trim());
@@ -21,7 +21,9 @@ export default defineRoute({
   doc: {
     operationId: 'listActivity',
     summary: "The repository's activity feed",
-    description: 'Pushes (with the first 50 committed paths, and `sha`, the commit) and pulls that received pages (with the announced client), by real users; the newest 1,000 events are kept.',
+    description:
+      'Pushes (with the first 50 committed paths, and `sha`, the commit), pulls that received pages (with the announced client) and imports, by real users; the newest 1,000 events are kept. ' +
+      'Membership changes (`member`: a join by invite key, a removal, a role change, with the member it is about) are kept apart, 1,000 of their own, and listed only when `actions` names `member`.',
     tag: 'Members',
     access: 'members; the legacy key on any repository.',
     query: ActivityQuery,

@@ -21,8 +21,8 @@ export default defineRoute({
     },
   },
   handler: async (c) => {
-    const { id } = await openRepo(c, 'member.remove');
-    await removeMember(c.get('deps'), id, c.req.param('userId') ?? '');
+    const { id, identity } = await openRepo(c, 'member.remove');
+    await removeMember(c.get('deps'), identity, id, c.req.param('userId') ?? '');
     return c.body(null, 204);
   },
 });

@@ -31,9 +31,9 @@ export default defineRoute({
     quotaMessage: { quota_repos: "repository limit reached for the new owner's plan (<limit>)" },
   },
   handler: async (c) => {
-    const { id } = await openRepo(c, 'member.role');
+    const { id, identity } = await openRepo(c, 'member.role');
     const { role } = await parseBody(c, SetRoleRequest);
     if (role !== 'owner' && role !== 'member') throw new HttpError(400, 'role must be owner or member');
-    return c.json(await changeRole(c.get('deps'), id, c.req.param('userId') ?? '', role));
+    return c.json(await changeRole(c.get('deps'), identity, id, c.req.param('userId') ?? '', role));
   },
 });

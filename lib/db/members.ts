@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.ts';
 import type { SqlDatabase as Database, Stmt } from './sql.ts';
+import type { MemberRecord } from './activity.ts';
 
 export type Role = 'owner' | 'member';
 
@@ -61,11 +62,11 @@ export class Members {
   /**
    * Adds a member unless already one: an existing row (and its role) is kept. Returns the role the user
    * holds afterwards and whether a row was added. One atomic batch (no interactive transaction: the
-   * hosted build's D1 has none).
+   * hosted build's D1 has none), with `record`'s activity row when a row was added.
    */
-  async add(repoId: string, userId: string, role: Role): Promise<{ role: Role; added: boolean }> {
-    const [inserted, after] = await this.db.batch([insertStmt(repoId, userId, role, this.now()), roleStmt(repoId, userId)]);
-    return { role: after!.rows[0]!.role as Role, added: inserted!.changes > 0 };
+  async add(repoId: string, userId: string, role: Role, record: MemberRecord | null = null): Promise<{ role: Role; added: boolean }> {
+    const results = await this.db.batch(withRecord(insertStmt(repoId, userId, role, this.now()), record, [roleStmt(repoId, userId)]));
+    return { role: results.at(-1)!.rows[0]!.role as Role, added: results[0]!.changes > 0 };
   }
 
   /**
@@ -73,10 +74,16 @@ export class Members {
    * evaluated by the inserting statement itself, so concurrent callers never pass it together. Null when
    * the user holds no role afterwards: the condition refused them.
    */
-  async addIf(repoId: string, userId: string, role: Role, when: Stmt): Promise<{ role: Role; added: boolean } | null> {
-    const [inserted, after] = await this.db.batch([insertStmt(repoId, userId, role, this.now(), when), roleStmt(repoId, userId)]);
-    const held = after!.rows[0]?.role as Role | undefined;
-    return held === undefined ? null : { role: held, added: inserted!.changes > 0 };
+  async addIf(
+    repoId: string,
+    userId: string,
+    role: Role,
+    when: Stmt,
+    record: MemberRecord | null = null,
+  ): Promise<{ role: Role; added: boolean } | null> {
+    const results = await this.db.batch(withRecord(insertStmt(repoId, userId, role, this.now(), when), record, [roleStmt(repoId, userId)]));
+    const held = results.at(-1)!.rows[0]?.role as Role | undefined;
+    return held === undefined ? null : { role: held, added: results[0]!.changes > 0 };
   }
 
   /**
@@ -116,24 +123,27 @@ export class Members {
   /**
    * Gives a member another role, in one statement: a demotion only while another owner remains (two owners
    * demoting each other at once leave one), a promotion only where `when` holds (the new owner's plan cap,
-   * lib/quota.ts), both evaluated by the UPDATE itself. One atomic batch with the read of the outcome.
+   * lib/quota.ts), both evaluated by the UPDATE itself. One atomic batch with the read of the outcome, and
+   * `record`'s activity row when the role moved.
    */
-  async setRole(repoId: string, userId: string, role: Role, when: Stmt | null = null): Promise<SetRoleResult> {
-    const [updated, after] = await this.db.batch([
-      {
-        sql: `UPDATE members SET role = ? WHERE repo_id = ? AND user_id = ? AND role <> ?
-              AND (? = 'owner' OR (SELECT COUNT(*) FROM members WHERE repo_id = ? AND role = 'owner') > 1)
-              AND (${when?.sql ?? '1'})`,
-        args: [role, repoId, userId, role, role, repoId, ...(when?.args ?? [])],
-      },
-      {
-        sql: 'SELECT m.role, u.email FROM members m JOIN users u ON u.id = m.user_id WHERE m.repo_id = ? AND m.user_id = ?',
-        args: [repoId, userId],
-      },
-    ]);
-    const row = after!.rows[0];
+  async setRole(repoId: string, userId: string, role: Role, when: Stmt | null = null, record: MemberRecord | null = null): Promise<SetRoleResult> {
+    const update: Stmt = {
+      sql: `UPDATE members SET role = ? WHERE repo_id = ? AND user_id = ? AND role <> ?
+            AND (? = 'owner' OR (SELECT COUNT(*) FROM members WHERE repo_id = ? AND role = 'owner') > 1)
+            AND (${when?.sql ?? '1'})`,
+      args: [role, repoId, userId, role, role, repoId, ...(when?.args ?? [])],
+    };
+    const results = await this.db.batch(
+      withRecord(update, record, [
+        {
+          sql: 'SELECT m.role, u.email FROM members m JOIN users u ON u.id = m.user_id WHERE m.repo_id = ? AND m.user_id = ?',
+          args: [repoId, userId],
+        },
+      ]),
+    );
+    const row = results.at(-1)!.rows[0];
     if (!row) return { outcome: 'not_member' };
-    if (updated!.changes > 0) return { outcome: 'changed', email: String(row.email) };
+    if (results[0]!.changes > 0) return { outcome: 'changed', email: String(row.email) };
     if (row.role === role) return { outcome: 'unchanged', email: String(row.email) };
     return { outcome: role === 'member' ? 'last_owner' : 'refused' };
   }
@@ -141,25 +151,42 @@ export class Members {
   /**
    * Removes a member; refuses to remove the last owner. One atomic batch, so concurrent removals and
    * joins cannot interleave with it: the invite keys that exist at the removal are marked as never
-   * readmitting the user (lib/db/invites.ts).
+   * readmitting the user (lib/db/invites.ts); `record`'s activity row goes in with the removal.
    */
-  async remove(repoId: string, userId: string): Promise<RemoveResult> {
-    const [deleted, , after] = await this.db.batch([
-      {
-        sql: `DELETE FROM members WHERE repo_id = ? AND user_id = ?
-              AND (role <> 'owner' OR (SELECT COUNT(*) FROM members WHERE repo_id = ? AND role = 'owner') > 1)`,
-        args: [repoId, userId, repoId],
-      },
-      // changes() is the DELETE's count: the keys are marked only when a member was removed.
-      {
-        sql: 'INSERT OR IGNORE INTO invite_key_exclusions (key_id, user_id) SELECT id, ? FROM invite_keys WHERE repo_id = ? AND changes() > 0',
-        args: [userId, repoId],
-      },
-      roleStmt(repoId, userId),
-    ]);
-    if (deleted!.changes > 0) return 'removed';
-    return after!.rows.length > 0 ? 'last_owner' : 'not_member';
+  async remove(repoId: string, userId: string, record: MemberRecord | null = null): Promise<RemoveResult> {
+    const results = await this.db.batch(
+      withRecord(
+        {
+          sql: `DELETE FROM members WHERE repo_id = ? AND user_id = ?
+                AND (role <> 'owner' OR (SELECT COUNT(*) FROM members WHERE repo_id = ? AND role = 'owner') > 1)`,
+          args: [repoId, userId, repoId],
+        },
+        record,
+        [
+          // changes() is the DELETE's count, or the activity row's insert (one row exactly when the DELETE
+          // removed one): the keys are marked only when a member was removed.
+          {
+            sql: 'INSERT OR IGNORE INTO invite_key_exclusions (key_id, user_id) SELECT id, ? FROM invite_keys WHERE repo_id = ? AND changes() > 0',
+            args: [userId, repoId],
+          },
+          roleStmt(repoId, userId),
+        ],
+      ),
+    );
+    if (results[0]!.changes > 0) return 'removed';
+    return results.at(-1)!.rows.length > 0 ? 'last_owner' : 'not_member';
   }
+}
+
+/**
+ * A membership change's batch: the change's statement, `record`'s insert right after it (its condition reads
+ * the change's `changes()`), then `rest`, then `record`'s prune. The change's result is first, the last of
+ * `rest`'s is last.
+ */
+function withRecord(change: Stmt, record: MemberRecord | null, rest: Stmt[]): Stmt[] {
+  if (!record) return [change, ...rest];
+  const last = rest.at(-1)!;
+  return [change, record.insert, ...rest.slice(0, -1), record.prune, last];
 }
 
 /** Inserts a member row unless the user has one (only where `when` holds, when given). */

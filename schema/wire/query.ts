@@ -55,9 +55,9 @@ export const ActivityQuery = z.object({
   offset: z.number().int().min(0).default(0).describe('Events to skip, newest first; anything but a non-negative integer means 0.'),
   actions: z
     .string()
-    .regex(/^(push|pull|import)(,(push|pull|import))*$/)
+    .regex(/^(push|pull|import|member)(,(push|pull|import|member))*$/)
     .optional()
     .describe(
-      'Only events of these actions, comma-separated (`push`, `pull`, `import`; e.g. `push,import` leaves pulls out); `total` then counts only those. Absent: every event. Another value: 400 `invalid actions: <value>`.',
+      'Only events of these actions, comma-separated (`push`, `pull`, `import`, `member`; e.g. `push,member,import` leaves pulls out); `total` then counts only those. Absent: `push`, `pull` and `import` (membership changes only when `member` is named). Another value: 400 `invalid actions: <value>`.',
     ),
 });

@@ -18,8 +18,13 @@ export type ReposResponse = z.infer<typeof ReposResponse>;
 export const ActivityEvent = z.object({
   user_id: z.string(),
   email: z.string(),
-  action: z.enum(['push', 'pull', 'import']),
-  detail: z.record(z.string(), z.unknown()).optional(),
+  action: z.enum(['push', 'pull', 'import', 'member']),
+  detail: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe(
+      'A push: `paths`, `message` (and `merged`); a pull: `client`; an import: `commits`, `pages`, `head`; (ours) a membership change (`member`): the member it is about, `user_id`, `email`, `change` (`joined`, `removed` or `role`) and `role` (the role held afterwards, not for a removal).',
+    ),
   created_at: z.number().int(),
   /** (ours) A push's commit. */
   sha: z.string().optional().describe('A push: the commit it made, as the event stream\'s push event names it (`sha`).'),

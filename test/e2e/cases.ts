@@ -279,6 +279,16 @@ export function e2eCases(kind: TargetKind): void {
       expect((await call(`/v1/repos/team/members/${alice.user.id}`, { method: 'DELETE', token: aliceKey })).body).toEqual({
         error: "can't remove the last owner",
       });
+      // The membership changes, by who made them (Alice through her PAT), only when asked for; the refusals left none.
+      const changes = await call('/v1/repos/team/activity?actions=member', { token: aliceKey });
+      expect([changes.body.total, changes.body.events.map((e: { email: string; action: string; detail?: unknown }) => [e.email, e.action, e.detail])]).toEqual([
+        2,
+        [
+          ['alice@example.test', 'member', { user_id: bob.user.id, email: 'bob@example.test', change: 'removed' }],
+          ['bob@example.test', 'member', { user_id: bob.user.id, email: 'bob@example.test', change: 'joined', role: 'member' }],
+        ],
+      ]);
+      expect((await call('/v1/repos/team/activity', { token: aliceKey })).body.total).toBe(2);
       // Alice was the first user ever: she adopted the repositories the legacy key made before her.
       const repos = await call('/v1/repos', { token: aliceKey });
       expect(repos.body.repos.map((r: { id: string; role: string; page_count: number }) => [r.id, r.role, r.page_count])).toEqual([

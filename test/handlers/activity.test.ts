@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import activityList from '../../functions/activity/list.ts';
 import { ManualClock } from '../../lib/clock.ts';
+import { Activity } from '../../lib/db/activity.ts';
 import { mountHandler, type MountedHandler } from '../helpers/handler.ts';
 
 let h: MountedHandler | undefined;
@@ -90,15 +91,43 @@ describe('GET /v1/repos/:id/activity (functions/activity/list.ts)', () => {
     const pulls = await alice.request('/v1/repos/notes/activity?actions=pull&limit=2');
     const p = (await pulls.json()) as typeof body;
     expect([p.total, p.events.map((e) => e.action)]).toEqual([3, ['pull', 'pull']]);
-    // Without the parameter: every event, as before.
+    // Without the parameter: pushes, pulls and imports (every event here).
     const all = await alice.request('/v1/repos/notes/activity');
     expect(((await all.json()) as typeof body).total).toBe(6);
 
-    for (const bad of ['member', 'push,', '', 'push;pull', 'PUSH']) {
+    for (const bad of ['members', 'push,', '', 'push;pull', 'PUSH']) {
       const res = await alice.request(`/v1/repos/notes/activity?actions=${encodeURIComponent(bad)}`);
       expect(res.status).toBe(400);
       expect(await res.json()).toEqual({ error: `invalid actions: ${bad}` });
     }
+  });
+
+  it('`member` rows are listed only when asked for, and pruned apart: neither class pushes the other out', async () => {
+    const clock = new ManualClock();
+    h = await mountHandler(activityList, { clock });
+    const alice = await h.user('alice@example.com');
+    await h.deps.repos.create('notes');
+    await h.deps.members.add('notes', alice.id, 'owner');
+    const me = { userId: alice.id, email: alice.email };
+    // The same table, with room for 3 of each class.
+    const small = new Activity(h.deps.activity.database, clock, 3);
+    const joined = (n: number) => ({ user_id: `u${n}`, email: `u${n}@example.com`, change: 'joined', role: 'member' });
+    for (let i = 0; i < 3; i++) await small.record('notes', me, 'push', { paths: [`p${i}.md`] });
+    for (let i = 0; i < 5; i++) await small.record('notes', me, 'member', joined(i));
+    await small.record('notes', me, 'pull');
+    const read = async (query: string) => (await (await alice.request(`/v1/repos/notes/activity${query}`)).json()) as { events: Array<{ action: string; detail?: Record<string, unknown> }>; total: number };
+    const pushesAndPull = await read('');
+    expect([pushesAndPull.total, pushesAndPull.events.map((e) => [e.action, e.detail])]).toEqual([
+      3,
+      [
+        ['pull', undefined],
+        ['push', { paths: ['p2.md'] }],
+        ['push', { paths: ['p1.md'] }],
+      ],
+    ]);
+    const members = await read('?actions=member');
+    expect([members.total, members.events.map((e) => e.detail)]).toEqual([3, [joined(4), joined(3), joined(2)]]);
+    expect((await read('?actions=member,push,pull')).total).toBe(6);
   });
 
   it('a non-member gets 403; a missing repository is 404 for the legacy key', async () => {

@@ -370,6 +370,12 @@ export function hostedCases(name: string, start: StartHostedTarget): void {
         expect(again[i]).toEqual(joined.includes(j) ? [200, { repo_id: 'crowd', role: 'member' }] : [402, quotaMembers(['carol@example.test'])]);
       }
       expect(await c.members('crowd', u.carol.token)).toHaveLength(5);
+      // The activity feed has one `joined` row per join that went in (written with it), none for a refusal or a re-join.
+      const [status, feed] = await c.call('/v1/repos/crowd/activity?actions=member', u.carol.token);
+      expect(status).toBe(200);
+      const rows = (feed as { events: Array<{ user_id: string; detail: { user_id: string; change: string } }>; total: number }).events;
+      expect([(feed as { total: number }).total, rows.every((e) => e.detail.change === 'joined' && e.detail.user_id === e.user_id)]).toEqual([4, true]);
+      expect(rows.map((e) => e.user_id).sort()).toEqual(joined.map((j) => j.user.id).sort());
     });
   });
 

@@ -18,6 +18,7 @@ import m0012 from '../../../schema/migrations/0012_links.sql';
 import m0013 from '../../../schema/migrations/0013_event_seq.sql';
 import m0015 from '../../../schema/migrations/0015_webhook_pending.sql';
 import m0016 from '../../../schema/migrations/0016_activity_import.sql';
+import m0017 from '../../../schema/migrations/0017_activity_member.sql';
 
 export const BUNDLED_MIGRATION_FILES = [
   { name: '0001_init.sql', sql: m0001 },
@@ -34,6 +35,7 @@ export const BUNDLED_MIGRATION_FILES = [
   { name: '0013_event_seq.sql', sql: m0013 },
   { name: '0015_webhook_pending.sql', sql: m0015 },
   { name: '0016_activity_import.sql', sql: m0016 },
+  { name: '0017_activity_member.sql', sql: m0017 },
 ];
 
 export const BUNDLED_MIGRATIONS = migrationsFromFiles(BUNDLED_MIGRATION_FILES);
