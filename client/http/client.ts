@@ -447,7 +447,7 @@ export class ApiClient {
     this.get(`/v1/repos/${seg(repo)}/diff/${encodePath(path)}`, ['diff', 'SectionDiff'], { from: q.from || undefined, to: q.to || undefined, blame: q.blame ? 'true' : undefined });
   evolution = (repo: string, path: string, q: { limit?: number; blame?: boolean } = {}) =>
     this.get(`/v1/repos/${seg(repo)}/evolution/${encodePath(path)}`, ['diff', 'EvolutionResponse'], { limit: q.limit, blame: q.blame ? 'true' : undefined });
-  /** `actions`: only these kinds of event (`push,import`), all when omitted. */
+  /** `actions`: only these kinds of event (`push,import`), push, pull and import when omitted (`member` only when asked for). */
   activity = (repo: string, q: { limit?: number; offset?: number; actions?: string | readonly string[] } = {}) =>
     this.get(`/v1/repos/${seg(repo)}/activity`, ['repos', 'ActivityResponse'], {
       limit: q.limit,
