@@ -29,15 +29,7 @@ export const IMPORT_TIMEOUT_MS = 600_000;
 /** What an older server (no `GET /v1/limits`, 404) is assumed to accept: API.md's defaults. */
 export const DEFAULT_LIMITS: LimitsResponse = { max_body_bytes: 8_388_608, max_files_per_push: 10_000, max_page_path_bytes: 512 };
 
-/** The answer of the server to an unknown, expired or revoked token (API.md "Conventions"). */
-const INVALID_TOKEN = 'invalid token';
 export const TOKEN_INVALID_MESSAGE = 'token expired or revoked; run kr login';
-
-/** The server's refusal of an 11th open event stream of one identity on one repository (API.md "Live events"). */
-const TOO_MANY_STREAMS = 'too many event streams';
-
-/** The server's refusal on a repository's routes to someone who is not a member (API.md). */
-const NOT_MEMBER = 'not a member of this repo';
 
 /** The repository id in the URL of a repository's route (`…/v1/repos/<id>/…`), or null. */
 function repoInUrl(url: string): string | null {
@@ -87,6 +79,14 @@ export class ApiError extends CliError {
   /** The server's own `error` text (before any rewording here), or null. */
   get serverError(): string | null {
     return typeof this.body?.error === 'string' ? this.body.error : null;
+  }
+
+  /**
+   * The refusal's code in the server's answer (`not_a_member`, `no_parent`: docs/api.md "Conventions"), or
+   * null (not reached, not JSON, or a server older than codes). What the client matches on, never the text.
+   */
+  get refusal(): string | null {
+    return typeof this.body?.code === 'string' && this.body.code !== '' ? this.body.code : null;
   }
 }
 
@@ -248,8 +248,8 @@ export class Api {
       const after = res.headers.get('retry-after');
       if (after) message += ` (retry in ${clean(after)} s)`;
     }
-    if (res.status === 401 && body?.error === INVALID_TOKEN) return new ApiError(TOKEN_INVALID_MESSAGE, 401, body, 'token_invalid');
-    if (res.status === 403 && body?.error === NOT_MEMBER) {
+    if (res.status === 401 && body?.code === 'invalid_token') return new ApiError(TOKEN_INVALID_MESSAGE, 401, body, 'token_invalid');
+    if (res.status === 403 && body?.code === 'not_a_member') {
       // The server says the same to someone who never joined and to a member an owner removed; only
       // `kr join` with an old key is told about the removal. Both need a new invite key.
       const repo = repoInUrl(res.url);
@@ -321,7 +321,7 @@ export class Api {
     }
     const err = res.ok ? null : await this.refusal(res);
     if (res.ok) await res.body?.cancel();
-    if (err?.status === 503 && err.serverError === 'identity provider not configured') return false;
+    if (err?.status === 503 && err.refusal === 'idp_not_configured') return false;
     if (err && (err.status === 400 || err.status === 401)) return true;
     return null;
   }
@@ -394,7 +394,7 @@ export class Api {
     const res = await this.send('GET', `/v1/repos/${seg(repo)}/pages/${encodePath(path)}`, at === undefined ? {} : { query: { at } });
     if (res.status === 404) {
       const err = await this.refusal(res);
-      if (err.message === 'page not found') return null;
+      if (err.refusal === 'page_not_found') return null;
       throw err;
     }
     if (!res.ok) throw await this.refusal(res);
@@ -475,7 +475,7 @@ export class Api {
       return new ApiError(`the server at ${this.baseUrl} answered the event stream of ${clean(repo)} with something else (Content-Type ${type}); it may be older than live events`, 0, null, 'bad_answer');
     }
     const err = await this.refusal(res);
-    if (err.status === 429 && err.serverError === TOO_MANY_STREAMS) {
+    if (err.status === 429 && err.refusal === 'too_many_streams') {
       return new ApiError(
         `too many event streams: the server keeps at most 10 open per person and repository, and yours on ${clean(repo)} are all taken ` +
           '(other "kr watch" or agent sessions); stop one and try again',

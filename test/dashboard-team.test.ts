@@ -295,7 +295,7 @@ describe.skipIf(!hasChromium)('the team and access token views in chromium', () 
     await page.getByRole('button', { name: 'Yes, revoke token ci bot', exact: true }).click();
     await page.getByRole('status').filter({ hasText: 'Revoked the token ci bot.' }).waitFor();
     await row(table, 'ci bot').waitFor({ state: 'detached' });
-    expect(await json(await h.srv.api('/v1/me', { token }), 401)).toEqual({ error: 'invalid token' });
+    expect(await json(await h.srv.api('/v1/me', { token }), 401)).toEqual({ error: 'invalid token', code: 'invalid_token' });
   });
 
   it('has an empty state, and says so when the revoked token is the one the tab signed in with', async () => {

@@ -406,7 +406,7 @@ function bodyCap(max: number) {
 }
 
 function renderHttpErrors(app: Hono) {
-  app.onError((err, c) => (err instanceof HttpError ? c.json(err.body(), err.status as 400) : c.json({ error: 'internal error' }, 500)));
+  app.onError((err, c) => (err instanceof HttpError ? c.json(err.body(), err.status as 400) : c.json({ error: 'internal error', code: 'internal_error' }, 500)));
 }
 
 function capApp(max: number) {
@@ -568,7 +568,7 @@ describe('bodyGuard: the deadline', () => {
   function deadlineApp(budget: BodyBudget, deadlineMs: number) {
     const app = new Hono();
     app.onError((err, c) => {
-      if (!(err instanceof HttpError)) return c.json({ error: 'internal error' }, 500);
+      if (!(err instanceof HttpError)) return c.json({ error: 'internal error', code: 'internal_error' }, 500);
       for (const [name, value] of Object.entries(err.headers)) c.header(name, value);
       return c.json(err.body(), err.status as 400);
     });

@@ -188,7 +188,7 @@ export function importCases(kind: TargetKind): void {
     const file = (name: string) => new Uint8Array(readFileSync(join(work.path, name)));
     /** Nothing of `repo` is left: no repository for the legacy key, not in `who`'s list, no spool on disk. */
     const nothingLeft = async (repo: string, who: User) => {
-      expect(await call(`/v1/repos/${repo}/pages`)).toEqual({ status: 404, body: { error: 'repo not found' } });
+      expect(await call(`/v1/repos/${repo}/pages`)).toEqual({ status: 404, body: { error: 'repo not found', code: 'repo_not_found' } });
       expect(((await call('/v1/repos', { token: who.token })).body.repos as Array<{ id: string }>).map((r) => r.id)).not.toContain(repo);
       if (t.dataRoot) {
         const names = readdirSync(join(t.dataRoot, 'repos'));
@@ -307,7 +307,7 @@ export function importCases(kind: TargetKind): void {
       const side = git(src, ['rev-parse', 'side']).trim();
       expect(await importAs('side', file('two.bundle'), undefined, '?branch=side')).toEqual({ status: 201, body: { id: 'side', head: side, commits: 3, pages: 4 } });
       expect(await importAs('twomain', file('two.bundle'))).toEqual({ status: 201, body: { id: 'twomain', head: wikiHead, commits: 5, pages: 3 } });
-      expect(await importAs('nobranch', file('two.bundle'), undefined, '?branch=nope')).toEqual({ status: 400, body: { error: 'bundle has no branch nope' } });
+      expect(await importAs('nobranch', file('two.bundle'), undefined, '?branch=nope')).toEqual({ status: 400, body: { error: 'bundle has no branch nope', code: 'bundle_no_branch' } });
     });
 
     it('an export imports into a new id with the same head and timeline', async () => {
@@ -444,10 +444,10 @@ export function importCases(kind: TargetKind): void {
       expect((await call('/v1/repos', { method: 'POST', token: users.alice.token, json: { id: 'team' } })).status).toBe(201);
       const key = await call('/v1/repos/team/invite-keys', { method: 'POST', json: {}, token: users.alice.token });
       expect((await call('/v1/repos/join', { method: 'POST', json: { key: key.body.token }, token: users.bob.token })).status).toBe(200);
-      expect(await importAs('team', wikiBundle, users.bob)).toEqual({ status: 403, body: { error: 'only an owner can import' } });
-      expect(await importAs('team', wikiBundle, users.carol)).toEqual({ status: 403, body: { error: 'not a member of this repo' } });
-      expect(await importAs('wiki', wikiBundle, users.alice)).toEqual({ status: 409, body: { error: 'repository is not empty' } });
-      expect(await importAs('wiki', wikiBundle)).toEqual({ status: 409, body: { error: 'repository is not empty' } });
+      expect(await importAs('team', wikiBundle, users.bob)).toEqual({ status: 403, body: { error: 'only an owner can import', code: 'owner_only_import' } });
+      expect(await importAs('team', wikiBundle, users.carol)).toEqual({ status: 403, body: { error: 'not a member of this repo', code: 'not_a_member' } });
+      expect(await importAs('wiki', wikiBundle, users.alice)).toEqual({ status: 409, body: { error: 'repository is not empty', code: 'repo_not_empty' } });
+      expect(await importAs('wiki', wikiBundle)).toEqual({ status: 409, body: { error: 'repository is not empty', code: 'repo_not_empty' } });
       // A refused bundle into an existing empty repository leaves it as it was: there, and empty.
       expect((await importAs('team', new TextEncoder().encode('nope'), users.alice)).status).toBe(400);
       expect(await call('/v1/repos/team/pages', { token: users.alice.token })).toEqual({ status: 200, body: { pages: [] } });
@@ -468,7 +468,7 @@ export function importCases(kind: TargetKind): void {
     });
 
     it('a body over SERVICE_MAX_IMPORT_BYTES: 413 on its declared length (10 GB) and on the bytes read', async () => {
-      const tooLarge = { error: `request body too large (at most ${MAX_IMPORT} bytes)` };
+      const tooLarge = { error: `request body too large (at most ${MAX_IMPORT} bytes)`, code: 'import_too_large' };
       // Declared: answered before a byte of the body is read.
       const declared = await new Promise<{ status: number; body: string }>((resolve, reject) => {
         const u = new URL(`${t.url}/v1/repos/huge/import`);

@@ -265,7 +265,7 @@ describe('buildApp with the Workers seams', () => {
     statuses.push(anon.status);
     expect(statuses).toEqual([200, 200, 200, 429]);
     expect(anon.headers.get('retry-after')).toBe('60');
-    expect(await anon.json()).toEqual({ error: 'rate limit exceeded' });
+    expect(await anon.json()).toEqual({ error: 'rate limit exceeded', code: 'rate_limited' });
     expect((await get('/v1/repos', '198.51.100.2')).status).toBe(200);
   });
 

@@ -21,6 +21,11 @@ export class ApiError extends Error {
     super(message);
   }
 
+  /** The refusal's code (`last_owner`: docs/api.md "Conventions"), what the views match on; null if none. */
+  get code(): string | null {
+    return typeof this.body.code === 'string' && this.body.code !== '' ? this.body.code : null;
+  }
+
   /** A 402's upgrade page: an http(s) URL, or undefined (anything else is never made a link). */
   get upgradeUrl(): string | undefined {
     const u = this.body.upgrade_url;

@@ -22,16 +22,8 @@ import { WebhookStore } from '../events/webhook-store.ts';
 import type { PathStatus } from '../../schema/wire/events.ts';
 import { ImportSessions, type ImportCheckOptions, type ImportRuntime } from './import-store.ts';
 import type { ImportPlan } from '../git/import.ts';
-import {
-  ConcurrentUpdateError,
-  HttpError,
-  LockTimeoutError,
-  PathCaseError,
-  RepoBusyError,
-  RepoNotFoundError,
-  StoreError,
-  UnknownShaError,
-} from '../errors.ts';
+import { ConcurrentUpdateError, HttpError, LockTimeoutError, PathCaseError, RepoBusyError, RepoNotFoundError, StoreError, UnknownShaError, refuse } from '../errors.ts';
+import { R } from '../refusals.ts';
 import {
   GitStore,
   type CommitMeta,
@@ -45,7 +37,6 @@ import {
  * lock; every read first makes sure the index has caught up with git (once per repository per process,
  * and again after anything went wrong).
  */
-
 
 export interface PushFile {
   path: string;
@@ -286,7 +277,7 @@ export class RepoStore implements Repos {
   }
 
   #imports(): ImportSessions {
-    if (!this.imports) throw new HttpError(501, 'imports are not available on this server');
+    if (!this.imports) throw refuse(R.imports_unavailable);
     return this.imports;
   }
 

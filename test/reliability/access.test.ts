@@ -195,17 +195,17 @@ describe('expired, foreign-secret and alg:none sessions are refused on every rou
           expect(res.status, caller).toBe(200);
         } else if (route === 'POST /v1/auth/idp') {
           // Public: the bearer is ignored; the body decides.
-          expect([res.status, body], caller).toEqual([400, { error: 'id_token required' }]);
+          expect([res.status, body], caller).toEqual([400, { error: 'id_token required', code: 'id_token_required' }]);
         } else if (CLIENT_FILES.includes(route)) {
           // Public: the bearer is ignored. The file is there once the client package was built in this
           // checkout (another test file may build it at any moment), else the 404 says how to build it.
-          if (res.status === 404) expect(body, caller).toEqual({ error: 'client package not built on this server (npm run build:client)' });
+          if (res.status === 404) expect(body, caller).toEqual({ error: 'client package not built on this server (npm run build:client)', code: 'client_not_built' });
           else expect(res.status, caller).toBe(200);
         } else if (route === 'POST /billing/webhook') {
           // Public and signed: the bearer is ignored; an unsigned body is refused.
-          expect([res.status, body], caller).toEqual([401, { error: 'invalid signature' }]);
+          expect([res.status, body], caller).toEqual([401, { error: 'invalid signature', code: 'invalid_signature' }]);
         } else {
-          expect([res.status, body], `${caller} ${route}`).toEqual([401, { error: 'invalid token' }]);
+          expect([res.status, body], `${caller} ${route}`).toEqual([401, { error: 'invalid token', code: 'invalid_token' }]);
         }
       }
     });
@@ -269,7 +269,7 @@ describe('account-scoped routes × every credential kind', () => {
 
   it("someone else's PAT is 404 and keeps working; a PAT minted with a PAT works", async () => {
     const res = await srv.api(`/v1/pats/${ownerPatId}`, { method: 'DELETE', token: creds.member });
-    expect([res.status, await res.json()]).toEqual([404, { error: 'pat not found' }]);
+    expect([res.status, await res.json()]).toEqual([404, { error: 'pat not found', code: 'pat_not_found' }]);
     expect((await srv.api('/v1/me', { token: creds.ownerPat })).status).toBe(200);
     const minted = (await (await srv.api('/v1/pats', { method: 'POST', token: creds.ownerPat, json: {} })).json()) as { token: string };
     expect(((await (await srv.api('/v1/me', { token: minted.token })).json()) as { id: string }).id).toBe(ids.owner);
@@ -308,7 +308,7 @@ describe('X-Forwarded-For from an untrusted peer cannot dodge the rate limiters'
       const res = await untrusted.api('/v1/repos', { headers: spoofHeaders(i) });
       statuses.push(res.status);
       if (res.status === 429) {
-        expect(await res.json()).toEqual({ error: 'rate limit exceeded' });
+        expect(await res.json()).toEqual({ error: 'rate limit exceeded', code: 'rate_limited' });
         expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
       } else await res.arrayBuffer();
     }

@@ -284,7 +284,7 @@ describe.each<TargetKind>(['node', 'workers'])('%s build', (kind) => {
         x.destroy();
       }
       // Nothing was written: the repository does not exist.
-      expect(await json(await s.t.api('/v1/repos/slow/pages', { headers: from('198.51.100.9') }))).toEqual([404, { error: 'repo not found' }]);
+      expect(await json(await s.t.api('/v1/repos/slow/pages', { headers: from('198.51.100.9') }))).toEqual([404, { error: 'repo not found', code: 'repo_not_found' }]);
     });
   });
 });
