@@ -238,7 +238,7 @@ describe('bad input writes nothing', () => {
       [{ files: [{ path: 'a.md', content: 5 }] }, 400, 'invalid request: files[0].content: expected string', 'invalid_request'],
       [{ files: [{ path: 'a.md', content: 'x', delete: 'yes' }] }, 400, 'invalid request: files[0].delete: expected boolean', 'invalid_request'],
       [{ files: [{ path: 'a.md' }] }, 400, 'invalid request: files[0].content: required unless delete is true', 'invalid_request'],
-      [[1, 2], 400, 'invalid request: expected object'],
+      [[1, 2], 400, 'invalid request: expected object', 'invalid_request'],
     ];
     for (const [body, status, error, code] of cases) {
       const r = await push('strict', body);
