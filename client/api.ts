@@ -82,7 +82,7 @@ export class ApiError extends CliError {
   }
 
   /**
-   * The refusal's code in the server's answer (`not_a_member`, `no_parent`: docs/api.md "Conventions"), or
+   * The refusal's code in the server's answer (`not_a_member`, `no_parent`: docs/api.md "Refusal codes"), or
    * null (not reached, not JSON, or a server older than codes). What the client matches on, never the text.
    */
   get refusal(): string | null {

@@ -59,6 +59,11 @@ const listed = (d: DocRefusal): Listed => {
 const AUTH_ERRORS = [R.missing_authorization, R.invalid_authorization_format, R.invalid_token];
 /** git's routes take Basic credentials too, and their 401s carry `WWW-Authenticate: Basic realm="kr"`. */
 const GIT_AUTH_ERRORS = [R.missing_authorization, R.invalid_git_authorization_format, R.invalid_token];
+/** The 402 of each cap, as most routes word it (RouteDoc.quotaMessage words it otherwise). */
+const QUOTA_MESSAGES: Record<'quota_repos' | 'quota_members', string> = {
+  quota_repos: 'repository limit reached for your plan (<limit>)',
+  quota_members: "member limit reached for this repository's plan (<limit>)",
+};
 /** Opening the repository of a `/v1/repos/:id` route (lib/repos.ts `openRepo`, lib/http/params.ts). */
 const OPEN_REPO_ERRORS = [R.invalid_repo_id, R.not_a_member];
 
@@ -315,7 +320,7 @@ function operation(r: RouteDef, doc: RouteDoc, hostedOnly: boolean, withQuota: b
   if (!r.public) add(...(r.auth === 'git' ? GIT_AUTH_ERRORS : AUTH_ERRORS));
   if (isRepoRoute(r)) add(...OPEN_REPO_ERRORS, ...(doc.createsRepo ? [] : [R.repo_not_found]));
   add(...(doc.errors ?? []));
-  if (withQuota) for (const q of doc.quota ?? []) add(doc.quotaMessage?.[q] !== undefined ? R[q].example(doc.quotaMessage[q]) : R[q]);
+  if (withQuota) for (const q of doc.quota ?? []) add(R[q].example(doc.quotaMessage?.[q] ?? QUOTA_MESSAGES[q]));
   if (bodyKind !== 'none') {
     if (doc.body && (doc.body.contentType ?? JSON_TYPE) === JSON_TYPE) add(R.invalid_json);
     add(R.body_incomplete, R.body_timeout, R.body_too_large, R.server_busy);

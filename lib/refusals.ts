@@ -65,7 +65,7 @@ export const R = {
 
   // Request bodies (lib/http/body-limit.ts, lib/http/parse.ts)
   invalid_json: r(400, 'invalid_json', 'invalid JSON body'),
-  invalid_request: r(400, 'invalid_request', 'invalid request: <field>: <problem>', (detail: string) => `invalid request: ${detail}`),
+  invalid_request: r(400, 'invalid_request', 'invalid request: <problem>', (problem: string) => `invalid request: ${problem}`),
   body_incomplete: r(400, 'body_incomplete', 'request body incomplete'),
   body_timeout: r(408, 'body_timeout', 'request body timeout'),
   body_too_large: r(413, 'body_too_large', 'request body too large'),
@@ -178,7 +178,7 @@ export const R = {
   client_not_built: r(404, 'client_not_built', 'client package not built on this server (npm run build:client)'),
 
   // The hosted build (lib/quota.ts, lib/hosted)
-  quota_repos: r(402, 'quota_repos', 'repository limit reached for your plan (<limit>)', free),
+  quota_repos: r(402, 'quota_repos', "repository limit reached for <whose> plan (<limit>)", free),
   quota_members: r(402, 'quota_members', "member limit reached for this repository's plan (<limit>)", free),
   billing_not_configured: r(503, 'billing_not_configured', 'billing not configured'),
   invalid_signature: r(401, 'invalid_signature', 'invalid signature'),

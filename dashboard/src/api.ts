@@ -21,7 +21,7 @@ export class ApiError extends Error {
     super(message);
   }
 
-  /** The refusal's code (`last_owner`: docs/api.md "Conventions"), what the views match on; null if none. */
+  /** The refusal's code (`last_owner`: docs/api.md "Refusal codes"), what the views match on; null if none. */
   get code(): string | null {
     return typeof this.body.code === 'string' && this.body.code !== '' ? this.body.code : null;
   }

@@ -19,7 +19,7 @@ export default defineRoute({
     access: 'owners; the legacy key gets 403 `user session required`.',
     body: { schema: MintInviteRequest, required: false },
     responses: { 201: { description: 'The key and its token.', schema: MintInviteResponse } },
-    errors: [R.label_too_long.example(LABEL_MAX_CHARS), R.invalid_request, R.user_session_required, R.owner_only_invites],
+    errors: [R.label_too_long.example(LABEL_MAX_CHARS), R.invalid_request.example('<field>: <problem>'), R.user_session_required, R.owner_only_invites],
   },
   handler: async (c) => {
     const { id, identity } = await openRepo(c, 'invite.mint');

@@ -21,7 +21,7 @@ export default defineRoute({
     responses: { 200: { description: 'The repository joined and the role held there.', schema: JoinResponse } },
     errors: [
       R.key_required,
-      R.invalid_request,
+      R.invalid_request.example('<field>: <problem>'),
       R.user_session_required,
       R.removed_from_repo,
       R.invite_key_not_recognized,

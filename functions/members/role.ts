@@ -22,7 +22,7 @@ export default defineRoute({
     access: 'owners, and the legacy key.',
     body: { schema: SetRoleRequest },
     responses: { 200: { description: 'The member with their role now.', schema: SetRoleResponse } },
-    errors: [R.invalid_role, R.invalid_request, R.owner_only_roles, R.member_not_found, R.last_owner],
+    errors: [R.invalid_role, R.invalid_request.example('<field>: <problem>'), R.owner_only_roles, R.member_not_found, R.last_owner],
     quota: ['quota_repos'],
     quotaMessage: { quota_repos: "repository limit reached for the new owner's plan (<limit>)" },
   },

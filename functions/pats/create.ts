@@ -27,7 +27,7 @@ export default defineRoute({
     errors: [
       R.label_too_long.example(LABEL_MAX_CHARS),
       R.invalid_request.example('expires_in_days: must be an integer from 1 to 366'),
-      R.invalid_request,
+      R.invalid_request.example('<field>: <problem>'),
       R.invalid_token,
       R.user_session_required,
     ],

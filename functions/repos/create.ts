@@ -22,7 +22,7 @@ export default defineRoute({
     errors: [
       R.invalid_new_repo_id,
       R.invalid_request.example('id: expected string'),
-      R.invalid_request,
+      R.invalid_request.example('<field>: <problem>'),
       R.user_session_required,
       R.repo_exists,
       R.repo_busy,

@@ -33,7 +33,7 @@ export default defineRoute({
       R.invalid_parent_sha,
       R.invalid_merge_mode,
       R.invalid_request.example('files[<i>].content: required unless delete is true'),
-      R.invalid_request,
+      R.invalid_request.example('<field>: <problem>'),
       R.repo_exists,
       R.path_collision,
       R.concurrent_update,

@@ -22,7 +22,7 @@ export default defineRoute({
     errors: [
       R.webhook_url_https,
       R.webhook_url_not_allowed,
-      R.invalid_request,
+      R.invalid_request.example('<field>: <problem>'),
       R.owner_only_webhooks,
       R.too_many_webhooks.example(MAX_WEBHOOKS),
     ],

@@ -21,7 +21,7 @@ export default defineRoute({
     params: { id: 'The user id.' },
     body: { schema: SetSubscriptionRequest },
     responses: { 204: { description: 'Done.' } },
-    errors: [R.invalid_request, R.admin_only, R.user_not_found],
+    errors: [R.invalid_request.example('<field>: <problem>'), R.admin_only, R.user_not_found],
   },
   handler: async (c) => {
     authorizeUser(c, 'admin.write');

@@ -23,7 +23,7 @@ export default defineRoute({
     access: 'the payment provider: no bearer token, a valid signature.',
     body: { schema: WebhookEvent, description: '`type`: `subscription.activated` or `subscription.canceled`; `user_id`: the service user id.' },
     responses: { 204: { description: 'Accepted.' } },
-    errors: [R.invalid_request, R.user_id_required, R.invalid_signature, R.stale_signature, R.user_not_found, R.billing_not_configured],
+    errors: [R.invalid_request.example('<field>: <problem>'), R.user_id_required, R.invalid_signature, R.stale_signature, R.user_not_found, R.billing_not_configured],
   },
   handler: async (c) => {
     const raw = await readBody(c);
