@@ -54,9 +54,10 @@ describe('the catalogue of refusals', () => {
     for (const r of CATALOGUE) {
       if (!r.format) continue;
       // Free text (a git client's request, a cap's wording) is the whole message: made from its template, it is the template.
-      const free = r.format.length === 1 && r.text(...(['\u0000'] as never[])) === '\u0000';
-      const args = (free ? [r.message] : Array.from({ length: r.format.length }, (_, i) => `v${i}`)) as never[];
-      expect(r.text(...args), r.code).toMatch(pattern(r.message));
+      const make = r.format as unknown as (...args: string[]) => string;
+      const free = make.length === 1 && make('\u0000') === '\u0000';
+      const args = free ? [r.message] : Array.from({ length: make.length }, (_, i) => `v${i}`);
+      expect(make(...args), r.code).toMatch(pattern(r.message));
     }
     expect(R.unknown_sha.text('abc')).toBe('unknown sha: abc');
     expect(R.invalid_request.text('files[0].path: expected string')).toBe('invalid request: files[0].path: expected string');
