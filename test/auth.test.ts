@@ -457,7 +457,7 @@ describe('sign-in, sessions, PATs and /v1/me over real HTTP', () => {
       expect(await mint(alice.token, { label: null })).toEqual(bad('label', 'expected string'));
       const malformed = await json(await srv.api('/v1/pats', { method: 'POST', token: alice.token, body: '{"label":', headers: { 'content-type': 'application/json' } }));
       expect(malformed).toEqual({ status: 400, body: { error: 'invalid JSON body', code: 'invalid_json' } });
-      expect(await json(await srv.api('/v1/pats', { method: 'POST', token: alice.token, json: [] }))).toEqual({ status: 400, body: { error: 'invalid request: expected object' } });
+      expect(await json(await srv.api('/v1/pats', { method: 'POST', token: alice.token, json: [] }))).toEqual({ status: 400, body: { error: 'invalid request: expected object', code: 'invalid_request' } });
       for (const days of [1, 366]) {
         const r = await mint(alice.token, { expires_in_days: days });
         expect(r.status).toBe(201);

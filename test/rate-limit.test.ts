@@ -223,7 +223,7 @@ describe('rateLimit middleware over an asynchronous store', () => {
     const res = await app.request('/x');
     expect(res.status).toBe(429);
     expect(res.headers.get('retry-after')).toBe('7');
-    expect(await res.text()).toBe('{"error":"rate limit exceeded"}');
+    expect(await res.text()).toBe('{"error":"rate limit exceeded","code":"rate_limited"}');
   });
 });
 

@@ -337,7 +337,7 @@ export function searchCases(kind: TargetKind): void {
           const r = await call(path);
           seen.add(r.status);
           expect([200, 400], `${JSON.stringify(q.slice(0, 40))} → ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`).toContain(r.status);
-          if (r.status === 400) expect(Object.keys(r.body)).toEqual(['error']);
+          if (r.status === 400) expect(Object.keys(r.body)).toEqual(['error', 'code']);
           else expect(Array.isArray(r.body.results) && typeof r.body.total === 'number').toBe(true);
         }
       }
