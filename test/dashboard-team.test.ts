@@ -201,6 +201,7 @@ describe.skipIf(!hasChromium)('the team and access token views in chromium', () 
 
     expect(await json(await h.srv.api('/v1/repos/join', { method: 'POST', token: carol.session, json: { key: inviteToken } }), 404)).toEqual({
       error: 'invite key not recognized',
+      code: 'invite_key_not_recognized',
     });
   });
 
@@ -232,6 +233,7 @@ describe.skipIf(!hasChromium)('the team and access token views in chromium', () 
     // What the view would have asked: a member gets 403 for the keys.
     expect(await json(await h.srv.api('/v1/repos/beta/invite-keys', { token: carol.session }), 403)).toEqual({
       error: 'only an owner can manage invite keys',
+      code: 'owner_only_invites',
     });
 
     await h.signInWithToken(carol.pat);

@@ -499,6 +499,7 @@ export function eventsCases(kind: TargetKind): void {
 
       expect((await h.call('/v1/repos/wh1/webhooks', { method: 'POST', token: alice.token, json: {} })).body).toEqual({
         error: 'invalid request: url: expected string',
+        code: 'invalid_request',
       });
       for (const events of [[], ['pull'], 'push']) {
         const r = await h.call('/v1/repos/wh1/webhooks', { method: 'POST', token: alice.token, json: { url: `${rx.url}/x`, events } });
@@ -507,6 +508,7 @@ export function eventsCases(kind: TargetKind): void {
       }
       expect((await h.call('/v1/repos/wh1/webhooks', { method: 'POST', token: alice.token, json: { url: 'ftp://example.com/' } })).body).toEqual({
         error: 'webhook url must use https',
+        code: 'webhook_url_https',
       });
 
       // At most 20.

@@ -275,6 +275,7 @@ export function e2eCases(kind: TargetKind): void {
       expect((await call('/v1/repos/team/pages', { token: bob.access_token })).body).toEqual({ error: 'not a member of this repo', code: 'not_a_member' });
       expect((await call('/v1/repos/join', { method: 'POST', token: bob.access_token, json: { key: invite.body.token } })).body).toEqual({
         error: 'removed from this repo; ask an owner for a new invite key',
+        code: 'removed_from_repo',
       });
       expect((await call(`/v1/repos/team/members/${alice.user.id}`, { method: 'DELETE', token: aliceKey })).body).toEqual({
         error: "can't remove the last owner",
