@@ -255,7 +255,9 @@ export class Api {
       const repo = repoInUrl(res.url);
       if (repo !== null) message += `: you are not, or no longer, a member of ${clean(repo)} (an owner may have removed you); ask an owner for a new invite key, then run "kr join <key>"`;
     }
-    return new ApiError(message, res.status, body, typeof body?.code === 'string' && body.code !== '' ? body.code : undefined);
+    // kr's own code (`kr --json`) names the status, but for a 402, whose quota code says which cap; the
+    // server's code for every refusal is `refusal`, what kr matches on.
+    return new ApiError(message, res.status, body, res.status === 402 && typeof body?.code === 'string' && body.code !== '' ? body.code : undefined);
   }
 
   /** A JSON call checked against `schema`; 204 → undefined. The raw JSON is returned (extra keys kept). */

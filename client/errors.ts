@@ -5,7 +5,7 @@
  *
  * Every error also has a short machine-readable `code` (issue 14), printed with the message as
  * `{"error": …, "code": …}` on stderr when the command was given `--json`: `usage` for bad usage, the
- * server's own `code` when its answer has one (every refusal of the server: lib/refusals.ts), a name for each kind of refusal
+ * server's own `code` when its answer has one (quota errors), a name for each kind of refusal
  * (`token_invalid`, `timeout`, `unreachable`, `conflict`, `not_logged_in`, `no_project`, `no_repo`,
  * `too_large`, `denied` and `interrupted` for a browser login the user cancelled or broke off, …), `refused`
  * otherwise.

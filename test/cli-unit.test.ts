@@ -128,13 +128,17 @@ describe('Api: time limit, limits, token errors (items 3, 4, 11)', () => {
     expect(DEFAULT_LIMITS).toEqual({ max_body_bytes: 8388608, max_files_per_push: 10000, max_page_path_bytes: 512 });
   });
 
-  it('401 invalid token → "token expired or revoked; run kr login"; the server\'s code for the rest, else a name for the status', async () => {
+  it('401 invalid token → "token expired or revoked; run kr login"; codes for the rest, matched on the server\'s code', async () => {
     const api = (status: number, body: unknown) => new Api({ baseUrl: 'http://x', token: 't', fetch: answer(status, body) });
     await expect(api(401, { error: 'invalid token', code: 'invalid_token' }).repos()).rejects.toMatchObject({ message: 'token expired or revoked; run kr login', code: 'token_invalid' });
-    await expect(api(403, { error: 'not a member of this repo', code: 'not_a_member' }).repos()).rejects.toMatchObject({ message: 'not a member of this repo', code: 'not_a_member' });
+    await expect(api(403, { error: 'not a member of this repo', code: 'not_a_member' }).repos()).rejects.toMatchObject({
+      message: 'not a member of this repo',
+      code: 'forbidden',
+      refusal: 'not_a_member',
+    });
     // Matched on the code, not on the text: the same words without it (a proxy, a server older than codes) are
-    // shown as they are, named by their status.
-    await expect(api(401, { error: 'invalid token' }).repos()).rejects.toMatchObject({ message: 'invalid token', code: 'unauthorized' });
+    // shown as they are, named by their status, with no refusal.
+    await expect(api(401, { error: 'invalid token' }).repos()).rejects.toMatchObject({ message: 'invalid token', code: 'unauthorized', refusal: null });
     await expect(api(403, { error: 'not a member of this repo' }).repos()).rejects.toMatchObject({ message: 'not a member of this repo', code: 'forbidden' });
     await expect(api(401, { error: 'whatever the words', code: 'invalid_token' }).repos()).rejects.toMatchObject({ message: 'token expired or revoked; run kr login', code: 'token_invalid' });
     await expect(api(402, { error: 'plan limit', code: 'quota_repos', limit: 3 }).repos()).rejects.toMatchObject({ code: 'quota_repos' });

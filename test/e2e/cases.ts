@@ -279,6 +279,7 @@ export function e2eCases(kind: TargetKind): void {
       });
       expect((await call(`/v1/repos/team/members/${alice.user.id}`, { method: 'DELETE', token: aliceKey })).body).toEqual({
         error: "can't remove the last owner",
+        code: 'last_owner',
       });
       // Alice was the first user ever: she adopted the repositories the legacy key made before her.
       const repos = await call('/v1/repos', { token: aliceKey });
