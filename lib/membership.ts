@@ -6,8 +6,6 @@ import { R } from './refusals.ts';
 import { quotaError } from './quota.ts';
 import type { MemberChange } from '../schema/wire/events.ts';
 
-export const REMOVED = 'removed from this repo; ask an owner for a new invite key';
-
 /**
  * Joining and leaving: redeeming an invite key, removing a member, changing a member's role. The role rules of SPEC.md "States
  * and transitions" live here; who may call them is lib/policy.ts's business.

@@ -12,8 +12,6 @@ import type { EventKind } from '../schema/wire/events.ts';
  * caller is held to, and the webhook rules the routes enforce before deps.live stores anything.
  */
 
-export const WEBHOOK_NOT_FOUND = 'webhook not found';
-
 /**
  * The identity an event stream counts against (10 per identity per repository and 50 in all: a user whatever
  * their token, the legacy key as one), the PAT it was opened with (its revocation ends it) and the token

@@ -1,5 +1,5 @@
 import { defineRoute } from '../../lib/route.ts';
-import { CLIENT_FILE_TYPES, CLIENT_NOT_BUILT, clientFileResponse } from '../../lib/client-package.ts';
+import { CLIENT_FILE_TYPES, clientFileResponse } from '../../lib/client-package.ts';
 import { R } from '../../lib/refusals.ts';
 
 /** GET /client/kr.tgz — the kr client as an npm package (lib/client-package.ts). Anyone; no credential. */

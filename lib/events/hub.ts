@@ -35,9 +35,7 @@ const ANNOUNCE_PAGE = 256;
 /** Access re-checks of one ping run at once. */
 const RECHECKS_IN_FLIGHT = 8;
 
-export const TOO_MANY_STREAMS = 'too many event streams';
 export const UNKNOWN_EVENT_ID = 'unknown event id';
-export const SERVER_BUSY = 'server busy';
 
 export interface HubOptions {
   log: EventLog;

@@ -22,7 +22,6 @@ export interface UrlPolicy {
 /** The addresses a host name resolves to (every one of them). */
 export type HostResolver = (host: string) => Promise<string[]>;
 
-export const MUST_USE_HTTPS = 'webhook url must use https';
 export const NOT_ALLOWED = 'webhook url not allowed';
 
 /** A refusal of a webhook URL: 400 with API.md's message. */
