@@ -22,7 +22,16 @@ import { WebhookStore } from '../events/webhook-store.ts';
 import type { PathStatus } from '../../schema/wire/events.ts';
 import { ImportSessions, type ImportCheckOptions, type ImportRuntime } from './import-store.ts';
 import type { ImportPlan } from '../git/import.ts';
-import { ConcurrentUpdateError, HttpError, LockTimeoutError, PathCaseError, RepoBusyError, RepoNotFoundError, StoreError, UnknownShaError, refuse } from '../errors.ts';
+import {
+  ConcurrentUpdateError,
+  LockTimeoutError,
+  PathCaseError,
+  RepoBusyError,
+  RepoNotFoundError,
+  StoreError,
+  UnknownShaError,
+  refuse,
+} from '../errors.ts';
 import { R } from '../refusals.ts';
 import {
   GitStore,
@@ -37,6 +46,7 @@ import {
  * lock; every read first makes sure the index has caught up with git (once per repository per process,
  * and again after anything went wrong).
  */
+
 
 export interface PushFile {
   path: string;
