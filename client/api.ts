@@ -13,7 +13,7 @@
 import type { z } from 'zod';
 import type { LimitsResponse } from '../schema/wire/limits.ts';
 import type { ImportResponse } from '../schema/wire/repos.ts';
-import { ApiClient, ApiError, codeOf, errorBody, issueOf, type WireCheck, type WireModule } from './http/client.ts';
+import { ApiClient, ApiError, errorBody, issueOf, type WireCheck, type WireModule } from './http/client.ts';
 import { clean } from './http/text.ts';
 import { DEFAULT_TIMEOUT_MS } from './options.ts';
 import { nodeFetch } from './transport.ts';
@@ -32,15 +32,7 @@ export const IMPORT_TIMEOUT_MS = 600_000;
 /** What an older server (no `GET /v1/limits`, 404) is assumed to accept: the documented defaults (docs/api.md). */
 export const DEFAULT_LIMITS: LimitsResponse = { max_body_bytes: 8_388_608, max_files_per_push: 10_000, max_page_path_bytes: 512 };
 
-/** The answer of the server to an unknown, expired or revoked token (docs/api.md "Conventions"). */
-const INVALID_TOKEN = 'invalid token';
 export const TOKEN_INVALID_MESSAGE = 'token expired or revoked; run kr login';
-
-/** The server's refusal of an 11th open event stream of one identity on one repository (docs/api.md "Live events"). */
-const TOO_MANY_STREAMS = 'too many event streams';
-
-/** The server's refusal on a repository's routes to someone who is not a member (docs/api.md). */
-const NOT_MEMBER = 'not a member of this repo';
 
 /** The repository id in the URL of a repository's route (`…/v1/repos/<id>/…`), or null. */
 function repoInUrl(url: string): string | null {
@@ -139,14 +131,16 @@ export class Api extends ApiClient {
       const after = res.headers.get('retry-after');
       if (after) message += ` (retry in ${clean(after)} s)`;
     }
-    if (res.status === 401 && body?.error === INVALID_TOKEN) return new ApiError(TOKEN_INVALID_MESSAGE, 401, body, 'token_invalid');
-    if (res.status === 403 && body?.error === NOT_MEMBER) {
+    if (res.status === 401 && body?.code === 'invalid_token') return new ApiError(TOKEN_INVALID_MESSAGE, 401, body, 'token_invalid');
+    if (res.status === 403 && body?.code === 'not_a_member') {
       // The server says the same to someone who never joined and to a member an owner removed; only
       // `kr join` with an old key is told about the removal. Both need a new invite key.
       const repo = repoInUrl(res.url);
       if (repo !== null) message += `: you are not, or no longer, a member of ${clean(repo)} (an owner may have removed you); ask an owner for a new invite key, then run "kr join <key>"`;
     }
-    return new ApiError(message, res.status, body, codeOf(body));
+    // kr's own code (`kr --json`) names the status, but for a 402, whose quota code says which cap; the
+    // server's code for every refusal is `refusal`, what kr matches on.
+    return new ApiError(message, res.status, body, res.status === 402 && typeof body?.code === 'string' && body.code !== '' ? body.code : undefined);
   }
 
   /** `GET /v1/limits`; an older server without the route (404) gets the documented defaults. */
@@ -167,7 +161,7 @@ export class Api extends ApiClient {
       return new ApiError(`the server at ${this.baseUrl} answered the event stream of ${clean(repo)} with something else (Content-Type ${type}); it may be older than live events`, 0, null, 'bad_answer');
     }
     const err = await this.refusal(res);
-    if (err.status === 429 && err.serverError === TOO_MANY_STREAMS) {
+    if (err.status === 429 && err.refusal === 'too_many_streams') {
       return new ApiError(
         `too many event streams: the server keeps at most 10 open per person and repository, and yours on ${clean(repo)} are all taken ` +
           '(other "kr watch" or agent sessions); stop one and try again',

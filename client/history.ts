@@ -2,8 +2,8 @@
 import type { SectionDiff } from '../schema/wire/diff.ts';
 import type { Api } from './api.ts';
 
-/** The server's answer to a default diff of a page's first commit (docs/api.md "History", the diff route). */
-export const NO_PARENT = 'no parent commit for this path; pass ?from explicitly';
+/** The code of the server's answer to a default diff of a page's first commit (docs/api.md "History", the diff route). */
+export const NO_PARENT = 'no_parent';
 
 /**
  * The diff of a page's first commit, against the empty page — the server answers a default diff of it

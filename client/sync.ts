@@ -436,7 +436,7 @@ export async function pullPages(project: Project, api: Api, repo: string, fullAs
     try {
       res = await api.pull(repo, since);
     } catch (e) {
-      if (!(e instanceof ApiError) || e.status !== 400 || !e.message.startsWith('unknown sha') || since === undefined) throw e;
+      if (!(e instanceof ApiError) || e.refusal !== 'unknown_sha' || since === undefined) throw e;
       note(`the last pulled head ${shortSha(since)} is unknown to the server (history rewritten?); pulling every page`);
       full = true;
       res = await api.pull(repo);
@@ -591,7 +591,7 @@ export async function serverHead(api: Api, repo: string): Promise<{ sha: string;
     const c = (await api.timeline(repo, 1)).commits[0];
     return c ? { sha: c.sha, email: c.email, time: c.time } : null;
   } catch (e) {
-    if (e instanceof ApiError && e.status === 404 && e.message === 'repo not found') return null;
+    if (e instanceof ApiError && e.refusal === 'repo_not_found') return null;
     throw e;
   }
 }

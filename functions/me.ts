@@ -1,6 +1,7 @@
 import { defineRoute } from '../lib/route.ts';
 import { authorizeUser, decide } from '../lib/policy.ts';
 import { MeResponse } from '../schema/wire/auth.ts';
+import { R } from '../lib/refusals.ts';
 
 /**
  * GET /v1/me — the signed-in user (session or PAT), and what this server offers them: `server.hosted` (the
@@ -22,7 +23,7 @@ export default defineRoute({
         schema: MeResponse,
       },
     },
-    errors: { 401: ['session required'] },
+    errors: [R.session_required],
   },
   handler: (c) => {
     const me = authorizeUser(c, 'me.read');

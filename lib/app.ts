@@ -2,8 +2,9 @@ import { Hono } from 'hono';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Deps } from './deps.ts';
 import type { AppEnv, RouteDef } from './route.ts';
-import { toHttpError } from './errors.ts';
-import { BodyBudget, GIT_BODIES_CEILING, GIT_BODY_BYTES, SHARES_PER_BUDGET, SMALL_BODIES_CEILING, SMALL_BODY_BYTES, bodyGuard, bodyHolders, declaredCap, type BodyKind, type BodySourceOf } from './http/body-limit.ts';
+import { HttpError, refuse, toHttpError } from './errors.ts';
+import { R } from './refusals.ts';
+import { BodyBudget, GIT_BODIES_CEILING, GIT_BODY_BYTES, SHARES_PER_BUDGET, SMALL_BODIES_CEILING, SMALL_BODY_BYTES, bodyGuard, bodyHolders, declaredCap, type BodyKind, type TooLarge, type BodySourceOf } from './http/body-limit.ts';
 import { corsMiddleware } from './http/cors.ts';
 import { rateLimit, type LimiterFactory } from './http/rate-limit.ts';
 import { ipBucketKey, type ClientIpOf } from './http/client-ip.ts';
@@ -108,7 +109,7 @@ export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
   // Bodies (lib/http/body-limit.ts): pushes and small JSON bodies each have a budget of their own, shared out
   // per client address and per identity; each route's guard runs after authentication, so an unauthenticated
   // request is answered with its body unread.
-  const guardOf = (maxBytes: number, ceiling: number, tooLargeMessage?: string) =>
+  const guardOf = (maxBytes: number, ceiling: number, tooLarge?: TooLarge) =>
     bodyGuard({
       maxBytes,
       budget: new BodyBudget(ceiling),
@@ -116,7 +117,7 @@ export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
       idleMs: config.bodyIdleTimeoutMs,
       deadlineMs: config.bodyTimeoutMs,
       sourceOf: opts.bodySource,
-      tooLargeMessage,
+      tooLarge,
     });
   const guards: Record<BodyKind, MiddlewareHandler> = {
     none: declaredCap(config.maxBodyBytes),
@@ -125,11 +126,7 @@ export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
     git: guardOf(Math.min(GIT_BODY_BYTES, config.maxBodyBytes), GIT_BODIES_CEILING),
     // Imports go to storage as they arrive (one chunk in memory): their budget counts the bytes being
     // stored, four maximal bodies, a quarter per client address or identity. The 413 says the limit.
-    import: guardOf(
-      config.maxImportBytes,
-      SHARES_PER_BUDGET * config.maxImportBytes,
-      `request body too large (at most ${config.maxImportBytes} bytes)`,
-    ),
+    import: guardOf(config.maxImportBytes, SHARES_PER_BUDGET * config.maxImportBytes, R.import_too_large.example(config.maxImportBytes)),
   };
 
   // Every route but the public ones (health, sign-in, signed webhooks) resolves the caller first.
@@ -151,17 +148,14 @@ export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
   for (const [path, methods] of methodsByPath) {
     app.all(path, (c) => {
       c.header('Allow', [...methods, 'OPTIONS'].join(', '));
-      return c.json({ error: 'method not allowed' }, 405);
+      return json(c, refuse(R.method_not_allowed));
     });
   }
 
-  app.notFound((c) => c.json({ error: 'not found' }, 404));
+  app.notFound((c) => json(c, refuse(R.not_found)));
   app.onError((err, c) => {
     const http = toHttpError(err);
-    if (http) {
-      for (const [name, value] of Object.entries(http.headers)) c.header(name, value);
-      return c.json(http.body(), http.status as 400);
-    }
+    if (http) return json(c, http);
     log.error('unhandled', {
       id: c.get('requestId'),
       method: c.req.method,
@@ -169,7 +163,13 @@ export function buildApp(deps: Deps, opts: AppOptions): Hono<AppEnv> {
       error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
       stack: err instanceof Error ? err.stack : undefined,
     });
-    return c.json({ error: 'internal error' }, 500);
+    return json(c, refuse(R.internal_error));
   });
   return app;
+}
+
+/** An error's JSON answer: `{"error", "code", ...extra}` with its status and headers. */
+function json(c: Context, e: HttpError): Response {
+  for (const [name, value] of Object.entries(e.headers)) c.header(name, value);
+  return c.json(e.body(), e.status as 400);
 }

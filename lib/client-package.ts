@@ -4,7 +4,8 @@
  * dist/client/. Where the bytes come from is the runtime's: the Node build reads dist/client/
  * (lib/runtime/node/client-files.ts), the Workers build its static assets (lib/runtime/workers/client-files.ts).
  */
-import { HttpError } from './errors.ts';
+import { refuse } from './errors.ts';
+import { R } from './refusals.ts';
 
 export const CLIENT_FILE_NAMES = ['kr.tgz', 'kr.mjs'] as const;
 export type ClientFileName = (typeof CLIENT_FILE_NAMES)[number];
@@ -15,7 +16,7 @@ export const CLIENT_FILE_TYPES: Record<ClientFileName, string> = {
 };
 
 /** The refusal when this server has no built client package (a server run from its sources, say). */
-export const CLIENT_NOT_BUILT = 'client package not built on this server (npm run build:client)';
+export const CLIENT_NOT_BUILT = R.client_not_built.message;
 
 export interface ClientFile {
   body: Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array>;
@@ -30,6 +31,6 @@ export interface ClientFiles {
 /** The answer to `GET /client/<name>`: the file, or 404 when this server has none built. */
 export async function clientFileResponse(files: ClientFiles | undefined, name: ClientFileName): Promise<ClientFile> {
   const file = files ? await files.get(name) : null;
-  if (!file) throw new HttpError(404, CLIENT_NOT_BUILT);
+  if (!file) throw refuse(R.client_not_built);
   return file;
 }

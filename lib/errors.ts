@@ -3,8 +3,11 @@
  * error crosses the Durable Object boundary (`errorToWire` / `errorFromWire`: the hosted build's repository
  * object sends the code, message and fields; the Worker rebuilds the same class), and what the one mapping to
  * HTTP (`toHttpError`) reads. An error that maps to nothing is a 500 `internal error`, its details only in
- * the log. This module imports nothing: every layer may throw these.
+ * the log. This `code` is not the `code` of an error body: that one is the refusal's (lib/refusals.ts), which
+ * an HttpError carries as `refusal`. This module imports only the catalogue of refusals: every layer may
+ * throw these.
  */
+import { R, type Refusal } from './refusals.ts';
 
 /** The codes, one per class. */
 export type ErrorCode =
@@ -33,30 +36,55 @@ export abstract class DomainError extends Error {
 
 /**
  * A refusal whose HTTP answer is decided where it is thrown (handlers, policy, request parsing). Rendered by
- * the app as `{"error": message, ...extra}` with the given status and headers.
+ * the app as `{"error": message, "code": refusal, ...extra}` with the given status and headers. Made from an
+ * entry of the catalogue (`refuse`, below); the constructor takes the parts for `errorFromWire` and the
+ * subclasses.
  */
 export class HttpError extends DomainError {
   readonly code = 'http' as const;
   readonly status: number;
+  /** The refusal's code (lib/refusals.ts): the error body's `code`. */
+  readonly refusal: string;
   readonly extra: Record<string, unknown> | undefined;
   /** Response headers that go with the error (`Retry-After` of a 503, `Connection: close` of a 408). */
   readonly headers: Record<string, string>;
 
-  constructor(status: number, message: string, extra?: Record<string, unknown>, headers: Record<string, string> = {}) {
+  constructor(
+    status: number,
+    refusal: string,
+    message: string,
+    extra?: Record<string, unknown>,
+    headers: Record<string, string> = {},
+  ) {
     super(message);
     this.name = 'HttpError';
     this.status = status;
+    this.refusal = refusal;
     this.extra = extra;
     this.headers = headers;
   }
 
   body(): Record<string, unknown> {
-    return { error: this.message, ...(this.extra ?? {}) };
+    return { error: this.message, code: this.refusal, ...(this.extra ?? {}) };
   }
 
   override fields(): Record<string, unknown> {
-    return { status: this.status, extra: this.extra, headers: this.headers };
+    return { status: this.status, refusal: this.refusal, extra: this.extra, headers: this.headers };
   }
+}
+
+/** The HttpError of a catalogue entry, its message made from `args` (`refuse(R.unknown_sha, value)`). */
+export function refuse<A extends Array<string | number>>(r: Refusal<A>, ...args: A): HttpError {
+  return new HttpError(r.status, r.code, r.text(...args));
+}
+
+/** As refuse, with extra body fields and response headers. */
+export function refuseWith<A extends Array<string | number>>(
+  r: Refusal<A>,
+  opts: { extra?: Record<string, unknown>; headers?: Record<string, string> },
+  ...args: A
+): HttpError {
+  return new HttpError(r.status, r.code, r.text(...args), opts.extra, opts.headers);
 }
 
 /** The git store refused an operation (an object of the wrong type, a batch used out of order). */
@@ -190,18 +218,28 @@ export class CorruptObjectError extends DomainError {
   }
 }
 
-/** A refused search query: 400 with a message that says what is wrong. */
+/**
+ * A refused search query: 400 with a message that says what is wrong, `q required` (no query at all) or
+ * `invalid query: <problem>`.
+ */
 export class SearchQueryError extends DomainError {
   readonly code = 'search_query' as const;
-  constructor(message: string) {
-    super(message);
+  /** The problem, or null when there is no query. */
+  readonly problem: string | null;
+  constructor(problem: string | null) {
+    super(problem === null ? R.q_required.message : R.invalid_query.text(problem));
     this.name = 'SearchQueryError';
+    this.problem = problem;
+  }
+  override fields() {
+    return { problem: this.problem };
   }
 }
 
 /**
- * The one mapping of errors to their HTTP form (status, `{"error": ...}` body, headers). Null for anything
- * else: the app answers 500 `internal error` and logs it.
+ * The one mapping of errors to their HTTP form (status, `{"error": ..., "code": ...}` body, headers), each
+ * through its entry of the catalogue. Null for anything else: the app answers 500 `internal error` and logs
+ * it.
  */
 export function toHttpError(e: unknown): HttpError | null {
   if (!(e instanceof DomainError)) return null;
@@ -209,19 +247,23 @@ export function toHttpError(e: unknown): HttpError | null {
     case 'http':
       return e as HttpError;
     case 'unknown_sha':
-      return new HttpError(400, `unknown sha: ${(e as UnknownShaError).value}`);
+      return refuse(R.unknown_sha, (e as UnknownShaError).value);
     case 'unsafe_name':
+      return refuse(R.unsafe_name, e.message);
     case 'path_case':
-    case 'search_query':
-      return new HttpError(400, e.message);
+      return refuse(R.path_case, (e as PathCaseError).path, (e as PathCaseError).existing);
+    case 'search_query': {
+      const problem = (e as SearchQueryError).problem;
+      return problem === null ? refuse(R.q_required) : refuse(R.invalid_query, problem);
+    }
     case 'repo_not_found':
-      return new HttpError(404, 'repo not found');
+      return refuse(R.repo_not_found);
     case 'path_collision':
-      return new HttpError(409, e.message);
+      return refuse(R.path_collision, (e as PathCollisionError).path);
     case 'concurrent_update':
-      return new HttpError(409, 'concurrent update, retry');
+      return refuse(R.concurrent_update);
     case 'repo_busy':
-      return new HttpError(503, 'repository busy, retry', undefined, { 'Retry-After': String(REPO_BUSY_RETRY_AFTER_S) });
+      return refuseWith(R.repo_busy, { headers: { 'Retry-After': String(REPO_BUSY_RETRY_AFTER_S) } });
     case 'store':
     case 'lock_timeout':
     case 'object_missing':
@@ -253,6 +295,7 @@ export function errorFromWire(w: WireError): DomainError {
     case 'http':
       return new HttpError(
         Number(f.status),
+        str(f.refusal),
         w.message,
         f.extra as Record<string, unknown> | undefined,
         (f.headers as Record<string, string> | undefined) ?? {},
@@ -280,6 +323,6 @@ export function errorFromWire(w: WireError): DomainError {
     case 'corrupt_object':
       return new CorruptObjectError(str(f.oid), str(f.why));
     case 'search_query':
-      return new SearchQueryError(w.message);
+      return new SearchQueryError(f.problem === null || f.problem === undefined ? null : str(f.problem));
   }
 }

@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import type { AppEnv } from './route.ts';
-import { HttpError } from './errors.ts';
+import { HttpError, refuse } from './errors.ts';
+import { R } from './refusals.ts';
 import { readBody } from './http/body-limit.ts';
 import { gitRepoIdParam } from './http/params.ts';
 import { openRepo } from './repos.ts';
@@ -38,7 +39,7 @@ export async function infoRefs(c: Context<AppEnv>): Promise<Response> {
   const service = c.req.query('service');
   if (service === 'git-receive-pack') return refusePush(c);
   if (service !== 'git-upload-pack') {
-    throw new HttpError(400, 'only git\'s smart HTTP protocol is served: service=git-upload-pack');
+    throw refuse(R.unsupported_service);
   }
   const { id } = await openGitRepo(c);
   const head = (await c.get('deps').repos.head(id))?.sha ?? null;
@@ -52,7 +53,7 @@ async function requestBody(c: Context<AppEnv>): Promise<Uint8Array> {
   const body = await readBody(c);
   const encoding = (c.req.header('content-encoding') ?? '').trim().toLowerCase();
   if (encoding === '' || encoding === 'identity') return body;
-  if (encoding !== 'gzip' && encoding !== 'x-gzip') throw new HttpError(415, 'unsupported content encoding');
+  if (encoding !== 'gzip' && encoding !== 'x-gzip') throw refuse(R.unsupported_encoding);
   const reader = new Blob([body as Uint8Array<ArrayBuffer>]).stream().pipeThrough(new DecompressionStream('gzip')).getReader();
   const parts: Uint8Array[] = [];
   let total = 0;
@@ -61,13 +62,13 @@ async function requestBody(c: Context<AppEnv>): Promise<Uint8Array> {
       const { done, value } = await reader.read();
       if (done) break;
       total += value.byteLength;
-      if (total > MAX_REQUEST_BYTES) throw new HttpError(413, 'request body too large');
+      if (total > MAX_REQUEST_BYTES) throw refuse(R.body_too_large);
       parts.push(value);
     }
   } catch (e) {
     await reader.cancel().catch(() => undefined);
     if (e instanceof HttpError) throw e;
-    throw new HttpError(400, 'invalid gzip body');
+    throw refuse(R.invalid_gzip);
   }
   return concatBytes(parts);
 }

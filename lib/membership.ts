@@ -1,11 +1,10 @@
 import type { Identity, UserIdentity } from './auth/identity.ts';
 import type { Role } from './db/members.ts';
 import type { Deps } from './deps.ts';
-import { HttpError } from './errors.ts';
+import { refuse } from './errors.ts';
+import { R } from './refusals.ts';
 import { quotaError } from './quota.ts';
 import type { MemberChange } from '../schema/wire/events.ts';
-
-export const REMOVED = 'removed from this repo; ask an owner for a new invite key';
 
 /**
  * Joining and leaving: redeeming an invite key, removing a member, changing a member's role. The role rules of
@@ -28,12 +27,12 @@ const actorOf = (identity: Identity): { userId: string; email: string } | null =
  */
 export async function redeemInvite(deps: Deps, user: UserIdentity, token: string): Promise<{ repoId: string; role: Role }> {
   const found = await deps.invites.find(token);
-  if (!found || !(await deps.repos.exists(found.repoId))) throw new HttpError(404, 'invite key not recognized');
-  if (found.expired) throw new HttpError(410, 'invite key expired');
+  if (!found || !(await deps.repos.exists(found.repoId))) throw refuse(R.invite_key_not_recognized);
+  if (found.expired) throw refuse(R.invite_key_expired);
   const current = await deps.members.roleOf(found.repoId, user.userId);
   if (current) return { repoId: found.repoId, role: current };
   // A removed member stays removed: only a key minted after the removal readmits them.
-  if (await deps.invites.excludes(found.key.id, user.userId)) throw new HttpError(403, REMOVED);
+  if (await deps.invites.excludes(found.key.id, user.userId)) throw refuse(R.removed_from_repo);
   const cap = deps.quota.join(found.repoId);
   const record = deps.activity.memberRecord(found.repoId, actorOf(user), { user_id: user.userId, email: user.email, change: 'joined', role: 'member' });
   // With a cap, it is checked by the insert itself: racing first joins never pass it together.
@@ -71,8 +70,8 @@ export async function removeMember(deps: Deps, actor: Identity, repoId: string, 
   const user = await deps.users.byId(userId);
   const record = deps.activity.memberRecord(repoId, actorOf(actor), { user_id: userId, email: user?.email ?? '', change: 'removed' });
   const result = await deps.members.remove(repoId, userId, record);
-  if (result === 'not_member') throw new HttpError(404, 'not a member of this repo');
-  if (result === 'last_owner') throw new HttpError(409, "can't remove the last owner");
+  if (result === 'not_member') throw refuse(R.member_not_found);
+  if (result === 'last_owner') throw refuse(R.last_owner);
   await announceMember(deps, repoId, { userId, email: user?.email ?? '' }, 'removed');
 }
 
@@ -123,9 +122,9 @@ export async function changeRole(
   const result = await deps.members.setRole(repoId, userId, role, cap?.when ?? null, record);
   switch (result.outcome) {
     case 'not_member':
-      throw new HttpError(404, 'not a member of this repo');
+      throw refuse(R.member_not_found);
     case 'last_owner':
-      throw new HttpError(409, "can't remove the last owner");
+      throw refuse(R.last_owner);
     case 'refused':
       throw quotaError(cap!.refusal);
     case 'changed': // the role moved: a `member` event follows

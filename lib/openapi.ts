@@ -12,6 +12,7 @@
  */
 import { z } from 'zod';
 import type { RouteDef, RouteDoc, RouteDocResponse } from './route.ts';
+import { R, docRefusal, type DocRefusal } from './refusals.ts';
 import * as auth from '../schema/wire/auth.ts';
 import * as common from '../schema/wire/common.ts';
 import * as diff from '../schema/wire/diff.ts';
@@ -45,16 +46,30 @@ const WIRE_MODULES: Record<string, unknown>[] = [common, auth, repos, sync, diff
 const JSON_TYPE = 'application/json';
 const COMPONENT = '#/components/schemas/';
 
-const AUTH_ERRORS = ['missing authorization header', 'invalid authorization format, expected Bearer <token>', 'invalid token'];
+/** A refusal as a response lists it: its message (as the route words it) and its code. */
+interface Listed {
+  message: string;
+  code: string;
+}
+const listed = (d: DocRefusal): Listed => {
+  const { refusal, message } = docRefusal(d);
+  return { message, code: refusal.code };
+};
+
+const AUTH_ERRORS = [R.missing_authorization, R.invalid_authorization_format, R.invalid_token];
 /** git's routes take Basic credentials too, and their 401s carry `WWW-Authenticate: Basic realm="kr"`. */
-const GIT_AUTH_ERRORS = ['missing authorization header', 'invalid authorization format, expected Basic or Bearer credentials', 'invalid token'];
+const GIT_AUTH_ERRORS = [R.missing_authorization, R.invalid_git_authorization_format, R.invalid_token];
+/** The 402 of each cap, as most routes word it (RouteDoc.quotaMessage words it otherwise). */
 const QUOTA_MESSAGES: Record<'quota_repos' | 'quota_members', string> = {
   quota_repos: 'repository limit reached for your plan (<limit>)',
   quota_members: "member limit reached for this repository's plan (<limit>)",
 };
+/** Opening the repository of a `/v1/repos/:id` route (lib/repos.ts `openRepo`, lib/http/params.ts). */
+const OPEN_REPO_ERRORS = [R.invalid_repo_id, R.not_a_member];
 
 /** Refusals whose answers carry Retry-After. */
-const RETRY_MESSAGES = new Set(['rate limit exceeded', 'server busy', 'repository busy, retry']);
+const RETRY_CODES = new Set([R.rate_limited.code, R.server_busy.code, R.repo_busy.code]);
+const retries = (list: Listed[]) => list.some((l) => RETRY_CODES.has(l.code));
 
 const TAGS: Array<{ name: string; description: string }> = [
   { name: 'Service', description: 'Health, limits and this document.' },
@@ -81,7 +96,7 @@ const DEFAULT_PARAMS: Record<string, string> = {
 const INFO_DESCRIPTION = [
   'Project knowledge pages (markdown with frontmatter and `## ` sections) kept in one git repository per project, with history, membership, invite keys, personal access tokens, an activity feed and a section-aware diff.',
   '',
-  'Every route under `/v1` takes `Authorization: Bearer <token>`: the legacy shared key, a session token from `POST /v1/auth/idp`, or a `krp_` personal access token. Bodies are JSON; every error is `{"error": "<message>"}` (a 402 adds `code`, `limit`, `upgrade_url`). Every response carries `X-Request-Id`; every `/v1` response carries `Cache-Control: no-store`. A path that exists with another method answers 405 `method not allowed` with `Allow`; an unknown path answers 404 `not found`.',
+  'Every route under `/v1` takes `Authorization: Bearer <token>`: the legacy shared key, a session token from `POST /v1/auth/idp`, or a `krp_` personal access token. Bodies are JSON; every error is `{"error": "<message>", "code": "<code>"}`: the message is for people, the code (stable, snake_case, listed with each answer below) for programs; a 402 adds `limit` and `upgrade_url`. Every response carries `X-Request-Id`; every `/v1` response carries `Cache-Control: no-store`. A path that exists with another method answers 405 `method not allowed` with `Allow`; an unknown path answers 404 `not found`.',
   '',
   'The prose reference, with examples, is `docs/` in the repository.',
 ].join('\n');
@@ -241,10 +256,14 @@ const pathParameter = (name: string, description: string): Json => ({
 
 const code = (s: string) => `\`${s}\``;
 
-function errorResponse(status: number, messages: string[], w: SchemaWriter, retryAfter: boolean): Json {
+/** `message` (`code`). */
+const describe = (l: Listed) => `${code(l.message)} (${code(l.code)})`;
+
+function errorResponse(status: number, list: Listed[], w: SchemaWriter): Json {
   const schema = status === 402 ? w.ref(hosted.QuotaErrorBody, 'output') : w.ref(common.ErrorBody, 'output');
+  const retryAfter = retries(list);
   return {
-    description: messages.length === 1 ? code(messages[0]!) : `One of: ${messages.map(code).join('; ')}.`,
+    description: list.length === 1 ? describe(list[0]!) : `One of: ${list.map(describe).join('; ')}.`,
     headers: {
       'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
       ...(retryAfter ? { 'Retry-After': { $ref: '#/components/headers/Retry-After' } } : {}),
@@ -254,17 +273,19 @@ function errorResponse(status: number, messages: string[], w: SchemaWriter, retr
 }
 
 /** Refusals many routes share, as `components/responses`, referenced where a route's list is exactly theirs. */
-const SHARED_RESPONSES: Array<{ name: string; status: number; messages: string[] }> = [
-  { name: 'Unauthorized', status: 401, messages: AUTH_ERRORS },
-  { name: 'BodyTimeout', status: 408, messages: ['request body timeout'] },
-  { name: 'BodyTooLarge', status: 413, messages: ['request body too large'] },
-  { name: 'RateLimited', status: 429, messages: ['rate limit exceeded'] },
-  { name: 'InternalError', status: 500, messages: ['internal error'] },
-  { name: 'ServerBusy', status: 503, messages: ['server busy'] },
+const SHARED_RESPONSES: Array<{ name: string; status: number; list: Listed[] }> = [
+  { name: 'Unauthorized', status: 401, list: AUTH_ERRORS.map(listed) },
+  { name: 'BodyTimeout', status: 408, list: [listed(R.body_timeout)] },
+  { name: 'BodyTooLarge', status: 413, list: [listed(R.body_too_large)] },
+  { name: 'RateLimited', status: 429, list: [listed(R.rate_limited)] },
+  { name: 'InternalError', status: 500, list: [listed(R.internal_error)] },
+  { name: 'ServerBusy', status: 503, list: [listed(R.server_busy)] },
 ];
 
-function sharedResponse(status: number, messages: string[]): string | undefined {
-  const found = SHARED_RESPONSES.find((r) => r.status === status && r.messages.join('\n') === messages.join('\n'));
+const key = (list: Listed[]) => list.map((l) => `${l.code} ${l.message}`).join('\n');
+
+function sharedResponse(status: number, list: Listed[]): string | undefined {
+  const found = SHARED_RESPONSES.find((r) => r.status === status && key(r.list) === key(list));
   return found ? `#/components/responses/${found.name}` : undefined;
 }
 
@@ -285,25 +306,27 @@ function operation(r: RouteDef, doc: RouteDoc, hostedOnly: boolean, withQuota: b
   const { params } = openApiPath(r.path);
   const bodyKind = r.body ?? (r.method === 'POST' ? 'small' : 'none');
 
-  // Refusals: the route's own, then those every route of its kind shares.
-  const errors = new Map<number, string[]>();
-  const add = (status: number, ...messages: string[]) => {
-    const list = errors.get(status) ?? [];
-    for (const m of messages) if (!list.includes(m)) list.push(m);
-    errors.set(status, list);
+  // Refusals: opening the repository and the route's own, then those every route of its kind shares.
+  const errors = new Map<number, Listed[]>();
+  const add = (...refusals: DocRefusal[]) => {
+    for (const d of refusals) {
+      const status = docRefusal(d).refusal.status;
+      const l = listed(d);
+      const list = errors.get(status) ?? [];
+      if (!list.some((x) => x.message === l.message && x.code === l.code)) list.push(l);
+      errors.set(status, list);
+    }
   };
-  if (!r.public) add(401, ...(r.auth === 'git' ? GIT_AUTH_ERRORS : AUTH_ERRORS));
-  for (const [status, messages] of Object.entries(doc.errors ?? {})) add(Number(status), ...messages);
-  if (withQuota) for (const q of doc.quota ?? []) add(402, doc.quotaMessage?.[q] ?? QUOTA_MESSAGES[q]);
+  if (!r.public) add(...(r.auth === 'git' ? GIT_AUTH_ERRORS : AUTH_ERRORS));
+  if (isRepoRoute(r)) add(...OPEN_REPO_ERRORS, ...(doc.createsRepo ? [] : [R.repo_not_found]));
+  add(...(doc.errors ?? []));
+  if (withQuota) for (const q of doc.quota ?? []) add(R[q].example(doc.quotaMessage?.[q] ?? QUOTA_MESSAGES[q]));
   if (bodyKind !== 'none') {
-    if (doc.body && (doc.body.contentType ?? JSON_TYPE) === JSON_TYPE) add(400, 'invalid JSON body');
-    add(400, 'request body incomplete');
-    add(408, 'request body timeout');
-    add(413, 'request body too large');
-    add(503, 'server busy');
+    if (doc.body && (doc.body.contentType ?? JSON_TYPE) === JSON_TYPE) add(R.invalid_json);
+    add(R.body_incomplete, R.body_timeout, R.body_too_large, R.server_busy);
   }
-  if (r.rateLimited !== false) add(429, 'rate limit exceeded');
-  add(500, 'internal error');
+  if (r.rateLimited !== false) add(R.rate_limited);
+  add(R.internal_error);
 
   const responses: Json = {};
   const statuses = [...new Set([...Object.keys(doc.responses).map(Number), ...errors.keys()])].sort((a, b) => a - b);
@@ -313,7 +336,7 @@ function operation(r: RouteDef, doc: RouteDoc, hostedOnly: boolean, withQuota: b
     if (ok && messages) {
       // One status, two shapes (a push's 409: conflicts, or a refusal of the whole push).
       const a = successResponse(ok, w);
-      const b = errorResponse(status, messages, w, messages.some((m) => RETRY_MESSAGES.has(m)));
+      const b = errorResponse(status, messages, w);
       if (!(JSON_TYPE in ((a.content as Json | undefined) ?? {}))) {
         // One status, two media types (git's push refusal in text/plain, or a JSON refusal).
         responses[status] = {
@@ -333,7 +356,7 @@ function operation(r: RouteDef, doc: RouteDoc, hostedOnly: boolean, withQuota: b
     } else if (ok) responses[status] = successResponse(ok, w);
     else if (messages) {
       const shared = sharedResponse(status, messages);
-      responses[status] = shared ? { $ref: shared } : errorResponse(status, messages, w, messages.some((m) => RETRY_MESSAGES.has(m)));
+      responses[status] = shared ? { $ref: shared } : errorResponse(status, messages, w);
       if (status === 401 && r.auth === 'git') {
         ((responses[status] as Json).headers as Json)['WWW-Authenticate'] = { description: '`Basic realm="kr"`: git asks for credentials.', required: true, schema: { type: 'string' } };
       }
@@ -375,6 +398,9 @@ function operation(r: RouteDef, doc: RouteDoc, hostedOnly: boolean, withQuota: b
   if (hostedOnly) op['x-hosted-only'] = true;
   return op;
 }
+
+/** A route under `/v1/repos/:id`: it opens the repository its `:id` names (lib/repos.ts `openRepo`). */
+export const isRepoRoute = (r: RouteDef): boolean => r.path === '/v1/repos/:id' || r.path.startsWith('/v1/repos/:id/');
 
 const undocumented = (r: RouteDef): RouteDoc => ({
   operationId: `${r.method.toLowerCase()}${r.path.replace(/\{[^}]*\}/g, '').replace(/[^A-Za-z0-9]+(.)?/g, (_, ch?: string) => (ch ?? '').toUpperCase())}`,
@@ -439,7 +465,7 @@ export function buildOpenApi(input: OpenApiInput): Json {
       },
       parameters: Object.fromEntries(Object.entries(DEFAULT_PARAMS).map(([name, description]) => [name, pathParameter(name, description)])),
       responses: Object.fromEntries(
-        SHARED_RESPONSES.map((r) => [r.name, errorResponse(r.status, r.messages, w, r.messages.some((m) => RETRY_MESSAGES.has(m)))]),
+        SHARED_RESPONSES.map((r) => [r.name, errorResponse(r.status, r.list, w)]),
       ),
       schemas: w.components(),
     },

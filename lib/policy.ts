@@ -1,7 +1,8 @@
 import type { Context } from 'hono';
 import type { Identity, UserIdentity } from './auth/identity.ts';
 import type { Role } from './db/members.ts';
-import { HttpError } from './errors.ts';
+import { refuse } from './errors.ts';
+import { R, type Refusal } from './refusals.ts';
 import { roleIn } from './membership.ts';
 import type { AppEnv } from './route.ts';
 
@@ -46,15 +47,15 @@ export type Action =
   | 'repo.delete'
   | 'webhook.manage'; // create, delete, test, deliveries
 
-export type Decision = { allow: true } | { allow: false; status: 401 | 403; error: string };
+export type Decision = { allow: true } | { allow: false; refusal: Refusal };
 
 const ALLOW: Decision = { allow: true };
-const deny = (status: 401 | 403, error: string): Decision => ({ allow: false, status, error });
+const deny = (refusal: Refusal): Decision => ({ allow: false, refusal });
 
-const SESSION_REQUIRED = deny(401, 'session required');
-const USER_REQUIRED = deny(403, 'user session required');
-const NOT_MEMBER = deny(403, 'not a member of this repo');
-const ADMIN_ONLY = deny(403, 'admin only');
+const SESSION_REQUIRED = deny(R.session_required);
+const USER_REQUIRED = deny(R.user_session_required);
+const NOT_MEMBER = deny(R.not_a_member);
+const ADMIN_ONLY = deny(R.admin_only);
 
 /** Actions for the service's admins only: a named person, so never the legacy key. */
 export const ADMIN_ACTIONS: ReadonlySet<Action> = new Set<Action>(['admin.read', 'admin.write']);
@@ -81,16 +82,16 @@ export const REPO_SCOPED: ReadonlySet<Action> = new Set<Action>([
   'webhook.manage',
 ]);
 
-const OWNER_ONLY: Partial<Record<Action, string>> = {
-  'invite.mint': 'only an owner can manage invite keys',
-  'invite.list': 'only an owner can manage invite keys',
-  'invite.revoke': 'only an owner can manage invite keys',
-  'member.remove': 'only an owner can remove members',
-  'repo.export': 'only an owner can export',
-  'repo.import': 'only an owner can import',
-  'member.role': 'only an owner can change roles',
-  'repo.delete': 'only an owner can delete a repository',
-  'webhook.manage': 'only an owner can manage webhooks',
+const OWNER_ONLY: Partial<Record<Action, Refusal>> = {
+  'invite.mint': R.owner_only_invites,
+  'invite.list': R.owner_only_invites,
+  'invite.revoke': R.owner_only_invites,
+  'member.remove': R.owner_only_remove,
+  'repo.export': R.owner_only_export,
+  'repo.import': R.owner_only_import,
+  'member.role': R.owner_only_roles,
+  'repo.delete': R.owner_only_delete,
+  'webhook.manage': R.owner_only_webhooks,
 };
 
 /** Under the legacy key: the shared admin passes every membership and owner check, but has no user. */
@@ -136,14 +137,14 @@ export function decide(identity: Identity, action: Action, role: Role | null = n
   if (!REPO_SCOPED.has(action)) return ALLOW;
   if (role === null) return NOT_MEMBER;
   const ownerOnly = OWNER_ONLY[action];
-  if (ownerOnly && role !== 'owner') return deny(403, ownerOnly);
+  if (ownerOnly && role !== 'owner') return deny(ownerOnly);
   return ALLOW;
 }
 
 /** The identity the auth middleware resolved; 401 if none (the middleware normally answered already). */
 export function identityOf(c: Context<AppEnv>): Identity {
   const id = c.get('identity');
-  if (!id) throw new HttpError(401, 'missing authorization header');
+  if (!id) throw refuse(R.missing_authorization);
   return id;
 }
 
@@ -153,14 +154,14 @@ export function authorize(c: Context<AppEnv>, action: Action): Identity {
   const identity = identityOf(c);
   const admins = ADMIN_ACTIONS.has(action) ? c.get('deps').config.adminEmails : [];
   const d = decide(identity, action, null, admins);
-  if (!d.allow) throw new HttpError(d.status, d.error);
+  if (!d.allow) throw refuse(d.refusal);
   return identity;
 }
 
 /** As authorize, for actions that need a real user; returns it typed. */
 export function authorizeUser(c: Context<AppEnv>, action: Action): UserIdentity {
   const identity = authorize(c, action);
-  if (identity.kind !== 'user') throw new HttpError(403, 'user session required');
+  if (identity.kind !== 'user') throw refuse(R.user_session_required);
   return identity;
 }
 
@@ -176,6 +177,6 @@ export async function authorizeRepo(
   const identity = identityOf(c);
   const role = identity.kind === 'user' ? await roleIn(c.get('deps'), repoId, identity.userId) : null;
   const d = decide(identity, action, role);
-  if (!d.allow) throw new HttpError(d.status, d.error);
+  if (!d.allow) throw refuse(d.refusal);
   return { identity, role };
 }

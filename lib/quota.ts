@@ -1,6 +1,7 @@
 import type { UserIdentity } from './auth/identity.ts';
 import type { Stmt } from './db/sql.ts';
-import { HttpError } from './errors.ts';
+import { refuseWith, type HttpError } from './errors.ts';
+import { R } from './refusals.ts';
 
 /**
  * The quota seam. Repository creation (all three paths), joining and promotion to owner ask it first; the self-hosted build
@@ -47,11 +48,13 @@ export const unlimitedQuota: QuotaPolicy = {
   promote: () => null,
 };
 
+/** The 402 of a cap: its `code` is the cap's (`quota_repos`, `quota_members`), as every error body's code. */
 export function quotaError(r: QuotaRefusal): HttpError {
-  return new HttpError(402, r.message, {
-    code: r.code,
+  return refuseWith(R[r.code], {
+    extra: {
     limit: r.limit,
     upgrade_url: r.upgradeUrl,
     ...(r.owners ? { owners: r.owners } : {}),
-  });
+    },
+  }, r.message);
 }

@@ -3,7 +3,8 @@ import type { Identity, UserIdentity } from './auth/identity.ts';
 import type { Role } from './db/members.ts';
 import type { Deps } from './deps.ts';
 import type { StreamOptions } from './repo/repos.ts';
-import { HttpError, RepoNotFoundError } from './errors.ts';
+import { HttpError, RepoNotFoundError, refuse } from './errors.ts';
+import { R } from './refusals.ts';
 import { repoIdParam } from './http/params.ts';
 import { authorizeRepo, type Action } from './policy.ts';
 import { quotaError } from './quota.ts';
@@ -33,7 +34,7 @@ export async function openRepo(
 ): Promise<{ id: string; identity: Identity; role: Role | null }> {
   const { identity, role } = await authorizeRepo(c, action, id);
   if (!(await c.get('deps').repos.exists(id))) {
-    throw identity.kind === 'legacy' ? new HttpError(404, 'repo not found') : new HttpError(403, 'not a member of this repo');
+    throw identity.kind === 'legacy' ? refuse(R.repo_not_found) : refuse(R.not_a_member);
   }
   return { id, identity, role };
 }
@@ -47,7 +48,7 @@ export async function openRepo(
  */
 async function createChecked(deps: Deps, identity: Identity, id: string): Promise<boolean> {
   if (await deps.repos.exists(id)) return false;
-  if ((await deps.repos.caseVariant(id)) !== null) throw new HttpError(409, REPO_EXISTS);
+  if ((await deps.repos.caseVariant(id)) !== null) throw refuse(R.repo_exists);
   if (identity.kind !== 'user') return deps.repos.create(id);
   const cap = deps.quota.repoCreate(identity);
   const outcome = await deps.repos.createOwned(id, identity.userId, cap?.when ?? null);
@@ -55,10 +56,8 @@ async function createChecked(deps: Deps, identity: Identity, id: string): Promis
   if (outcome === 'refused' && cap) throw quotaError(cap.refusal);
   // Taken meanwhile (another isolate of the hosted build): by this spelling, or by another one (409).
   if (await deps.repos.exists(id)) return false;
-  throw new HttpError(409, REPO_EXISTS);
+  throw refuse(R.repo_exists);
 }
-
-const REPO_EXISTS = 'repo already exists';
 
 /** Creations of ids that differ only in letter case are serialised together. */
 const creationKey = (id: string) => id.replace(/[A-Z]/g, (ch) => ch.toLowerCase());
@@ -70,7 +69,7 @@ const creationKey = (id: string) => id.replace(/[A-Z]/g, (ch) => ch.toLowerCase(
  */
 export async function createRepo(deps: Deps, user: UserIdentity, id: string): Promise<void> {
   await deps.repos.creation.run(creationKey(id), async () => {
-    if (!(await createChecked(deps, user, id))) throw new HttpError(409, REPO_EXISTS);
+    if (!(await createChecked(deps, user, id))) throw refuse(R.repo_exists);
   });
 }
 
@@ -82,7 +81,7 @@ export async function legacyCreateRepo(deps: Deps, identity: Identity, id: strin
   await deps.repos.creation.run(creationKey(id), async () => {
     const created = await createChecked(deps, identity, id);
     if (identity.kind !== 'user' || created) return;
-    if ((await roleIn(deps, id, identity.userId)) === null) throw new HttpError(403, 'not a member of this repo');
+    if ((await roleIn(deps, id, identity.userId)) === null) throw refuse(R.not_a_member);
   });
 }
 
@@ -149,14 +148,14 @@ export async function listRepos(deps: Deps, identity: Identity): Promise<RepoSum
  */
 export async function deleteRepo(deps: Deps, id: string): Promise<void> {
   const removed = await deps.repos.creation.run(creationKey(id), () => deps.repos.remove(id));
-  if (!removed) throw new HttpError(404, 'repo not found');
+  if (!removed) throw refuse(R.repo_not_found);
   deps.live.deleted(id);
 }
 
 /** `GET /v1/repos/:id/export`: the repository as a git bundle, streamed; 409 while it has no commit to bundle. */
 export async function exportBundle(deps: Deps, id: string, opts: StreamOptions = {}): Promise<ReadableStream<Uint8Array>> {
   const bundle = await deps.repos.exportBody(id, opts);
-  if (!bundle) throw new HttpError(409, 'repo is empty: nothing to export');
+  if (!bundle) throw refuse(R.repo_empty);
   return bundle;
 }
 
@@ -184,10 +183,10 @@ export async function importRepo(
   const check = async (): Promise<boolean> => {
     if (await deps.repos.exists(id)) {
       await authorizeRepo(c, 'repo.import', id);
-      if ((await deps.repos.head(id)) !== null) throw new HttpError(409, 'repository is not empty');
+      if ((await deps.repos.head(id)) !== null) throw refuse(R.repo_not_empty);
       return true;
     }
-    if ((await deps.repos.caseVariant(id)) !== null) throw new HttpError(409, REPO_EXISTS);
+    if ((await deps.repos.caseVariant(id)) !== null) throw refuse(R.repo_exists);
     // The cap is checked again, atomically, when the repository is made; asked now, a refused user sends no body.
     const cap = identity.kind === 'user' ? deps.quota.repoCreate(identity) : null;
     if (cap && !(await deps.db.get(`SELECT 1 AS ok WHERE ${cap.when.sql}`, cap.when.args))) throw quotaError(cap.refusal);

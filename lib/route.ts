@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import type { Deps } from './deps.ts';
 import type { Identity } from './auth/identity.ts';
 import type { BodyKind } from './http/body-limit.ts';
+import type { DocRefusal } from './refusals.ts';
 
 /** The Hono environment every handler runs in. */
 export type AppEnv = {
@@ -52,7 +53,8 @@ export interface RouteDef {
  * A route's reference entry. The schemas are the wire schemas of schema/wire (named there, they become
  * `components/schemas` of the document). The cross-cutting answers are added by lib/openapi.ts, not listed
  * here: 401 on every route behind authentication, 429 on rate-limited ones, 400/408/413/503 of the body
- * guard on routes that read a body, 500 everywhere, and the hosted build's 402 where `quota` names a cap.
+ * guard on routes that read a body, 500 everywhere, those of opening the repository on `/v1/repos/:id`
+ * routes, and the hosted build's 402 where `quota` names a cap.
  */
 export interface RouteDoc {
   /** Stable name of the operation (`listPages`). */
@@ -72,10 +74,13 @@ export interface RouteDoc {
   /** Successful answers by status. */
   responses: Record<number, RouteDocResponse>;
   /**
-   * Refusals of the route itself by status, each the exact `error` string (`<...>` stands for a value
-   * taken from the request or the server's state).
+   * Refusals of the route itself: entries of the catalogue (lib/refusals.ts), or examples of them as this
+   * route words them. Those of opening the repository (`invalid repo id`, `not a member of this repo`,
+   * `repo not found`) are added to every `/v1/repos/:id` route by lib/openapi.ts, not listed here.
    */
-  errors?: Record<number, string[]>;
+  errors?: DocRefusal[];
+  /** A missing repository is created (a push, an import, the legacy create): no 404 `repo not found`. */
+  createsRepo?: true;
   /** The hosted build's caps this route may refuse with 402 (`quota_repos`, `quota_members`). */
   quota?: Array<'quota_repos' | 'quota_members'>;
   /** The 402 `error` of a cap this route words its own way (whose plan it is), by code. */

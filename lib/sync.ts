@@ -1,7 +1,8 @@
 import type { Identity } from './auth/identity.ts';
 import type { Deps } from './deps.ts';
 import { PUSH_DETAIL_PATHS } from './db/activity.ts';
-import { HttpError } from './errors.ts';
+import { refuse } from './errors.ts';
+import { R } from './refusals.ts';
 import { pagePathProblem, storedPathProblem } from './page/path.ts';
 import { RepoStore, type MergedWrite, type PushFile as StoreFile, type PushResult } from './repo/repo-store.ts';
 import type { PushRequest, PushResponse } from '../schema/wire/sync.ts';
@@ -26,9 +27,9 @@ const encoder = new TextEncoder();
  * file either carries content or deletes. Returns the store's form of the files.
  */
 export async function validatePush(body: PushRequest): Promise<StoreFile[]> {
-  if (body.merge !== undefined && body.merge !== MERGE_SECTIONS) throw new HttpError(400, 'invalid merge mode');
+  if (body.merge !== undefined && body.merge !== MERGE_SECTIONS) throw refuse(R.invalid_merge_mode);
   if (body.files.length > MAX_FILES_PER_PUSH) {
-    throw new HttpError(413, `too many files in one push (max ${MAX_FILES_PER_PUSH})`);
+    throw refuse(R.too_many_files, MAX_FILES_PER_PUSH);
   }
   // 10,000 paths take a few hundred milliseconds to check: other requests get turns meanwhile.
   const slice = new TimeSlice();
@@ -36,14 +37,14 @@ export async function validatePush(body: PushRequest): Promise<StoreFile[]> {
     if (slice.due) await slice.next();
     // A deletion only has to name a page; a write must satisfy every rule.
     const problem = f.delete === true ? storedPathProblem(f.path) : pagePathProblem(f.path);
-    if (problem !== null) throw new HttpError(400, `invalid page path: ${f.path}`);
+    if (problem !== null) throw refuse(R.invalid_page_path, f.path);
   }
   return body.files.map((f, i) => {
     if (f.parent_sha !== undefined && !HEX_SHA.test(f.parent_sha)) {
-      throw new HttpError(400, `invalid parent_sha: ${f.parent_sha}`);
+      throw refuse(R.invalid_parent_sha, f.parent_sha);
     }
     if (f.delete !== true && f.content === undefined) {
-      throw new HttpError(400, `invalid request: files[${i}].content: required unless delete is true`);
+      throw refuse(R.invalid_request, `files[${i}].content: required unless delete is true`);
     }
     const file: StoreFile = { path: f.path, content: f.delete === true ? null : encoder.encode(f.content!) };
     if (f.parent_sha !== undefined) file.parentSha = f.parent_sha;

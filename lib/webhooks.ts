@@ -1,6 +1,7 @@
 import type { Deps } from './deps.ts';
 import type { Identity } from './auth/identity.ts';
-import { HttpError } from './errors.ts';
+import { refuse } from './errors.ts';
+import { R } from './refusals.ts';
 import { checkWebhookUrl } from './events/url.ts';
 import type { StreamGrant } from './events/stream.ts';
 import { MAX_WEBHOOKS, type CreateWebhookRequest, type CreateWebhookResponse, type Delivery } from '../schema/wire/webhooks.ts';
@@ -10,8 +11,6 @@ import type { EventKind } from '../schema/wire/events.ts';
  * Live events and webhooks as the API routes see them (docs/api.md "Live events", "Webhooks"): what a stream's
  * caller is held to, and the webhook rules the routes enforce before deps.live stores anything.
  */
-
-export const WEBHOOK_NOT_FOUND = 'webhook not found';
 
 /**
  * The identity an event stream counts against (10 per identity per repository and 50 in all: a user whatever
@@ -33,23 +32,23 @@ export async function createWebhook(deps: Deps, repoId: string, body: CreateWebh
   await checkWebhookUrl(body.url, policy, deps.resolveHost);
   const events: EventKind[] = body.events ? [...new Set(body.events)] : ['push', 'member'];
   const made = await deps.live.createWebhook(repoId, body.url.trim(), events);
-  if (!made) throw new HttpError(409, `too many webhooks (max ${MAX_WEBHOOKS})`);
+  if (!made) throw refuse(R.too_many_webhooks, MAX_WEBHOOKS);
   return made;
 }
 
 /** `DELETE /v1/repos/:id/webhooks/:wid`: the webhook and its deliveries, pending ones included. */
 export async function deleteWebhook(deps: Deps, repoId: string, webhookId: string): Promise<void> {
-  if (!(await deps.live.deleteWebhook(repoId, webhookId))) throw new HttpError(404, WEBHOOK_NOT_FOUND);
+  if (!(await deps.live.deleteWebhook(repoId, webhookId))) throw refuse(R.webhook_not_found);
 }
 
 /** `POST /v1/repos/:id/webhooks/:wid/test`: a `ping` delivery, sent as soon as the deliverer gets to it. */
 export async function testWebhook(deps: Deps, repoId: string, webhookId: string): Promise<void> {
-  if (!(await deps.live.testWebhook(repoId, webhookId))) throw new HttpError(404, WEBHOOK_NOT_FOUND);
+  if (!(await deps.live.testWebhook(repoId, webhookId))) throw refuse(R.webhook_not_found);
 }
 
 /** `GET /v1/repos/:id/webhooks/:wid/deliveries`: newest first. */
 export async function webhookDeliveries(deps: Deps, repoId: string, webhookId: string, limit: number): Promise<Delivery[]> {
   const list = await deps.live.deliveries(repoId, webhookId, limit);
-  if (!list) throw new HttpError(404, WEBHOOK_NOT_FOUND);
+  if (!list) throw refuse(R.webhook_not_found);
   return list;
 }

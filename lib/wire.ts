@@ -1,12 +1,13 @@
 import type { IndexedCommit } from './repo/path-index.ts';
 import { LABEL_MAX_CHARS, type Commit } from '../schema/wire/common.ts';
-import { HttpError } from './errors.ts';
+import { refuse } from './errors.ts';
+import { R } from './refusals.ts';
 
 /** A PAT's or invite key's label: at most {@link LABEL_MAX_CHARS} characters (code points); absent = "". */
 export function checkLabel(label: string | undefined): string {
   if (label === undefined) return '';
   let n = 0;
-  for (const _ of label) if (++n > LABEL_MAX_CHARS) throw new HttpError(400, `label too long (max ${LABEL_MAX_CHARS})`);
+  for (const _ of label) if (++n > LABEL_MAX_CHARS) throw refuse(R.label_too_long, LABEL_MAX_CHARS);
   return label;
 }
 

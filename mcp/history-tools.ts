@@ -113,7 +113,7 @@ export function registerHistoryTools(server: McpServer, ctx: KrContext): void {
           try {
             d = await c.api.diff(c.repo, path, { from: args.from, to: args.to, blame: args.blame });
           } catch (e) {
-            if (!(e instanceof ApiError) || e.status !== 400 || e.serverError !== NO_PARENT || args.from !== undefined) throw e;
+            if (!(e instanceof ApiError) || e.refusal !== NO_PARENT || args.from !== undefined) throw e;
             const first = await firstCommitDiff(c.api, c.repo, path, args.to, args.blame);
             if (!first) throw e;
             d = first;

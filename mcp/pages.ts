@@ -343,8 +343,9 @@ export async function search(ctx: KrContext, q: { query: string; type?: string; 
   try {
     answer = await c.api.search({ q: q.query, repo: c.repo, type: q.type, tag: q.tag, limit: q.limit ?? 20 });
   } catch (e) {
-    // No such route (an older server: the router's own 404 `not found`): scan the local pages instead.
-    if (!(e instanceof ApiError) || e.status !== 404 || e.serverError !== 'not found') throw e;
+    // No such route (an older server: the router's own 404 `not found`, from before refusals had codes, so
+    // with none or `not_found`): scan the local pages instead.
+    if (!(e instanceof ApiError) || e.status !== 404 || (e.refusal ?? 'not_found') !== 'not_found') throw e;
   }
   const head: string[] = [];
   const lines: string[] = [];

@@ -136,11 +136,11 @@ describe('access matrix', () => {
         const text = res.headers.get('content-type')?.startsWith('text/plain') ?? false;
         const body = res.status === 204 || stream ? null : text ? await res.text() : await res.json().catch(() => 'not json');
         if (text) expect([res.status, body], `${caller} ${route}`).toEqual([403, PUSH_REFUSAL]);
-        else if (res.status >= 400) expect(body, `${caller} ${route}`).toEqual({ error: expect.any(String) });
+        else if (res.status >= 400) expect(body, `${caller} ${route}`).toEqual({ error: expect.any(String), code: expect.any(String) });
         if (res.status === 401) expect(res.headers.get('www-authenticate')).toBe(GIT_ROUTES.includes(route) ? 'Basic realm="kr"' : null);
-        if (caller === 'none') expect(body).toEqual({ error: 'missing authorization header' });
-        if (caller === 'garbage' || caller === 'revokedPat') expect(body).toEqual({ error: 'invalid token' });
-        if (caller === 'nonMember') expect(body).toEqual({ error: 'not a member of this repo' });
+        if (caller === 'none') expect(body).toEqual({ error: 'missing authorization header', code: 'missing_authorization' });
+        if (caller === 'garbage' || caller === 'revokedPat') expect(body).toEqual({ error: 'invalid token', code: 'invalid_token' });
+        if (caller === 'nonMember') expect(body).toEqual({ error: 'not a member of this repo', code: 'not_a_member' });
       }
       expect(got).toEqual(want);
     });
@@ -153,7 +153,7 @@ describe('access matrix', () => {
       const { method, path, json, body, headers } = request(route);
       const res = await srv.api(path.replace('/mx', '/no-such-repo'), { method, token: creds.nonMember, json, body, headers });
       expect(res.status, route).toBe(403);
-      expect(await res.json()).toEqual({ error: 'not a member of this repo' });
+      expect(await res.json()).toEqual({ error: 'not a member of this repo', code: 'not_a_member' });
     }
   });
 });

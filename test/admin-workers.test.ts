@@ -136,7 +136,7 @@ describe('admin --target worker-local: npm run dev:worker\'s data, while it runs
     expect(tokens.bob).toMatch(PAT);
     expect(await api('/v1/repos/late/invite-keys', tokens.bob, { method: 'POST', json: {} })).toEqual({
       status: 403,
-      body: { error: 'not a member of this repo' },
+      body: { error: 'not a member of this repo', code: 'not_a_member' },
     });
 
     const [owner, variant, missing] = await Promise.all([
@@ -184,8 +184,8 @@ describe('admin --target worker-local: npm run dev:worker\'s data, while it runs
       0,
       'disabled bob@example.com: their sessions and access tokens no longer work, and they cannot sign in\n',
     );
-    expect(await api('/v1/me', tokens.bob)).toEqual({ status: 401, body: { error: 'invalid token' } });
-    expect(await push(tokens.bob, 'late', 'c.md', '# C\n')).toEqual({ status: 401, body: { error: 'invalid token' } });
+    expect(await api('/v1/me', tokens.bob)).toEqual({ status: 401, body: { error: 'invalid token', code: 'invalid_token' } });
+    expect(await push(tokens.bob, 'late', 'c.md', '# C\n')).toEqual({ status: 401, body: { error: 'invalid token', code: 'invalid_token' } });
     expectRun(await admin('token', 'bob@example.com'), 1, '', 'error: bob@example.com is disabled (user enable bob@example.com first)\n');
     expectRun(await admin('user', 'enable', ids.bob, '--json'), 0, `${JSON.stringify({ id: ids.bob, email: 'bob@example.com' })}\n`);
     expect((await api('/v1/me', tokens.bob)).status).toBe(200);

@@ -181,7 +181,7 @@ describe('admin command against a running server', () => {
     expect((await push(LEGACY_KEY, 'late', 'notes/b.md', '# B\n')).status).toBe(200);
     expect(await api('/v1/repos/late/invite-keys', tokens.bob, { method: 'POST', json: {} })).toEqual({
       status: 403,
-      body: { error: 'not a member of this repo' },
+      body: { error: 'not a member of this repo', code: 'not_a_member' },
     });
 
     expectRun(await admin('repo', 'owner', 'late', 'bob@example.com'), 0, 'bob@example.com is now an owner of late\n');
@@ -272,9 +272,9 @@ describe('admin command against a running server', () => {
     for (const t of Object.values(creds)) expect((await api('/v1/me', t)).status).toBe(200);
 
     expectRun(await admin('user', 'disable', 'Carol@Example.com'), 0, 'disabled carol@example.com: their sessions and access tokens no longer work, and they cannot sign in\n');
-    for (const t of Object.values(creds)) expect(await api('/v1/me', t)).toEqual({ status: 401, body: { error: 'invalid token' } });
-    expect(await push(creds.pat, 'late', 'c.md', '# C\n')).toEqual({ status: 401, body: { error: 'invalid token' } });
-    expect(await signIn('carol-sub', 'carol@example.com')).toEqual({ status: 403, body: { error: 'account disabled' } });
+    for (const t of Object.values(creds)) expect(await api('/v1/me', t)).toEqual({ status: 401, body: { error: 'invalid token', code: 'invalid_token' } });
+    expect(await push(creds.pat, 'late', 'c.md', '# C\n')).toEqual({ status: 401, body: { error: 'invalid token', code: 'invalid_token' } });
+    expect(await signIn('carol-sub', 'carol@example.com')).toEqual({ status: 403, body: { error: 'account disabled', code: 'account_disabled' } });
 
     const again = await admin('user', 'disable', ids.carol, '--json');
     expect(again.code).toBe(0);
@@ -301,7 +301,7 @@ describe('admin command against a running server', () => {
 
     // An admin-made user's admin-made token stops too.
     expect((await admin('user', 'disable', 'bob@example.com')).code).toBe(0);
-    expect(await api('/v1/me', tokens.bob)).toEqual({ status: 401, body: { error: 'invalid token' } });
+    expect(await api('/v1/me', tokens.bob)).toEqual({ status: 401, body: { error: 'invalid token', code: 'invalid_token' } });
     expect((await admin('user', 'enable', 'bob@example.com')).code).toBe(0);
     expect((await api('/v1/me', tokens.bob)).status).toBe(200);
   });

@@ -213,7 +213,7 @@ describe('sign-in, sessions, PATs and /v1/me over real HTTP', () => {
 
     const reject = async (idToken: string, reason: string) => {
       const r = await json(await postIdToken(srv, idToken));
-      expect(r).toEqual({ status: 401, body: { error: `invalid id token: ${reason}` } });
+      expect(r).toEqual({ status: 401, body: { error: `invalid id token: ${reason}`, code: 'invalid_id_token' } });
     };
 
     it('rejects a bad signature (another key, same kid)', async () => {
@@ -275,7 +275,7 @@ describe('sign-in, sessions, PATs and /v1/me over real HTTP', () => {
     it('answers 400 for a missing, empty or non-string id_token and for malformed JSON', async () => {
       const post = (body: string | undefined, type = 'application/json') =>
         srv.api('/v1/auth/idp', { method: 'POST', token: null, body, headers: { 'content-type': type } });
-      const required = { status: 400, body: { error: 'id_token required' } };
+      const required = { status: 400, body: { error: 'id_token required', code: 'id_token_required' } };
       expect(await json(await post('{}'))).toEqual(required);
       expect(await json(await post(''))).toEqual(required);
       expect(await json(await post(undefined))).toEqual(required);
@@ -284,7 +284,7 @@ describe('sign-in, sessions, PATs and /v1/me over real HTTP', () => {
       expect(await json(await post('{"id_token":null}'))).toEqual(required);
       expect(await json(await post('["x"]'))).toEqual(required);
       expect(await json(await post('{"idToken":"x"}'))).toEqual(required);
-      expect(await json(await post('{"id_token":'))).toEqual({ status: 400, body: { error: 'invalid JSON body' } });
+      expect(await json(await post('{"id_token":'))).toEqual({ status: 400, body: { error: 'invalid JSON body', code: 'invalid_json' } });
     });
 
     it('needs no credential, and ignores one', async () => {
@@ -325,9 +325,9 @@ describe('sign-in, sessions, PATs and /v1/me over real HTTP', () => {
     });
 
     it('answers the exact 401 messages for missing and malformed headers', async () => {
-      const fmt = { status: 401, body: { error: 'invalid authorization format, expected Bearer <token>' } };
-      expect(await json(await me(null))).toEqual({ status: 401, body: { error: 'missing authorization header' } });
-      expect(await json(await me(null, { authorization: '' }))).toEqual({ status: 401, body: { error: 'missing authorization header' } });
+      const fmt = { status: 401, body: { error: 'invalid authorization format, expected Bearer <token>', code: 'invalid_authorization_format' } };
+      expect(await json(await me(null))).toEqual({ status: 401, body: { error: 'missing authorization header', code: 'missing_authorization' } });
+      expect(await json(await me(null, { authorization: '' }))).toEqual({ status: 401, body: { error: 'missing authorization header', code: 'missing_authorization' } });
       expect(await json(await me(null, { authorization: 'Basic eDp5' }))).toEqual(fmt);
       expect(await json(await me(null, { authorization: 'Bearer' }))).toEqual(fmt);
       expect(await json(await me(null, { authorization: 'Bearer    ' }))).toEqual(fmt);
@@ -341,7 +341,7 @@ describe('sign-in, sessions, PATs and /v1/me over real HTTP', () => {
     });
 
     it('answers the same 401 "invalid token" for anything unknown, whatever it looks like', async () => {
-      const invalid = { status: 401, body: { error: 'invalid token' } };
+      const invalid = { status: 401, body: { error: 'invalid token', code: 'invalid_token' } };
       const other = await generateKeyPair('RS256');
       const rs = await new SignJWT({ email: 'x@example.com' }).setProtectedHeader({ alg: 'RS256' }).setIssuer('service').setSubject('x').setIssuedAt().setExpirationTime('1h').sign(other.privateKey);
       for (const t of ['nope', 'krp_', `krp_${'A'.repeat(32)}`, randomToken('krp_'), randomToken('kri_'), `${LEGACY_KEY}x`, LEGACY_KEY.toUpperCase(), 'a.b.c', rs, `${session}x`]) {
@@ -350,18 +350,18 @@ describe('sign-in, sessions, PATs and /v1/me over real HTTP', () => {
     });
 
     it('accepts the legacy key, which /v1/me refuses with 401 "session required"', async () => {
-      expect(await json(await me(LEGACY_KEY))).toEqual({ status: 401, body: { error: 'session required' } });
+      expect(await json(await me(LEGACY_KEY))).toEqual({ status: 401, body: { error: 'session required', code: 'session_required' } });
     });
 
     it('keeps 404 and 405 credential-free, and /health public', async () => {
-      expect(await json(await srv.api('/v1/nothing', { token: null }))).toEqual({ status: 404, body: { error: 'not found' } });
-      expect(await json(await srv.api('/v1/me', { method: 'DELETE', token: null }))).toEqual({ status: 405, body: { error: 'method not allowed' } });
-      expect(await json(await srv.api('/v1/auth/idp', { token: null }))).toEqual({ status: 405, body: { error: 'method not allowed' } });
+      expect(await json(await srv.api('/v1/nothing', { token: null }))).toEqual({ status: 404, body: { error: 'not found', code: 'not_found' } });
+      expect(await json(await srv.api('/v1/me', { method: 'DELETE', token: null }))).toEqual({ status: 405, body: { error: 'method not allowed', code: 'method_not_allowed' } });
+      expect(await json(await srv.api('/v1/auth/idp', { token: null }))).toEqual({ status: 405, body: { error: 'method not allowed', code: 'method_not_allowed' } });
       expect(await json(await srv.api('/health', { token: null }))).toEqual({ status: 200, body: { status: 'ok' } });
     });
 
     describe('session tokens', () => {
-      const invalid = { status: 401, body: { error: 'invalid token' } };
+      const invalid = { status: 401, body: { error: 'invalid token', code: 'invalid_token' } };
       it('refuses tampered tokens', async () => {
         const [h, p, s] = session.split('.') as [string, string, string];
         const payload = JSON.parse(Buffer.from(p, 'base64url').toString());
@@ -443,21 +443,21 @@ describe('sign-in, sessions, PATs and /v1/me over real HTTP', () => {
     });
 
     it('refuses the legacy key with 403 "user session required" on mint, list and revoke', async () => {
-      const refused = { status: 403, body: { error: 'user session required' } };
+      const refused = { status: 403, body: { error: 'user session required', code: 'user_session_required' } };
       expect(await mint(LEGACY_KEY, {})).toEqual(refused);
       expect(await json(await srv.api('/v1/pats', { token: LEGACY_KEY }))).toEqual(refused);
       expect(await json(await srv.api(`/v1/pats/${crypto.randomUUID()}`, { method: 'DELETE', token: LEGACY_KEY }))).toEqual(refused);
     });
 
     it('validates expires_in_days (integer 1..366) and label', async () => {
-      const bad = (field: string, msg: string) => ({ status: 400, body: { error: `invalid request: ${field}: ${msg}` } });
+      const bad = (field: string, msg: string) => ({ status: 400, body: { error: `invalid request: ${field}: ${msg}`, code: 'invalid_request' } });
       const range = bad('expires_in_days', 'must be an integer from 1 to 366');
       for (const v of [0, 367, 1.5, '3', null, -1, true, 1e10]) expect(await mint(alice.token, { expires_in_days: v })).toEqual(range);
       expect(await mint(alice.token, { label: 5 })).toEqual(bad('label', 'expected string'));
       expect(await mint(alice.token, { label: null })).toEqual(bad('label', 'expected string'));
       const malformed = await json(await srv.api('/v1/pats', { method: 'POST', token: alice.token, body: '{"label":', headers: { 'content-type': 'application/json' } }));
-      expect(malformed).toEqual({ status: 400, body: { error: 'invalid JSON body' } });
-      expect(await json(await srv.api('/v1/pats', { method: 'POST', token: alice.token, json: [] }))).toEqual({ status: 400, body: { error: 'invalid request: expected object' } });
+      expect(malformed).toEqual({ status: 400, body: { error: 'invalid JSON body', code: 'invalid_json' } });
+      expect(await json(await srv.api('/v1/pats', { method: 'POST', token: alice.token, json: [] }))).toEqual({ status: 400, body: { error: 'invalid request: expected object', code: 'invalid_request' } });
       for (const days of [1, 366]) {
         const r = await mint(alice.token, { expires_in_days: days });
         expect(r.status).toBe(201);
@@ -508,7 +508,7 @@ describe('sign-in, sessions, PATs and /v1/me over real HTTP', () => {
       const mine = (await mint(alice.token, { label: 'to-revoke' })).body as PatBody;
       const bobs = (await mint(bob.token, { label: 'bobs' })).body as PatBody;
       expect((await me(mine.token)).status).toBe(200);
-      const notFound = { status: 404, body: { error: 'pat not found' } };
+      const notFound = { status: 404, body: { error: 'pat not found', code: 'pat_not_found' } };
       expect(await json(await srv.api(`/v1/pats/${bobs.pat.id}`, { method: 'DELETE', token: alice.token }))).toEqual(notFound);
       expect((await me(bobs.token)).status).toBe(200);
       expect(await json(await srv.api(`/v1/pats/${crypto.randomUUID()}`, { method: 'DELETE', token: alice.token }))).toEqual(notFound);
@@ -517,7 +517,7 @@ describe('sign-in, sessions, PATs and /v1/me over real HTTP', () => {
       const del = await srv.api(`/v1/pats/${mine.pat.id}`, { method: 'DELETE', token: alice.token });
       expect(del.status).toBe(204);
       expect(await del.text()).toBe('');
-      expect(await json(await me(mine.token))).toEqual({ status: 401, body: { error: 'invalid token' } });
+      expect(await json(await me(mine.token))).toEqual({ status: 401, body: { error: 'invalid token', code: 'invalid_token' } });
       expect(await json(await srv.api(`/v1/pats/${mine.pat.id}`, { method: 'DELETE', token: alice.token }))).toEqual(notFound);
       expect((await list(alice.token)).pats.map((p) => p.id)).not.toContain(mine.pat.id);
       // A PAT may revoke itself.
@@ -533,7 +533,7 @@ describe('sign-in, sessions, PATs and /v1/me over real HTTP', () => {
         clock.advance(DAY * 1000 - 1000);
         expect((await me(p.token)).status).toBe(200);
         clock.advance(1000);
-        expect(await json(await me(p.token))).toEqual({ status: 401, body: { error: 'invalid token' } });
+        expect(await json(await me(p.token))).toEqual({ status: 401, body: { error: 'invalid token', code: 'invalid_token' } });
         // Still listed (it was not revoked), with its expiry.
         expect((await list(alice.token)).pats.find((x) => x.id === p.pat.id)).toMatchObject({ expires_at: (p.pat.created_at as number) + DAY });
       } finally {
@@ -582,12 +582,12 @@ describe('sign-in on fresh servers', () => {
   it('503 "identity provider not configured" when IDP_OAUTH_CLIENT_ID is unset, before reading the body', async () => {
     const srv = await startTestServer();
     try {
-      const unconfigured = { status: 503, body: { error: 'identity provider not configured' } };
+      const unconfigured = { status: 503, body: { error: 'identity provider not configured', code: 'idp_not_configured' } };
       expect(await json(await srv.api('/v1/auth/idp', { method: 'POST', token: null, json: { id_token: 'x' } }))).toEqual(unconfigured);
       expect(await json(await srv.api('/v1/auth/idp', { method: 'POST', token: null, body: '{bad' }))).toEqual(unconfigured);
       expect(await json(await srv.api('/v1/auth/idp', { method: 'POST', token: null }))).toEqual(unconfigured);
       // The legacy key still works.
-      expect(await json(await srv.api('/v1/me'))).toEqual({ status: 401, body: { error: 'session required' } });
+      expect(await json(await srv.api('/v1/me'))).toEqual({ status: 401, body: { error: 'session required', code: 'session_required' } });
     } finally {
       await srv.stop();
     }
@@ -603,7 +603,7 @@ describe('sign-in on fresh servers', () => {
       expect(statuses).toEqual([200, 200, 200, 200, 401, 401, 401, 401]);
       const limited = await postIdToken(srv, await srv.idp.signIdToken(), xff);
       expect(limited.status).toBe(429);
-      expect(await limited.json()).toEqual({ error: 'rate limit exceeded' });
+      expect(await limited.json()).toEqual({ error: 'rate limit exceeded', code: 'rate_limited' });
       expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
       // Another client has its own bucket; other routes are only under the general limiter.
       expect((await postIdToken(srv, await srv.idp.signIdToken(), { 'x-forwarded-for': '203.0.113.51' })).status).toBe(200);
@@ -680,7 +680,7 @@ describe('sign-in on fresh servers', () => {
       await srv.idp.rotate({ dropOld: true });
       await signIn(srv, { sub: 'rot-1', email: 'rot@example.com' });
       const r = await json(await postIdToken(srv, await srv.idp.signIdToken({}, { kid: old.kid, privateKey: old.privateKey })));
-      expect(r).toEqual({ status: 401, body: { error: 'invalid id token: unknown key id' } });
+      expect(r).toEqual({ status: 401, body: { error: 'invalid id token: unknown key id', code: 'invalid_id_token' } });
     } finally {
       await srv.stop();
     }
@@ -692,7 +692,7 @@ describe('sign-in on fresh servers', () => {
       await signIn(srv, { sub: 'cool-1', email: 'cool@example.com' });
       await srv.idp.rotate();
       const r = await json(await postIdToken(srv, await srv.idp.signIdToken()));
-      expect(r).toEqual({ status: 401, body: { error: 'invalid id token: unknown key id' } });
+      expect(r).toEqual({ status: 401, body: { error: 'invalid id token: unknown key id', code: 'invalid_id_token' } });
       expect(srv.idp.fetches).toBe(1);
     } finally {
       await srv.stop();

@@ -219,7 +219,7 @@ describe('kr pull writes only inside .kr/', () => {
     fake = createServer((req, res) => {
       res.setHeader('content-type', 'application/json');
       if (req.url?.startsWith('/v1/repos/evil/sync/pull')) res.end(JSON.stringify(pullBody));
-      else res.writeHead(404).end('{"error":"not found"}');
+      else res.writeHead(404).end('{"error":"not found","code":"not_found"}');
     });
     await new Promise<void>((r) => fake.listen(0, '127.0.0.1', r));
     fakeUrl = `http://127.0.0.1:${(fake.address() as AddressInfo).port}`;

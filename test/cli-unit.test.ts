@@ -120,7 +120,7 @@ describe('Api: time limit, limits, token errors (items 3, 4, 11)', () => {
   it('GET /v1/limits, and the defaults when an older server answers 404', async () => {
     const mine = { max_body_bytes: 1000, max_files_per_push: 3, max_page_path_bytes: 512 };
     expect(await new Api({ baseUrl: 'http://x', token: 't', fetch: answer(200, mine) }).limits()).toEqual(mine);
-    expect(await new Api({ baseUrl: 'http://x', token: 't', fetch: answer(404, { error: 'not found' }) }).limits()).toEqual({
+    expect(await new Api({ baseUrl: 'http://x', token: 't', fetch: answer(404, { error: 'not found', code: 'not_found' }) }).limits()).toEqual({
       max_body_bytes: 8388608,
       max_files_per_push: 10000,
       max_page_path_bytes: 512,
@@ -128,18 +128,27 @@ describe('Api: time limit, limits, token errors (items 3, 4, 11)', () => {
     expect(DEFAULT_LIMITS).toEqual({ max_body_bytes: 8388608, max_files_per_push: 10000, max_page_path_bytes: 512 });
   });
 
-  it('401 invalid token → "token expired or revoked; run kr login"; codes for the rest', async () => {
+  it('401 invalid token → "token expired or revoked; run kr login"; codes for the rest, matched on the server\'s code', async () => {
     const api = (status: number, body: unknown) => new Api({ baseUrl: 'http://x', token: 't', fetch: answer(status, body) });
-    await expect(api(401, { error: 'invalid token' }).repos()).rejects.toMatchObject({ message: 'token expired or revoked; run kr login', code: 'token_invalid' });
+    await expect(api(401, { error: 'invalid token', code: 'invalid_token' }).repos()).rejects.toMatchObject({ message: 'token expired or revoked; run kr login', code: 'token_invalid' });
+    await expect(api(403, { error: 'not a member of this repo', code: 'not_a_member' }).repos()).rejects.toMatchObject({
+      message: 'not a member of this repo',
+      code: 'forbidden',
+      refusal: 'not_a_member',
+    });
+    // Matched on the code, not on the text: the same words without it (a proxy, a server older than codes) are
+    // shown as they are, named by their status, with no refusal.
+    await expect(api(401, { error: 'invalid token' }).repos()).rejects.toMatchObject({ message: 'invalid token', code: 'unauthorized', refusal: null });
     await expect(api(403, { error: 'not a member of this repo' }).repos()).rejects.toMatchObject({ message: 'not a member of this repo', code: 'forbidden' });
+    await expect(api(401, { error: 'whatever the words', code: 'invalid_token' }).repos()).rejects.toMatchObject({ message: 'token expired or revoked; run kr login', code: 'token_invalid' });
     await expect(api(402, { error: 'plan limit', code: 'quota_repos', limit: 3 }).repos()).rejects.toMatchObject({ code: 'quota_repos' });
   });
 
   it('the identity-provider probe reads the 503 that comes first without a provider', async () => {
     const probe = (status: number, body: unknown) => new Api({ baseUrl: 'http://x', token: null, fetch: answer(status, body) }).hasIdentityProvider();
-    expect(await probe(503, { error: 'identity provider not configured' })).toBe(false);
-    expect(await probe(400, { error: 'id_token required' })).toBe(true);
-    expect(await probe(500, { error: 'internal error' })).toBeNull();
+    expect(await probe(503, { error: 'identity provider not configured', code: 'idp_not_configured' })).toBe(false);
+    expect(await probe(400, { error: 'id_token required', code: 'id_token_required' })).toBe(true);
+    expect(await probe(500, { error: 'internal error', code: 'internal_error' })).toBeNull();
   });
 });
 

@@ -53,7 +53,7 @@ describe('GET /client/kr.tgz and /client/kr.mjs (Workers build)', () => {
         body: JSON.stringify({ label: 'x'.repeat(i % 50) }),
       });
       statuses.push(res.status);
-      expect(await res.json()).toEqual({ error: 'user session required' });
+      expect(await res.json()).toEqual({ error: 'user session required', code: 'user_session_required' });
     }
     expect(statuses).toEqual(Array(200).fill(403));
   });
@@ -69,7 +69,7 @@ describe('GET /client/kr.tgz and /client/kr.mjs (Workers build)', () => {
     try {
       const res = await fetch(`${dev.url}/client/kr.tgz`);
       expect(res.status).toBe(404);
-      expect(await res.json()).toEqual({ error: CLIENT_NOT_BUILT });
+      expect(await res.json()).toEqual({ error: CLIENT_NOT_BUILT, code: 'client_not_built' });
     } finally {
       await dev.close();
       await dir.cleanup();

@@ -110,7 +110,7 @@ describe('GET /client/kr.tgz and /client/kr.mjs (Node build)', () => {
       for (const name of ['kr.tgz', 'kr.mjs']) {
         const res = await fetch(`${server.url}/client/${name}`);
         expect(res.status).toBe(404);
-        expect(await res.json()).toEqual({ error: CLIENT_NOT_BUILT });
+        expect(await res.json()).toEqual({ error: CLIENT_NOT_BUILT, code: 'client_not_built' });
       }
     } finally {
       server.deps.clientFiles = saved;

@@ -42,7 +42,7 @@ beforeAll(async () => {
         release = () => res.end('two\n');
         return;
       }
-      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'not found' }));
+      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'not found', code: 'not_found' }));
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

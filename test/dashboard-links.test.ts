@@ -213,7 +213,7 @@ describe.skipIf(!hasChromium)('links, inert text, lifecycle and the newcomer’s
     expect(await page.getByRole('heading', { name: 'Linked from' }).count()).toBe(0);
     expect(asked.filter((u) => u.includes('/links/'))).toEqual([]);
     const res = await h.srv.api(`/v1/repos/acme/links/${MISSING}`, { token: alice.session });
-    expect([res.status, await res.json()]).toEqual([404, { error: 'page not found' }]);
+    expect([res.status, await res.json()]).toEqual([404, { error: 'page not found', code: 'page_not_found' }]);
   });
 
   it('keeps page text inert and private: no class, id, style or role; remote media wait for the reader; outside links open apart', async () => {

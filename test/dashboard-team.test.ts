@@ -201,6 +201,7 @@ describe.skipIf(!hasChromium)('the team and access token views in chromium', () 
 
     expect(await json(await h.srv.api('/v1/repos/join', { method: 'POST', token: carol.session, json: { key: inviteToken } }), 404)).toEqual({
       error: 'invite key not recognized',
+      code: 'invite_key_not_recognized',
     });
   });
 
@@ -232,6 +233,7 @@ describe.skipIf(!hasChromium)('the team and access token views in chromium', () 
     // What the view would have asked: a member gets 403 for the keys.
     expect(await json(await h.srv.api('/v1/repos/beta/invite-keys', { token: carol.session }), 403)).toEqual({
       error: 'only an owner can manage invite keys',
+      code: 'owner_only_invites',
     });
 
     await h.signInWithToken(carol.pat);
@@ -295,7 +297,7 @@ describe.skipIf(!hasChromium)('the team and access token views in chromium', () 
     await page.getByRole('button', { name: 'Yes, revoke token ci bot', exact: true }).click();
     await page.getByRole('status').filter({ hasText: 'Revoked the token ci bot.' }).waitFor();
     await row(table, 'ci bot').waitFor({ state: 'detached' });
-    expect(await json(await h.srv.api('/v1/me', { token }), 401)).toEqual({ error: 'invalid token' });
+    expect(await json(await h.srv.api('/v1/me', { token }), 401)).toEqual({ error: 'invalid token', code: 'invalid_token' });
   });
 
   it('has an empty state, and says so when the revoked token is the one the tab signed in with', async () => {

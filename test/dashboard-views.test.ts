@@ -430,7 +430,7 @@ describe.skipIf(!hasChromium)('dashboard views: activity, evolution, billing, ad
 
     // The server refuses the checkout: the reader sees why, and stays.
     await h.page.route(`${h.srv.url}/v1/billing/checkout`, (r) =>
-      r.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ error: 'billing not configured' }) }),
+      r.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ error: 'billing not configured', code: 'billing_not_configured' }) }),
     );
     await h.page.getByRole('button', { name: 'Upgrade' }).click();
     const alert = h.page.getByRole('alert');

@@ -149,7 +149,7 @@ describe('diff: revisions scoped to the path', () => {
     for (const to of [c1, c2]) {
       const n = await diff(R, A, `?to=${to}`);
       expect(n.status).toBe(400);
-      expect(n.body).toEqual({ error: 'no parent commit for this path; pass ?from explicitly' });
+      expect(n.body).toEqual({ error: 'no parent commit for this path; pass ?from explicitly', code: 'no_parent' });
     }
   });
 
@@ -188,21 +188,21 @@ describe('diff: revisions scoped to the path', () => {
   it('errors: no parent, path not present in repo, path not present at either sha', async () => {
     const one = await diff(R, C);
     expect(one.status).toBe(400);
-    expect(one.body).toEqual({ error: 'no parent commit for this path; pass ?from explicitly' });
+    expect(one.body).toEqual({ error: 'no parent commit for this path; pass ?from explicitly', code: 'no_parent' });
 
     for (const q of ['', `?from=${c1}`, `?to=${c3}`, `?from=${c1}&to=${c3}`]) {
       const never = await diff(R, 'wiki/concepts/never.md', q);
       expect(never.status, q).toBe(404);
-      expect(never.body).toEqual({ error: 'path not present in repo' });
+      expect(never.body).toEqual({ error: 'path not present in repo', code: 'path_not_in_repo' });
     }
     const neverEvo = await evolution(R, 'wiki/concepts/never.md');
     expect(neverEvo.status).toBe(404);
-    expect(neverEvo.body).toEqual({ error: 'path not present in repo' });
+    expect(neverEvo.body).toEqual({ error: 'path not present in repo', code: 'path_not_in_repo' });
 
     for (const q of [`?from=${c1}&to=${c2}`, `?from=${c4}&to=${c4}`, `?to=${c3}`]) {
       const neither = await diff(R, C, q);
       expect(neither.status, q).toBe(404);
-      expect(neither.body).toEqual({ error: 'path not present at either sha' });
+      expect(neither.body).toEqual({ error: 'path not present at either sha', code: 'path_not_at_either_sha' });
     }
   });
 
@@ -222,13 +222,13 @@ describe('diff: revisions scoped to the path', () => {
       for (const name of ['from', 'to']) {
         const r = await diff(R, A, `?${name}=${encodeURIComponent(v)}`);
         expect(r.status, `${name}=${v}`).toBe(400);
-        expect(r.body, `${name}=${v}`).toEqual({ error: `unknown sha: ${v}` });
+        expect(r.body, `${name}=${v}`).toEqual({ error: `unknown sha: ${v}`, code: 'unknown_sha' });
       }
     }
     // Checked before the path: the value is the first problem reported.
     const first = await diff(R, 'wiki/concepts/never.md', '?from=zz&to=HEAD~1');
     expect(first.status).toBe(400);
-    expect(first.body).toEqual({ error: 'unknown sha: zz' });
+    expect(first.body).toEqual({ error: 'unknown sha: zz', code: 'unknown_sha' });
   });
 
   it('is read-only: no commit, no ref moved, the repository stays valid', async () => {
@@ -244,18 +244,18 @@ describe('diff: revisions scoped to the path', () => {
   it('refuses bad page paths, missing repositories, missing credentials and non-members', async () => {
     const badPath = await diff(R, '-x.md');
     expect(badPath.status).toBe(400);
-    expect(badPath.body).toEqual({ error: 'invalid page path: -x.md' });
+    expect(badPath.body).toEqual({ error: 'invalid page path: -x.md', code: 'invalid_page_path' });
     for (const f of [diff, evolution]) {
       const missing = await f('no-such-repo', A);
       expect(missing.status).toBe(404);
-      expect(missing.body).toEqual({ error: 'repo not found' });
+      expect(missing.body).toEqual({ error: 'repo not found', code: 'repo_not_found' });
       const anon = await f(R, A, '', null);
       expect(anon.status).toBe(401);
-      expect(anon.body).toEqual({ error: 'missing authorization header' });
+      expect(anon.body).toEqual({ error: 'missing authorization header', code: 'missing_authorization' });
       for (const repo of [R, 'no-such-repo']) {
         const stranger = await f(repo, A, '', alice.token);
         expect(stranger.status).toBe(403);
-        expect(stranger.body).toEqual({ error: 'not a member of this repo' });
+        expect(stranger.body).toEqual({ error: 'not a member of this repo', code: 'not_a_member' });
       }
     }
     // A member reads her own repository; its commits carry her account's name.
@@ -303,7 +303,7 @@ describe('deleted pages and evolution', () => {
     const neither = await diff(R, P, `?from=${g3}&to=${g3.slice(0, 9)}`);
     expect((await diff(R, P, `?from=${other}&to=${g3}`)).body.from_sha).toBe(other);
     expect(neither.status).toBe(404);
-    expect(neither.body).toEqual({ error: 'path not present at either sha' });
+    expect(neither.body).toEqual({ error: 'path not present at either sha', code: 'path_not_at_either_sha' });
   });
 
   it('evolution: newest first, Commit objects, the oldest against the empty document, deletions with an empty `to`', async () => {

@@ -27,20 +27,21 @@ import {
 const lock = new LockTimeoutError('r', 60_000, { owner: 'req-1', step: 'publish commit', heldMs: 61_000 });
 /** One of each class, and what HTTP makes of it (null: a 500 `internal error`). */
 const CASES: Array<[DomainError, { status: number; body: unknown; headers: Record<string, string> } | null]> = [
-  [new HttpError(402, 'plan limit reached', { code: 'repos', limit: 3 }), { status: 402, body: { error: 'plan limit reached', code: 'repos', limit: 3 }, headers: {} }],
-  [new HttpError(429, 'too many event streams', undefined, { 'Retry-After': '5' }), { status: 429, body: { error: 'too many event streams' }, headers: { 'Retry-After': '5' } }],
+  [new HttpError(402, 'quota_repos', 'plan limit reached', { limit: 3 }), { status: 402, body: { error: 'plan limit reached', code: 'quota_repos', limit: 3 }, headers: {} }],
+  [new HttpError(429, 'too_many_streams', 'too many event streams', undefined, { 'Retry-After': '5' }), { status: 429, body: { error: 'too many event streams', code: 'too_many_streams' }, headers: { 'Retry-After': '5' } }],
   [new StoreError('object x is a tree, not a blob'), null],
-  [new UnsafeNameError('unsafe repository id: ..'), { status: 400, body: { error: 'unsafe repository id: ..' }, headers: {} }],
-  [new UnknownShaError('abc123'), { status: 400, body: { error: 'unknown sha: abc123' }, headers: {} }],
-  [new ConcurrentUpdateError('main moved'), { status: 409, body: { error: 'concurrent update, retry' }, headers: {} }],
-  [new PathCollisionError('a/b.md'), { status: 409, body: { error: 'path collides with an existing page or directory: a/b.md' }, headers: {} }],
-  [new PathCaseError('A.md', 'a.md'), { status: 400, body: { error: 'path "A.md" differs only in letter case from "a.md"' }, headers: {} }],
-  [new RepoNotFoundError('r'), { status: 404, body: { error: 'repo not found' }, headers: {} }],
-  [new RepoBusyError(lock), { status: 503, body: { error: 'repository busy, retry' }, headers: { 'Retry-After': '5' } }],
+  [new UnsafeNameError('unsafe repository id: ..'), { status: 400, body: { error: 'unsafe repository id: ..', code: 'unsafe_name' }, headers: {} }],
+  [new UnknownShaError('abc123'), { status: 400, body: { error: 'unknown sha: abc123', code: 'unknown_sha' }, headers: {} }],
+  [new ConcurrentUpdateError('main moved'), { status: 409, body: { error: 'concurrent update, retry', code: 'concurrent_update' }, headers: {} }],
+  [new PathCollisionError('a/b.md'), { status: 409, body: { error: 'path collides with an existing page or directory: a/b.md', code: 'path_collision' }, headers: {} }],
+  [new PathCaseError('A.md', 'a.md'), { status: 400, body: { error: 'path "A.md" differs only in letter case from "a.md"', code: 'path_case' }, headers: {} }],
+  [new RepoNotFoundError('r'), { status: 404, body: { error: 'repo not found', code: 'repo_not_found' }, headers: {} }],
+  [new RepoBusyError(lock), { status: 503, body: { error: 'repository busy, retry', code: 'repo_busy' }, headers: { 'Retry-After': '5' } }],
   [lock, null],
   [new ObjectMissingError('0'.repeat(40)), null],
   [new CorruptObjectError('0'.repeat(40), 'record header'), null],
-  [new SearchQueryError('invalid query: unbalanced quote'), { status: 400, body: { error: 'invalid query: unbalanced quote' }, headers: {} }],
+  [new SearchQueryError(null), { status: 400, body: { error: 'q required', code: 'q_required' }, headers: {} }],
+  [new SearchQueryError('unbalanced quote'), { status: 400, body: { error: 'invalid query: unbalanced quote', code: 'invalid_query' }, headers: {} }],
 ];
 
 const httpForm = (e: unknown) => {

@@ -182,7 +182,7 @@ export function eventsCases(kind: TargetKind): void {
         id: expect.any(String),
         data: { repo_id: 'ev2', user_id: bob.id, email: 'bob@events.test', change: 'removed' },
       });
-      expect((await h.open('ev2', bob.token)).body).toEqual({ error: 'not a member of this repo' });
+      expect((await h.open('ev2', bob.token)).body).toEqual({ error: 'not a member of this repo', code: 'not_a_member' });
       await owner.reader.close();
     });
 
@@ -289,7 +289,7 @@ export function eventsCases(kind: TargetKind): void {
         open.push(s);
       }
       const eleventh = await h.open('ev5', alice.token);
-      expect([eleventh.status, eleventh.body]).toEqual([429, { error: 'too many event streams' }]);
+      expect([eleventh.status, eleventh.body]).toEqual([429, { error: 'too many event streams', code: 'too_many_streams' }]);
       // Per identity (Bob has his own ten), per repository (Alice's other repository too).
       const other = await h.open('ev5', bob.token);
       const elsewhere = await h.open('ev5b', alice.token);
@@ -313,10 +313,10 @@ export function eventsCases(kind: TargetKind): void {
       const alice = await h.signIn('ev-alice', 'alice@events.test');
       const carol = await h.signIn('ev-carol', 'carol@events.test');
       await h.repo('ev6', alice.token);
-      expect((await h.open('ev6', carol.token)).body).toEqual({ error: 'not a member of this repo' });
-      expect((await h.open('no-such-repo', carol.token)).body).toEqual({ error: 'not a member of this repo' });
-      expect((await h.open('no-such-repo', LEGACY_KEY)).body).toEqual({ error: 'repo not found' });
-      expect((await h.open('ev6', null)).body).toEqual({ error: 'missing authorization header' });
+      expect((await h.open('ev6', carol.token)).body).toEqual({ error: 'not a member of this repo', code: 'not_a_member' });
+      expect((await h.open('no-such-repo', carol.token)).body).toEqual({ error: 'not a member of this repo', code: 'not_a_member' });
+      expect((await h.open('no-such-repo', LEGACY_KEY)).body).toEqual({ error: 'repo not found', code: 'repo_not_found' });
+      expect((await h.open('ev6', null)).body).toEqual({ error: 'missing authorization header', code: 'missing_authorization' });
       const legacy = await h.open('ev6', LEGACY_KEY);
       expect(legacy.status).toBe(200);
       const pushed = await h.push('ev6', LEGACY_KEY, [{ path: 'l.md', content: 'l\n' }], { author_name: 'Robot', author_email: 'robot@events.test' });
@@ -390,7 +390,7 @@ export function eventsCases(kind: TargetKind): void {
         }
       }
       const fiftyFirst = await h.open('cap5', carol.token);
-      expect([fiftyFirst.status, fiftyFirst.body]).toEqual([429, { error: 'too many event streams' }]);
+      expect([fiftyFirst.status, fiftyFirst.body]).toEqual([429, { error: 'too many event streams', code: 'too_many_streams' }]);
       // Ten closed (the clients go away): ten open again at once, not at the next ping.
       for (const s of open.splice(0, 10)) await s.reader.close();
       for (let i = 0; i < 10; i++) {
@@ -434,7 +434,7 @@ export function eventsCases(kind: TargetKind): void {
       for (let i = 0; i < 2; i++) held.push(await h.open(kind === 'node' ? 'busy2' : 'busy1', frank.token));
       expect(held.map((s) => s.status)).toEqual(Array(12).fill(200));
       const refused = await h.open(kind === 'node' ? 'busy2' : 'busy1', frank.token);
-      expect([refused.status, refused.body, refused.res.headers.get('retry-after')]).toEqual([503, { error: 'server busy' }, '5']);
+      expect([refused.status, refused.body, refused.res.headers.get('retry-after')]).toEqual([503, { error: 'server busy', code: 'server_busy' }, '5']);
       if (kind === 'workers') {
         // Another repository's object has room.
         const elsewhere = await h.open('busy2', frank.token);
@@ -484,7 +484,7 @@ export function eventsCases(kind: TargetKind): void {
 
       expect(await h.call('/v1/repos/wh1/webhooks', { method: 'POST', token: bob.token, json: { url: `${rx.url}/x` } })).toEqual({
         status: 403,
-        body: { error: 'only an owner can manage webhooks' },
+        body: { error: 'only an owner can manage webhooks', code: 'owner_only_webhooks' },
       });
       const wid = made.body.webhook.id;
       for (const [method, path] of [
@@ -492,13 +492,14 @@ export function eventsCases(kind: TargetKind): void {
         ['POST', `/v1/repos/wh1/webhooks/${wid}/test`],
         ['GET', `/v1/repos/wh1/webhooks/${wid}/deliveries`],
       ] as const) {
-        expect(await h.call(path, { method, token: bob.token })).toEqual({ status: 403, body: { error: 'only an owner can manage webhooks' } });
+        expect(await h.call(path, { method, token: bob.token })).toEqual({ status: 403, body: { error: 'only an owner can manage webhooks', code: 'owner_only_webhooks' } });
       }
       const carol = await h.signIn('wh-carol', 'carol@hooks.test');
-      expect((await h.call('/v1/repos/wh1/webhooks', { token: carol.token })).body).toEqual({ error: 'not a member of this repo' });
+      expect((await h.call('/v1/repos/wh1/webhooks', { token: carol.token })).body).toEqual({ error: 'not a member of this repo', code: 'not_a_member' });
 
       expect((await h.call('/v1/repos/wh1/webhooks', { method: 'POST', token: alice.token, json: {} })).body).toEqual({
         error: 'invalid request: url: expected string',
+        code: 'invalid_request',
       });
       for (const events of [[], ['pull'], 'push']) {
         const r = await h.call('/v1/repos/wh1/webhooks', { method: 'POST', token: alice.token, json: { url: `${rx.url}/x`, events } });
@@ -507,6 +508,7 @@ export function eventsCases(kind: TargetKind): void {
       }
       expect((await h.call('/v1/repos/wh1/webhooks', { method: 'POST', token: alice.token, json: { url: 'ftp://example.com/' } })).body).toEqual({
         error: 'webhook url must use https',
+        code: 'webhook_url_https',
       });
 
       // At most 20.
@@ -515,15 +517,15 @@ export function eventsCases(kind: TargetKind): void {
       }
       expect(await h.call('/v1/repos/wh1/webhooks', { method: 'POST', token: alice.token, json: { url: `${rx.url}/n20` } })).toEqual({
         status: 409,
-        body: { error: 'too many webhooks (max 20)' },
+        body: { error: 'too many webhooks (max 20)', code: 'too_many_webhooks' },
       });
       expect((await h.call(`/v1/repos/wh1/webhooks/${wid}`, { method: 'DELETE', token: alice.token })).status).toBe(204);
       expect(await h.call(`/v1/repos/wh1/webhooks/${wid}`, { method: 'DELETE', token: alice.token })).toEqual({
         status: 404,
-        body: { error: 'webhook not found' },
+        body: { error: 'webhook not found', code: 'webhook_not_found' },
       });
-      expect((await h.call(`/v1/repos/wh1/webhooks/${wid}/deliveries`, { token: alice.token })).body).toEqual({ error: 'webhook not found' });
-      expect((await h.call(`/v1/repos/wh1/webhooks/${wid}/test`, { method: 'POST', token: alice.token })).body).toEqual({ error: 'webhook not found' });
+      expect((await h.call(`/v1/repos/wh1/webhooks/${wid}/deliveries`, { token: alice.token })).body).toEqual({ error: 'webhook not found', code: 'webhook_not_found' });
+      expect((await h.call(`/v1/repos/wh1/webhooks/${wid}/test`, { method: 'POST', token: alice.token })).body).toEqual({ error: 'webhook not found', code: 'webhook_not_found' });
       // A webhook id of another repository is not found here either.
       await h.repo('wh1b', alice.token);
       const there = await h.call('/v1/repos/wh1b/webhooks', { method: 'POST', token: alice.token, json: { url: `${rx.url}/b` } });
@@ -531,7 +533,7 @@ export function eventsCases(kind: TargetKind): void {
       // The legacy key manages any repository's webhooks.
       expect((await h.call('/v1/repos/wh1/webhooks', { method: 'POST', token: LEGACY_KEY, json: { url: `${rx.url}/n21` } })).status).toBe(201);
       expect((await h.call('/v1/repos/wh1/webhooks', { token: LEGACY_KEY })).body.webhooks).toHaveLength(20);
-      expect((await h.call('/v1/repos/no-such-repo/webhooks', { token: LEGACY_KEY })).body).toEqual({ error: 'repo not found' });
+      expect((await h.call('/v1/repos/no-such-repo/webhooks', { token: LEGACY_KEY })).body).toEqual({ error: 'repo not found', code: 'repo_not_found' });
     });
 
     it('a push is delivered as a signed POST with the event\'s data, `event` and `delivery_id`; member events to the webhooks that want them', async () => {
@@ -767,7 +769,7 @@ export function eventsCases(kind: TargetKind): void {
       await h.repo('wa1', alice.token);
       const create = (url: string) => h.call('/v1/repos/wa1/webhooks', { method: 'POST', token: alice.token, json: { url } });
       for (const url of ['http://example.com/hook', 'ftp://example.com/', 'not a url', 'https://', '']) {
-        expect(await create(url), url).toEqual({ status: 400, body: { error: 'webhook url must use https' } });
+        expect(await create(url), url).toEqual({ status: 400, body: { error: 'webhook url must use https', code: 'webhook_url_https' } });
       }
       const refused: Array<[string, string]> = [
         ['https://127.0.0.1/hook', '127.0.0.1 is a loopback address'],
@@ -804,7 +806,7 @@ export function eventsCases(kind: TargetKind): void {
         [`https://example.com/${'x'.repeat(2100)}`, 'longer than 2048 characters'],
       ];
       for (const [url, reason] of refused) {
-        expect(await create(url), url).toEqual({ status: 400, body: { error: `webhook url not allowed: ${reason}` } });
+        expect(await create(url), url).toEqual({ status: 400, body: { error: `webhook url not allowed: ${reason}`, code: 'webhook_url_not_allowed' } });
       }
       const localhost = await create('https://localhost:8443/hook');
       expect(localhost.status).toBe(400);

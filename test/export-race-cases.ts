@@ -77,7 +77,7 @@ export function exportRaceCases(kind: TargetKind): void {
         const r = await exporting;
         let outcome: Outcome;
         if (r.status === 404) {
-          expect(await r.json()).toEqual({ error: 'repo not found' });
+          expect(await r.json()).toEqual({ error: 'repo not found', code: 'repo_not_found' });
           outcome = { kind: 'not found' };
         } else {
           expect(r.status).toBe(200);

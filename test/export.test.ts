@@ -37,7 +37,7 @@ afterAll(async () => {
 describe('export', () => {
   it('an empty repository has nothing to bundle: 409', async () => {
     const r = await srv.api('/v1/repos/kb/export', { token: owner.token });
-    expect({ status: r.status, body: await r.json() }).toEqual({ status: 409, body: { error: 'repo is empty: nothing to export' } });
+    expect({ status: r.status, body: await r.json() }).toEqual({ status: 409, body: { error: 'repo is empty: nothing to export', code: 'repo_empty' } });
   });
 
   it('a bundle that git verifies and clones with every page and the whole history', async () => {
@@ -78,6 +78,6 @@ describe('export', () => {
   it('owners and the legacy key may export; a member may not', async () => {
     expect((await srv.api('/v1/repos/kb/export', {})).status).toBe(200);
     const r = await srv.api('/v1/repos/kb/export', { token: member.token });
-    expect({ status: r.status, body: await r.json() }).toEqual({ status: 403, body: { error: 'only an owner can export' } });
+    expect({ status: r.status, body: await r.json() }).toEqual({ status: 403, body: { error: 'only an owner can export', code: 'owner_only_export' } });
   });
 });

@@ -259,20 +259,20 @@ export function gitHttpCases(kind: TargetKind): void {
       const raw = await call('/v1/repos/kb.git/info/refs?service=git-upload-pack', {
         headers: { authorization: `Basic ${Buffer.from('kr:krp_nottherighttokennottherighttoken').toString('base64')}` },
       });
-      expect([raw.status, raw.headers.get('www-authenticate'), json(raw.bytes)]).toEqual([401, 'Basic realm="kr"', { error: 'invalid token' }]);
+      expect([raw.status, raw.headers.get('www-authenticate'), json(raw.bytes)]).toEqual([401, 'Basic realm="kr"', { error: 'invalid token', code: 'invalid_token' }]);
       const none = await call('/v1/repos/kb.git/info/refs?service=git-upload-pack', { token: null });
-      expect([none.status, none.headers.get('www-authenticate'), json(none.bytes)]).toEqual([401, 'Basic realm="kr"', { error: 'missing authorization header' }]);
+      expect([none.status, none.headers.get('www-authenticate'), json(none.bytes)]).toEqual([401, 'Basic realm="kr"', { error: 'missing authorization header', code: 'missing_authorization' }]);
       const noPrompt = await git(['clone', '-q', url, 'cred-none']);
       expect(noPrompt.code).not.toBe(0);
       expect(noPrompt.stderr).toContain('could not read Username');
       const scheme = await call('/v1/repos/kb/info/refs?service=git-upload-pack', { headers: { authorization: 'Digest x' } });
-      expect([scheme.status, json(scheme.bytes)]).toEqual([401, { error: 'invalid authorization format, expected Basic or Bearer credentials' }]);
+      expect([scheme.status, json(scheme.bytes)]).toEqual([401, { error: 'invalid authorization format, expected Basic or Bearer credentials', code: 'invalid_git_authorization_format' }]);
       // Other routes keep their Bearer-only answers.
       const pagesBasic = await call('/v1/repos/kb/pages', { headers: { authorization: `Basic ${Buffer.from(`kr:${alicePat}`).toString('base64')}` } });
       expect([pagesBasic.status, pagesBasic.headers.get('www-authenticate'), json(pagesBasic.bytes)]).toEqual([
         401,
         null,
-        { error: 'invalid authorization format, expected Bearer <token>' },
+        { error: 'invalid authorization format, expected Bearer <token>', code: 'invalid_authorization_format' },
       ]);
     });
 
@@ -281,11 +281,11 @@ export function gitHttpCases(kind: TargetKind): void {
       expect(outsider.code).not.toBe(0);
       expect(outsider.stderr).toContain('403');
       const raw = await call('/v1/repos/kb.git/info/refs?service=git-upload-pack', { token: bobSession });
-      expect([raw.status, json(raw.bytes)]).toEqual([403, { error: 'not a member of this repo' }]);
+      expect([raw.status, json(raw.bytes)]).toEqual([403, { error: 'not a member of this repo', code: 'not_a_member' }]);
       const post = await call('/v1/repos/kb.git/git-upload-pack', { method: 'POST', token: bobSession, body: '0000' });
-      expect([post.status, json(post.bytes)]).toEqual([403, { error: 'not a member of this repo' }]);
+      expect([post.status, json(post.bytes)]).toEqual([403, { error: 'not a member of this repo', code: 'not_a_member' }]);
       const missing = await call('/v1/repos/nope.git/info/refs?service=git-upload-pack');
-      expect([missing.status, json(missing.bytes)]).toEqual([404, { error: 'repo not found' }]);
+      expect([missing.status, json(missing.bytes)]).toEqual([404, { error: 'repo not found', code: 'repo_not_found' }]);
       const gitMissing = await git(['clone', '-q', `${withCreds(LEGACY_KEY)}/v1/repos/nope.git`, 'nope']);
       expect(gitMissing.code).not.toBe(0);
       expect(gitMissing.stderr).toContain("repository '" + t.url + "/v1/repos/nope.git/' not found");
@@ -370,43 +370,43 @@ export function gitHttpCases(kind: TargetKind): void {
       const v2 = { 'git-protocol': 'version=2' };
       const post = (body: string | Uint8Array, headers: Record<string, string> = {}) =>
         call('/v1/repos/kb.git/git-upload-pack', { method: 'POST', body: body as BodyInit, headers });
-      const refused = async (body: string | Uint8Array, status: number, error: string, headers: Record<string, string> = {}) => {
+      const refused = async (body: string | Uint8Array, status: number, error: string, code: string, headers: Record<string, string> = {}) => {
         const r = await post(body, headers);
-        expect([r.status, json(r.bytes)]).toEqual([status, { error }]);
+        expect([r.status, json(r.bytes)]).toEqual([status, { error, code }]);
       };
       // 100,000 have lines: over the body cap as sent, and (gzip-compressed to a few KB) once inflated.
       const haves = pkt(`have ${head}\n`).repeat(100_000);
       const fetchHead = `${pkt('command=fetch\n')}0001${pkt(`want ${head}\n`)}`;
       // (As sent, 5 MB: refused on its Content-Length. Under Miniflare the Worker's early answer can reset the
       // connection while the client still writes, so the raw body is sent to the Node server only.)
-      if (kind === 'node') await refused(`${fetchHead}${haves}0000`, 413, 'request body too large', v2);
+      if (kind === 'node') await refused(`${fetchHead}${haves}0000`, 413, 'request body too large', 'body_too_large', v2);
       const zipped = gzipSync(Buffer.from(`${fetchHead}${haves}0000`));
       expect(zipped.byteLength).toBeLessThan(64 * 1024);
-      await refused(zipped, 413, 'request body too large', { ...v2, 'content-encoding': 'gzip' });
+      await refused(zipped, 413, 'request body too large', 'body_too_large', { ...v2, 'content-encoding': 'gzip' });
       // 33,000 fit in the body but not in the line bound.
-      await refused(gzipSync(Buffer.from(`${fetchHead}${pkt(`have ${head}\n`).repeat(33_000)}0000`)), 413, 'too many have lines (at most 32768)', {
+      await refused(gzipSync(Buffer.from(`${fetchHead}${pkt(`have ${head}\n`).repeat(33_000)}0000`)), 413, 'too many have lines (at most 32768)', 'git_request_too_large', {
         ...v2,
         'content-encoding': 'gzip',
       });
       // deepen 2^31 is no depth; 2^31 - 1 is git's "infinite" and is served.
-      await refused(`${fetchHead}${pkt('deepen 2147483648\n')}${pkt('done\n')}0000`, 400, 'invalid deepen: 2147483648 (a depth is 1 to 2147483647)', v2);
-      await refused(`${fetchHead}${pkt('deepen 0\n')}${pkt('done\n')}0000`, 400, 'invalid deepen: 0 (a depth is 1 to 2147483647)', v2);
+      await refused(`${fetchHead}${pkt('deepen 2147483648\n')}${pkt('done\n')}0000`, 400, 'invalid deepen: 2147483648 (a depth is 1 to 2147483647)', 'invalid_git_request', v2);
+      await refused(`${fetchHead}${pkt('deepen 0\n')}${pkt('done\n')}0000`, 400, 'invalid deepen: 0 (a depth is 1 to 2147483647)', 'invalid_git_request', v2);
       const infinite = await post(`${fetchHead}${pkt('deepen 2147483647\n')}${pkt('done\n')}0000`, v2);
       expect(infinite.status).toBe(200);
       expect(packets(infinite.bytes).slice(0, 3)).toEqual([{ kind: 'line', text: 'shallow-info' }, { kind: 'delim' }, { kind: 'line', text: 'packfile' }]);
       // Malformed pkt-lines.
-      await refused('zzzz', 400, 'invalid pkt-line length at byte 0', v2);
-      await refused('0003', 400, 'invalid pkt-line length 3 at byte 0', v2);
-      await refused(`ffff${'x'.repeat(100)}`, 400, 'pkt-line length 65535 over 65520 at byte 0', v2);
-      await refused(`${pkt('command=fetch\n')}00ffwant`, 400, 'truncated pkt-line at byte 18: length 255, 8 bytes left', v2);
-      await refused('00', 400, 'truncated pkt-line length at byte 0', v2);
-      await refused(`${pkt('command=push\n')}0000`, 400, 'unknown command "push"', v2);
-      await refused(`${pkt('command=fetch\n')}0001${pkt('want nothex\n')}0000`, 400, 'invalid object id in "want nothex"', v2);
-      await refused(`${pkt('command=fetch\n')}0001${pkt(`want ${'a'.repeat(40)}\n`)}${pkt('done\n')}0000`, 400, `not our ref ${'a'.repeat(40)}`, v2);
-      await refused(`${pkt(`want ${head}\n`)}${pkt('have x\n')}`, 400, 'unexpected line in the want section: "have x"');
-      await refused(`${pkt(`want ${head}\n`)}`, 400, 'the want section does not end with a flush packet');
-      await refused(Buffer.from([0x1f, 0x8b, 0x08, 0x00, 1, 2, 3]), 400, 'invalid gzip body', { 'content-encoding': 'gzip' });
-      await refused('0000', 415, 'unsupported content encoding', { 'content-encoding': 'br' });
+      await refused('zzzz', 400, 'invalid pkt-line length at byte 0', 'invalid_git_request', v2);
+      await refused('0003', 400, 'invalid pkt-line length 3 at byte 0', 'invalid_git_request', v2);
+      await refused(`ffff${'x'.repeat(100)}`, 400, 'pkt-line length 65535 over 65520 at byte 0', 'invalid_git_request', v2);
+      await refused(`${pkt('command=fetch\n')}00ffwant`, 400, 'truncated pkt-line at byte 18: length 255, 8 bytes left', 'invalid_git_request', v2);
+      await refused('00', 400, 'truncated pkt-line length at byte 0', 'invalid_git_request', v2);
+      await refused(`${pkt('command=push\n')}0000`, 400, 'unknown command "push"', 'invalid_git_request', v2);
+      await refused(`${pkt('command=fetch\n')}0001${pkt('want nothex\n')}0000`, 400, 'invalid object id in "want nothex"', 'invalid_git_request', v2);
+      await refused(`${pkt('command=fetch\n')}0001${pkt(`want ${'a'.repeat(40)}\n`)}${pkt('done\n')}0000`, 400, `not our ref ${'a'.repeat(40)}`, 'invalid_git_request', v2);
+      await refused(`${pkt(`want ${head}\n`)}${pkt('have x\n')}`, 400, 'unexpected line in the want section: "have x"', 'invalid_git_request');
+      await refused(`${pkt(`want ${head}\n`)}`, 400, 'the want section does not end with a flush packet', 'invalid_git_request');
+      await refused(Buffer.from([0x1f, 0x8b, 0x08, 0x00, 1, 2, 3]), 400, 'invalid gzip body', 'invalid_gzip', { 'content-encoding': 'gzip' });
+      await refused('0000', 415, 'unsupported content encoding', 'unsupported_encoding', { 'content-encoding': 'br' });
       // Still serving.
       const health = await t.api('/health', { token: null });
       expect(health.status).toBe(200);

@@ -96,7 +96,7 @@ describe('workers: the hosted build refuses the development defaults', () => {
     return { call, configErrors };
   };
   const SECRET = 'test-session-secret-0123456789-abcdef';
-  const MISCONFIGURED = [503, { error: 'server misconfigured' }];
+  const MISCONFIGURED = [503, { error: 'server misconfigured', code: 'server_misconfigured' }];
 
   it('SERVICE_API_KEY unset or "dev-key", SERVICE_SESSION_SECRET unset: every request 503 `server misconfigured`, logged', async () => {
     for (const [bindings, problem] of [
@@ -121,7 +121,7 @@ describe('workers: the hosted build refuses the development defaults', () => {
   it('with a key and a secret of its own it serves, and the development key is no credential', async () => {
     const w = await worker({ SERVICE_HOSTED: '1', SERVICE_SESSION_SECRET: SECRET, SERVICE_API_KEY: 'a-long-random-legacy-key' });
     expect(await w.call('/health')).toEqual([200, { status: 'ok' }]);
-    expect(await w.call('/v1/repos', { token: 'dev-key' })).toEqual([401, { error: 'invalid token' }]);
+    expect(await w.call('/v1/repos', { token: 'dev-key' })).toEqual([401, { error: 'invalid token', code: 'invalid_token' }]);
     expect(await w.call('/v1/repos', { token: 'a-long-random-legacy-key' })).toEqual([200, { repos: [] }]);
     expect(await w.configErrors()).toEqual([]);
   }, 60_000);

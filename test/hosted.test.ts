@@ -58,7 +58,7 @@ describe('node: the self-hosted build (SERVICE_HOSTED unset)', () => {
         const headers: Record<string, string> = {};
         if (r.path === '/billing/webhook') headers['x-billing-signature'] = signatureHeader(JSON.stringify(r.json), Math.floor(Date.now() / 1000));
         const res = await srv.api(r.path, { method: r.method, token, json: r.json, headers });
-        expect([res.status, await res.json()], `${r.method} ${r.path}`).toEqual([404, { error: 'not found' }]);
+        expect([res.status, await res.json()], `${r.method} ${r.path}`).toEqual([404, { error: 'not found', code: 'not_found' }]);
       }
     }
   });

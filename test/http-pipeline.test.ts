@@ -385,7 +385,7 @@ describe('rateLimit middleware', () => {
     expect(res.status).toBe(429);
     expect(res.headers.get('retry-after')).toBe('2');
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-    expect(await res.text()).toBe('{"error":"rate limit exceeded"}');
+    expect(await res.text()).toBe('{"error":"rate limit exceeded","code":"rate_limited"}');
     // another client is unaffected
     expect((await app.request('/v1/x', { headers: { 'x-test-ip': '2.2.2.2' } })).status).toBe(200);
     clock.advance(2000);
@@ -406,7 +406,7 @@ function bodyCap(max: number) {
 }
 
 function renderHttpErrors(app: Hono) {
-  app.onError((err, c) => (err instanceof HttpError ? c.json(err.body(), err.status as 400) : c.json({ error: 'internal error' }, 500)));
+  app.onError((err, c) => (err instanceof HttpError ? c.json(err.body(), err.status as 400) : c.json({ error: 'internal error', code: 'internal_error' }, 500)));
 }
 
 function capApp(max: number) {
@@ -453,7 +453,7 @@ describe('bodyGuard: the cap', () => {
       body: '"123456789"', // 11 bytes, consistent with the header
     });
     expect(res.status).toBe(413);
-    expect(await res.text()).toBe('{"error":"request body too large"}');
+    expect(await res.text()).toBe('{"error":"request body too large","code":"body_too_large"}');
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     expect(reached).toBe(false);
   });
@@ -462,7 +462,7 @@ describe('bodyGuard: the cap', () => {
     const app = capApp(10);
     const res = await app.request(streamedRequest('/bytes', [new Uint8Array(6), new Uint8Array(5)]));
     expect(res.status).toBe(413);
-    expect(await res.text()).toBe('{"error":"request body too large"}');
+    expect(await res.text()).toBe('{"error":"request body too large","code":"body_too_large"}');
   });
 
   it('a streamed body stops being read once over the cap', async () => {
@@ -568,7 +568,7 @@ describe('bodyGuard: the deadline', () => {
   function deadlineApp(budget: BodyBudget, deadlineMs: number) {
     const app = new Hono();
     app.onError((err, c) => {
-      if (!(err instanceof HttpError)) return c.json({ error: 'internal error' }, 500);
+      if (!(err instanceof HttpError)) return c.json({ error: 'internal error', code: 'internal_error' }, 500);
       for (const [name, value] of Object.entries(err.headers)) c.header(name, value);
       return c.json(err.body(), err.status as 400);
     });
@@ -594,7 +594,7 @@ describe('bodyGuard: the deadline', () => {
     const budget = new BodyBudget(1 << 20);
     // One byte every 20 ms for 500 bytes: never idle, ten seconds in all; the deadline is 300 ms.
     const res = await deadlineApp(budget, 300).request(paced(500, 0, 20));
-    expect([res.status, await res.text(), res.headers.get('connection')]).toEqual([408, '{"error":"request body timeout"}', 'close']);
+    expect([res.status, await res.text(), res.headers.get('connection')]).toEqual([408, '{"error":"request body timeout","code":"body_timeout"}', 'close']);
     expect(budget.held).toBe(0);
   });
 
@@ -734,7 +734,7 @@ describe('over a real socket', () => {
   it('chunked body over the cap → 413 with the exact body', async () => {
     const port = await start(capServerApp(1024));
     const r = await send(port, { path: '/bytes', chunks: Array.from({ length: 8 }, () => Buffer.alloc(512, 97)) });
-    expect(r).toEqual({ status: 413, body: '{"error":"request body too large"}' });
+    expect(r).toEqual({ status: 413, body: '{"error":"request body too large","code":"body_too_large"}' });
   });
 
   it('declared Content-Length over the cap → 413 before the body is sent', async () => {
@@ -744,7 +744,7 @@ describe('over a real socket', () => {
       headers: { 'content-length': 4096 },
       chunks: [Buffer.alloc(4096, 97)],
     });
-    expect(r).toEqual({ status: 413, body: '{"error":"request body too large"}' });
+    expect(r).toEqual({ status: 413, body: '{"error":"request body too large","code":"body_too_large"}' });
   });
 
   it('chunked body exactly at the cap reaches the handler', async () => {

@@ -188,7 +188,7 @@ export function importCases(kind: TargetKind): void {
     const file = (name: string) => new Uint8Array(readFileSync(join(work.path, name)));
     /** Nothing of `repo` is left: no repository for the legacy key, not in `who`'s list, no spool on disk. */
     const nothingLeft = async (repo: string, who: User) => {
-      expect(await call(`/v1/repos/${repo}/pages`)).toEqual({ status: 404, body: { error: 'repo not found' } });
+      expect(await call(`/v1/repos/${repo}/pages`)).toEqual({ status: 404, body: { error: 'repo not found', code: 'repo_not_found' } });
       expect(((await call('/v1/repos', { token: who.token })).body.repos as Array<{ id: string }>).map((r) => r.id)).not.toContain(repo);
       if (t.dataRoot) {
         const names = readdirSync(join(t.dataRoot, 'repos'));
@@ -307,7 +307,7 @@ export function importCases(kind: TargetKind): void {
       const side = git(src, ['rev-parse', 'side']).trim();
       expect(await importAs('side', file('two.bundle'), undefined, '?branch=side')).toEqual({ status: 201, body: { id: 'side', head: side, commits: 3, pages: 4 } });
       expect(await importAs('twomain', file('two.bundle'))).toEqual({ status: 201, body: { id: 'twomain', head: wikiHead, commits: 5, pages: 3 } });
-      expect(await importAs('nobranch', file('two.bundle'), undefined, '?branch=nope')).toEqual({ status: 400, body: { error: 'bundle has no branch nope' } });
+      expect(await importAs('nobranch', file('two.bundle'), undefined, '?branch=nope')).toEqual({ status: 400, body: { error: 'bundle has no branch nope', code: 'bundle_no_branch' } });
     });
 
     it('an export imports into a new id with the same head and timeline', async () => {
@@ -347,19 +347,20 @@ export function importCases(kind: TargetKind): void {
     });
 
     describe('refusals leave nothing behind', () => {
-      const cases: Array<{ name: string; make: () => Promise<Uint8Array> | Uint8Array; status: number; error: () => string }> = [];
+      const cases: Array<{ name: string; make: () => Promise<Uint8Array> | Uint8Array; status: number; code: string; error: () => string }> = [];
       let ids: Record<string, string> = {};
-      const add = (name: string, make: () => Promise<Uint8Array> | Uint8Array, status: number, error: () => string) => cases.push({ name, make, status, error });
+      const add = (name: string, make: () => Promise<Uint8Array> | Uint8Array, status: number, code: string, error: () => string) =>
+        cases.push({ name, make, status, code, error });
 
-      add('garbage', () => new TextEncoder().encode('hello, not a bundle\n'), 400, () => 'invalid bundle: not a git bundle (v2 or v3)');
-      add('a header and no pack', () => new TextEncoder().encode(`# v2 git bundle\n${'a'.repeat(40)} refs/heads/main\n\n`), 400, () => 'invalid bundle: no pack after the header');
-      add('truncated: the checksum cut off', () => wikiBundle.subarray(0, wikiBundle.byteLength - 10), 400, () => 'invalid bundle: pack truncated');
-      add('truncated in the middle of a record', () => wikiBundle.subarray(0, Math.floor(wikiBundle.byteLength / 2)), 400, () => ids.midCut!);
+      add('garbage', () => new TextEncoder().encode('hello, not a bundle\n'), 400, 'invalid_bundle', () => 'invalid bundle: not a git bundle (v2 or v3)');
+      add('a header and no pack', () => new TextEncoder().encode(`# v2 git bundle\n${'a'.repeat(40)} refs/heads/main\n\n`), 400, 'invalid_bundle', () => 'invalid bundle: no pack after the header');
+      add('truncated: the checksum cut off', () => wikiBundle.subarray(0, wikiBundle.byteLength - 10), 400, 'invalid_bundle', () => 'invalid bundle: pack truncated');
+      add('truncated in the middle of a record', () => wikiBundle.subarray(0, Math.floor(wikiBundle.byteLength / 2)), 400, 'invalid_bundle', () => ids.midCut!);
       add('a damaged pack checksum', () => {
         const b = wikiBundle.slice();
         b[b.byteLength - 1] ^= 0xff;
         return b;
-      }, 400, () => 'invalid bundle: pack checksum does not match');
+      }, 400, 'invalid_bundle', () => 'invalid bundle: pack checksum does not match');
       add('an object that does not match its id (the pack checksum fixed)', async () => {
         const p = new HandPack();
         const good = new TextEncoder().encode('the real content\n');
@@ -369,7 +370,7 @@ export function importCases(kind: TargetKind): void {
         const c = p.commit({ 'a.md': blob }, [], 'forged');
         ids.forged = blob;
         return p.bundle(c);
-      }, 400, () => `invalid bundle: object ${ids.forged} (a.md) is missing, or does not match its content`);
+      }, 400, 'invalid_bundle', () => `invalid bundle: object ${ids.forged} (a.md) is missing, or does not match its content`);
       for (const bad of ['.git', 'wiki/x.', 'CON.md']) {
         add(`a path ${bad} in a commit before the head`, async () => {
           const p = new HandPack();
@@ -377,14 +378,14 @@ export function importCases(kind: TargetKind): void {
           const first = p.commit({ 'ok.md': ok, [bad]: p.blob('bad\n') }, [], 'bad path');
           ids[bad] = first;
           return p.bundle(p.commit({ 'ok.md': ok }, [first], 'fixed'));
-        }, 400, () => `invalid page path in ${ids[bad]}: ${bad}`);
+        }, 400, 'import_invalid_path', () => `invalid page path in ${ids[bad]}: ${bad}`);
       }
       add('a submodule', async () => {
         const p = new HandPack();
         const c = p.commit({ 'a.md': p.blob('a\n'), sub: { mode: '160000', name: 'sub', oid: 'c'.repeat(40), type: 'commit' } }, [], 'sub');
         ids.sub = c;
         return p.bundle(c);
-      }, 400, () => `submodule in ${ids.sub}: sub`);
+      }, 400, 'import_submodule', () => `submodule in ${ids.sub}: sub`);
       add('a symlink', () => {
         const dir = join(work.path, 'link');
         makeHistory(dir, [{ files: { 'a.md': 'a\n' }, message: 'a' }]);
@@ -394,11 +395,11 @@ export function importCases(kind: TargetKind): void {
         ids.link = git(dir, ['rev-parse', 'HEAD']).trim();
         git(dir, ['bundle', 'create', '-q', join(work.path, 'link.bundle'), 'main']);
         return file('link.bundle');
-      }, 400, () => `symlink in ${ids.link}: b.md`);
+      }, 400, 'import_symlink', () => `symlink in ${ids.link}: b.md`);
       add('prerequisites', () => {
         git(join(work.path, 'src'), ['bundle', 'create', '-q', join(work.path, 'thin.bundle'), 'main~2..main']);
         return file('thin.bundle');
-      }, 400, () => 'bundle has prerequisites');
+      }, 400, 'bundle_prerequisites', () => 'bundle has prerequisites');
       add('a file over the size a push allows', () => {
         const dir = join(work.path, 'big');
         const big = Array.from({ length: MAX_FILE / 32 + 1 }, (_, i) => `${String(i).padStart(31, '0')}\n`).join('');
@@ -407,7 +408,7 @@ export function importCases(kind: TargetKind): void {
         ids.bigSize = String(big.length);
         git(dir, ['bundle', 'create', '-q', join(work.path, 'big.bundle'), 'main']);
         return file('big.bundle');
-      }, 413, () => `file too large in ${ids.bigCommit}: big.md (${ids.bigSize} bytes, at most ${MAX_FILE})`);
+      }, 413, 'import_file_too_large', () => `file too large in ${ids.bigCommit}: big.md (${ids.bigSize} bytes, at most ${MAX_FILE})`);
 
       /** A cut in the middle of the pack falls inside one record, which then does not inflate: which record, and where it starts, as git's own index of the same pack says. */
       const midCut = () => {
@@ -433,7 +434,7 @@ export function importCases(kind: TargetKind): void {
           if (c.name === 'truncated in the middle of a record') ids.midCut = midCut();
           const repo = `refused${i}`;
           const got = await importAs(repo, await c.make(), users.carol);
-          expect(got).toEqual({ status: c.status, body: { error: c.error() } });
+          expect(got).toEqual({ status: c.status, body: { error: c.error(), code: c.code } });
           await nothingLeft(repo, users.carol);
           expect((await call('/v1/repos', { token: users.carol.token })).body.repos).toEqual([]);
         });
@@ -444,10 +445,10 @@ export function importCases(kind: TargetKind): void {
       expect((await call('/v1/repos', { method: 'POST', token: users.alice.token, json: { id: 'team' } })).status).toBe(201);
       const key = await call('/v1/repos/team/invite-keys', { method: 'POST', json: {}, token: users.alice.token });
       expect((await call('/v1/repos/join', { method: 'POST', json: { key: key.body.token }, token: users.bob.token })).status).toBe(200);
-      expect(await importAs('team', wikiBundle, users.bob)).toEqual({ status: 403, body: { error: 'only an owner can import' } });
-      expect(await importAs('team', wikiBundle, users.carol)).toEqual({ status: 403, body: { error: 'not a member of this repo' } });
-      expect(await importAs('wiki', wikiBundle, users.alice)).toEqual({ status: 409, body: { error: 'repository is not empty' } });
-      expect(await importAs('wiki', wikiBundle)).toEqual({ status: 409, body: { error: 'repository is not empty' } });
+      expect(await importAs('team', wikiBundle, users.bob)).toEqual({ status: 403, body: { error: 'only an owner can import', code: 'owner_only_import' } });
+      expect(await importAs('team', wikiBundle, users.carol)).toEqual({ status: 403, body: { error: 'not a member of this repo', code: 'not_a_member' } });
+      expect(await importAs('wiki', wikiBundle, users.alice)).toEqual({ status: 409, body: { error: 'repository is not empty', code: 'repo_not_empty' } });
+      expect(await importAs('wiki', wikiBundle)).toEqual({ status: 409, body: { error: 'repository is not empty', code: 'repo_not_empty' } });
       // A refused bundle into an existing empty repository leaves it as it was: there, and empty.
       expect((await importAs('team', new TextEncoder().encode('nope'), users.alice)).status).toBe(400);
       expect(await call('/v1/repos/team/pages', { token: users.alice.token })).toEqual({ status: 200, body: { pages: [] } });
@@ -468,7 +469,7 @@ export function importCases(kind: TargetKind): void {
     });
 
     it('a body over SERVICE_MAX_IMPORT_BYTES: 413 on its declared length (10 GB) and on the bytes read', async () => {
-      const tooLarge = { error: `request body too large (at most ${MAX_IMPORT} bytes)` };
+      const tooLarge = { error: `request body too large (at most ${MAX_IMPORT} bytes)`, code: 'import_too_large' };
       // Declared: answered before a byte of the body is read.
       const declared = await new Promise<{ status: number; body: string }>((resolve, reject) => {
         const u = new URL(`${t.url}/v1/repos/huge/import`);

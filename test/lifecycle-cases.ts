@@ -118,9 +118,9 @@ export function lifecycleCases(kind: TargetKind): void {
         incoming: [{ path: 'wiki/concepts/notes.md', title: 'Notes' }],
       });
       expect((await links('kb', 'wiki/entities/postgres.md')).body.incoming).toEqual([{ path: 'wiki/concepts/notes.md', title: 'Notes' }]);
-      expect(await links('kb', 'wiki/concepts/postgres.md')).toEqual({ status: 404, body: { error: 'page not found' } });
-      expect(await links('nokb', 'a.md')).toEqual({ status: 404, body: { error: 'repo not found' } });
-      expect(await links('kb', 'wiki/concepts/notes.md', users.dave!.token)).toEqual({ status: 403, body: { error: 'not a member of this repo' } });
+      expect(await links('kb', 'wiki/concepts/postgres.md')).toEqual({ status: 404, body: { error: 'page not found', code: 'page_not_found' } });
+      expect(await links('nokb', 'a.md')).toEqual({ status: 404, body: { error: 'repo not found', code: 'repo_not_found' } });
+      expect(await links('kb', 'wiki/concepts/notes.md', users.dave!.token)).toEqual({ status: 403, body: { error: 'not a member of this repo', code: 'not_a_member' } });
     });
 
     it('links: repositories with the same paths never see each other\'s links', async () => {
@@ -145,13 +145,13 @@ export function lifecycleCases(kind: TargetKind): void {
       expect(await setRole('team', bob!, 'owner', alice)).toEqual({ status: 200, body: { user_id: bob!.id, email: 'bob@example.test', role: 'owner' } });
       expect(await setRole('team', alice!, 'member', bob)).toEqual({ status: 200, body: { user_id: alice!.id, email: 'alice@example.test', role: 'member' } });
       expect(await roles('team')).toEqual({ alice: 'member', bob: 'owner', carol: 'member' });
-      expect(await setRole('team', bob!, 'member', bob)).toEqual({ status: 409, body: { error: "can't remove the last owner" } });
-      expect(await setRole('team', carol!, 'owner', alice)).toEqual({ status: 403, body: { error: 'only an owner can change roles' } });
-      expect(await setRole('team', carol!, 'owner', dave)).toEqual({ status: 403, body: { error: 'not a member of this repo' } });
-      expect(await setRole('team', dave!, 'owner', bob)).toEqual({ status: 404, body: { error: 'not a member of this repo' } });
-      expect(await setRole('team', carol!, 'boss', bob)).toEqual({ status: 400, body: { error: 'role must be owner or member' } });
-      expect(await setRole('team', carol!, undefined, bob)).toEqual({ status: 400, body: { error: 'role must be owner or member' } });
-      expect(await setRole('ghost', carol!, 'owner')).toEqual({ status: 404, body: { error: 'repo not found' } });
+      expect(await setRole('team', bob!, 'member', bob)).toEqual({ status: 409, body: { error: "can't remove the last owner", code: 'last_owner' } });
+      expect(await setRole('team', carol!, 'owner', alice)).toEqual({ status: 403, body: { error: 'only an owner can change roles', code: 'owner_only_roles' } });
+      expect(await setRole('team', carol!, 'owner', dave)).toEqual({ status: 403, body: { error: 'not a member of this repo', code: 'not_a_member' } });
+      expect(await setRole('team', dave!, 'owner', bob)).toEqual({ status: 404, body: { error: 'not a member of this repo', code: 'not_a_member' } });
+      expect(await setRole('team', carol!, 'boss', bob)).toEqual({ status: 400, body: { error: 'role must be owner or member', code: 'invalid_role' } });
+      expect(await setRole('team', carol!, undefined, bob)).toEqual({ status: 400, body: { error: 'role must be owner or member', code: 'invalid_role' } });
+      expect(await setRole('ghost', carol!, 'owner')).toEqual({ status: 404, body: { error: 'repo not found', code: 'repo_not_found' } });
       expect((await setRole('team', alice!, 'owner')).status).toBe(200); // the legacy key
       expect(await roles('team')).toEqual({ alice: 'owner', bob: 'owner', carol: 'member' });
     });
@@ -196,12 +196,12 @@ export function lifecycleCases(kind: TargetKind): void {
       expect((await t.api('/v1/repos/doomed/export', { token: dave!.token })).status).toBe(200);
       expect((await call('/v1/billing', { token: dave!.token })).body.usage).toEqual({ repos_owned: 1 });
 
-      const confirm = { status: 400, body: { error: 'confirm the deletion with ?confirm=<id>' } };
+      const confirm = { status: 400, body: { error: 'confirm the deletion with ?confirm=<id>', code: 'confirm_required' } };
       expect(await del('doomed', undefined, dave)).toEqual(confirm);
       expect(await del('doomed', 'Doomed', dave)).toEqual(confirm);
-      expect(await del('doomed', 'doomed', carol)).toEqual({ status: 403, body: { error: 'only an owner can delete a repository' } });
-      expect(await del('doomed', 'doomed', alice)).toEqual({ status: 403, body: { error: 'not a member of this repo' } });
-      expect(await del('ghost', 'ghost')).toEqual({ status: 404, body: { error: 'repo not found' } });
+      expect(await del('doomed', 'doomed', carol)).toEqual({ status: 403, body: { error: 'only an owner can delete a repository', code: 'owner_only_delete' } });
+      expect(await del('doomed', 'doomed', alice)).toEqual({ status: 403, body: { error: 'not a member of this repo', code: 'not_a_member' } });
+      expect(await del('ghost', 'ghost')).toEqual({ status: 404, body: { error: 'repo not found', code: 'repo_not_found' } });
       expect((await call('/v1/repos/doomed/pages', { token: dave!.token })).body.pages).toHaveLength(2);
 
       expect(await del('doomed', 'doomed', dave)).toEqual({ status: 204, body: null });
@@ -209,11 +209,11 @@ export function lifecycleCases(kind: TargetKind): void {
       expect((await call('/v1/repos', { token: dave!.token })).body.repos.map((r: { id: string }) => r.id)).not.toContain('doomed');
       expect((await call('/v1/repos')).body.repos.map((r: { id: string }) => r.id)).not.toContain('doomed');
       for (const path of ['/v1/repos/doomed/pages', '/v1/repos/doomed/members', '/v1/repos/doomed/activity', '/v1/repos/doomed/links/wiki/concepts/a.md']) {
-        expect(await call(path), path).toEqual({ status: 404, body: { error: 'repo not found' } });
-        expect(await call(path, { token: dave!.token }), path).toEqual({ status: 403, body: { error: 'not a member of this repo' } });
+        expect(await call(path), path).toEqual({ status: 404, body: { error: 'repo not found', code: 'repo_not_found' } });
+        expect(await call(path, { token: dave!.token }), path).toEqual({ status: 403, body: { error: 'not a member of this repo', code: 'not_a_member' } });
       }
-      expect(await del('doomed', 'doomed', dave)).toEqual({ status: 403, body: { error: 'not a member of this repo' } });
-      expect(await del('doomed', 'doomed')).toEqual({ status: 404, body: { error: 'repo not found' } });
+      expect(await del('doomed', 'doomed', dave)).toEqual({ status: 403, body: { error: 'not a member of this repo', code: 'not_a_member' } });
+      expect(await del('doomed', 'doomed')).toEqual({ status: 404, body: { error: 'repo not found', code: 'repo_not_found' } });
 
       // The id is free: created again by someone else, it is a new, empty repository.
       await create('doomed', bob!);
@@ -221,11 +221,11 @@ export function lifecycleCases(kind: TargetKind): void {
       expect((await call('/v1/repos/doomed/members', { token: bob!.token })).body.members.map((m: { email: string }) => m.email)).toEqual(['bob@example.test']);
       expect((await call('/v1/repos/doomed/activity', { token: bob!.token })).body).toEqual({ events: [], total: 0 });
       expect((await call('/v1/repos/doomed/search?q=zebracorn', { token: bob!.token })).body).toEqual({ results: [], total: 0 });
-      expect(await links('doomed', 'wiki/concepts/a.md', bob!.token)).toEqual({ status: 404, body: { error: 'page not found' } });
-      expect(await call('/v1/repos/doomed/pages', { token: carol!.token })).toEqual({ status: 403, body: { error: 'not a member of this repo' } });
+      expect(await links('doomed', 'wiki/concepts/a.md', bob!.token)).toEqual({ status: 404, body: { error: 'page not found', code: 'page_not_found' } });
+      expect(await call('/v1/repos/doomed/pages', { token: carol!.token })).toEqual({ status: 403, body: { error: 'not a member of this repo', code: 'not_a_member' } });
       expect(await call('/v1/repos/join', { method: 'POST', json: { key }, token: carol!.token })).toEqual({
         status: 404,
-        body: { error: 'invite key not recognized' },
+        body: { error: 'invite key not recognized', code: 'invite_key_not_recognized' },
       });
       // And it works as any repository does.
       await push('doomed', [{ path: 'wiki/concepts/c.md', content: '[[d]]' }, { path: 'wiki/concepts/d.md', content: 'd' }], bob!.token);
@@ -246,7 +246,7 @@ export function lifecycleCases(kind: TargetKind): void {
       const answers = await Promise.all(racing);
       for (const [what, , status] of answers) expect([200, 204, 404], `${what} ${status}`).toContain(status);
       expect(answers.find((a) => a[0] === 'delete')![2]).toBe(204);
-      expect(await call('/v1/repos/racy/pages')).toEqual({ status: 404, body: { error: 'repo not found' } });
+      expect(await call('/v1/repos/racy/pages')).toEqual({ status: 404, body: { error: 'repo not found', code: 'repo_not_found' } });
       // The legacy creation makes it again: empty.
       expect((await call('/v1/repos/racy', { method: 'POST' })).status).toBe(201);
       expect((await call('/v1/repos/racy/pages')).body).toEqual({ pages: [] });

@@ -212,7 +212,7 @@ export function mcpLiveCases(kind: TargetKind): void {
           }
           const refused = await openStream();
           expect(refused.status).toBe(429);
-          expect(await refused.json()).toEqual({ error: 'too many event streams' });
+          expect(await refused.json()).toEqual({ error: 'too many event streams', code: 'too_many_streams' });
 
           await a.client.unsubscribeResource({ uri: 'kr://page/beta' });
           await a.client.unsubscribeResource({ uri: INDEX });

@@ -70,27 +70,27 @@ describe('invite keys', () => {
   });
 
   it('refuses bad, unknown, revoked and expired keys with their statuses', async () => {
-    expect(await join_(carol.token, undefined)).toEqual({ status: 400, body: { error: 'key required' } });
-    expect(await join_(carol.token, '')).toEqual({ status: 400, body: { error: 'key required' } });
-    expect(await join_(carol.token, 42)).toEqual({ status: 400, body: { error: 'key required' } });
+    expect(await join_(carol.token, undefined)).toEqual({ status: 400, body: { error: 'key required', code: 'key_required' } });
+    expect(await join_(carol.token, '')).toEqual({ status: 400, body: { error: 'key required', code: 'key_required' } });
+    expect(await join_(carol.token, 42)).toEqual({ status: 400, body: { error: 'key required', code: 'key_required' } });
     const bad = await api('/v1/repos/join', carol.token, { method: 'POST', body: '{"key":', headers: { 'content-type': 'application/json' } });
     expect(bad.status).toBe(400);
-    expect(await bad.json()).toEqual({ error: 'invalid JSON body' });
-    expect(await join_(carol.token, 'kri_nope')).toEqual({ status: 404, body: { error: 'invite key not recognized' } });
+    expect(await bad.json()).toEqual({ error: 'invalid JSON body', code: 'invalid_json' });
+    expect(await join_(carol.token, 'kri_nope')).toEqual({ status: 404, body: { error: 'invite key not recognized', code: 'invite_key_not_recognized' } });
 
     const revoked = await mint('proj', alice.token, 'to revoke');
     expect((await api(`/v1/repos/proj/invite-keys/${revoked.body.key.id}`, alice.token, { method: 'DELETE' })).status).toBe(204);
-    expect(await join_(carol.token, revoked.body.token)).toEqual({ status: 404, body: { error: 'invite key not recognized' } });
+    expect(await join_(carol.token, revoked.body.token)).toEqual({ status: 404, body: { error: 'invite key not recognized', code: 'invite_key_not_recognized' } });
     const again = await api(`/v1/repos/proj/invite-keys/${revoked.body.key.id}`, alice.token, { method: 'DELETE' });
     expect(again.status).toBe(404);
-    expect(await again.json()).toEqual({ error: 'invite key not found' });
+    expect(await again.json()).toEqual({ error: 'invite key not found', code: 'invite_key_not_found' });
     // Revoking takes the key id, never the token.
     const byToken = await api(`/v1/repos/proj/invite-keys/${revoked.body.token}`, alice.token, { method: 'DELETE' });
     expect(byToken.status).toBe(404);
 
     const old = await mint('proj', alice.token, 'old');
     clock.advance(7 * 86400 * 1000);
-    expect(await join_(carol.token, old.body.token)).toEqual({ status: 410, body: { error: 'invite key expired' } });
+    expect(await join_(carol.token, old.body.token)).toEqual({ status: 410, body: { error: 'invite key expired', code: 'invite_key_expired' } });
     const keys = (await (await api('/v1/repos/proj/invite-keys', alice.token)).json()).keys;
     expect(keys.map((k: { label: string }) => k.label)).toEqual(['old', '', 'for bob']);
     expect(keys.every((k: { expires_at: number }) => k.expires_at <= Math.floor(clock.now() / 1000))).toBe(true);
@@ -102,24 +102,24 @@ describe('invite keys', () => {
     const theirs = await mint('carols', carol.token, 'c');
     const r = await api(`/v1/repos/proj/invite-keys/${theirs.body.key.id}`, alice.token, { method: 'DELETE' });
     expect(r.status).toBe(404);
-    expect(await r.json()).toEqual({ error: 'invite key not found' });
+    expect(await r.json()).toEqual({ error: 'invite key not found', code: 'invite_key_not_found' });
     expect((await (await api('/v1/repos/carols/invite-keys', carol.token)).json()).keys).toHaveLength(1);
   });
 
   it('keys are owner-only; members and non-members are refused', async () => {
-    const refusals: Array<[string, string, string, number, string]> = [
-      ['POST', '/v1/repos/proj/invite-keys', bob.token, 403, 'only an owner can manage invite keys'],
-      ['GET', '/v1/repos/proj/invite-keys', bob.token, 403, 'only an owner can manage invite keys'],
-      ['DELETE', '/v1/repos/proj/invite-keys/x', bob.token, 403, 'only an owner can manage invite keys'],
-      ['DELETE', `/v1/repos/proj/members/${alice.user.id}`, bob.token, 403, 'only an owner can remove members'],
-      ['POST', '/v1/repos/proj/invite-keys', carol.token, 403, 'not a member of this repo'],
-      ['GET', '/v1/repos/proj/members', carol.token, 403, 'not a member of this repo'],
-      ['GET', '/v1/repos/ghost/members', carol.token, 403, 'not a member of this repo'],
+    const refusals: Array<[string, string, string, number, string, string]> = [
+      ['POST', '/v1/repos/proj/invite-keys', bob.token, 403, 'only an owner can manage invite keys', 'owner_only_invites'],
+      ['GET', '/v1/repos/proj/invite-keys', bob.token, 403, 'only an owner can manage invite keys', 'owner_only_invites'],
+      ['DELETE', '/v1/repos/proj/invite-keys/x', bob.token, 403, 'only an owner can manage invite keys', 'owner_only_invites'],
+      ['DELETE', `/v1/repos/proj/members/${alice.user.id}`, bob.token, 403, 'only an owner can remove members', 'owner_only_remove'],
+      ['POST', '/v1/repos/proj/invite-keys', carol.token, 403, 'not a member of this repo', 'not_a_member'],
+      ['GET', '/v1/repos/proj/members', carol.token, 403, 'not a member of this repo', 'not_a_member'],
+      ['GET', '/v1/repos/ghost/members', carol.token, 403, 'not a member of this repo', 'not_a_member'],
     ];
-    for (const [method, path, token, status, error] of refusals) {
+    for (const [method, path, token, status, error, code] of refusals) {
       const r = await api(path, token, { method, ...(method === 'POST' ? { json: {} } : {}) });
       expect(r.status, `${method} ${path}`).toBe(status);
-      expect(await r.json()).toEqual({ error });
+      expect(await r.json()).toEqual({ error, code });
     }
   });
 });
@@ -128,16 +128,16 @@ describe('the legacy key', () => {
   it('may list and revoke keys and remove members, but not mint or redeem', async () => {
     const m = await api('/v1/repos/proj/invite-keys', undefined, { method: 'POST', json: {} });
     expect(m.status).toBe(403);
-    expect(await m.json()).toEqual({ error: 'user session required' });
+    expect(await m.json()).toEqual({ error: 'user session required', code: 'user_session_required' });
     const j = await api('/v1/repos/join', undefined, { method: 'POST', json: { key: 'kri_x' } });
     expect(j.status).toBe(403);
-    expect(await j.json()).toEqual({ error: 'user session required' });
+    expect(await j.json()).toEqual({ error: 'user session required', code: 'user_session_required' });
     expect((await api('/v1/repos/proj/invite-keys', undefined)).status).toBe(200);
     const k = await mint('proj', alice.token, 'legacy revokes');
     expect((await api(`/v1/repos/proj/invite-keys/${k.body.key.id}`, undefined, { method: 'DELETE' })).status).toBe(204);
     const missing = await api('/v1/repos/ghost/invite-keys', undefined);
     expect(missing.status).toBe(404);
-    expect(await missing.json()).toEqual({ error: 'repo not found' });
+    expect(await missing.json()).toEqual({ error: 'repo not found', code: 'repo_not_found' });
   });
 });
 
@@ -147,17 +147,17 @@ describe('removing members', () => {
     expect(push.status).toBe(200);
     const absent = await api(`/v1/repos/proj/members/${carol.user.id}`, alice.token, { method: 'DELETE' });
     expect(absent.status).toBe(404);
-    expect(await absent.json()).toEqual({ error: 'not a member of this repo' });
+    expect(await absent.json()).toEqual({ error: 'not a member of this repo', code: 'not_a_member' });
     const last = await api(`/v1/repos/proj/members/${alice.user.id}`, alice.token, { method: 'DELETE' });
     expect(last.status).toBe(409);
-    expect(await last.json()).toEqual({ error: "can't remove the last owner" });
+    expect(await last.json()).toEqual({ error: "can't remove the last owner", code: 'last_owner' });
 
     const removed = await api(`/v1/repos/proj/members/${bob.user.id}`, alice.token, { method: 'DELETE' });
     expect(removed.status).toBe(204);
     expect(await removed.text()).toBe('');
     const after = await api('/v1/repos/proj/sync/pull', bob.token);
     expect(after.status).toBe(403);
-    expect(await after.json()).toEqual({ error: 'not a member of this repo' });
+    expect(await after.json()).toEqual({ error: 'not a member of this repo', code: 'not_a_member' });
     expect(gitIn(join(srv.dataRoot, 'repos', 'proj.git'), 'log', '-1', '--format=%an <%ae>', 'main').trim()).toBe('Bob <bob@example.test>');
     expect((await (await api('/v1/repos', bob.token)).json()).repos).toEqual([]);
     // Removal by the legacy key, and the owner stays an owner throughout.
@@ -181,7 +181,7 @@ describe('changing roles', () => {
     const k = await mint('roles-member', alice.token);
     expect((await join_(bob.token, k.body.token)).status).toBe(200);
     for (const [userId, role] of [[bob.user.id, 'owner'], [alice.user.id, 'member']]) {
-      expect(await setRole('roles-member', bob.token, userId!, role!)).toEqual({ status: 403, body: { error: 'only an owner can change roles' } });
+      expect(await setRole('roles-member', bob.token, userId!, role!)).toEqual({ status: 403, body: { error: 'only an owner can change roles', code: 'owner_only_roles' } });
     }
     expect(await roles('roles-member', alice.token)).toEqual([['alice@example.test', 'owner'], ['bob@example.test', 'member']]);
   });
@@ -190,7 +190,7 @@ describe('changing roles', () => {
     expect((await api('/v1/repos', alice.token, { method: 'POST', json: { id: 'roles-last' } })).status).toBe(201);
     const k = await mint('roles-last', alice.token);
     expect((await join_(bob.token, k.body.token)).status).toBe(200);
-    expect(await setRole('roles-last', alice.token, alice.user.id, 'member')).toEqual({ status: 409, body: { error: "can't remove the last owner" } });
+    expect(await setRole('roles-last', alice.token, alice.user.id, 'member')).toEqual({ status: 409, body: { error: "can't remove the last owner", code: 'last_owner' } });
     expect(await roles('roles-last', alice.token)).toEqual([['alice@example.test', 'owner'], ['bob@example.test', 'member']]);
   });
 });

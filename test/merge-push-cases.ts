@@ -281,7 +281,7 @@ export function mergePushCases(kind: TargetKind): void {
     it('refuses any other merge mode', async () => {
       for (const merge of ['lines', '', true, 1, null]) {
         const r = await push('modes', { merge, files: [{ path: 'wiki/concepts/x.md', content: 'x' }] });
-        expect([r.status, r.body]).toEqual([400, { error: 'invalid merge mode' }]);
+        expect([r.status, r.body]).toEqual([400, { error: 'invalid merge mode', code: 'invalid_merge_mode' }]);
       }
       expect((await call('/v1/repos')).body.repos.map((r: { id: string }) => r.id)).not.toContain('modes');
     });

@@ -94,9 +94,13 @@ describe('the OpenAPI document', () => {
         else if (op.tags[0] === 'Git') {
           // git's routes take Basic credentials too, and their 401 asks for them.
           expect(op.security, `${method} ${path}`).toEqual([{ basic: [] }, { bearer: [] }]);
-          expect(r401.description).toBe('One of: `missing authorization header`; `invalid authorization format, expected Basic or Bearer credentials`; `invalid token`.');
+          expect(r401.description).toBe(
+            'One of: `missing authorization header` (`missing_authorization`); `invalid authorization format, expected Basic or Bearer credentials` (`invalid_git_authorization_format`); `invalid token` (`invalid_token`).',
+          );
           expect(r401.headers['WWW-Authenticate']).toMatchObject({ required: true });
-        } else expect(r401.description, `${method} ${path}`).toMatch(/^One of: `missing authorization header`; `invalid authorization format, expected Bearer <token>`; `invalid token`; /);
+        } else expect(r401.description, `${method} ${path}`).toMatch(
+            /^One of: `missing authorization header` \(`missing_authorization`\); `invalid authorization format, expected Bearer <token>` \(`invalid_authorization_format`\); `invalid token` \(`invalid_token`\); /,
+          );
       }
       expect('429' in op.responses, `${method} ${path}`).toBe(path !== '/health' && path !== '/openapi.json');
       expect(op.responses['500'], `${method} ${path}`).toEqual({ $ref: '#/components/responses/InternalError' });
@@ -154,9 +158,9 @@ describe('the response checker (test/helpers/openapi-check.ts)', () => {
       headers: { 'content-type': 'text/markdown; charset=utf-8', 'x-request-id': 'x', 'x-page-sha': 'a'.repeat(40) },
     }))).toBeNull();
     expect(await checker.check('DELETE', '/v1/pats/p1', new Response(null, { status: 204, headers: { 'x-request-id': 'x' } }))).toBeNull();
-    expect(await checker.check('GET', '/v1/repos/kb/sync/push', json({ error: 'method not allowed' }, 405))).toBeNull();
-    expect(await checker.check('GET', '/v1/nope', json({ error: 'not found' }, 404))).toBeNull();
-    expect(await checker.check('POST', '/v1/repos', json({ error: 'repo already exists' }, 409))).toBeNull();
+    expect(await checker.check('GET', '/v1/repos/kb/sync/push', json({ error: 'method not allowed', code: 'method_not_allowed' }, 405))).toBeNull();
+    expect(await checker.check('GET', '/v1/nope', json({ error: 'not found', code: 'not_found' }, 404))).toBeNull();
+    expect(await checker.check('POST', '/v1/repos', json({ error: 'repo already exists', code: 'repo_exists' }, 409))).toBeNull();
   });
 
   it('finds drift: a wrong type, a missing or an extra key, a bad nested value', async () => {

@@ -4,6 +4,7 @@ import type { Identity } from '../lib/auth/identity.ts';
 import { LEGACY } from '../lib/auth/identity.ts';
 import type { Role } from '../lib/db/members.ts';
 import { HttpError } from '../lib/errors.ts';
+import { R } from '../lib/refusals.ts';
 import { ADMIN_ACTIONS, REPO_SCOPED, authorize, authorizeUser, decide, type Action, type Decision } from '../lib/policy.ts';
 import type { AppEnv } from '../lib/route.ts';
 
@@ -17,12 +18,12 @@ type Who = 'legacy' | 'owner' | 'member' | 'nonMember';
 const WHO: Who[] = ['legacy', 'owner', 'member', 'nonMember'];
 
 const ok: Decision = { allow: true };
-const sessionRequired: Decision = { allow: false, status: 401, error: 'session required' };
-const userRequired: Decision = { allow: false, status: 403, error: 'user session required' };
-const notMember: Decision = { allow: false, status: 403, error: 'not a member of this repo' };
-const ownerInvites: Decision = { allow: false, status: 403, error: 'only an owner can manage invite keys' };
-const ownerRemove: Decision = { allow: false, status: 403, error: 'only an owner can remove members' };
-const adminOnly: Decision = { allow: false, status: 403, error: 'admin only' };
+const sessionRequired: Decision = { allow: false, refusal: R.session_required };
+const userRequired: Decision = { allow: false, refusal: R.user_session_required };
+const notMember: Decision = { allow: false, refusal: R.not_a_member };
+const ownerInvites: Decision = { allow: false, refusal: R.owner_only_invites };
+const ownerRemove: Decision = { allow: false, refusal: R.owner_only_remove };
+const adminOnly: Decision = { allow: false, refusal: R.admin_only };
 
 const TABLE: Record<Action, Record<Who, Decision>> = {
   // Account-scoped: any real user; the legacy key has no user.
@@ -53,14 +54,14 @@ const TABLE: Record<Action, Record<Who, Decision>> = {
   'invite.list': { legacy: ok, owner: ok, member: ownerInvites, nonMember: notMember },
   'invite.revoke': { legacy: ok, owner: ok, member: ownerInvites, nonMember: notMember },
   'member.remove': { legacy: ok, owner: ok, member: ownerRemove, nonMember: notMember },
-  'repo.export': { legacy: ok, owner: ok, member: { allow: false, status: 403, error: 'only an owner can export' }, nonMember: notMember },
-  'repo.import': { legacy: ok, owner: ok, member: { allow: false, status: 403, error: 'only an owner can import' }, nonMember: notMember },
-  'member.role': { legacy: ok, owner: ok, member: { allow: false, status: 403, error: 'only an owner can change roles' }, nonMember: notMember },
-  'repo.delete': { legacy: ok, owner: ok, member: { allow: false, status: 403, error: 'only an owner can delete a repository' }, nonMember: notMember },
+  'repo.export': { legacy: ok, owner: ok, member: { allow: false, refusal: R.owner_only_export }, nonMember: notMember },
+  'repo.import': { legacy: ok, owner: ok, member: { allow: false, refusal: R.owner_only_import }, nonMember: notMember },
+  'member.role': { legacy: ok, owner: ok, member: { allow: false, refusal: R.owner_only_roles }, nonMember: notMember },
+  'repo.delete': { legacy: ok, owner: ok, member: { allow: false, refusal: R.owner_only_delete }, nonMember: notMember },
   'webhook.manage': {
     legacy: ok,
     owner: ok,
-    member: { allow: false, status: 403, error: 'only an owner can manage webhooks' },
+    member: { allow: false, refusal: R.owner_only_webhooks },
     nonMember: notMember,
   },
 };
@@ -153,14 +154,14 @@ describe('authorize() / authorizeUser() in a handler', () => {
   };
 
   it('throws the decision as an HttpError', async () => {
-    expect(await call(LEGACY, (c) => void authorize(c, 'me.read'))).toEqual({ status: 401, body: { error: 'session required' } });
-    expect(await call(LEGACY, (c) => void authorizeUser(c, 'pat.mint'))).toEqual({ status: 403, body: { error: 'user session required' } });
+    expect(await call(LEGACY, (c) => void authorize(c, 'me.read'))).toEqual({ status: 401, body: { error: 'session required', code: 'session_required' } });
+    expect(await call(LEGACY, (c) => void authorizeUser(c, 'pat.mint'))).toEqual({ status: 403, body: { error: 'user session required', code: 'user_session_required' } });
     expect(await call(LEGACY, (c) => authorize(c, 'repo.list').kind)).toEqual({ status: 200, body: { result: 'legacy' } });
     expect(await call(user(), (c) => authorizeUser(c, 'me.read').userId)).toEqual({ status: 200, body: { result: 'u-1' } });
   });
 
   it('answers 401 when no identity was resolved, and refuses repo-scoped actions', async () => {
-    expect(await call(undefined, (c) => void authorize(c, 'me.read'))).toEqual({ status: 401, body: { error: 'missing authorization header' } });
+    expect(await call(undefined, (c) => void authorize(c, 'me.read'))).toEqual({ status: 401, body: { error: 'missing authorization header', code: 'missing_authorization' } });
     // A repository-scoped action through authorize() is a programming error, not a decision: it throws a
     // plain Error (the app's 500), never an HttpError a caller could mistake for an answer.
     expect(await call(user(), (c) => void authorize(c, 'repo.read'))).toEqual({

@@ -223,7 +223,7 @@ describe('rateLimit middleware over an asynchronous store', () => {
     const res = await app.request('/x');
     expect(res.status).toBe(429);
     expect(res.headers.get('retry-after')).toBe('7');
-    expect(await res.text()).toBe('{"error":"rate limit exceeded"}');
+    expect(await res.text()).toBe('{"error":"rate limit exceeded","code":"rate_limited"}');
   });
 });
 
@@ -265,7 +265,7 @@ describe('buildApp with the Workers seams', () => {
     statuses.push(anon.status);
     expect(statuses).toEqual([200, 200, 200, 429]);
     expect(anon.headers.get('retry-after')).toBe('60');
-    expect(await anon.json()).toEqual({ error: 'rate limit exceeded' });
+    expect(await anon.json()).toEqual({ error: 'rate limit exceeded', code: 'rate_limited' });
     expect((await get('/v1/repos', '198.51.100.2')).status).toBe(200);
   });
 

@@ -41,12 +41,12 @@ for (const kind of ['node', 'workers'] as TargetKind[]) {
       const plain = await get('/v1/repos/team/pages');
       expect(plain.status).toBe(200);
       const semi = await get('/v1/repos/team;x/pages');
-      expect([semi.status, semi.body]).toEqual([404, { error: 'repo not found' }]);
+      expect([semi.status, semi.body]).toEqual([404, { error: 'repo not found', code: 'repo_not_found' }]);
       expect(await lineOf(semi.requestId)).toEqual([
         { time: expect.any(String), level: 'warn', event: 'repo_id_stripped', id: semi.requestId, raw: 'team;x', stripped: 'teamx' },
       ]);
       const slashes = await get('/v1/repos/x%2F..%2Fteam/pages');
-      expect([slashes.status, slashes.body]).toEqual([404, { error: 'repo not found' }]);
+      expect([slashes.status, slashes.body]).toEqual([404, { error: 'repo not found', code: 'repo_not_found' }]);
       expect(await lineOf(slashes.requestId)).toEqual([
         { time: expect.any(String), level: 'warn', event: 'repo_id_stripped', id: slashes.requestId, raw: 'x/../team', stripped: 'xteam' },
       ]);
@@ -60,9 +60,9 @@ for (const kind of ['node', 'workers'] as TargetKind[]) {
 
     it('nothing usable left → 400 and no stripping logged; a long raw id is logged cut to 200 characters', async () => {
       const empty = await get('/v1/repos/%3B%3B/pages');
-      expect([empty.status, empty.body]).toEqual([400, { error: 'invalid repo id' }]);
+      expect([empty.status, empty.body]).toEqual([400, { error: 'invalid repo id', code: 'invalid_repo_id' }]);
       const long = await get(`/v1/repos/a${';'.repeat(300)}/pages`);
-      expect([long.status, long.body]).toEqual([404, { error: 'repo not found' }]);
+      expect([long.status, long.body]).toEqual([404, { error: 'repo not found', code: 'repo_not_found' }]);
       const [line] = await lineOf(long.requestId);
       expect(line).toMatchObject({ raw: `a${';'.repeat(199)}…`, stripped: 'a' });
       expect(strippedLines().filter((l) => l.id === empty.requestId)).toEqual([]);

@@ -226,9 +226,9 @@ export function searchCases(kind: TargetKind): void {
       await push('aviary', [{ path: 'n.md', content: '## Nightjar\nchurring at dusk' }], { token: alice.access_token });
       expect(paths(await search('aviary', 'nightjar', '', { token: alice.access_token }))).toEqual(['n.md']);
       const denied = await search('aviary', 'nightjar', '', { token: bob.access_token });
-      expect([denied.status, denied.body]).toEqual([403, { error: 'not a member of this repo' }]);
+      expect([denied.status, denied.body]).toEqual([403, { error: 'not a member of this repo', code: 'not_a_member' }]);
       const none = await search('nowhere', 'nightjar', '', { token: bob.access_token });
-      expect([none.status, none.body]).toEqual([403, { error: 'not a member of this repo' }]);
+      expect([none.status, none.body]).toEqual([403, { error: 'not a member of this repo', code: 'not_a_member' }]);
       expect((await search('nowhere', 'nightjar')).status).toBe(404);
       const all = (token?: string) => call(`/v1/search?q=nightjar`, token === undefined ? {} : { token });
       expect(await all(bob.access_token)).toEqual({ status: 200, body: { results: [], total: 0 } });
@@ -349,26 +349,26 @@ export function searchCases(kind: TargetKind): void {
     });
 
     it('refuses bad syntax with 400 and a readable message, on both routes', async () => {
-      const cases: Array<[string, string]> = [
-        ['', 'q required'],
-        ['   ', 'q required'],
-        ['"unbalanced', 'invalid query: unbalanced quote'],
-        ['* - ""', 'invalid query: nothing to search for (only operators or punctuation)'],
-        ['-alone -"and this"', 'invalid query: only exclusions; add a word to search for'],
-        ['x'.repeat(201), 'invalid query: a term is longer than 200 characters'],
+      const cases: Array<[string, string, string]> = [
+        ['', 'q required', 'q_required'],
+        ['   ', 'q required', 'q_required'],
+        ['"unbalanced', 'invalid query: unbalanced quote', 'invalid_query'],
+        ['* - ""', 'invalid query: nothing to search for (only operators or punctuation)', 'invalid_query'],
+        ['-alone -"and this"', 'invalid query: only exclusions; add a word to search for', 'invalid_query'],
+        ['x'.repeat(201), 'invalid query: a term is longer than 200 characters', 'invalid_query'],
         // The cost budget (lib/search/query.ts).
-        ['w '.repeat(17), 'invalid query: more than 16 words'],
-        [`"${'blue heron '.repeat(8)}" stood`, 'invalid query: more than 16 words'],
-        ['abc* bcd* cde* def* efg*', 'invalid query: more than 4 prefixes (word*)'],
-        ['mi*', 'invalid query: a prefix needs at least 3 letters or digits before *'],
-        ['falcon -"small fa"*', 'invalid query: a prefix needs at least 3 letters or digits before *'],
+        ['w '.repeat(17), 'invalid query: more than 16 words', 'invalid_query'],
+        [`"${'blue heron '.repeat(8)}" stood`, 'invalid query: more than 16 words', 'invalid_query'],
+        ['abc* bcd* cde* def* efg*', 'invalid query: more than 4 prefixes (word*)', 'invalid_query'],
+        ['mi*', 'invalid query: a prefix needs at least 3 letters or digits before *', 'invalid_query'],
+        ['falcon -"small fa"*', 'invalid query: a prefix needs at least 3 letters or digits before *', 'invalid_query'],
       ];
-      for (const [q, error] of cases) {
-        expect(await search('rank', q), q).toEqual({ status: 400, body: { error } });
-        expect(await call(`/v1/search?q=${encodeURIComponent(q)}`), q).toEqual({ status: 400, body: { error } });
+      for (const [q, error, code] of cases) {
+        expect(await search('rank', q), q).toEqual({ status: 400, body: { error, code } });
+        expect(await call(`/v1/search?q=${encodeURIComponent(q)}`), q).toEqual({ status: 400, body: { error, code } });
       }
-      expect(await call('/v1/repos/rank/search')).toEqual({ status: 400, body: { error: 'q required' } });
-      expect(await call('/v1/search')).toEqual({ status: 400, body: { error: 'q required' } });
+      expect(await call('/v1/repos/rank/search')).toEqual({ status: 400, body: { error: 'q required', code: 'q_required' } });
+      expect(await call('/v1/search')).toEqual({ status: 400, body: { error: 'q required', code: 'q_required' } });
     });
 
     it('hostile queries (FTS syntax, SQL, NUL, 10 KB) get 200 or 400, never a 5xx', async () => {
@@ -378,7 +378,7 @@ export function searchCases(kind: TargetKind): void {
           const r = await call(path);
           seen.add(r.status);
           expect([200, 400], `${JSON.stringify(q.slice(0, 40))} → ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`).toContain(r.status);
-          if (r.status === 400) expect(Object.keys(r.body)).toEqual(['error']);
+          if (r.status === 400) expect(Object.keys(r.body)).toEqual(['error', 'code']);
           else expect(Array.isArray(r.body.results) && typeof r.body.total === 'number').toBe(true);
         }
       }

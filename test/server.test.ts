@@ -41,7 +41,7 @@ describe('the real server on port 0', () => {
         defineRoute({ method: 'POST', path: '/test/echo', public: true, handler: async (c) => c.json({ bytes: (await c.req.arrayBuffer()).byteLength }) }),
         defineRoute({ method: 'GET', path: '/test/slow', public: true, handler: async (c) => (await gate, c.json({ slow: true })) }),
         defineRoute({ method: 'GET', path: '/test/boom', public: true, handler: () => { throw new Error('secret internals'); } }),
-        defineRoute({ method: 'GET', path: '/test/teapot', public: true, handler: () => { throw new HttpError(418, 'short and stout', { spout: 1 }); } }),
+        defineRoute({ method: 'GET', path: '/test/teapot', public: true, handler: () => { throw new HttpError(418, 'teapot', 'short and stout', { spout: 1 }); } }),
       ],
     });
   });
@@ -62,21 +62,21 @@ describe('the real server on port 0', () => {
   it('renders unknown routes, wrong methods, HttpErrors and crashes as JSON', async () => {
     const nf = await fetch(`${srv.url}/v1/nothing-here`);
     expect(nf.status).toBe(404);
-    expect(await nf.json()).toEqual({ error: 'not found' });
+    expect(await nf.json()).toEqual({ error: 'not found', code: 'not_found' });
     expect(nf.headers.get('x-request-id')).toMatch(UUID_V4);
 
     const wm = await fetch(`${srv.url}/health`, { method: 'DELETE' });
     expect(wm.status).toBe(405);
-    expect(await wm.json()).toEqual({ error: 'method not allowed' });
+    expect(await wm.json()).toEqual({ error: 'method not allowed', code: 'method_not_allowed' });
     expect(wm.headers.get('allow')).toBe('GET, OPTIONS');
 
     const tp = await fetch(`${srv.url}/test/teapot`);
     expect(tp.status).toBe(418);
-    expect(await tp.json()).toEqual({ error: 'short and stout', spout: 1 });
+    expect(await tp.json()).toEqual({ error: 'short and stout', code: 'teapot', spout: 1 });
 
     const boom = await fetch(`${srv.url}/test/boom`);
     expect(boom.status).toBe(500);
-    expect(await boom.json()).toEqual({ error: 'internal error' });
+    expect(await boom.json()).toEqual({ error: 'internal error', code: 'internal_error' });
     const id = boom.headers.get('x-request-id')!;
     const logged = srv.logs.map((l) => JSON.parse(l)).find((l) => l.event === 'unhandled' && l.id === id);
     expect(logged.error).toBe('Error: secret internals');
@@ -98,14 +98,14 @@ describe('the real server on port 0', () => {
 
     const declared = await fetch(`${srv.url}/test/echo`, { method: 'POST', body: 'x'.repeat(1025) });
     expect(declared.status).toBe(413);
-    expect(await declared.json()).toEqual({ error: 'request body too large' });
+    expect(await declared.json()).toEqual({ error: 'request body too large', code: 'body_too_large' });
 
     const { req, done } = chunkedPost(srv.url, '/test/echo');
     for (let i = 0; i < 5; i++) req.write('y'.repeat(300));
     req.end();
     const streamed = await done;
     expect(streamed.status).toBe(413);
-    expect(JSON.parse(streamed.body)).toEqual({ error: 'request body too large' });
+    expect(JSON.parse(streamed.body)).toEqual({ error: 'request body too large', code: 'body_too_large' });
   });
 
   it('lets in-flight requests finish on shutdown, then stops listening', async () => {
@@ -131,7 +131,7 @@ describe('rate limiting over real HTTP', () => {
       for (let i = 0; i < 3; i++) expect((await hit('203.0.113.7')).status).toBe(404);
       const limited = await hit('203.0.113.7');
       expect(limited.status).toBe(429);
-      expect(await limited.json()).toEqual({ error: 'rate limit exceeded' });
+      expect(await limited.json()).toEqual({ error: 'rate limit exceeded', code: 'rate_limited' });
       expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
       expect((await hit('203.0.113.8')).status).toBe(404);
       // A forged left-most entry cannot dodge the limiter: the proxy's right-most entry is the client.

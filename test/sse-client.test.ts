@@ -126,7 +126,7 @@ describe('followEvents against a scripted server', () => {
 
   it('a refusal that is not passing is thrown; an answer that is no event stream too', async () => {
     const { url } = await scripted([
-      (_req, res) => res.writeHead(403, { 'content-type': 'application/json' }).end('{"error":"not a member of this repo"}'),
+      (_req, res) => res.writeHead(403, { 'content-type': 'application/json' }).end('{"error":"not a member of this repo","code":"not_a_member"}'),
       (_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html>'),
     ]);
     const opts = {

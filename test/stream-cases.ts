@@ -137,7 +137,7 @@ export function streamCases(kind: TargetKind): void {
 
     it('an unknown since is refused before anything is streamed', async () => {
       const r = await t.api(`/v1/repos/big/sync/pull?since=${'e'.repeat(40)}`);
-      expect({ status: r.status, body: await r.json() }).toEqual({ status: 400, body: { error: `unknown sha: ${'e'.repeat(40)}` } });
+      expect({ status: r.status, body: await r.json() }).toEqual({ status: 400, body: { error: `unknown sha: ${'e'.repeat(40)}`, code: 'unknown_sha' } });
     });
 
     it('an export is a bundle whose pack checksum holds, and git clones every page at head', async () => {

@@ -26,16 +26,16 @@ describe('creating repositories as a user', () => {
     for (const token of [alice.token, bob.token]) {
       const again = await srv.api('/v1/repos', { method: 'POST', token, json: { id: 'team' } });
       expect(again.status).toBe(409);
-      expect(await again.json()).toEqual({ error: 'repo already exists' });
+      expect(await again.json()).toEqual({ error: 'repo already exists', code: 'repo_exists' });
     }
     for (const id of ['-x', '_x', 'a.b', 'a/b', '', 'a'.repeat(65), 'ü']) {
       const bad = await srv.api('/v1/repos', { method: 'POST', token: alice.token, json: { id } });
       expect(bad.status, id).toBe(400);
-      expect(await bad.json()).toEqual({ error: 'id must match [A-Za-z0-9][A-Za-z0-9_-]{0,63}' });
+      expect(await bad.json()).toEqual({ error: 'id must match [A-Za-z0-9][A-Za-z0-9_-]{0,63}', code: 'invalid_new_repo_id' });
     }
     const wrongType = await srv.api('/v1/repos', { method: 'POST', token: alice.token, json: { id: 5 } });
     expect(wrongType.status).toBe(400);
-    expect(await wrongType.json()).toEqual({ error: 'invalid request: id: expected string' });
+    expect(await wrongType.json()).toEqual({ error: 'invalid request: id: expected string', code: 'invalid_request' });
     expect((await srv.api('/v1/repos', { method: 'POST', token: alice.token, json: { id: 'A'.repeat(64) } })).status).toBe(201);
   });
 
@@ -43,9 +43,9 @@ describe('creating repositories as a user', () => {
     expect((await srv.api('/v1/repos/orphan', { method: 'POST' })).status).toBe(201); // legacy key: no owner
     for (const token of [bob.token, alice.token]) {
       const r = await srv.api('/v1/repos', { method: 'POST', token, json: { id: 'orphan' } });
-      expect({ status: r.status, body: await r.json() }).toEqual({ status: 409, body: { error: 'repo already exists' } });
+      expect({ status: r.status, body: await r.json() }).toEqual({ status: 409, body: { error: 'repo already exists', code: 'repo_exists' } });
       const legacy = await srv.api('/v1/repos/orphan', { method: 'POST', token });
-      expect({ status: legacy.status, body: await legacy.json() }).toEqual({ status: 403, body: { error: 'not a member of this repo' } });
+      expect({ status: legacy.status, body: await legacy.json() }).toEqual({ status: 403, body: { error: 'not a member of this repo', code: 'not_a_member' } });
     }
     expect(await srv.deps.members.list('orphan')).toEqual([]);
   });
@@ -57,7 +57,7 @@ describe('creating repositories as a user', () => {
     expect((await srv.api('/v1/repos/bobsrepo', { method: 'POST', token: bob.token })).status).toBe(201);
     const stolen = await srv.api('/v1/repos/bobsrepo', { method: 'POST', token: alice.token });
     expect(stolen.status).toBe(403);
-    expect(await stolen.json()).toEqual({ error: 'not a member of this repo' });
+    expect(await stolen.json()).toEqual({ error: 'not a member of this repo', code: 'not_a_member' });
     const members = await srv.deps.members.list('bobsrepo');
     expect(members.map((m) => [m.email, m.role])).toEqual([['bob@example.test', 'owner']]);
   });
@@ -77,12 +77,12 @@ describe('membership on repo-scoped routes', () => {
       for (const path of ['pages', 'pages/a.md', 'sync/pull', 'timeline', 'history/a.md', 'activity']) {
         const r = await srv.api(`/v1/repos/${repo}/${path}`, { token: bob.token });
         expect(r.status, `${repo}/${path}`).toBe(403);
-        expect(await r.json()).toEqual({ error: 'not a member of this repo' });
+        expect(await r.json()).toEqual({ error: 'not a member of this repo', code: 'not_a_member' });
       }
     }
     const p = await push('team', bob.token, { files: [{ path: 'x.md', content: 'x' }] });
     expect(p.status).toBe(403);
-    expect(await p.json()).toEqual({ error: 'not a member of this repo' });
+    expect(await p.json()).toEqual({ error: 'not a member of this repo', code: 'not_a_member' });
     expect(gitIn(gitdir('team'), 'rev-list', '--all').trim()).toBe('');
   });
 
@@ -181,7 +181,7 @@ describe('a crash between creating a repository and recording its owner', () => 
     expect(await srv.deps.members.list('half-made')).toEqual([]);
     const other = await push('half-made', alice.token, { files: [{ path: 'a.md', content: 'a' }] });
     expect(other.status).toBe(403);
-    expect(await other.json()).toEqual({ error: 'not a member of this repo' });
+    expect(await other.json()).toEqual({ error: 'not a member of this repo', code: 'not_a_member' });
     const retry = await push('half-made', bob.token, { files: [{ path: 'a.md', content: 'a' }] });
     expect(retry.status).toBe(200);
     expect((await srv.deps.members.list('half-made')).map((m) => [m.email, m.role])).toEqual([['bob@example.test', 'owner']]);

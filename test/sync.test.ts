@@ -32,25 +32,25 @@ describe('repositories under the legacy key', () => {
     for (const bad of ['...', '%21%21', 'a'.repeat(65)]) {
       const r = await srv.api(`/v1/repos/${bad}`, { method: 'POST' });
       expect(r.status).toBe(400);
-      expect(await r.json()).toEqual({ error: 'invalid repo id' });
+      expect(await r.json()).toEqual({ error: 'invalid repo id', code: 'invalid_repo_id' });
     }
   });
 
   it('refuses the create route to the legacy key', async () => {
     const r = await srv.api('/v1/repos', { method: 'POST', json: { id: 'x' } });
     expect(r.status).toBe(403);
-    expect(await r.json()).toEqual({ error: 'user session required' });
+    expect(await r.json()).toEqual({ error: 'user session required', code: 'user_session_required' });
   });
 
   it('answers 404 repo not found for a missing repository, 405 for a wrong method', async () => {
     for (const path of ['/v1/repos/nope/pages', '/v1/repos/nope/sync/pull', '/v1/repos/nope/history/a.md', '/v1/repos/nope/timeline', '/v1/repos/nope/activity', '/v1/repos/nope/pages/a.md']) {
       const r = await srv.api(path);
       expect(r.status, path).toBe(404);
-      expect(await r.json()).toEqual({ error: 'repo not found' });
+      expect(await r.json()).toEqual({ error: 'repo not found', code: 'repo_not_found' });
     }
     const m = await srv.api('/v1/repos', { method: 'DELETE' });
     expect(m.status).toBe(405);
-    expect(await m.json()).toEqual({ error: 'method not allowed' });
+    expect(await m.json()).toEqual({ error: 'method not allowed', code: 'method_not_allowed' });
   });
 });
 
@@ -99,7 +99,7 @@ describe('push, pull, read', () => {
     }
     const missing = await srv.api('/v1/repos/sync1/pages/wiki/concepts/none.md');
     expect(missing.status).toBe(404);
-    expect(await missing.json()).toEqual({ error: 'page not found' });
+    expect(await missing.json()).toEqual({ error: 'page not found', code: 'page_not_found' });
 
     const pull = await (await srv.api('/v1/repos/sync1/sync/pull')).json();
     expect(pull).toEqual({
@@ -216,7 +216,7 @@ describe('bad input writes nothing', () => {
     for (const bad of badPaths) {
       const r = await push('badrepo', { files: [{ path: 'good.md', content: 'ok' }, { path: bad, content: 'evil' }] });
       expect(r.status, JSON.stringify(bad)).toBe(400);
-      expect(await r.json()).toEqual({ error: `invalid page path: ${bad}` });
+      expect(await r.json()).toEqual({ error: `invalid page path: ${bad}`, code: 'invalid_page_path' });
     }
     // The repository was never created, nothing escaped the data root.
     expect(existsSync(gitdir('badrepo'))).toBe(false);
@@ -227,40 +227,40 @@ describe('bad input writes nothing', () => {
   it('refuses bad parent shas, bad since, malformed JSON, wrong types and oversized bodies', async () => {
     await push('strict', { files: [{ path: 'a.md', content: 'a' }] });
     const before = commitCount('strict');
-    const cases: Array<[unknown, number, string]> = [
-      [{ files: [{ path: 'a.md', content: 'x', parent_sha: 'HEAD~1' }] }, 400, 'invalid parent_sha: HEAD~1'],
-      [{ files: [{ path: 'a.md', content: 'x', parent_sha: 'g'.repeat(40) }] }, 400, `invalid parent_sha: ${'g'.repeat(40)}`],
-      [{ files: [{ path: 'a.md', content: 'x', parent_sha: 'a'.repeat(41) }] }, 400, `invalid parent_sha: ${'a'.repeat(41)}`],
-      [{ files: [{ path: 'a.md', content: 'x', parent_sha: '' }] }, 400, 'invalid parent_sha: '],
-      [{ files: 'a.md' }, 400, 'invalid request: files: expected array'],
-      [{}, 400, 'invalid request: files: expected array'],
-      [{ files: [{ path: 7, content: 'x' }] }, 400, 'invalid request: files[0].path: expected string'],
-      [{ files: [{ path: 'a.md', content: 5 }] }, 400, 'invalid request: files[0].content: expected string'],
-      [{ files: [{ path: 'a.md', content: 'x', delete: 'yes' }] }, 400, 'invalid request: files[0].delete: expected boolean'],
-      [{ files: [{ path: 'a.md' }] }, 400, 'invalid request: files[0].content: required unless delete is true'],
-      [[1, 2], 400, 'invalid request: expected object'],
+    const cases: Array<[unknown, number, string, string]> = [
+      [{ files: [{ path: 'a.md', content: 'x', parent_sha: 'HEAD~1' }] }, 400, 'invalid parent_sha: HEAD~1', 'invalid_parent_sha'],
+      [{ files: [{ path: 'a.md', content: 'x', parent_sha: 'g'.repeat(40) }] }, 400, `invalid parent_sha: ${'g'.repeat(40)}`, 'invalid_parent_sha'],
+      [{ files: [{ path: 'a.md', content: 'x', parent_sha: 'a'.repeat(41) }] }, 400, `invalid parent_sha: ${'a'.repeat(41)}`, 'invalid_parent_sha'],
+      [{ files: [{ path: 'a.md', content: 'x', parent_sha: '' }] }, 400, 'invalid parent_sha: ', 'invalid_parent_sha'],
+      [{ files: 'a.md' }, 400, 'invalid request: files: expected array', 'invalid_request'],
+      [{}, 400, 'invalid request: files: expected array', 'invalid_request'],
+      [{ files: [{ path: 7, content: 'x' }] }, 400, 'invalid request: files[0].path: expected string', 'invalid_request'],
+      [{ files: [{ path: 'a.md', content: 5 }] }, 400, 'invalid request: files[0].content: expected string', 'invalid_request'],
+      [{ files: [{ path: 'a.md', content: 'x', delete: 'yes' }] }, 400, 'invalid request: files[0].delete: expected boolean', 'invalid_request'],
+      [{ files: [{ path: 'a.md' }] }, 400, 'invalid request: files[0].content: required unless delete is true', 'invalid_request'],
+      [[1, 2], 400, 'invalid request: expected object', 'invalid_request'],
     ];
-    for (const [body, status, error] of cases) {
+    for (const [body, status, error, code] of cases) {
       const r = await push('strict', body);
       expect(r.status, JSON.stringify(body)).toBe(status);
-      expect(await r.json()).toEqual({ error });
+      expect(await r.json()).toEqual({ error, code });
     }
     const malformed = await srv.api('/v1/repos/strict/sync/push', { method: 'POST', body: '{"files": [', headers: { 'content-type': 'application/json' } });
     expect(malformed.status).toBe(400);
-    expect(await malformed.json()).toEqual({ error: 'invalid JSON body' });
+    expect(await malformed.json()).toEqual({ error: 'invalid JSON body', code: 'invalid_json' });
     const big = await push('strict', { files: [{ path: 'a.md', content: 'x'.repeat(70_000) }] });
     expect(big.status).toBe(413);
-    expect(await big.json()).toEqual({ error: 'request body too large' });
+    expect(await big.json()).toEqual({ error: 'request body too large', code: 'body_too_large' });
     expect(commitCount('strict')).toBe(before);
 
     for (const since of ['zzz', 'HEAD', 'main', 'f'.repeat(40), 'a'.repeat(41)]) {
       const r = await srv.api(`/v1/repos/strict/sync/pull?since=${since}`);
       expect(r.status).toBe(400);
-      expect(await r.json()).toEqual({ error: `unknown sha: ${since}` });
+      expect(await r.json()).toEqual({ error: `unknown sha: ${since}`, code: 'unknown_sha' });
     }
     const badRead = await srv.api('/v1/repos/strict/pages/a%2F..%2F..%2Fservice.db');
     expect(badRead.status).toBe(400);
-    expect(await badRead.json()).toEqual({ error: 'invalid page path: a/../../service.db' });
+    expect(await badRead.json()).toEqual({ error: 'invalid page path: a/../../service.db', code: 'invalid_page_path' });
   });
 });
 

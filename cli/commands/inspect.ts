@@ -178,7 +178,7 @@ export async function diff(
     d = await session.api.diff(repo, path, { from: opts.from, to: opts.to, blame: opts.blame });
   } catch (e) {
     // A page with one commit: its diff is against the empty page, as evolution's first entry.
-    if (!(e instanceof ApiError) || e.status !== 400 || e.serverError !== NO_PARENT || opts.from !== undefined) throw e;
+    if (!(e instanceof ApiError) || e.refusal !== NO_PARENT || opts.from !== undefined) throw e;
     const first = await firstCommitDiff(session.api, repo, path, opts.to, opts.blame);
     if (!first) throw e;
     d = first;

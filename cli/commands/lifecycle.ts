@@ -20,8 +20,8 @@ interface Common {
   json?: boolean;
 }
 
-/** The server's answer to an export of a repository without a commit (docs/api.md "Repositories", the export route). */
-const EMPTY_REPO = 'repo is empty: nothing to export';
+/** The code of an export's refusal of a repository without a commit (docs/api.md "Repositories", the export route). */
+const EMPTY_REPO = 'repo_empty';
 
 /**
  * Writes the repository's git bundle to `file` (default `<repo>.bundle` here), through a temporary file
@@ -112,7 +112,7 @@ export async function reposDelete(
       note(`Exported ${id} to ${exported}.`);
     } catch (e) {
       // Nothing to lose in a repository without a commit.
-      if (!(e instanceof ApiError) || e.serverError !== EMPTY_REPO) throw e;
+      if (!(e instanceof ApiError) || e.refusal !== EMPTY_REPO) throw e;
       note(`${id} has no commit yet: nothing to export.`);
     }
   };
@@ -138,7 +138,7 @@ export async function reposDelete(
     await session.api.deleteRepo(id);
   } catch (e) {
     // The server says the same whether the repository exists or not (docs/concepts.md "Members and roles").
-    if (e instanceof ApiError && e.status === 403 && e.serverError === 'not a member of this repo') {
+    if (e instanceof ApiError && e.status === 403 && e.refusal === 'not_a_member') {
       throw new ApiError(`not a member of this repo: ${id} does not exist, or you do not belong to it ("kr repos" lists yours)`, 403, e.body);
     }
     throw e;

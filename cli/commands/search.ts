@@ -31,7 +31,7 @@ export async function search(words: string[], opts: SearchOptions): Promise<void
   try {
     parseQuery(q);
   } catch (e) {
-    if (e instanceof SearchQueryError) throw usageError(e.message === 'q required' ? 'a search query is required' : e.message);
+    if (e instanceof SearchQueryError) throw usageError(e.problem === null ? 'a search query is required' : e.message);
     throw e;
   }
   const limit = count('limit', opts.limit, 1);

@@ -93,6 +93,14 @@ export class ApiError extends CliError {
     return typeof this.body?.error === 'string' ? this.body.error : null;
   }
 
+  /**
+   * The refusal's code in the server's answer (`not_a_member`, `no_parent`: docs/api.md "Refusal codes"), or
+   * null (not reached, not JSON, or a server older than codes). What clients match on, never the text.
+   */
+  get refusal(): string | null {
+    return codeOf(this.body) ?? null;
+  }
+
   /** A 402's upgrade page: an http(s) URL, or undefined (anything else is never made a link). */
   get upgradeUrl(): string | undefined {
     const u = this.body?.upgrade_url;
@@ -344,7 +352,7 @@ export class ApiClient {
     }
     const err = res.ok ? null : await this.refusal(res);
     if (res.ok) await res.body?.cancel().catch(() => undefined);
-    if (err?.status === 503 && err.serverError === 'identity provider not configured') return false;
+    if (err?.status === 503 && err.refusal === 'idp_not_configured') return false;
     if (err && (err.status === 400 || err.status === 401)) return true;
     return null;
   }
@@ -427,7 +435,7 @@ export class ApiClient {
     try {
       return await this.readPage(repo, path, at);
     } catch (e) {
-      if (e instanceof ApiError && e.status === 404 && e.serverError === 'page not found') return null;
+      if (e instanceof ApiError && e.status === 404 && e.refusal === 'page_not_found') return null;
       throw e;
     }
   }

@@ -133,7 +133,7 @@ export function JoinRepo({ api, onJoined }: { api: Api; onJoined: () => void }) 
 /** A readable sentence for a failed action, with a next step for the answers the team routes give. */
 function actionError(e: unknown): string {
   const text = errorText(e);
-  if (e instanceof ApiError && e.status === 409 && /last owner/i.test(e.message)) {
+  if (e instanceof ApiError && e.refusal === 'last_owner') {
     return `${text} A repository keeps at least one owner; the server's admin command (repo owner <repo> <user>) makes another one first.`;
   }
   return text;

@@ -1,7 +1,8 @@
 import { defineRoute } from '../../lib/route.ts';
 import { openRepo } from '../../lib/repos.ts';
 import { limitQuery, offsetQuery } from '../../lib/http/params.ts';
-import { HttpError } from '../../lib/errors.ts';
+import { refuse } from '../../lib/errors.ts';
+import { R } from '../../lib/refusals.ts';
 import { ACTIVITY_ACTIONS, type ActivityAction } from '../../lib/db/activity.ts';
 import { ActivityResponse } from '../../schema/wire/repos.ts';
 import { ActivityQuery } from '../../schema/wire/query.ts';
@@ -10,7 +11,7 @@ import { ActivityQuery } from '../../schema/wire/query.ts';
 function actionsQuery(raw: string | undefined): ActivityAction[] | undefined {
   if (raw === undefined) return undefined;
   const asked = raw.split(',').map((a) => a.trim());
-  if (asked.some((a) => !(ACTIVITY_ACTIONS as readonly string[]).includes(a))) throw new HttpError(400, `invalid actions: ${raw.slice(0, 200)}`);
+  if (asked.some((a) => !(ACTIVITY_ACTIONS as readonly string[]).includes(a))) throw refuse(R.invalid_actions, raw.slice(0, 200));
   return [...new Set(asked as ActivityAction[])];
 }
 
@@ -28,7 +29,7 @@ export default defineRoute({
     access: 'members; the legacy key on any repository.',
     query: ActivityQuery,
     responses: { 200: { description: 'Newest first, and how many events the feed holds.', schema: ActivityResponse } },
-    errors: { 400: ['invalid repo id', 'invalid actions: <value>'], 403: ['not a member of this repo'], 404: ['repo not found'] },
+    errors: [R.invalid_actions],
   },
   handler: async (c) => {
     const { id } = await openRepo(c, 'activity.read');

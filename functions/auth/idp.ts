@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineRoute } from '../../lib/route.ts';
-import { HttpError } from '../../lib/errors.ts';
+import { refuse } from '../../lib/errors.ts';
+import { R } from '../../lib/refusals.ts';
 import { parseBody } from '../../lib/http/parse.ts';
 import { signInWithIdToken } from '../../lib/auth/idp.ts';
 import { IdpSignInRequest, IdpSignInResponse } from '../../schema/wire/auth.ts';
@@ -24,18 +25,13 @@ export default defineRoute({
     access: 'anyone; no bearer token.',
     body: { schema: IdpSignInRequest },
     responses: { 200: { description: 'A session token and the user it belongs to.', schema: IdpSignInResponse } },
-    errors: {
-      400: ['id_token required'],
-      401: ['invalid id token: <reason>'],
-      403: ['account disabled'],
-      503: ['identity provider not configured', 'identity provider unavailable'],
-    },
+    errors: [R.id_token_required, R.invalid_id_token, R.account_disabled, R.idp_not_configured, R.idp_unavailable],
   },
   handler: async (c) => {
     const deps = c.get('deps');
-    if (!deps.config.idpClientId) throw new HttpError(503, 'identity provider not configured');
+    if (!deps.config.idpClientId) throw refuse(R.idp_not_configured);
     const body = IdpSignInRequest.safeParse(await parseBody(c, z.unknown(), { emptyAsObject: true }));
-    if (!body.success) throw new HttpError(400, 'id_token required');
+    if (!body.success) throw refuse(R.id_token_required);
     const { accessToken, user } = await signInWithIdToken(deps, body.data.id_token);
     c.header('Cache-Control', 'no-store');
     const res: IdpSignInResponse = { access_token: accessToken, user: { id: user.id, email: user.email, name: user.name } };

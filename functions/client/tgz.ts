@@ -1,5 +1,6 @@
 import { defineRoute } from '../../lib/route.ts';
-import { CLIENT_FILE_TYPES, CLIENT_NOT_BUILT, clientFileResponse } from '../../lib/client-package.ts';
+import { CLIENT_FILE_TYPES, clientFileResponse } from '../../lib/client-package.ts';
+import { R } from '../../lib/refusals.ts';
 
 /** GET /client/kr.tgz — the kr client as an npm package (lib/client-package.ts). Anyone; no credential. */
 export default defineRoute({
@@ -14,7 +15,7 @@ export default defineRoute({
     tag: 'Service',
     access: 'anyone; no credential.',
     responses: { 200: { description: 'The file.', contentType: 'application/gzip' } },
-    errors: { 404: [CLIENT_NOT_BUILT] },
+    errors: [R.client_not_built],
   },
   handler: async (c) => {
     const file = await clientFileResponse(c.get('deps').clientFiles, 'kr.tgz');

@@ -4,6 +4,7 @@ import { flagQuery, pagePathParam } from '../../lib/http/params.ts';
 import { diffPage } from '../../lib/differ/service.ts';
 import { SectionDiff } from '../../schema/wire/diff.ts';
 import { DiffQuery } from '../../schema/wire/query.ts';
+import { R } from '../../lib/refusals.ts';
 
 /** GET /v1/repos/:id/diff/<path>?from=&to=&blame=true — SectionDiff of two revisions of a page (read-only). */
 export default defineRoute({
@@ -18,11 +19,7 @@ export default defineRoute({
     access: 'members; the legacy key on any repository.',
     query: DiffQuery,
     responses: { 200: { description: 'The SectionDiff.', schema: SectionDiff } },
-    errors: {
-      400: ['invalid repo id', 'invalid page path: <path>', 'unknown sha: <value>', 'no parent commit for this path; pass ?from explicitly'],
-      403: ['not a member of this repo'],
-      404: ['repo not found', 'path not present in repo', 'path not present at either sha'],
-    },
+    errors: [R.invalid_page_path, R.unknown_sha, R.no_parent, R.path_not_in_repo, R.path_not_at_either_sha],
   },
   handler: async (c) => {
     const { id } = await openRepo(c, 'repo.read');

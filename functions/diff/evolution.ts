@@ -4,6 +4,7 @@ import { flagQuery, limitQuery, pagePathParam } from '../../lib/http/params.ts';
 import { EVOLUTION_DEFAULT_LIMIT, EVOLUTION_MAX_LIMIT, evolutionJsonStream, pageEvolution } from '../../lib/differ/service.ts';
 import { EvolutionResponse } from '../../schema/wire/diff.ts';
 import { EvolutionQuery } from '../../schema/wire/query.ts';
+import { R } from '../../lib/refusals.ts';
 
 /**
  * GET /v1/repos/:id/evolution/<path>?limit=N&blame=true — every commit touching the page, newest first, with
@@ -20,11 +21,7 @@ export default defineRoute({
     access: 'members; the legacy key on any repository.',
     query: EvolutionQuery,
     responses: { 200: { description: 'The entries, streamed.', schema: EvolutionResponse } },
-    errors: {
-      400: ['invalid repo id', 'invalid page path: <path>'],
-      403: ['not a member of this repo'],
-      404: ['repo not found', 'path not present in repo'],
-    },
+    errors: [R.invalid_page_path, R.path_not_in_repo],
   },
   handler: async (c) => {
     const { id } = await openRepo(c, 'repo.read');

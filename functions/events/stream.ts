@@ -3,6 +3,7 @@ import { openRepo } from '../../lib/repos.ts';
 import { bearerToken } from '../../lib/auth/resolve.ts';
 import { streamGrant } from '../../lib/webhooks.ts';
 import { EventsQuery, MemberEventData, PushEventData, StreamNotice } from '../../schema/wire/events.ts';
+import { R } from '../../lib/refusals.ts';
 
 /**
  * GET /v1/repos/:id/events — the repository's live events as Server-Sent Events, resumable with
@@ -27,13 +28,7 @@ export default defineRoute({
         events: { push: PushEventData, member: MemberEventData, reset: StreamNotice, revoked: StreamNotice },
       },
     },
-    errors: {
-      400: ['invalid repo id'],
-      403: ['not a member of this repo'],
-      404: ['repo not found'],
-      429: ['too many event streams'],
-      503: ['server busy', 'server stopping'],
-    },
+    errors: [R.too_many_streams, R.server_busy, R.server_stopping],
   },
   handler: async (c) => {
     const { id, identity } = await openRepo(c, 'events.read');

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineRoute } from '../../lib/route.ts';
 import { ADVERTISEMENT_TYPE, infoRefs } from '../../lib/git-http.ts';
+import { R } from '../../lib/refusals.ts';
 
 /**
  * GET /v1/repos/:id/info/refs?service=git-upload-pack — the first request of `git clone` and `git fetch`
@@ -23,11 +24,7 @@ export default defineRoute({
       200: { description: 'pkt-lines: v0/v1, the service line and the references (HEAD, a symref to `refs/heads/main`, and the branch) with the capabilities; v2, the capabilities.', contentType: ADVERTISEMENT_TYPE },
       403: { description: '`git push` (service=git-receive-pack) is refused: `kr repositories are written with "kr push" or POST /v1/repos/<id>/sync/push`.', contentType: 'text/plain' },
     },
-    errors: {
-      400: ['invalid repo id', "only git's smart HTTP protocol is served: service=git-upload-pack"],
-      403: ['not a member of this repo'],
-      404: ['repo not found'],
-    },
+    errors: [R.unsupported_service],
   },
   handler: infoRefs,
 });

@@ -17,7 +17,7 @@ export default defineRoute({
     responses: {
       403: { description: '`kr repositories are written with "kr push" or POST /v1/repos/<id>/sync/push`.', contentType: 'text/plain' },
     },
-    errors: { 400: ['invalid repo id'], 403: ['not a member of this repo'], 404: ['repo not found'] },
+    
   },
   handler: refusePush,
 });

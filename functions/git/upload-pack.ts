@@ -1,6 +1,7 @@
 import { defineRoute } from '../../lib/route.ts';
 import { RESULT_TYPE, uploadPackAnswer } from '../../lib/git-http.ts';
 import { z } from 'zod';
+import { R } from '../../lib/refusals.ts';
 
 /** POST /v1/repos/:id/git-upload-pack — git's fetch: negotiation and the pack, streamed. */
 export default defineRoute({
@@ -22,25 +23,23 @@ export default defineRoute({
       description: "A git client's request (pkt-lines).",
     },
     responses: { 200: { description: 'pkt-lines: acknowledgments, shallow lines and the pack in side-band packets (or v2 `ls-refs`).', contentType: RESULT_TYPE } },
-    errors: {
-      400: [
-        'invalid repo id',
-        'invalid pkt-line length at byte <n>',
-        'pkt-line length <n> over 65520 at byte <n>',
-        'truncated pkt-line at byte <n>: length <n>, <n> bytes left',
-        'invalid object id in "<line>"',
-        'invalid deepen: <value> (a depth is 1 to 2147483647)',
-        'not our ref <sha>',
-        'no commits selected for shallow requests',
-        'deepen and deepen-since (or deepen-not) cannot be used together',
-        'deepen-not: unknown reference <name>',
-        'invalid gzip body',
-      ],
-      403: ['not a member of this repo'],
-      404: ['repo not found'],
-      413: ['too many have lines (at most 32768)', 'too many want lines (at most 256)', 'too many shallow lines (at most 1024)', 'too many pkt-lines (at most <n>)'],
-      415: ['unsupported content encoding'],
-    },
+    errors: [
+      R.invalid_git_request.example('invalid pkt-line length at byte <n>'),
+      R.invalid_git_request.example('pkt-line length <n> over 65520 at byte <n>'),
+      R.invalid_git_request.example('truncated pkt-line at byte <n>: length <n>, <n> bytes left'),
+      R.invalid_git_request.example('invalid object id in "<line>"'),
+      R.invalid_git_request.example('invalid deepen: <value> (a depth is 1 to 2147483647)'),
+      R.invalid_git_request.example('not our ref <sha>'),
+      R.invalid_git_request.example('no commits selected for shallow requests'),
+      R.invalid_git_request.example('deepen and deepen-since (or deepen-not) cannot be used together'),
+      R.invalid_git_request.example('deepen-not: unknown reference <name>'),
+      R.invalid_gzip,
+      R.git_request_too_large.example('have lines', 32768),
+      R.git_request_too_large.example('want lines', 256),
+      R.git_request_too_large.example('shallow lines', 1024),
+      R.git_request_too_large.example('pkt-lines', '<n>'),
+      R.unsupported_encoding,
+    ],
   },
   handler: uploadPackAnswer,
 });

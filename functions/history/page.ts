@@ -4,6 +4,7 @@ import { limitQuery, pagePathParam } from '../../lib/http/params.ts';
 import { commitJson } from '../../lib/wire.ts';
 import { HistoryResponse } from '../../schema/wire/sync.ts';
 import { HistoryQuery } from '../../schema/wire/query.ts';
+import { R } from '../../lib/refusals.ts';
 
 /** GET /v1/repos/:id/history/<path>?limit=N — commits touching the page, newest first. */
 export default defineRoute({
@@ -16,7 +17,7 @@ export default defineRoute({
     access: 'members; the legacy key on any repository.',
     query: HistoryQuery,
     responses: { 200: { description: 'Newest first; empty for a path no commit touched.', schema: HistoryResponse } },
-    errors: { 400: ['invalid repo id', 'invalid page path: <path>'], 403: ['not a member of this repo'], 404: ['repo not found'] },
+    errors: [R.invalid_page_path],
   },
   handler: async (c) => {
     const { id } = await openRepo(c, 'repo.read');

@@ -16,7 +16,7 @@ export default defineRoute({
     access: 'members; the legacy key on any repository.',
     query: TimelineQuery,
     responses: { 200: { description: 'Newest first, each with the paths it touched.', schema: TimelineResponse } },
-    errors: { 400: ['invalid repo id'], 403: ['not a member of this repo'], 404: ['repo not found'] },
+    
   },
   handler: async (c) => {
     const { id } = await openRepo(c, 'repo.read');

@@ -3,6 +3,8 @@ import { openRepo } from '../../lib/repos.ts';
 import { parseBody } from '../../lib/http/parse.ts';
 import { checkLabel } from '../../lib/wire.ts';
 import { MintInviteRequest, MintInviteResponse } from '../../schema/wire/members.ts';
+import { R } from '../../lib/refusals.ts';
+import { LABEL_MAX_CHARS } from '../../schema/wire/common.ts';
 
 /** POST /v1/repos/:id/invite-keys — an owner mints a key; the token is shown this once. */
 export default defineRoute({
@@ -17,11 +19,7 @@ export default defineRoute({
     access: 'owners; the legacy key gets 403 `user session required`.',
     body: { schema: MintInviteRequest, required: false },
     responses: { 201: { description: 'The key and its token.', schema: MintInviteResponse } },
-    errors: {
-      400: ['invalid repo id', 'label too long (max 200)', 'invalid request: <field>: <problem>'],
-      403: ['user session required', 'not a member of this repo', 'only an owner can manage invite keys'],
-      404: ['repo not found'],
-    },
+    errors: [R.label_too_long.example(LABEL_MAX_CHARS), R.invalid_request.example('<field>: <problem>'), R.user_session_required, R.owner_only_invites],
   },
   handler: async (c) => {
     const { id, identity } = await openRepo(c, 'invite.mint');

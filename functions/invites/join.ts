@@ -1,7 +1,8 @@
 import { defineRoute } from '../../lib/route.ts';
 import { authorizeUser } from '../../lib/policy.ts';
 import { parseBody } from '../../lib/http/parse.ts';
-import { HttpError } from '../../lib/errors.ts';
+import { refuse } from '../../lib/errors.ts';
+import { R } from '../../lib/refusals.ts';
 import { redeemInvite } from '../../lib/membership.ts';
 import { JoinRequest, JoinResponse } from '../../schema/wire/members.ts';
 
@@ -18,18 +19,20 @@ export default defineRoute({
     access: 'a real user; the legacy key gets 403 `user session required`.',
     body: { schema: JoinRequest, description: '`key`: the `kri_` token.' },
     responses: { 200: { description: 'The repository joined and the role held there.', schema: JoinResponse } },
-    errors: {
-      400: ['key required', 'invalid request: <field>: <problem>'],
-      403: ['user session required', 'removed from this repo; ask an owner for a new invite key'],
-      404: ['invite key not recognized'],
-      410: ['invite key expired'],
-    },
+    errors: [
+      R.key_required,
+      R.invalid_request.example('<field>: <problem>'),
+      R.user_session_required,
+      R.removed_from_repo,
+      R.invite_key_not_recognized,
+      R.invite_key_expired,
+    ],
     quota: ['quota_members'],
   },
   handler: async (c) => {
     const user = authorizeUser(c, 'repo.join');
     const body = await parseBody(c, JoinRequest, { emptyAsObject: true });
-    if (typeof body.key !== 'string' || body.key.trim() === '') throw new HttpError(400, 'key required');
+    if (typeof body.key !== 'string' || body.key.trim() === '') throw refuse(R.key_required);
     const { repoId, role } = await redeemInvite(c.get('deps'), user, body.key.trim());
     return c.json({ repo_id: repoId, role });
   },

@@ -1,6 +1,7 @@
 import { defineRoute } from '../../lib/route.ts';
 import { openRepo } from '../../lib/repos.ts';
 import { removeMember } from '../../lib/membership.ts';
+import { R } from '../../lib/refusals.ts';
 
 /** DELETE /v1/repos/:id/members/:userId — owners remove a member; the last owner stays. */
 export default defineRoute({
@@ -13,12 +14,7 @@ export default defineRoute({
     tag: 'Members',
     access: 'owners, and the legacy key.',
     responses: { 204: { description: 'Removed.' } },
-    errors: {
-      400: ['invalid repo id'],
-      403: ['not a member of this repo', 'only an owner can remove members'],
-      404: ['repo not found', 'not a member of this repo'],
-      409: ["can't remove the last owner"],
-    },
+    errors: [R.owner_only_remove, R.member_not_found, R.last_owner],
   },
   handler: async (c) => {
     const { id, identity } = await openRepo(c, 'member.remove');

@@ -1,7 +1,8 @@
 import { defineRoute } from '../../lib/route.ts';
 import { openRepo } from '../../lib/repos.ts';
 import { parseBody } from '../../lib/http/parse.ts';
-import { HttpError } from '../../lib/errors.ts';
+import { refuse } from '../../lib/errors.ts';
+import { R } from '../../lib/refusals.ts';
 import { changeRole } from '../../lib/membership.ts';
 import { SetRoleRequest, SetRoleResponse } from '../../schema/wire/members.ts';
 
@@ -21,19 +22,14 @@ export default defineRoute({
     access: 'owners, and the legacy key.',
     body: { schema: SetRoleRequest },
     responses: { 200: { description: 'The member with their role now.', schema: SetRoleResponse } },
-    errors: {
-      400: ['invalid repo id', 'role must be owner or member', 'invalid request: <field>: <problem>'],
-      403: ['not a member of this repo', 'only an owner can change roles'],
-      404: ['repo not found', 'not a member of this repo'],
-      409: ["can't remove the last owner"],
-    },
+    errors: [R.invalid_role, R.invalid_request.example('<field>: <problem>'), R.owner_only_roles, R.member_not_found, R.last_owner],
     quota: ['quota_repos'],
     quotaMessage: { quota_repos: "repository limit reached for the new owner's plan (<limit>)" },
   },
   handler: async (c) => {
     const { id, identity } = await openRepo(c, 'member.role');
     const { role } = await parseBody(c, SetRoleRequest);
-    if (role !== 'owner' && role !== 'member') throw new HttpError(400, 'role must be owner or member');
+    if (role !== 'owner' && role !== 'member') throw refuse(R.invalid_role);
     return c.json(await changeRole(c.get('deps'), identity, id, c.req.param('userId') ?? '', role));
   },
 });

@@ -1,7 +1,8 @@
 import { defineRoute } from '../../lib/route.ts';
 import { openRepo } from '../../lib/repos.ts';
 import { pagePathParam } from '../../lib/http/params.ts';
-import { HttpError } from '../../lib/errors.ts';
+import { refuse } from '../../lib/errors.ts';
+import { R } from '../../lib/refusals.ts';
 import { LinksResponse } from '../../schema/wire/links.ts';
 
 /** GET /v1/repos/:id/links/<path> — what the page at head links to, and the pages that link to it. */
@@ -19,17 +20,13 @@ export default defineRoute({
     tag: 'Pages',
     access: 'members; the legacy key on any repository.',
     responses: { 200: { description: 'Both directions, resolved against the pages at head.', schema: LinksResponse } },
-    errors: {
-      400: ['invalid repo id', 'invalid page path: <path>'],
-      403: ['not a member of this repo'],
-      404: ['repo not found', 'page not found'],
-    },
+    errors: [R.invalid_page_path, R.page_not_found],
   },
   handler: async (c) => {
     const { id } = await openRepo(c, 'repo.read');
     const path = pagePathParam(c);
     const links = await c.get('deps').repos.links(id, path);
-    if (!links) throw new HttpError(404, 'page not found');
+    if (!links) throw refuse(R.page_not_found);
     return c.json(links);
   },
 });

@@ -13,7 +13,7 @@ export default defineRoute({
     tag: 'Pages',
     access: 'members; the legacy key on any repository.',
     responses: { 200: { description: 'One entry per page, sorted by path, with the last commit that touched it.', schema: PagesResponse } },
-    errors: { 400: ['invalid repo id'], 403: ['not a member of this repo'], 404: ['repo not found'] },
+    
   },
   handler: async (c) => {
     const { id } = await openRepo(c, 'repo.read');

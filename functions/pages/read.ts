@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { defineRoute } from '../../lib/route.ts';
 import { openRepo } from '../../lib/repos.ts';
 import { pagePathParam } from '../../lib/http/params.ts';
-import { HttpError } from '../../lib/errors.ts';
+import { refuse } from '../../lib/errors.ts';
+import { R } from '../../lib/refusals.ts';
 import { pageAt } from '../../lib/differ/service.ts';
 import { PageQuery } from '../../schema/wire/query.ts';
 
@@ -24,11 +25,7 @@ export default defineRoute({
         headers: { 'X-Page-SHA': 'The last commit that touched the page (40 hex), at or before `at` when given.' },
       },
     },
-    errors: {
-      400: ['invalid repo id', 'invalid page path: <path>', 'unknown sha: <value>'],
-      403: ['not a member of this repo'],
-      404: ['repo not found', 'page not found'],
-    },
+    errors: [R.invalid_page_path, R.unknown_sha, R.page_not_found],
   },
   handler: async (c) => {
     const { id } = await openRepo(c, 'repo.read');
@@ -36,11 +33,11 @@ export default defineRoute({
     const at = c.req.query('at');
     if (at !== undefined && at !== '') {
       const old = await pageAt(c.get('deps').repos, id, path, at);
-      if (!old) throw new HttpError(404, 'page not found');
+      if (!old) throw refuse(R.page_not_found);
       return c.body(old.content as Uint8Array<ArrayBuffer>, 200, { 'Content-Type': 'text/markdown; charset=utf-8', 'X-Page-SHA': old.sha });
     }
     const page = await c.get('deps').repos.page(id, path);
-    if (!page) throw new HttpError(404, 'page not found');
+    if (!page) throw refuse(R.page_not_found);
     return c.body(page.content as Uint8Array<ArrayBuffer>, 200, {
       'Content-Type': 'text/markdown; charset=utf-8',
       'X-Page-SHA': page.entry.commit.sha,

@@ -3,6 +3,8 @@ import { authorizeUser } from '../../lib/policy.ts';
 import { parseBody } from '../../lib/http/parse.ts';
 import { checkLabel } from '../../lib/wire.ts';
 import { CreatePatRequest, CreatePatResponse } from '../../schema/wire/auth.ts';
+import { R } from '../../lib/refusals.ts';
+import { LABEL_MAX_CHARS } from '../../schema/wire/common.ts';
 
 /**
  * POST /v1/pats — mint a personal access token for the caller (a session or an existing PAT; the legacy
@@ -22,11 +24,13 @@ export default defineRoute({
     access: 'a real user (session token or PAT); the legacy key gets 403 `user session required`.',
     body: { schema: CreatePatRequest, required: false },
     responses: { 201: { description: 'The new token and its record.', schema: CreatePatResponse } },
-    errors: {
-      400: ['label too long (max 200)', 'invalid request: expires_in_days: must be an integer from 1 to 366', 'invalid request: <field>: <problem>'],
-      401: ['invalid token'],
-      403: ['user session required'],
-    },
+    errors: [
+      R.label_too_long.example(LABEL_MAX_CHARS),
+      R.invalid_request.example('expires_in_days: must be an integer from 1 to 366'),
+      R.invalid_request.example('<field>: <problem>'),
+      R.invalid_token,
+      R.user_session_required,
+    ],
   },
   handler: async (c) => {
     const me = authorizeUser(c, 'pat.mint');

@@ -1,6 +1,7 @@
 import { defineRoute } from '../../lib/route.ts';
 import { authorizeUser } from '../../lib/policy.ts';
 import { PatsResponse } from '../../schema/wire/auth.ts';
+import { R } from '../../lib/refusals.ts';
 
 /** GET /v1/pats — the caller's own PATs, newest first; never a token or a hash. The one in use is marked `current`. */
 export default defineRoute({
@@ -12,7 +13,7 @@ export default defineRoute({
     tag: 'Accounts',
     access: 'a real user; the legacy key gets 403 `user session required`.',
     responses: { 200: { description: 'Newest first; never a token. Revoked tokens are gone. The token the request was made with carries `current: true`.', schema: PatsResponse } },
-    errors: { 403: ['user session required'] },
+    errors: [R.user_session_required],
   },
   handler: async (c) => {
     const me = authorizeUser(c, 'pat.list');

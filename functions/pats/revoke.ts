@@ -1,6 +1,7 @@
 import { defineRoute } from '../../lib/route.ts';
 import { authorizeUser } from '../../lib/policy.ts';
-import { HttpError } from '../../lib/errors.ts';
+import { refuse } from '../../lib/errors.ts';
+import { R } from '../../lib/refusals.ts';
 import { CREDENTIAL_LOST } from '../../lib/events/hub.ts';
 
 /**
@@ -21,13 +22,13 @@ export default defineRoute({
     description:
       'Every PAT minted with it, and every PAT minted with those, at any depth, is revoked with it. Event streams opened with any of them end with `event: revoked` before the answer.',
     responses: { 204: { description: 'Revoked: the token, and every token minted with it, stops working at once.' } },
-    errors: { 403: ['user session required'], 404: ['pat not found'] },
+    errors: [R.user_session_required, R.pat_not_found],
   },
   handler: async (c) => {
     const me = authorizeUser(c, 'pat.revoke');
     const deps = c.get('deps');
     const revoked = await deps.pats.revoke(me.userId, c.req.param('id') ?? '');
-    if (revoked.length === 0) throw new HttpError(404, 'pat not found');
+    if (revoked.length === 0) throw refuse(R.pat_not_found);
     // Event streams opened with any of them end now, not at their next re-check.
     await deps.live.endStreams({ userId: me.userId, patIds: revoked }, CREDENTIAL_LOST);
     return c.body(null, 204);

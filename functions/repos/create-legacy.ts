@@ -3,6 +3,7 @@ import { authorize } from '../../lib/policy.ts';
 import { repoIdParam } from '../../lib/http/params.ts';
 import { legacyCreateRepo } from '../../lib/repos.ts';
 import { LegacyCreateRepoResponse } from '../../schema/wire/repos.ts';
+import { R } from '../../lib/refusals.ts';
 
 /** POST /v1/repos/:id — the legacy, idempotent creation path (id stripped to [A-Za-z0-9_-]). */
 export default defineRoute({
@@ -16,7 +17,8 @@ export default defineRoute({
     tag: 'Repositories',
     access: 'any credential; on an existing repository a user must be a member.',
     responses: { 201: { description: 'The repository exists (created now or before).', schema: LegacyCreateRepoResponse } },
-    errors: { 400: ['invalid repo id'], 403: ['not a member of this repo'], 409: ['repo already exists'], 503: ['repository busy, retry'] },
+    errors: [R.repo_exists, R.repo_busy],
+    createsRepo: true,
     quota: ['quota_repos'],
   },
   handler: async (c) => {

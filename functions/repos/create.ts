@@ -1,7 +1,8 @@
 import { defineRoute } from '../../lib/route.ts';
 import { authorizeUser } from '../../lib/policy.ts';
 import { parseBody } from '../../lib/http/parse.ts';
-import { HttpError } from '../../lib/errors.ts';
+import { refuse } from '../../lib/errors.ts';
+import { R } from '../../lib/refusals.ts';
 import { REPO_ID_PATTERN } from '../../lib/page/path.ts';
 import { createRepo } from '../../lib/repos.ts';
 import { CreateRepoRequest, CreateRepoResponse } from '../../schema/wire/repos.ts';
@@ -18,18 +19,20 @@ export default defineRoute({
     access: 'a real user; the legacy key gets 403 `user session required`.',
     body: { schema: CreateRepoRequest },
     responses: { 201: { description: 'Created, with the caller as owner.', schema: CreateRepoResponse } },
-    errors: {
-      400: ['id must match [A-Za-z0-9][A-Za-z0-9_-]{0,63}', 'invalid request: id: expected string', 'invalid request: <field>: <problem>'],
-      403: ['user session required'],
-      409: ['repo already exists'],
-      503: ['repository busy, retry'],
-    },
+    errors: [
+      R.invalid_new_repo_id,
+      R.invalid_request.example('id: expected string'),
+      R.invalid_request.example('<field>: <problem>'),
+      R.user_session_required,
+      R.repo_exists,
+      R.repo_busy,
+    ],
     quota: ['quota_repos'],
   },
   handler: async (c) => {
     const user = authorizeUser(c, 'repo.create');
     const body = await parseBody(c, CreateRepoRequest);
-    if (!REPO_ID_PATTERN.test(body.id)) throw new HttpError(400, 'id must match [A-Za-z0-9][A-Za-z0-9_-]{0,63}');
+    if (!REPO_ID_PATTERN.test(body.id)) throw refuse(R.invalid_new_repo_id);
     await createRepo(c.get('deps'), user, body.id);
     return c.json({ id: body.id, role: 'owner' as const }, 201);
   },

@@ -1,6 +1,7 @@
 import { defineRoute } from '../../lib/route.ts';
 import { deleteRepo, openRepo } from '../../lib/repos.ts';
-import { HttpError } from '../../lib/errors.ts';
+import { refuse } from '../../lib/errors.ts';
+import { R } from '../../lib/refusals.ts';
 import { DeleteRepoQuery } from '../../schema/wire/repos.ts';
 
 /**
@@ -21,16 +22,11 @@ export default defineRoute({
     access: 'owners, and the legacy key.',
     query: DeleteRepoQuery,
     responses: { 204: { description: 'Deleted.' } },
-    errors: {
-      400: ['invalid repo id', 'confirm the deletion with ?confirm=<id>'],
-      403: ['not a member of this repo', 'only an owner can delete a repository'],
-      404: ['repo not found'],
-      503: ['repository busy, retry'],
-    },
+    errors: [R.confirm_required, R.owner_only_delete, R.repo_busy],
   },
   handler: async (c) => {
     const { id } = await openRepo(c, 'repo.delete');
-    if (c.req.query('confirm') !== id) throw new HttpError(400, 'confirm the deletion with ?confirm=<id>');
+    if (c.req.query('confirm') !== id) throw refuse(R.confirm_required);
     await deleteRepo(c.get('deps'), id);
     return c.body(null, 204);
   },

@@ -1,6 +1,7 @@
 import { defineRoute } from '../../lib/route.ts';
 import { exportBundle, openRepo } from '../../lib/repos.ts';
 import { logStreamEnd } from '../../lib/http/stream.ts';
+import { R } from '../../lib/refusals.ts';
 
 /**
  * GET /v1/repos/:id/export — the whole repository as a git bundle (v2): `git clone <id>.bundle` restores
@@ -22,12 +23,7 @@ export default defineRoute({
         headers: { 'Content-Disposition': '`attachment; filename="<id>.bundle"`' },
       },
     },
-    errors: {
-      400: ['invalid repo id'],
-      403: ['not a member of this repo', 'only an owner can export'],
-      404: ['repo not found'],
-      409: ['repo is empty: nothing to export'],
-    },
+    errors: [R.owner_only_export, R.repo_empty],
   },
   handler: async (c) => {
     const { id } = await openRepo(c, 'repo.export');

@@ -2,6 +2,7 @@ import { defineRoute } from '../../lib/route.ts';
 import { importRepo } from '../../lib/repos.ts';
 import { streamBody } from '../../lib/http/body-limit.ts';
 import { ImportBody, ImportQuery, ImportResponse } from '../../schema/wire/repos.ts';
+import { R } from '../../lib/refusals.ts';
 
 /**
  * POST /v1/repos/:id/import — the repository becomes a git bundle's history, commit for commit. Into a new
@@ -29,21 +30,21 @@ export default defineRoute({
       description: 'A git bundle (binary), at most SERVICE_MAX_IMPORT_BYTES.',
     },
     responses: { 201: { description: 'Imported.', schema: ImportResponse } },
-    errors: {
-      400: [
-        'invalid repo id',
-        'invalid bundle: <why>',
-        'bundle has prerequisites',
-        'bundle has no branch <name>',
-        'invalid page path in <commit sha>: <path>',
-        'symlink in <commit sha>: <path>',
-        'submodule in <commit sha>: <path>',
-      ],
-      403: ['not a member of this repo', 'only an owner can import'],
-      409: ['repository is not empty', 'repo already exists'],
-      413: ['request body too large (at most <n> bytes)', 'file too large in <commit sha>: <path> (<n> bytes, at most <max>)'],
-      503: ['repository busy, retry'],
-    },
+    errors: [
+      R.invalid_bundle,
+      R.bundle_prerequisites,
+      R.bundle_no_branch,
+      R.import_invalid_path,
+      R.import_symlink,
+      R.import_submodule,
+      R.owner_only_import,
+      R.repo_not_empty,
+      R.repo_exists,
+      R.import_too_large,
+      R.import_file_too_large,
+      R.repo_busy,
+    ],
+    createsRepo: true,
     quota: ['quota_repos'],
   },
   handler: async (c) => {

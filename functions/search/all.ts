@@ -18,7 +18,7 @@ export default defineRoute({
     access: 'any credential: a user searches the repositories they belong to, the legacy key every repository.',
     query: SearchQuery,
     responses: { 200: { description: 'Best first across repositories, with `total` counting every match.', schema: SearchResponse } },
-    errors: { 400: QUERY_ERRORS },
+    errors: [...QUERY_ERRORS],
   },
   handler: async (c) => {
     // Whoever may list repositories may search the ones listed (lib/policy.ts 'repo.list').

@@ -18,7 +18,7 @@ export default defineRoute({
     access: 'members; the legacy key on any repository.',
     query: SearchQuery,
     responses: { 200: { description: 'Best first, with `total` counting every match.', schema: SearchResponse } },
-    errors: { 400: ['invalid repo id', ...QUERY_ERRORS], 403: ['not a member of this repo'], 404: ['repo not found'] },
+    errors: [...QUERY_ERRORS],
   },
   handler: async (c) => {
     const { id } = await openRepo(c, 'repo.read');

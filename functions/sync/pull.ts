@@ -4,6 +4,7 @@ import { pull } from '../../lib/sync.ts';
 import { logStreamEnd } from '../../lib/http/stream.ts';
 import { PullResponse } from '../../schema/wire/sync.ts';
 import { PullQuery } from '../../schema/wire/query.ts';
+import { R } from '../../lib/refusals.ts';
 
 /** GET /v1/repos/:id/sync/pull?since=<sha> — every page, or what changed and was deleted since. */
 export default defineRoute({
@@ -17,7 +18,7 @@ export default defineRoute({
     access: 'members; the legacy key on any repository.',
     query: PullQuery,
     responses: { 200: { description: 'Contents as UTF-8 text. An empty repository: `new_head` is `""` and both lists are empty.', schema: PullResponse } },
-    errors: { 400: ['invalid repo id', 'unknown sha: <since>'], 403: ['not a member of this repo'], 404: ['repo not found'] },
+    errors: [R.unknown_sha.example('<since>')],
   },
   handler: async (c) => {
     const { id, identity } = await openRepo(c, 'repo.read');

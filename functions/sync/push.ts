@@ -2,8 +2,9 @@ import { defineRoute } from '../../lib/route.ts';
 import { parseBody } from '../../lib/http/parse.ts';
 import { repoIdParam } from '../../lib/http/params.ts';
 import { precheckPush, repoForPush } from '../../lib/repos.ts';
-import { push, validatePush } from '../../lib/sync.ts';
+import { MAX_FILES_PER_PUSH, push, validatePush } from '../../lib/sync.ts';
 import { PushRequest, PushResponse } from '../../schema/wire/sync.ts';
+import { R } from '../../lib/refusals.ts';
 
 /**
  * POST /v1/repos/:id/sync/push — every accepted file in one commit; per-file conflicts → 409. A missing
@@ -26,21 +27,20 @@ export default defineRoute({
       200: { description: 'Every file committed (or unchanged).', schema: PushResponse },
       409: { description: 'Some files conflicted; the others (if any) were committed.', schema: PushResponse },
     },
-    errors: {
-      400: [
-        'invalid repo id',
-        'invalid page path: <path>',
-        'path "<new>" differs only in letter case from "<existing>"',
-        'invalid parent_sha: <value>',
-        'invalid merge mode',
-        'invalid request: files[<i>].content: required unless delete is true',
-        'invalid request: <field>: <problem>',
-      ],
-      403: ['not a member of this repo'],
-      409: ['repo already exists', 'path collides with an existing page or directory: <path>', 'concurrent update, retry'],
-      413: ['too many files in one push (max 10000)'],
-      503: ['repository busy, retry'],
-    },
+    errors: [
+      R.invalid_page_path,
+      R.path_case.example('<new>', '<existing>'),
+      R.invalid_parent_sha,
+      R.invalid_merge_mode,
+      R.invalid_request.example('files[<i>].content: required unless delete is true'),
+      R.invalid_request.example('<field>: <problem>'),
+      R.repo_exists,
+      R.path_collision,
+      R.concurrent_update,
+      R.too_many_files.example(MAX_FILES_PER_PUSH),
+      R.repo_busy,
+    ],
+    createsRepo: true,
     quota: ['quota_repos'],
   },
   handler: async (c) => {

@@ -2,7 +2,8 @@ import { defineRoute } from '../../lib/route.ts';
 import { openRepo } from '../../lib/repos.ts';
 import { parseBody } from '../../lib/http/parse.ts';
 import { createWebhook } from '../../lib/webhooks.ts';
-import { CreateWebhookRequest, CreateWebhookResponse } from '../../schema/wire/webhooks.ts';
+import { CreateWebhookRequest, CreateWebhookResponse, MAX_WEBHOOKS } from '../../schema/wire/webhooks.ts';
+import { R } from '../../lib/refusals.ts';
 
 /** POST /v1/repos/:id/webhooks — owners add a webhook; its signing secret is shown once. */
 export default defineRoute({
@@ -18,12 +19,13 @@ export default defineRoute({
     access: 'owners, and the legacy key.',
     body: { schema: CreateWebhookRequest },
     responses: { 201: { description: 'The webhook, and its secret (`whsec_…`, shown in this answer only).', schema: CreateWebhookResponse } },
-    errors: {
-      400: ['invalid repo id', 'webhook url must use https', 'webhook url not allowed: <reason>', 'invalid request: <field>: <problem>'],
-      403: ['not a member of this repo', 'only an owner can manage webhooks'],
-      404: ['repo not found'],
-      409: ['too many webhooks (max 20)'],
-    },
+    errors: [
+      R.webhook_url_https,
+      R.webhook_url_not_allowed,
+      R.invalid_request.example('<field>: <problem>'),
+      R.owner_only_webhooks,
+      R.too_many_webhooks.example(MAX_WEBHOOKS),
+    ],
   },
   handler: async (c) => {
     const { id } = await openRepo(c, 'webhook.manage');

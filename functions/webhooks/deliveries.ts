@@ -3,6 +3,7 @@ import { openRepo } from '../../lib/repos.ts';
 import { limitQuery } from '../../lib/http/params.ts';
 import { webhookDeliveries } from '../../lib/webhooks.ts';
 import { DeliveriesQuery, DeliveriesResponse } from '../../schema/wire/webhooks.ts';
+import { R } from '../../lib/refusals.ts';
 
 /** GET /v1/repos/:id/webhooks/:wid/deliveries — what was sent to a webhook, and how it went. */
 export default defineRoute({
@@ -18,11 +19,7 @@ export default defineRoute({
     params: { wid: "The webhook's id." },
     query: DeliveriesQuery,
     responses: { 200: { description: 'Newest first.', schema: DeliveriesResponse } },
-    errors: {
-      400: ['invalid repo id'],
-      403: ['not a member of this repo', 'only an owner can manage webhooks'],
-      404: ['repo not found', 'webhook not found'],
-    },
+    errors: [R.owner_only_webhooks, R.webhook_not_found],
   },
   handler: async (c) => {
     const { id } = await openRepo(c, 'webhook.manage');

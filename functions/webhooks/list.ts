@@ -12,7 +12,7 @@ export default defineRoute({
     tag: 'Webhooks',
     access: 'members; the legacy key on any repository.',
     responses: { 200: { description: 'Oldest first; secrets are never shown again.', schema: WebhooksResponse } },
-    errors: { 400: ['invalid repo id'], 403: ['not a member of this repo'], 404: ['repo not found'] },
+    
   },
   handler: async (c) => {
     const { id } = await openRepo(c, 'webhook.list');

@@ -1,6 +1,7 @@
 import { defineRoute } from '../../lib/route.ts';
 import { openRepo } from '../../lib/repos.ts';
 import { deleteWebhook } from '../../lib/webhooks.ts';
+import { R } from '../../lib/refusals.ts';
 
 /** DELETE /v1/repos/:id/webhooks/:wid — owners remove a webhook; its pending deliveries go with it. */
 export default defineRoute({
@@ -14,11 +15,7 @@ export default defineRoute({
     access: 'owners, and the legacy key.',
     params: { wid: "The webhook's id." },
     responses: { 204: { description: 'Removed.' } },
-    errors: {
-      400: ['invalid repo id'],
-      403: ['not a member of this repo', 'only an owner can manage webhooks'],
-      404: ['repo not found', 'webhook not found'],
-    },
+    errors: [R.owner_only_webhooks, R.webhook_not_found],
   },
   handler: async (c) => {
     const { id } = await openRepo(c, 'webhook.manage');

@@ -14,7 +14,8 @@ import type { FetchImplementation } from 'jose';
 import type { Clock } from '../clock.ts';
 import type { Deps, IdpKeySource } from '../deps.ts';
 import type { IdpProfile, User } from '../db/users.ts';
-import { HttpError } from '../errors.ts';
+import { refuse } from '../errors.ts';
+import { R } from '../refusals.ts';
 import { mintSession } from './session.ts';
 
 /** The provider's keys could not be fetched (network, status, body): not the token's fault. */
@@ -120,7 +121,7 @@ export interface IdTokenCheck {
   clock: Clock;
 }
 
-const invalid = (reason: string) => new HttpError(401, `invalid id token: ${reason}`);
+const invalid = (reason: string) => refuse(R.invalid_id_token, reason);
 
 /** Why jose refused a token, in a few words for the 401 message. */
 function reasonOf(e: unknown): string {
@@ -156,7 +157,7 @@ export async function verifyIdToken(token: string, check: IdTokenCheck): Promise
       requiredClaims: ['iss', 'aud', 'sub', 'exp'],
     }));
   } catch (e) {
-    if (e instanceof IdpUnavailableError) throw new HttpError(503, 'identity provider unavailable');
+    if (e instanceof IdpUnavailableError) throw refuse(R.idp_unavailable);
     throw invalid(reasonOf(e));
   }
   const { iss, sub, email, email_verified: verified, name, aud, azp } = payload;
@@ -185,9 +186,6 @@ export interface SignInResult {
   adopted: string[];
 }
 
-/** A disabled user signing in through the identity provider. */
-export const ACCOUNT_DISABLED = 'account disabled';
-
 /**
  * POST /v1/auth/idp behind the handler: verify, upsert the user keyed by (issuer, sub), let the very first
  * user adopt every ownerless repository (same transaction as the user row), mint a session. A user the
@@ -195,7 +193,7 @@ export const ACCOUNT_DISABLED = 'account disabled';
  */
 export async function signInWithIdToken(deps: Deps, idToken: string): Promise<SignInResult> {
   const { config, clock } = deps;
-  if (!config.idpClientId) throw new HttpError(503, 'identity provider not configured');
+  if (!config.idpClientId) throw refuse(R.idp_not_configured);
   const profile = await verifyIdToken(idToken, {
     keys: deps.idpKeys,
     clientId: config.idpClientId,
@@ -203,14 +201,14 @@ export async function signInWithIdToken(deps: Deps, idToken: string): Promise<Si
     clock,
   });
   if ((await deps.users.byIssuerSubject(profile.issuer, profile.subject))?.disabled_at !== undefined) {
-    throw new HttpError(403, ACCOUNT_DISABLED);
+    throw refuse(R.account_disabled);
   }
   // Read outside the transaction (filesystem); only needed while no user exists. Whether this sign-in
   // is the first is decided again inside the transaction.
   const repoIds = (await deps.users.any()) ? [] : await deps.repos.list();
   const { user, first, adopted } = await deps.users.upsert(profile, repoIds, deps.members);
   // Disabled between the check above and the upsert: still no session.
-  if (user.disabled_at !== undefined) throw new HttpError(403, ACCOUNT_DISABLED);
+  if (user.disabled_at !== undefined) throw refuse(R.account_disabled);
   if (first) deps.log.info('first_user', { user_id: user.id, adopted });
   const accessToken = await mintSession(config.sessionSecret, clock, user);
   return { accessToken, user, adopted };

@@ -13,23 +13,20 @@
  * - Anything unknown, expired, revoked or malformed → 401 `invalid token`, the same whatever it looked like.
  */
 import type { Deps } from '../deps.ts';
-import { HttpError } from '../errors.ts';
+import { HttpError, refuse } from '../errors.ts';
+import { R } from '../refusals.ts';
 import { LEGACY, type Identity } from './identity.ts';
 import { verifySession } from './session.ts';
 import { PAT_PREFIX, constantTimeEqual } from './tokens.ts';
 
-export const MISSING_AUTH = 'missing authorization header';
-export const BAD_AUTH_FORMAT = 'invalid authorization format, expected Bearer <token>';
-export const INVALID_TOKEN = 'invalid token';
-
 /** The bearer token of an Authorization header value; throws the 401s of a missing or malformed header. */
 export function bearerToken(header: string | undefined | null): string {
   const value = header?.trim() ?? '';
-  if (value === '') throw new HttpError(401, MISSING_AUTH);
+  if (value === '') throw refuse(R.missing_authorization);
   const m = /^([^\s]+)(?:\s+(.*))?$/s.exec(value);
   const scheme = m?.[1] ?? '';
   const token = m?.[2]?.trim() ?? '';
-  if (scheme.toLowerCase() !== 'bearer' || token === '') throw new HttpError(401, BAD_AUTH_FORMAT);
+  if (scheme.toLowerCase() !== 'bearer' || token === '') throw refuse(R.invalid_authorization_format);
   return token;
 }
 
@@ -37,7 +34,7 @@ export function bearerToken(header: string | undefined | null): string {
 export async function resolveToken(deps: Pick<Deps, 'config' | 'clock' | 'users' | 'pats'>, token: string): Promise<Identity> {
   if (token.startsWith(PAT_PREFIX)) {
     const found = await deps.pats.resolve(token);
-    if (!found) throw new HttpError(401, INVALID_TOKEN);
+    if (!found) throw refuse(R.invalid_token);
     return {
       kind: 'user',
       userId: found.user.id,
@@ -49,17 +46,16 @@ export async function resolveToken(deps: Pick<Deps, 'config' | 'clock' | 'users'
   }
   if (await constantTimeEqual(token, deps.config.apiKey)) return LEGACY;
   const claims = await verifySession(deps.config.sessionSecret, deps.clock, token);
-  if (!claims) throw new HttpError(401, INVALID_TOKEN);
+  if (!claims) throw refuse(R.invalid_token);
   // The account is read afresh: email and name as of the last sign-in, and a deleted or disabled user's
   // sessions die.
   const user = await deps.users.byId(claims.sub);
-  if (!user || user.disabled_at !== undefined) throw new HttpError(401, INVALID_TOKEN);
+  if (!user || user.disabled_at !== undefined) throw refuse(R.invalid_token);
   return { kind: 'user', userId: user.id, email: user.email, name: user.name, via: 'session' };
 }
 
 /** The 401s of git's routes carry this, so that git asks for (or looks up) credentials. */
 export const GIT_CHALLENGE = { 'WWW-Authenticate': 'Basic realm="kr"' };
-export const BAD_GIT_AUTH_FORMAT = 'invalid authorization format, expected Basic or Bearer credentials';
 
 /**
  * The token of a git client's Authorization header: `Basic base64(<any user name>:<token>)` (what git sends
@@ -67,21 +63,21 @@ export const BAD_GIT_AUTH_FORMAT = 'invalid authorization format, expected Basic
  */
 export function gitToken(header: string | undefined | null): string {
   const value = header?.trim() ?? '';
-  if (value === '') throw new HttpError(401, MISSING_AUTH);
+  if (value === '') throw refuse(R.missing_authorization);
   const m = /^([^\s]+)(?:\s+(.*))?$/s.exec(value);
   const scheme = (m?.[1] ?? '').toLowerCase();
   const rest = m?.[2]?.trim() ?? '';
   if (scheme === 'bearer' && rest !== '') return rest;
-  if (scheme !== 'basic' || !/^[A-Za-z0-9+/]+=*$/.test(rest)) throw new HttpError(401, BAD_GIT_AUTH_FORMAT);
+  if (scheme !== 'basic' || !/^[A-Za-z0-9+/]+=*$/.test(rest)) throw refuse(R.invalid_git_authorization_format);
   let decoded: string;
   try {
     decoded = new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(atob(rest), (ch) => ch.charCodeAt(0)));
   } catch {
-    throw new HttpError(401, BAD_GIT_AUTH_FORMAT);
+    throw refuse(R.invalid_git_authorization_format);
   }
   const colon = decoded.indexOf(':');
   const token = colon < 0 ? '' : decoded.slice(colon + 1);
-  if (token === '') throw new HttpError(401, INVALID_TOKEN);
+  if (token === '') throw refuse(R.invalid_token);
   return token;
 }
 
@@ -93,7 +89,7 @@ export async function resolveGitAuthorization(
   try {
     return await resolveToken(deps, gitToken(header));
   } catch (e) {
-    if (e instanceof HttpError && e.status === 401) throw new HttpError(401, e.message, e.extra, { ...e.headers, ...GIT_CHALLENGE });
+    if (e instanceof HttpError && e.status === 401) throw new HttpError(401, e.refusal, e.message, e.extra, { ...e.headers, ...GIT_CHALLENGE });
     throw e;
   }
 }

@@ -1,7 +1,8 @@
 import type { Clock } from '../clock.ts';
 import { PAT_PREFIX, randomToken, sha256Hex } from '../auth/tokens.ts';
 import type { SqlDatabase as Database } from './sql.ts';
-import { HttpError } from '../errors.ts';
+import { refuse } from '../errors.ts';
+import { R } from '../refusals.ts';
 
 /** A personal access token as listed: never the token, never its hash. Times are Unix seconds. */
 export interface Pat {
@@ -90,7 +91,7 @@ export class Pats {
     ]);
     const row = minted!.rows[0] as { expires_at: number | bigint | null } | undefined;
     // The parent authenticated this very request; gone since means revoked meanwhile.
-    if (!row) throw new HttpError(401, 'invalid token');
+    if (!row) throw refuse(R.invalid_token);
     if (row.expires_at !== null) pat.expires_at = Number(row.expires_at);
     return { pat, token };
   }

@@ -15,7 +15,8 @@ import {
 import type { IndexedCommit } from '../repo/path-index.ts';
 import type { Repos } from '../repo/repos.ts';
 import { LruCache } from '../git/lru.ts';
-import { HttpError } from '../errors.ts';
+import { refuse } from '../errors.ts';
+import { R } from '../refusals.ts';
 import type { Logger } from '../log.ts';
 import { commitJson } from '../wire.ts';
 import { utf8 } from '../bytes.ts';
@@ -222,10 +223,6 @@ export const EVOLUTION_MAX_LIMIT = 200;
  */
 export const EVOLUTION_MAX_CHARS = 32 * 1024 * 1024;
 
-export const PATH_NOT_IN_REPO = 'path not present in repo';
-export const PATH_NOT_AT_EITHER = 'path not present at either sha';
-export const NO_PARENT = 'no parent commit for this path; pass ?from explicitly';
-
 /** One revision of the page: a commit and the blob the path has there (null: absent). */
 interface Side {
   commit: IndexedCommit;
@@ -257,7 +254,7 @@ export async function diffPage(
   const to = toQ !== undefined ? await index.resolve(id, toQ) : undefined;
 
   const tip = await index.lastTouch(id, path, LATEST);
-  if (!tip) throw new HttpError(404, PATH_NOT_IN_REPO);
+  if (!tip) throw refuse(R.path_not_in_repo);
 
   // The page as it is at `to`: the change that produced it (null: the path did not exist yet).
   const current = to ? await index.lastTouch(id, path, to.seq) : tip;
@@ -267,12 +264,12 @@ export async function diffPage(
   if (from) {
     fromSide = { commit: from, blob: (await index.lastTouch(id, path, from.seq))?.blob ?? null };
   } else {
-    if (!current) throw new HttpError(404, PATH_NOT_AT_EITHER);
+    if (!current) throw refuse(R.path_not_at_either_sha);
     const prev = (await index.history(id, path, 1, current.commit.seq))[0];
-    if (!prev) throw new HttpError(400, NO_PARENT);
+    if (!prev) throw refuse(R.no_parent);
     fromSide = { commit: prev, blob: (await index.lastTouch(id, path, prev.seq))?.blob ?? null };
   }
-  if (fromSide.blob === null && toSide.blob === null) throw new HttpError(404, PATH_NOT_AT_EITHER);
+  if (fromSide.blob === null && toSide.blob === null) throw refuse(R.path_not_at_either_sha);
 
   const [a, b] = await Promise.all([sidePage(deps, id, fromSide.blob, budget), sidePage(deps, id, toSide.blob, budget)]);
   const diff = await diffParsedAsync(a, b, { from_sha: fromSide.commit.sha, to_sha: toSide.commit.sha }, budget);
@@ -320,7 +317,7 @@ export async function pageEvolution(
   // One extra touch for the oldest entry's `from`; with blame, enough for every entry's window.
   const want = opts.blame ? limit + BLAME_MAX_REVISIONS - 1 : limit + 1;
   const touches = await touchesOf(repos, id, path, want);
-  if (touches.length === 0) throw new HttpError(404, PATH_NOT_IN_REPO);
+  if (touches.length === 0) throw refuse(R.path_not_in_repo);
 
   // Entries newest first; each revision is parsed (or fetched from the cache) once, and the older side of
   // one entry is the newer side of the next.

@@ -1,5 +1,6 @@
 import type { Logger } from '../log.ts';
-import { HttpError } from '../errors.ts';
+import { refuse, refuseWith } from '../errors.ts';
+import { R } from '../refusals.ts';
 import type { EventLog, StoredEvent } from './log.ts';
 import { encodeEvent, EventStream, sseEvent, type StreamGrant } from './stream.ts';
 import { MemorySlots, type StreamSlots } from './slots.ts';
@@ -33,9 +34,7 @@ const ANNOUNCE_PAGE = 256;
 /** Access re-checks of one ping run at once. */
 const RECHECKS_IN_FLIGHT = 8;
 
-export const TOO_MANY_STREAMS = 'too many event streams';
 export const UNKNOWN_EVENT_ID = 'unknown event id';
-export const SERVER_BUSY = 'server busy';
 /** Why a stream ends when its caller's token no longer resolves (lib/events/access.ts), or was revoked. */
 export const CREDENTIAL_LOST = 'credential no longer valid';
 
@@ -138,13 +137,13 @@ export class Hub {
    * the slots it may hold in all; 503 `server busy` past `maxStreams`.
    */
   async open(repoId: string, grant: StreamGrant, after: string | null, options: OpenOptions = {}): Promise<ReadableStream<Uint8Array>> {
-    if (this.closed) throw new HttpError(503, 'server stopping');
+    if (this.closed) throw refuse(R.server_stopping);
     if (this.count >= this.maxStreams) {
-      throw new HttpError(503, SERVER_BUSY, undefined, { 'Retry-After': String(BUSY_RETRY_AFTER_S) });
+      throw refuseWith(R.server_busy, { headers: { 'Retry-After': String(BUSY_RETRY_AFTER_S) } });
     }
     const repo = this.repoState(repoId);
     const held = repo.holders.get(grant.holder) ?? 0;
-    if (held >= MAX_STREAMS_PER_HOLDER) throw new HttpError(429, TOO_MANY_STREAMS);
+    if (held >= MAX_STREAMS_PER_HOLDER) throw refuse(R.too_many_streams);
     // The places are taken before anything is awaited, so that racing opens cannot pass the caps together.
     repo.holders.set(grant.holder, held + 1);
     this.count++;
@@ -160,7 +159,7 @@ export class Hub {
         this.opts.logger.warn('event_stream_slot', { repo: repoId, error: String(e) });
         slot = true;
       }
-      if (!slot) throw new HttpError(429, TOO_MANY_STREAMS);
+      if (!slot) throw refuse(R.too_many_streams);
       await this.ready(repoId, repo);
       const wanted = parseEventId(after);
       const known = wanted !== null && wanted > 0 && wanted <= repo.published && (await this.opts.log.has(repoId, wanted));
@@ -173,7 +172,7 @@ export class Hub {
         bufferBytes: this.opts.bufferBytes,
         onCut: options.onCut,
       });
-      if (this.closed) throw new HttpError(503, 'server stopping');
+      if (this.closed) throw refuse(R.server_stopping);
     } catch (e) {
       this.release(repoId, repo, grant.holder, slot ? key : null);
       throw e;

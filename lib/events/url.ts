@@ -1,5 +1,6 @@
 import ipaddr from 'ipaddr.js';
-import { HttpError } from '../errors.ts';
+import { refuse } from '../errors.ts';
+import { R } from '../refusals.ts';
 import { MAX_WEBHOOK_URL_CHARS } from '../../schema/wire/webhooks.ts';
 
 /**
@@ -21,11 +22,10 @@ export interface UrlPolicy {
 /** The addresses a host name resolves to (every one of them). */
 export type HostResolver = (host: string) => Promise<string[]>;
 
-export const MUST_USE_HTTPS = 'webhook url must use https';
 export const NOT_ALLOWED = 'webhook url not allowed';
 
 /** A refusal of a webhook URL: 400 with docs/api.md's message ("Webhooks"). */
-export const notAllowed = (reason: string) => new HttpError(400, `${NOT_ALLOWED}: ${reason}`);
+export const notAllowed = (reason: string) => refuse(R.webhook_url_not_allowed, reason);
 
 const RANGE_NAMES: Record<string, string> = {
   loopback: 'loopback',
@@ -145,10 +145,10 @@ export function parseWebhookUrl(text: string, policy: UrlPolicy, resolvesNames =
   try {
     url = new URL(text.trim());
   } catch {
-    throw new HttpError(400, MUST_USE_HTTPS);
+    throw refuse(R.webhook_url_https);
   }
   const schemes = policy.allowHttp ? ['https:', 'http:'] : ['https:'];
-  if (!schemes.includes(url.protocol) || url.hostname === '') throw new HttpError(400, MUST_USE_HTTPS);
+  if (!schemes.includes(url.protocol) || url.hostname === '') throw refuse(R.webhook_url_https);
   if (url.username !== '' || url.password !== '') throw notAllowed('credentials in the URL (sign with the secret instead)');
   if (policy.allowPrivate) return url;
   const host = url.hostname.toLowerCase().replace(/\.$/, '');

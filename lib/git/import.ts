@@ -19,7 +19,8 @@
  * Memory holds, per object, its id, offset, CRC, type and size (about 60 bytes), plus a byte-bounded cache of
  * inflated objects for delta chains: never the pack. Long loops yield (TimeSlice). Web-standard only.
  */
-import { HttpError } from '../errors.ts';
+import { HttpError, refuse } from '../errors.ts';
+import { R } from '../refusals.ts';
 import { foldPathCase, pagePathProblem } from '../page/path.ts';
 import { TimeSlice } from '../time-slice.ts';
 import { LruCache } from './lru.ts';
@@ -56,7 +57,7 @@ const MAX_HEADER_BYTES = 1024 * 1024;
 const SHA = /^[0-9a-f]{40}$/;
 
 /** A bundle refused: 400 `invalid bundle: <why>`. */
-export const invalidBundle = (why: string) => new HttpError(400, `invalid bundle: ${why}`);
+export const invalidBundle = (why: string) => refuse(R.invalid_bundle, why);
 
 /** The bundle's header (gitformat-bundle), read from the spool's start. */
 export async function readBundleHeader(spool: Spool): Promise<BundleHeader> {
@@ -106,7 +107,7 @@ export function chooseTip(header: BundleHeader, branch: string | undefined): str
   const find = (name: string) => header.refs.find((r) => r.name === name)?.sha;
   if (branch !== undefined && branch !== '') {
     const sha = find(branch.startsWith('refs/') ? branch : `refs/heads/${branch}`) ?? find(branch);
-    if (!sha) throw new HttpError(400, `bundle has no branch ${branch}`);
+    if (!sha) throw refuse(R.bundle_no_branch, branch);
     return sha;
   }
   const head = find('HEAD');
@@ -115,7 +116,7 @@ export function chooseTip(header: BundleHeader, branch: string | undefined): str
   if (branches.length === 1) return branches[0]!.sha;
   const main = find('refs/heads/main');
   if (main) return main;
-  throw new HttpError(400, 'bundle has no HEAD, no single branch and no main: name one with ?branch=');
+  throw refuse(R.bundle_no_head);
 }
 
 const OFS_DELTA = 6;
@@ -622,12 +623,12 @@ async function checkTree(
   const folds = new Map<string, string>();
   for (const e of parseRawTree((await pack.object(i)).data, () => oid)) {
     const path = `${prefix}${e.name}`;
-    if (e.mode === '120000') throw new HttpError(400, `symlink in ${commit}: ${path}`);
-    if (e.mode === '160000') throw new HttpError(400, `submodule in ${commit}: ${path}`);
-    if (pagePathProblem(path) !== null) throw new HttpError(400, `invalid page path in ${commit}: ${path}`);
+    if (e.mode === '120000') throw refuse(R.import_symlink, commit, path);
+    if (e.mode === '160000') throw refuse(R.import_submodule, commit, path);
+    if (pagePathProblem(path) !== null) throw refuse(R.import_invalid_path, commit, path);
     const fold = foldPathCase(e.name);
     const twin = folds.get(fold);
-    if (twin !== undefined) throw new HttpError(400, `invalid page path in ${commit}: ${path} (differs only in letter case from ${prefix}${twin})`);
+    if (twin !== undefined) throw refuse(R.import_invalid_path, commit, `${path} (differs only in letter case from ${prefix}${twin})`);
     folds.set(fold, e.name);
     if (e.mode === '40000') {
       kind(e.oid, 'tree', () => path);
@@ -635,7 +636,7 @@ async function checkTree(
     } else {
       const b = kind(e.oid, 'blob', () => path);
       if (pack.sizes[b]! > limits.maxFileBytes) {
-        throw new HttpError(413, `file too large in ${commit}: ${path} (${pack.sizes[b]} bytes, at most ${limits.maxFileBytes})`);
+        throw refuse(R.import_file_too_large, commit, path, pack.sizes[b]!, limits.maxFileBytes);
       }
     }
   }
@@ -702,7 +703,7 @@ export async function checkBundle(
   opts: { branch?: string; inflater: ObjectInflater; codec: ObjectCodec; limits: ImportLimits },
 ): Promise<{ plan: ImportPlan; pack: IndexedPack }> {
   const header = await readBundleHeader(spool);
-  if (header.prerequisites.length > 0) throw new HttpError(400, 'bundle has prerequisites');
+  if (header.prerequisites.length > 0) throw refuse(R.bundle_prerequisites);
   const tip = chooseTip(header, opts.branch);
   const pack = await indexPack(spool, header.length, opts.inflater, opts.codec);
   const plan = await checkHistory(pack, tip, opts.limits);

@@ -28,7 +28,8 @@ import { DELIM, FLUSH, MAX_BAND_DATA, pktLine, sideBand } from './pkt-line.ts';
 import { INFINITE_DEPTH, MAIN_REF, type FetchRequest } from './upload-request.ts';
 import { checkCancelled, pieceStream, type StreamWatch } from '../http/stream.ts';
 import { TimeSlice } from '../time-slice.ts';
-import { HttpError, StoreError } from '../errors.ts';
+import { StoreError, refuse } from '../errors.ts';
+import { R } from '../refusals.ts';
 import { concatBytes } from '../bytes.ts';
 
 /** Where the answer's objects come from: the repository's store, its branch head, and which commits are on it. */
@@ -111,7 +112,7 @@ export async function uploadPack(
   const wants = [...new Set(req.wants)];
   const unknownWants = wants.filter((w) => w !== src.head);
   const knownWants = unknownWants.length > 0 ? await src.commitsKnown(unknownWants) : new Set<string>();
-  for (const w of unknownWants) if (!knownWants.has(w)) throw new HttpError(400, `not our ref ${w}`);
+  for (const w of unknownWants) if (!knownWants.has(w)) throw refuse(R.invalid_git_request, `not our ref ${w}`);
   const haves = [...new Set(req.haves)];
   const commonSet = haves.length > 0 ? await src.commitsKnown(haves) : new Set<string>();
   const commons = haves.filter((h) => commonSet.has(h));
@@ -272,7 +273,7 @@ async function deepen(src: UploadSource, commits: Commits, req: FetchRequest, wa
     const excluded = new Set<string>();
     for (const name of req.deepenNot) {
       if (!['HEAD', 'main', 'heads/main', MAIN_REF, 'refs/heads/main'].includes(name)) {
-        throw new HttpError(400, `deepen-not: unknown reference ${name.slice(0, 100)}`);
+        throw refuse(R.invalid_git_request, `deepen-not: unknown reference ${name.slice(0, 100)}`);
       }
       for (let stack = src.head ? [src.head] : []; stack.length > 0; ) {
         const c = stack.pop()!;
@@ -300,7 +301,7 @@ async function deepen(src: UploadSource, commits: Commits, req: FetchRequest, wa
       if (cut) boundary.add(c);
       else within.add(c);
     }
-    if (within.size === 0 && boundary.size === 0) throw new HttpError(400, 'no commits selected for shallow requests');
+    if (within.size === 0 && boundary.size === 0) throw refuse(R.invalid_git_request, 'no commits selected for shallow requests');
   }
   const unshallow = req.shallows.filter((s) => within.has(s) || (req.depth === INFINITE_DEPTH && !boundary.has(s)));
   const extraWants: string[] = [];

@@ -7,6 +7,7 @@
 import { FLUSH, PktLineError, parsePktLines, pktLine, type Pkt } from './pkt-line.ts';
 import { concatBytes } from '../bytes.ts';
 import { HttpError } from '../errors.ts';
+import { R } from '../refusals.ts';
 
 /** What `agent=` names (the server's version). */
 export const AGENT = 'kr/0.1.0';
@@ -68,10 +69,14 @@ export interface LsRefsRequest {
 
 export type UploadRequest = { command: 'fetch'; fetch: FetchRequest } | { command: 'ls-refs'; lsRefs: LsRefsRequest } | { command: 'none' };
 
-/** A request the protocol refuses, with the HTTP status it gets (400 malformed, 413 over a bound). */
+/**
+ * A request the protocol refuses, with the HTTP status it gets: 400 malformed (`invalid_git_request`), 413
+ * over a bound (`git_request_too_large`).
+ */
 export class UploadRequestError extends HttpError {
   constructor(status: 400 | 413, message: string) {
-    super(status, message);
+    const r = status === 413 ? R.git_request_too_large : R.invalid_git_request;
+    super(r.status, r.code, message);
   }
 }
 

@@ -1,6 +1,7 @@
 import type { Deps } from '../deps.ts';
 import { mapBounded } from '../bounded.ts';
-import { HttpError } from '../errors.ts';
+import { refuse } from '../errors.ts';
+import { R } from '../refusals.ts';
 import { billingOf } from './billing.ts';
 import type { AdminRepo, AdminStats, AdminUser } from '../../schema/wire/hosted.ts';
 
@@ -54,5 +55,5 @@ export async function adminRepos(deps: Deps): Promise<AdminRepo[]> {
 
 /** `POST /v1/admin/users/:id/subscription`: 404 `user not found`. */
 export async function setSubscription(deps: Deps, userId: string, subscribed: boolean): Promise<void> {
-  if (!(await billingOf(deps).setSubscribed(userId, subscribed))) throw new HttpError(404, 'user not found');
+  if (!(await billingOf(deps).setSubscribed(userId, subscribed))) throw refuse(R.user_not_found);
 }

@@ -1,6 +1,7 @@
 import type { Deps } from '../deps.ts';
 import { Billing } from '../db/billing.ts';
-import { HttpError } from '../errors.ts';
+import { refuse } from '../errors.ts';
+import { R } from '../refusals.ts';
 import { describeIssue } from '../http/parse.ts';
 import { verifySignature } from './signature.ts';
 import { WebhookEvent, type BillingResponse } from '../../schema/wire/hosted.ts';
@@ -11,8 +12,6 @@ import { WebhookEvent, type BillingResponse } from '../../schema/wire/hosted.ts'
  */
 
 export const billingOf = (deps: Pick<Deps, 'db' | 'clock'>): Billing => new Billing(deps.db, deps.clock);
-
-const NOT_CONFIGURED = 'billing not configured';
 
 /**
  * `GET /v1/billing`: plan `pro` when subscribed, else `free`. A subscribed user has no caps: both limits
@@ -33,7 +32,7 @@ export async function accountPlan(deps: Deps, userId: string): Promise<BillingRe
 /** `POST /v1/billing/checkout`: SERVICE_BILLING_CHECKOUT_URL with `client_reference_id=<user id>`; 503 when unset. */
 export function checkoutUrl(deps: Deps, userId: string): string {
   const base = deps.config.billingCheckoutUrl;
-  if (!base) throw new HttpError(503, NOT_CONFIGURED);
+  if (!base) throw refuse(R.billing_not_configured);
   const url = new URL(base);
   url.searchParams.set('client_reference_id', userId);
   return url.href;
@@ -54,22 +53,22 @@ const EVENTS = new Map<string, boolean>([
  */
 export async function handleWebhook(deps: Deps, signatureHeader: string | undefined, raw: Uint8Array): Promise<void> {
   const secret = deps.config.billingWebhookSecret;
-  if (secret === undefined) throw new HttpError(503, NOT_CONFIGURED);
+  if (secret === undefined) throw refuse(R.billing_not_configured);
   const check = await verifySignature(secret, signatureHeader, raw, Math.floor(deps.clock.now() / 1000));
-  if (!check.ok) throw new HttpError(401, check.error);
+  if (!check.ok) throw refuse(check.error === 'stale signature' ? R.stale_signature : R.invalid_signature);
   let value: unknown;
   try {
     value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(raw));
   } catch {
-    throw new HttpError(400, 'invalid JSON body');
+    throw refuse(R.invalid_json);
   }
   const parsed = WebhookEvent.safeParse(value);
-  if (!parsed.success) throw new HttpError(400, `invalid request: ${describeIssue(parsed.error)}`);
+  if (!parsed.success) throw refuse(R.invalid_request, describeIssue(parsed.error));
   const { type, user_id: userId } = parsed.data;
   const subscribed = EVENTS.get(type);
   if (subscribed === undefined) return;
-  if (typeof userId !== 'string' || userId === '') throw new HttpError(400, 'user_id required');
+  if (typeof userId !== 'string' || userId === '') throw refuse(R.user_id_required);
   const outcome = await billingOf(deps).applyWebhook({ signature: check.signature, userId, subscribed, t: check.t });
-  if (outcome === 'unknown_user') throw new HttpError(404, 'user not found');
+  if (outcome === 'unknown_user') throw refuse(R.user_not_found);
   if (outcome !== 'applied') deps.log.info('billing_webhook', { outcome, type, user_id: userId });
 }

@@ -42,6 +42,7 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Identity } from '../auth/identity.ts';
 import { HttpError } from '../errors.ts';
+import { R, type Refusal } from '../refusals.ts';
 
 /** Cap of routes whose body is small JSON: sign-in, PATs, repository creation, invite keys, join, billing webhook. */
 export const SMALL_BODY_BYTES = 64 * 1024;
@@ -65,16 +66,23 @@ export const GIT_BODIES_CEILING = 8 * GIT_BODY_BYTES;
 
 /** A refused body: an HttpError, with its response headers (rendered by lib/app.ts). */
 export class BodyRefused extends HttpError {
-  constructor(status: number, message: string, headers: Record<string, string> = {}) {
-    super(status, message, undefined, headers);
+  constructor(refusal: Refusal, message: string = refusal.message, headers: Record<string, string> = {}) {
+    super(refusal.status, refusal.code, message, undefined, headers);
     this.name = 'BodyRefused';
   }
 }
 
-const tooLarge = (message = 'request body too large') => new BodyRefused(413, message);
-const busy = () => new BodyRefused(503, 'server busy', { 'Retry-After': String(BUSY_RETRY_AFTER_SECONDS) });
-const timedOut = () => new BodyRefused(408, 'request body timeout', { Connection: 'close' });
-const incomplete = () => new BodyRefused(400, 'request body incomplete');
+/** A 413's refusal and message: `request body too large`, or an import's, which says the limit. */
+export interface TooLarge {
+  refusal: Refusal<never>;
+  message: string;
+}
+const TOO_LARGE: TooLarge = { refusal: R.body_too_large, message: R.body_too_large.message };
+
+const tooLarge = (t: TooLarge = TOO_LARGE) => new BodyRefused(t.refusal as Refusal, t.message);
+const busy = () => new BodyRefused(R.server_busy, undefined, { 'Retry-After': String(BUSY_RETRY_AFTER_SECONDS) });
+const timedOut = () => new BodyRefused(R.body_timeout, undefined, { Connection: 'close' });
+const incomplete = () => new BodyRefused(R.body_incomplete);
 
 /**
  * Bytes held by the bodies in flight, against a ceiling, and by each holder (a client address, an
@@ -166,8 +174,8 @@ export interface BodyGuardOptions {
   deadlineMs: number;
   /** Where the bytes come from (default: the Request's web stream). */
   sourceOf?: BodySourceOf;
-  /** The 413's message (default `request body too large`). */
-  tooLargeMessage?: string;
+  /** The 413 (default `request body too large`). */
+  tooLarge?: TooLarge;
 }
 
 /** The guarded body of each request that has one (set by bodyGuard, read by readBody). */
@@ -224,7 +232,7 @@ export function bodyGuard(opts: BodyGuardOptions): MiddlewareHandler {
     const raw = c.req.raw;
     if (raw.method === 'GET' || raw.method === 'HEAD') return next();
     const declared = declaredLength(raw.headers);
-    if (declared !== undefined && declared > opts.maxBytes) return c.json({ error: opts.tooLargeMessage ?? 'request body too large' }, 413);
+    if (declared !== undefined && declared > opts.maxBytes) return c.json(tooLarge(opts.tooLarge).body(), 413);
     if (declared === 0) return next();
     const body = new GuardedBody(() => opts.sourceOf?.(c) ?? webBodySource(raw), declared, opts.holdersOf?.(c) ?? [], opts);
     c.req.raw = guardedRequest(raw, body);
@@ -335,7 +343,7 @@ class GuardedBody {
       if (this.#ended) throw incomplete();
       if (this.#read === 0 && value.byteLength > 0) this.#deadline = performance.now() + this.#opts.deadlineMs;
       this.#read += value.byteLength;
-      if (this.#read > this.#opts.maxBytes) throw tooLarge(this.#opts.tooLargeMessage);
+      if (this.#read > this.#opts.maxBytes) throw tooLarge(this.#opts.tooLarge);
       if (this.#read > this.#reserved) this.#reserve(this.#read - this.#reserved);
       await onChunk(value);
     }
@@ -396,7 +404,7 @@ class GuardedBody {
 export function declaredCap(maxBytes: number): MiddlewareHandler {
   return async function declaredCapMiddleware(c, next) {
     const declared = declaredLength(c.req.raw.headers);
-    if (declared !== undefined && declared > maxBytes) return c.json({ error: 'request body too large' }, 413);
+    if (declared !== undefined && declared > maxBytes) return c.json(tooLarge().body(), 413);
     return next();
   };
 }

@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import { storedPathProblem, stripRepoId } from '../page/path.ts';
-import { HttpError } from '../errors.ts';
+import { refuse } from '../errors.ts';
+import { R } from '../refusals.ts';
 import type { AppEnv } from '../route.ts';
 
 /** The longest raw id a log line carries: the rest of a long one is cut (the id used is at most 64). */
@@ -14,7 +15,7 @@ const LOGGED_RAW_ID = 200;
  */
 export function repoIdParam(c: Context<AppEnv>, raw: string = c.req.param('id') ?? ''): string {
   const id = stripRepoId(raw);
-  if (id === null) throw new HttpError(400, 'invalid repo id');
+  if (id === null) throw refuse(R.invalid_repo_id);
   if (id !== raw) {
     c.get('deps').log.warn('repo_id_stripped', {
       id: c.get('requestId'),
@@ -37,7 +38,7 @@ export function gitRepoIdParam(c: Context<AppEnv>): string {
  */
 export function pagePathParam(c: Context): string {
   const path = c.req.param('path') ?? '';
-  if (storedPathProblem(path) !== null) throw new HttpError(400, `invalid page path: ${path}`);
+  if (storedPathProblem(path) !== null) throw refuse(R.invalid_page_path, path);
   return path;
 }
 

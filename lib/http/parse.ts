@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import type { z } from 'zod';
-import { HttpError } from '../errors.ts';
+import { refuse } from '../errors.ts';
+import { R } from '../refusals.ts';
 import { readBody } from './body-limit.ts';
 
 /** Describes the first problem zod found, naming the field: `files[2].path: expected string`. */
@@ -32,10 +33,10 @@ export async function parseBody<S extends z.ZodType>(
     try {
       value = JSON.parse(text);
     } catch {
-      throw new HttpError(400, 'invalid JSON body');
+      throw refuse(R.invalid_json);
     }
   }
   const parsed = schema.safeParse(value);
-  if (!parsed.success) throw new HttpError(400, `invalid request: ${describeIssue(parsed.error)}`);
+  if (!parsed.success) throw refuse(R.invalid_request, describeIssue(parsed.error));
   return parsed.data;
 }

@@ -10,6 +10,8 @@
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Clock } from '../clock.ts';
+import { refuse } from '../errors.ts';
+import { R } from '../refusals.ts';
 
 const UNITS_PER_TOKEN = 60_000;
 
@@ -182,7 +184,7 @@ export function rateLimit(opts: RateLimitOptions): MiddlewareHandler {
     if (skip?.(c)) return next();
     const r = await limiter.take(keyOf(c));
     if (!r.ok) {
-      return c.json({ error: 'rate limit exceeded' }, 429, { 'Retry-After': String(r.retryAfterSeconds) });
+      return c.json(refuse(R.rate_limited).body(), 429, { 'Retry-After': String(r.retryAfterSeconds) });
     }
     return next();
   };

@@ -1,4 +1,5 @@
-import { HttpError } from '../errors.ts';
+import { refuse } from '../errors.ts';
+import { R } from '../refusals.ts';
 import { checkBundle, type ImportPlan, type IndexedPack, type ObjectInflater, type Spool } from '../git/import.ts';
 import { webCodec } from '../git/objects.ts';
 import type { GitStore } from '../git/store.ts';
@@ -55,13 +56,13 @@ export class ImportSessions {
 
   #get(id: string, token: string): Session {
     const s = this.#sessions.get(token);
-    if (!s || s.id !== id) throw new HttpError(409, 'import not found (it was discarded): start it again');
+    if (!s || s.id !== id) throw refuse(R.import_discarded);
     return s;
   }
 
   async append(id: string, token: string, chunk: Uint8Array): Promise<void> {
     const s = this.#get(id, token);
-    if (s.checked) throw new HttpError(409, 'import already checked');
+    if (s.checked) throw refuse(R.import_already_checked);
     await s.spool.append(chunk);
   }
 
@@ -83,8 +84,8 @@ export class ImportSessions {
    */
   async keep(id: string, token: string): Promise<ImportPlan> {
     const s = this.#get(id, token);
-    if (!s.checked) throw new HttpError(409, 'import not checked');
-    if ((await this.git.head(id)) !== null) throw new HttpError(409, 'repository is not empty');
+    if (!s.checked) throw refuse(R.import_not_checked);
+    if ((await this.git.head(id)) !== null) throw refuse(R.repo_not_empty);
     const { pack, plan } = s.checked;
     const spool = s.spool;
     await this.git.keepImported(id, pack, spool.copyRange ? (to) => spool.copyRange!(pack.start, pack.end, to) : undefined);

@@ -17,7 +17,8 @@ import { EventLog } from '../events/log.ts';
 import { WebhookStore } from '../events/webhook-store.ts';
 import { ImportSessions, type ImportCheckOptions, type ImportRuntime } from './import-store.ts';
 import type { ImportPlan } from '../git/import.ts';
-import { HttpError, LockTimeoutError, RepoBusyError } from '../errors.ts';
+import { LockTimeoutError, RepoBusyError, refuse } from '../errors.ts';
+import { R } from '../refusals.ts';
 import type { GitStore } from '../git/store.ts';
 import type { PullPages, PushFile, PushResult } from './types.ts';
 import { GroupCommit } from './group-commit.ts';
@@ -155,7 +156,7 @@ export class RepoStore implements Repos {
   }
 
   #imports(): ImportSessions {
-    if (!this.imports) throw new HttpError(501, 'imports are not available on this server');
+    if (!this.imports) throw refuse(R.imports_unavailable);
     return this.imports;
   }
 

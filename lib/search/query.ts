@@ -25,6 +25,7 @@
  * answer on both builds and for every repository.
  */
 import { SearchQueryError } from '../errors.ts';
+import { R, type DocRefusal } from '../refusals.ts';
 
 /** Longest term, in characters (UTF-16 code units, as typed, without its quotes and `-`/`*`). */
 export const MAX_TERM_CHARS = 200;
@@ -35,16 +36,16 @@ export const MAX_PREFIXES = 4;
 /** Fewest letters or digits a prefix may have (the last word of `"a b"*`). */
 export const MIN_PREFIX_CHARS = 3;
 
-/** Every message a refused query may carry (for the API's reference). */
-export const QUERY_ERRORS = [
-  'q required',
-  'invalid query: unbalanced quote',
-  'invalid query: nothing to search for (only operators or punctuation)',
-  'invalid query: only exclusions; add a word to search for',
-  `invalid query: a term is longer than ${MAX_TERM_CHARS} characters`,
-  `invalid query: more than ${MAX_WORDS} words`,
-  `invalid query: more than ${MAX_PREFIXES} prefixes (word*)`,
-  `invalid query: a prefix needs at least ${MIN_PREFIX_CHARS} letters or digits before *`,
+/** Every refusal of a query, as the API's reference lists them. */
+export const QUERY_ERRORS: DocRefusal[] = [
+  R.q_required,
+  R.invalid_query.example('unbalanced quote'),
+  R.invalid_query.example('nothing to search for (only operators or punctuation)'),
+  R.invalid_query.example('only exclusions; add a word to search for'),
+  R.invalid_query.example(`a term is longer than ${MAX_TERM_CHARS} characters`),
+  R.invalid_query.example(`more than ${MAX_WORDS} words`),
+  R.invalid_query.example(`more than ${MAX_PREFIXES} prefixes (word*)`),
+  R.invalid_query.example(`a prefix needs at least ${MIN_PREFIX_CHARS} letters or digits before *`),
 ];
 
 /** A refused query: 400 with a message that says what is wrong (defined with the other errors). */
@@ -81,7 +82,7 @@ const ftsString = (s: string) => `"${s.replaceAll('"', '""')}"`;
  * Parses the user's query. Throws SearchQueryError for what cannot be searched (see the module comment).
  */
 export function parseQuery(q: string | undefined | null): ParsedQuery {
-  if (q === undefined || q === null) throw new SearchQueryError('q required');
+  if (q === undefined || q === null) throw new SearchQueryError(null);
   // NFC: "é" typed as e + U+0301 is the same word as the precomposed "é" of the index.
   // Control characters (NUL included) separate words like spaces do.
   // eslint-disable-next-line no-control-regex
@@ -106,7 +107,7 @@ export function parseQuery(q: string | undefined | null): ParsedQuery {
     let body: string;
     if (text[i] === '"') {
       const close = text.indexOf('"', i + 1);
-      if (close < 0) throw new SearchQueryError('invalid query: unbalanced quote');
+      if (close < 0) throw new SearchQueryError('unbalanced quote');
       phrase = true;
       body = text.slice(i + 1, close);
       i = close + 1;
@@ -130,7 +131,7 @@ export function parseQuery(q: string | undefined | null): ParsedQuery {
       }
     }
     if (body.length > MAX_TERM_CHARS) {
-      throw new SearchQueryError(`invalid query: a term is longer than ${MAX_TERM_CHARS} characters`);
+      throw new SearchQueryError(`a term is longer than ${MAX_TERM_CHARS} characters`);
     }
     seen = true;
     // A term with no word character has nothing to match (`*`, `-`, `:`, `""`): dropped, and free.
@@ -138,20 +139,20 @@ export function parseQuery(q: string | undefined | null): ParsedQuery {
     if (!found) continue;
     // Counted as the terms come, so that a long query is refused after its first MAX_WORDS words.
     words += found.length;
-    if (words > MAX_WORDS) throw new SearchQueryError(`invalid query: more than ${MAX_WORDS} words`);
+    if (words > MAX_WORDS) throw new SearchQueryError(`more than ${MAX_WORDS} words`);
     if (prefix) {
-      if (++prefixes > MAX_PREFIXES) throw new SearchQueryError(`invalid query: more than ${MAX_PREFIXES} prefixes (word*)`);
+      if (++prefixes > MAX_PREFIXES) throw new SearchQueryError(`more than ${MAX_PREFIXES} prefixes (word*)`);
       if ([...found[found.length - 1]!].length < MIN_PREFIX_CHARS) {
-        throw new SearchQueryError(`invalid query: a prefix needs at least ${MIN_PREFIX_CHARS} letters or digits before *`);
+        throw new SearchQueryError(`a prefix needs at least ${MIN_PREFIX_CHARS} letters or digits before *`);
       }
     }
     terms.push({ text: body, phrase, prefix, exclude });
   }
-  if (!seen) throw new SearchQueryError('q required');
-  if (terms.length === 0) throw new SearchQueryError('invalid query: nothing to search for (only operators or punctuation)');
+  if (!seen) throw new SearchQueryError(null);
+  if (terms.length === 0) throw new SearchQueryError('nothing to search for (only operators or punctuation)');
   const include = terms.filter((t) => !t.exclude);
   const exclude = terms.filter((t) => t.exclude);
-  if (include.length === 0) throw new SearchQueryError('invalid query: only exclusions; add a word to search for');
+  if (include.length === 0) throw new SearchQueryError('only exclusions; add a word to search for');
   const atom = (t: SearchTerm) => `${ftsString(t.text)}${t.prefix ? '*' : ''}`;
   let match = include.map(atom).join(' AND ');
   if (exclude.length > 0) match = `(${match}) NOT (${exclude.map(atom).join(' OR ')})`;

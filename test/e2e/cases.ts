@@ -64,18 +64,18 @@ export function e2eCases(kind: TargetKind): void {
       expect([health.status, health.body]).toEqual([200, { status: 'ok' }]);
       expect(health.headers.get('x-request-id')).toMatch(UUID_V4);
       expect(health.headers.get('x-content-type-options')).toBe('nosniff');
-      expect((await call('/v1/nope')).body).toEqual({ error: 'not found' });
+      expect((await call('/v1/nope')).body).toEqual({ error: 'not found', code: 'not_found' });
       const wrong = await call('/v1/me', { method: 'DELETE' });
-      expect([wrong.status, wrong.body]).toEqual([405, { error: 'method not allowed' }]);
-      expect(await call('/v1/repos', { token: null }).then((r) => [r.status, r.body])).toEqual([401, { error: 'missing authorization header' }]);
+      expect([wrong.status, wrong.body]).toEqual([405, { error: 'method not allowed', code: 'method_not_allowed' }]);
+      expect(await call('/v1/repos', { token: null }).then((r) => [r.status, r.body])).toEqual([401, { error: 'missing authorization header', code: 'missing_authorization' }]);
       expect(await call('/v1/repos', { headers: { authorization: 'Basic x' }, token: null }).then((r) => [r.status, r.body])).toEqual([
         401,
-        { error: 'invalid authorization format, expected Bearer <token>' },
+        { error: 'invalid authorization format, expected Bearer <token>', code: 'invalid_authorization_format' },
       ]);
       const bad = await call('/v1/repos', { token: 'nope' });
-      expect([bad.status, bad.body]).toEqual([401, { error: 'invalid token' }]);
+      expect([bad.status, bad.body]).toEqual([401, { error: 'invalid token', code: 'invalid_token' }]);
       expect(bad.headers.get('cache-control')).toBe('no-store');
-      expect((await call('/v1/me')).body).toEqual({ error: 'session required' });
+      expect((await call('/v1/me')).body).toEqual({ error: 'session required', code: 'session_required' });
       expect((await call('/v1/limits')).body).toEqual({ max_body_bytes: 8388608, max_files_per_push: 10000, max_page_path_bytes: 512 });
     });
 
@@ -148,7 +148,7 @@ export function e2eCases(kind: TargetKind): void {
       expect(page.headers.get('x-page-sha')).toBe(s2);
       expect(page.headers.get('content-type')).toBe('text/markdown; charset=utf-8');
       expect(await page.text()).toBe('---\ntitle: A\n---\n## One\nsecond\n');
-      expect((await call('/v1/repos/kb/pages/wiki/nope.md')).body).toEqual({ error: 'page not found' });
+      expect((await call('/v1/repos/kb/pages/wiki/nope.md')).body).toEqual({ error: 'page not found', code: 'page_not_found' });
 
       const pages = await call('/v1/repos/kb/pages');
       expect(pages.body.pages.map((p: { path: string; sha: string }) => [p.path, p.sha])).toEqual([
@@ -180,7 +180,7 @@ export function e2eCases(kind: TargetKind): void {
         deleted: ['wiki/entities/b.md'],
       });
       expect((await call(`/v1/repos/kb/sync/pull?since=${s3}`)).body).toEqual({ new_head: s3, files: [], deleted: [] });
-      expect((await call('/v1/repos/kb/sync/pull?since=zzz')).body).toEqual({ error: 'unknown sha: zzz' });
+      expect((await call('/v1/repos/kb/sync/pull?since=zzz')).body).toEqual({ error: 'unknown sha: zzz', code: 'unknown_sha' });
       expect((await call('/v1/repos/empty/sync/pull')).status).toBe(404);
     });
 
@@ -199,8 +199,8 @@ export function e2eCases(kind: TargetKind): void {
       expect(diff.body.sections[0].introduced_by.sha).toBe(diff.body.from_sha);
       const evo = await call('/v1/repos/dk/evolution/p.md');
       expect(evo.body.entries.map((e: { diff: { from_sha: string } }) => e.diff.from_sha)).toEqual([diff.body.from_sha, '']);
-      expect((await call('/v1/repos/dk/diff/p.md?from=HEAD')).body).toEqual({ error: 'unknown sha: HEAD' });
-      expect((await call('/v1/repos/dk/diff/none.md')).body).toEqual({ error: 'path not present in repo' });
+      expect((await call('/v1/repos/dk/diff/p.md?from=HEAD')).body).toEqual({ error: 'unknown sha: HEAD', code: 'unknown_sha' });
+      expect((await call('/v1/repos/dk/diff/none.md')).body).toEqual({ error: 'path not present in repo', code: 'path_not_in_repo' });
     });
 
     it('a push of 300 pages, then 300 updates: every statement within the backends\' parameter limits', async () => {
@@ -218,13 +218,13 @@ export function e2eCases(kind: TargetKind): void {
       await push('paths', [{ path: 'Notes/Plan.md', content: 'x\n' }]);
       for (const path of ['../x.md', '.git/config', 'a/CON.md', 'x:y.md', 'cafe\u0301.md', 'a\u0085b.md']) {
         const r = await push('paths', [{ path, content: 'evil' }]);
-        expect([r.status, r.body], path).toEqual([400, { error: `invalid page path: ${path}` }]);
+        expect([r.status, r.body], path).toEqual([400, { error: `invalid page path: ${path}`, code: 'invalid_page_path' }]);
       }
       const r = await push('paths', [{ path: 'notes/plan.md', content: 'y\n' }]);
-      expect([r.status, r.body]).toEqual([400, { error: 'path "notes/plan.md" differs only in letter case from "Notes/Plan.md"' }]);
+      expect([r.status, r.body]).toEqual([400, { error: 'path "notes/plan.md" differs only in letter case from "Notes/Plan.md"', code: 'path_case' }]);
       expect((await call('/v1/repos/paths/pages')).body.pages.map((p: { path: string }) => p.path)).toEqual(['Notes/Plan.md']);
-      expect((await push('PATHS', [{ path: 'a.md', content: 'z' }])).body).toEqual({ error: 'repo already exists' });
-      expect((await call('/v1/repos/PATHS/pages')).body).toEqual({ error: 'repo not found' });
+      expect((await push('PATHS', [{ path: 'a.md', content: 'z' }])).body).toEqual({ error: 'repo already exists', code: 'repo_exists' });
+      expect((await call('/v1/repos/PATHS/pages')).body).toEqual({ error: 'repo not found', code: 'repo_not_found' });
     });
 
     it('a team: sign-in, PATs, repositories, invites, join, members, removal, activity', async () => {
@@ -243,8 +243,8 @@ export function e2eCases(kind: TargetKind): void {
       expect((await call('/v1/pats', { token: alice.access_token })).body.pats.map((p: { label: string; current?: true }) => [p.label, p.current])).toEqual([['laptop', undefined]]);
 
       expect((await call('/v1/repos', { method: 'POST', token: aliceKey, json: { id: 'team' } })).body).toEqual({ id: 'team', role: 'owner' });
-      expect((await call('/v1/repos', { method: 'POST', token: bob.access_token, json: { id: 'team' } })).body).toEqual({ error: 'repo already exists' });
-      expect((await call('/v1/repos/team/pages', { token: bob.access_token })).body).toEqual({ error: 'not a member of this repo' });
+      expect((await call('/v1/repos', { method: 'POST', token: bob.access_token, json: { id: 'team' } })).body).toEqual({ error: 'repo already exists', code: 'repo_exists' });
+      expect((await call('/v1/repos/team/pages', { token: bob.access_token })).body).toEqual({ error: 'not a member of this repo', code: 'not_a_member' });
 
       const invite = await call('/v1/repos/team/invite-keys', { method: 'POST', token: aliceKey, json: { label: 'bob' } });
       expect(invite.status).toBe(201);
@@ -272,12 +272,14 @@ export function e2eCases(kind: TargetKind): void {
 
       const remove = await call(`/v1/repos/team/members/${bob.user.id}`, { method: 'DELETE', token: aliceKey });
       expect(remove.status).toBe(204);
-      expect((await call('/v1/repos/team/pages', { token: bob.access_token })).body).toEqual({ error: 'not a member of this repo' });
+      expect((await call('/v1/repos/team/pages', { token: bob.access_token })).body).toEqual({ error: 'not a member of this repo', code: 'not_a_member' });
       expect((await call('/v1/repos/join', { method: 'POST', token: bob.access_token, json: { key: invite.body.token } })).body).toEqual({
         error: 'removed from this repo; ask an owner for a new invite key',
+        code: 'removed_from_repo',
       });
       expect((await call(`/v1/repos/team/members/${alice.user.id}`, { method: 'DELETE', token: aliceKey })).body).toEqual({
         error: "can't remove the last owner",
+        code: 'last_owner',
       });
       // The membership changes, by who made them (Alice through her PAT), only when asked for; the refusals left none.
       const changes = await call('/v1/repos/team/activity?actions=member', { token: aliceKey });
@@ -323,8 +325,8 @@ export function e2eCases(kind: TargetKind): void {
 
     it('the legacy key is what its token says, and no more', async () => {
       expect(LEGACY_KEY.length).toBeGreaterThan(0);
-      expect((await call('/v1/pats', { method: 'POST', json: {} })).body).toEqual({ error: 'user session required' });
-      expect((await call('/v1/repos', { method: 'POST', json: { id: 'x' } })).body).toEqual({ error: 'user session required' });
+      expect((await call('/v1/pats', { method: 'POST', json: {} })).body).toEqual({ error: 'user session required', code: 'user_session_required' });
+      expect((await call('/v1/repos', { method: 'POST', json: { id: 'x' } })).body).toEqual({ error: 'user session required', code: 'user_session_required' });
     });
   });
 
@@ -347,7 +349,7 @@ export function e2eCases(kind: TargetKind): void {
       expect(statuses).toEqual([200, 200, 200, 200, 200]);
       for (const xff of ['198.51.100.7', '203.0.113.99']) {
         const r = await t.api('/v1/repos', { headers: { 'x-forwarded-for': xff } });
-        expect([r.status, await r.json()]).toEqual([429, { error: 'rate limit exceeded' }]);
+        expect([r.status, await r.json()]).toEqual([429, { error: 'rate limit exceeded', code: 'rate_limited' }]);
         expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
       }
       // Without credentials too: limiting comes before authentication.

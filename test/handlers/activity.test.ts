@@ -98,7 +98,7 @@ describe('GET /v1/repos/:id/activity (functions/activity/list.ts)', () => {
     for (const bad of ['members', 'push,', '', 'push;pull', 'PUSH']) {
       const res = await alice.request(`/v1/repos/notes/activity?actions=${encodeURIComponent(bad)}`);
       expect(res.status).toBe(400);
-      expect(await res.json()).toEqual({ error: `invalid actions: ${bad}` });
+      expect(await res.json()).toEqual({ error: `invalid actions: ${bad}`, code: 'invalid_actions' });
     }
   });
 
@@ -136,10 +136,10 @@ describe('GET /v1/repos/:id/activity (functions/activity/list.ts)', () => {
     await h.deps.repos.create('notes');
     const denied = await carol.request('/v1/repos/notes/activity');
     expect(denied.status).toBe(403);
-    expect(await denied.json()).toEqual({ error: 'not a member of this repo' });
+    expect(await denied.json()).toEqual({ error: 'not a member of this repo', code: 'not_a_member' });
     const missing = await h.legacy.request('/v1/repos/missing/activity');
     expect(missing.status).toBe(404);
-    expect(await missing.json()).toEqual({ error: 'repo not found' });
+    expect(await missing.json()).toEqual({ error: 'repo not found', code: 'repo_not_found' });
     const empty = await h.legacy.request('/v1/repos/notes/activity');
     expect(await empty.json()).toEqual({ events: [], total: 0 });
   });

@@ -45,15 +45,15 @@ describe('POST /v1/auth/idp (functions/auth/idp.ts)', () => {
 
   it('refuses a bad ID token with 401 invalid id token: <reason>', async () => {
     h = await mountHandler(authIdp, { env: idpEnv() });
-    const cases: Array<[Record<string, unknown>, string]> = [
-      [{ email_verified: false }, 'invalid id token: email not verified'],
-      [{ aud: 'someone-else' }, 'invalid id token: audience mismatch'],
-      [{ iss: 'https://evil.test' }, 'invalid id token: issuer not allowed'],
+    const cases: Array<[Record<string, unknown>, string, string]> = [
+      [{ email_verified: false }, 'invalid id token: email not verified', 'invalid_id_token'],
+      [{ aud: 'someone-else' }, 'invalid id token: audience mismatch', 'invalid_id_token'],
+      [{ iss: 'https://evil.test' }, 'invalid id token: issuer not allowed', 'invalid_id_token'],
     ];
-    for (const [claims, error] of cases) {
+    for (const [claims, error, code] of cases) {
       const res = await signIn(h, { id_token: await idp.signIdToken(claims) });
       expect(res.status).toBe(401);
-      expect(await res.json()).toEqual({ error });
+      expect(await res.json()).toEqual({ error, code });
     }
     expect(await h.deps.users.any()).toBe(false);
   });
@@ -63,18 +63,18 @@ describe('POST /v1/auth/idp (functions/auth/idp.ts)', () => {
     for (const body of [{}, { id_token: '' }, { id_token: 42 }]) {
       const res = await signIn(h, body);
       expect(res.status).toBe(400);
-      expect(await res.json()).toEqual({ error: 'id_token required' });
+      expect(await res.json()).toEqual({ error: 'id_token required', code: 'id_token_required' });
     }
     const empty = await h.request('/v1/auth/idp', { method: 'POST' });
     expect(empty.status).toBe(400);
-    expect(await empty.json()).toEqual({ error: 'id_token required' });
+    expect(await empty.json()).toEqual({ error: 'id_token required', code: 'id_token_required' });
   });
 
   it('503 when no identity provider is configured, before looking at the body', async () => {
     h = await mountHandler(authIdp);
     const res = await signIn(h, {});
     expect(res.status).toBe(503);
-    expect(await res.json()).toEqual({ error: 'identity provider not configured' });
+    expect(await res.json()).toEqual({ error: 'identity provider not configured', code: 'idp_not_configured' });
   });
 
   it('has its own rate limiter on top of the general one', async () => {
@@ -86,6 +86,6 @@ describe('POST /v1/auth/idp (functions/auth/idp.ts)', () => {
     const res = await signIn(h, {});
     expect(res.status).toBe(429);
     expect(res.headers.get('retry-after')).toMatch(/^[1-9][0-9]*$/);
-    expect(await res.json()).toEqual({ error: 'rate limit exceeded' });
+    expect(await res.json()).toEqual({ error: 'rate limit exceeded', code: 'rate_limited' });
   });
 });

@@ -62,13 +62,13 @@ describe('GET /client/kr.tgz and /client/kr.mjs (functions/client/tgz.ts, mjs.ts
   it('404 with how to build it when the server has none (each file on its own)', async () => {
     h = await mount({ 'kr.mjs': 'x\n' });
     const tgz = await h.request('/client/kr.tgz');
-    expect([tgz.status, await tgz.json()]).toEqual([404, { error: NOT_BUILT }]);
+    expect([tgz.status, await tgz.json()]).toEqual([404, { error: NOT_BUILT, code: 'client_not_built' }]);
     expect((await h.request('/client/kr.mjs')).status).toBe(200);
     // A runtime that hands out no client package at all.
     h.deps.clientFiles = undefined;
     for (const path of ['/client/kr.tgz', '/client/kr.mjs']) {
       const res = await h.request(path);
-      expect([res.status, await res.json()]).toEqual([404, { error: NOT_BUILT }]);
+      expect([res.status, await res.json()]).toEqual([404, { error: NOT_BUILT, code: 'client_not_built' }]);
     }
   });
 });

@@ -62,13 +62,13 @@ describe('GET /v1/repos/:id/diff/<path> (functions/diff/diff.ts)', () => {
     const only = await h.commit('notes', { 'a.md': 'x' });
     const missing = await h.legacy.request('/v1/repos/notes/diff/zz.md');
     expect(missing.status).toBe(404);
-    expect(await missing.json()).toEqual({ error: 'path not present in repo' });
+    expect(await missing.json()).toEqual({ error: 'path not present in repo', code: 'path_not_in_repo' });
     const first = await h.legacy.request('/v1/repos/notes/diff/a.md');
     expect(first.status).toBe(400);
-    expect(await first.json()).toEqual({ error: 'no parent commit for this path; pass ?from explicitly' });
+    expect(await first.json()).toEqual({ error: 'no parent commit for this path; pass ?from explicitly', code: 'no_parent' });
     const unknown = await h.legacy.request(`/v1/repos/notes/diff/a.md?from=abcdef1&to=${only}`);
     expect(unknown.status).toBe(400);
-    expect(await unknown.json()).toEqual({ error: 'unknown sha: abcdef1' });
+    expect(await unknown.json()).toEqual({ error: 'unknown sha: abcdef1', code: 'unknown_sha' });
   });
 
   it('a non-member gets 403', async () => {
@@ -77,7 +77,7 @@ describe('GET /v1/repos/:id/diff/<path> (functions/diff/diff.ts)', () => {
     await h.commit('notes', { 'a.md': 'x' });
     const res = await bob.request('/v1/repos/notes/diff/a.md');
     expect(res.status).toBe(403);
-    expect(await res.json()).toEqual({ error: 'not a member of this repo' });
+    expect(await res.json()).toEqual({ error: 'not a member of this repo', code: 'not_a_member' });
   });
 });
 
@@ -117,6 +117,6 @@ describe('GET /v1/repos/:id/evolution/<path> (functions/diff/evolution.ts)', () 
     expect(body.entries.map((e) => e.commit.sha)).toEqual([v2]);
     const missing = await h.legacy.request('/v1/repos/notes/evolution/zz.md');
     expect(missing.status).toBe(404);
-    expect(await missing.json()).toEqual({ error: 'path not present in repo' });
+    expect(await missing.json()).toEqual({ error: 'path not present in repo', code: 'path_not_in_repo' });
   });
 });

@@ -71,11 +71,11 @@ describe('GET /v1/repos/:id/events (functions/events/stream.ts)', () => {
       open.push(new SseReader(res));
     }
     const refused = await h.legacy.request('/v1/repos/notes/events');
-    expect([refused.status, await refused.json()]).toEqual([429, { error: 'too many event streams' }]);
+    expect([refused.status, await refused.json()]).toEqual([429, { error: 'too many event streams', code: 'too_many_streams' }]);
     const denied = await carol.request('/v1/repos/notes/events');
-    expect([denied.status, await denied.json()]).toEqual([403, { error: 'not a member of this repo' }]);
+    expect([denied.status, await denied.json()]).toEqual([403, { error: 'not a member of this repo', code: 'not_a_member' }]);
     const missing = await h.legacy.request('/v1/repos/nope/events');
-    expect([missing.status, await missing.json()]).toEqual([404, { error: 'repo not found' }]);
+    expect([missing.status, await missing.json()]).toEqual([404, { error: 'repo not found', code: 'repo_not_found' }]);
     for (const r of open) await r.close();
   });
 

@@ -101,9 +101,9 @@ describe('GET /v1/repos/:id/info/refs (functions/git/info-refs.ts)', () => {
     h = await mountHandler(gitInfoRefs);
     const { alice } = await setup(h);
     const none = await alice.request('/v1/repos/notes/info/refs');
-    expect([none.status, await none.json()]).toEqual([400, { error: "only git's smart HTTP protocol is served: service=git-upload-pack" }]);
+    expect([none.status, await none.json()]).toEqual([400, { error: "only git's smart HTTP protocol is served: service=git-upload-pack", code: 'unsupported_service' }]);
     const dumb = await alice.request('/v1/repos/notes/info/refs?service=git-archive');
-    expect([dumb.status, await dumb.json()]).toEqual([400, { error: "only git's smart HTTP protocol is served: service=git-upload-pack" }]);
+    expect([dumb.status, await dumb.json()]).toEqual([400, { error: "only git's smart HTTP protocol is served: service=git-upload-pack", code: 'unsupported_service' }]);
     const push = await alice.request('/v1/repos/notes.git/info/refs?service=git-receive-pack');
     expect([push.status, push.headers.get('content-type'), await push.text()]).toEqual([403, 'text/plain; charset=UTF-8', REFUSAL]);
   });
@@ -112,17 +112,17 @@ describe('GET /v1/repos/:id/info/refs (functions/git/info-refs.ts)', () => {
     h = await mountHandler(gitInfoRefs);
     await setup(h);
     const path = '/v1/repos/notes.git/info/refs?service=git-upload-pack';
-    const cases: Array<[Record<string, string>, string]> = [
-      [{}, 'missing authorization header'],
-      [basic('kr', 'krp_nottherighttokennottherighttoken'), 'invalid token'],
-      [basic('kr', ''), 'invalid token'],
-      [{ authorization: 'Bearer nope' }, 'invalid token'],
-      [{ authorization: 'Digest x' }, 'invalid authorization format, expected Basic or Bearer credentials'],
-      [{ authorization: 'Basic !!!' }, 'invalid authorization format, expected Basic or Bearer credentials'],
+    const cases: Array<[Record<string, string>, string, string]> = [
+      [{}, 'missing authorization header', 'missing_authorization'],
+      [basic('kr', 'krp_nottherighttokennottherighttoken'), 'invalid token', 'invalid_token'],
+      [basic('kr', ''), 'invalid token', 'invalid_token'],
+      [{ authorization: 'Bearer nope' }, 'invalid token', 'invalid_token'],
+      [{ authorization: 'Digest x' }, 'invalid authorization format, expected Basic or Bearer credentials', 'invalid_git_authorization_format'],
+      [{ authorization: 'Basic !!!' }, 'invalid authorization format, expected Basic or Bearer credentials', 'invalid_git_authorization_format'],
     ];
-    for (const [headers, error] of cases) {
+    for (const [headers, error, code] of cases) {
       const res = await h.request(path, { headers });
-      expect([res.status, res.headers.get('www-authenticate'), await res.json()], JSON.stringify(headers)).toEqual([401, 'Basic realm="kr"', { error }]);
+      expect([res.status, res.headers.get('www-authenticate'), await res.json()], JSON.stringify(headers)).toEqual([401, 'Basic realm="kr"', { error, code }]);
     }
   });
 
@@ -146,11 +146,11 @@ describe('GET /v1/repos/:id/info/refs (functions/git/info-refs.ts)', () => {
     h = await mountHandler(gitInfoRefs);
     const { bob } = await setup(h);
     const outsider = await h.request('/v1/repos/notes.git/info/refs?service=git-upload-pack', { headers: basic('kr', bob.token) });
-    expect([outsider.status, await outsider.json()]).toEqual([403, { error: 'not a member of this repo' }]);
+    expect([outsider.status, await outsider.json()]).toEqual([403, { error: 'not a member of this repo', code: 'not_a_member' }]);
     const missing = await h.legacy.request('/v1/repos/nope.git/info/refs?service=git-upload-pack');
-    expect([missing.status, await missing.json()]).toEqual([404, { error: 'repo not found' }]);
+    expect([missing.status, await missing.json()]).toEqual([404, { error: 'repo not found', code: 'repo_not_found' }]);
     const missingUser = await bob.request('/v1/repos/nope.git/info/refs?service=git-upload-pack');
-    expect([missingUser.status, await missingUser.json()]).toEqual([403, { error: 'not a member of this repo' }]);
+    expect([missingUser.status, await missingUser.json()]).toEqual([403, { error: 'not a member of this repo', code: 'not_a_member' }]);
   });
 });
 
@@ -189,13 +189,13 @@ describe('POST /v1/repos/:id/git-upload-pack (functions/git/upload-pack.ts)', ()
     h = await mountHandler(gitUploadPack);
     const { bob } = await setup(h);
     const none = await h.request('/v1/repos/notes.git/git-upload-pack', { method: 'POST', body: '0000' });
-    expect([none.status, none.headers.get('www-authenticate'), await none.json()]).toEqual([401, 'Basic realm="kr"', { error: 'missing authorization header' }]);
+    expect([none.status, none.headers.get('www-authenticate'), await none.json()]).toEqual([401, 'Basic realm="kr"', { error: 'missing authorization header', code: 'missing_authorization' }]);
     const outsider = await h.request('/v1/repos/notes.git/git-upload-pack', { method: 'POST', body: '0000', headers: basic('kr', bob.token) });
-    expect([outsider.status, await outsider.json()]).toEqual([403, { error: 'not a member of this repo' }]);
+    expect([outsider.status, await outsider.json()]).toEqual([403, { error: 'not a member of this repo', code: 'not_a_member' }]);
     const missing = await h.legacy.request('/v1/repos/nope.git/git-upload-pack', { method: 'POST', body: '0000' });
-    expect([missing.status, await missing.json()]).toEqual([404, { error: 'repo not found' }]);
+    expect([missing.status, await missing.json()]).toEqual([404, { error: 'repo not found', code: 'repo_not_found' }]);
     const malformed = await h.legacy.request('/v1/repos/notes.git/git-upload-pack', { method: 'POST', body: 'zzzz', headers: { 'git-protocol': 'version=2' } });
-    expect([malformed.status, await malformed.json()]).toEqual([400, { error: 'invalid pkt-line length at byte 0' }]);
+    expect([malformed.status, await malformed.json()]).toEqual([400, { error: 'invalid pkt-line length at byte 0', code: 'invalid_git_request' }]);
   });
 });
 
@@ -214,8 +214,8 @@ describe('POST /v1/repos/:id/git-receive-pack (functions/git/receive-pack.ts)', 
     h = await mountHandler(ALL);
     const { bob } = await setup(h);
     const none = await h.request('/v1/repos/notes.git/git-receive-pack', { method: 'POST' });
-    expect([none.status, none.headers.get('www-authenticate'), await none.json()]).toEqual([401, 'Basic realm="kr"', { error: 'missing authorization header' }]);
+    expect([none.status, none.headers.get('www-authenticate'), await none.json()]).toEqual([401, 'Basic realm="kr"', { error: 'missing authorization header', code: 'missing_authorization' }]);
     const outsider = await bob.request('/v1/repos/notes.git/git-receive-pack', { method: 'POST' });
-    expect([outsider.status, await outsider.json()]).toEqual([403, { error: 'not a member of this repo' }]);
+    expect([outsider.status, await outsider.json()]).toEqual([403, { error: 'not a member of this repo', code: 'not_a_member' }]);
   });
 });

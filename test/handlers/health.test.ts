@@ -26,6 +26,6 @@ describe('GET /health (functions/health.ts)', () => {
     h = await mountHandler(health);
     const res = await h.request('/health', { method: 'POST' });
     expect(res.status).toBe(405);
-    expect(await res.json()).toEqual({ error: 'method not allowed' });
+    expect(await res.json()).toEqual({ error: 'method not allowed', code: 'method_not_allowed' });
   });
 });

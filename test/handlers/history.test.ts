@@ -50,10 +50,10 @@ describe('GET /v1/repos/:id/history/<path> (functions/history/page.ts)', () => {
     expect(((await ok.json()) as { commits: Array<{ sha: string }> }).commits.map((c) => c.sha)).toEqual([sha]);
     const denied = await bob.request('/v1/repos/notes/history/a.md');
     expect(denied.status).toBe(403);
-    expect(await denied.json()).toEqual({ error: 'not a member of this repo' });
+    expect(await denied.json()).toEqual({ error: 'not a member of this repo', code: 'not_a_member' });
     const missing = await h.legacy.request('/v1/repos/missing/history/a.md');
     expect(missing.status).toBe(404);
-    expect(await missing.json()).toEqual({ error: 'repo not found' });
+    expect(await missing.json()).toEqual({ error: 'repo not found', code: 'repo_not_found' });
   });
 });
 

@@ -56,7 +56,7 @@ describe('GET /v1/billing (functions/hosted/billing/read.ts)', () => {
     h = await hosted(billingRead);
     const res = await h.legacy.request('/v1/billing');
     expect(res.status).toBe(403);
-    expect(await res.json()).toEqual({ error: 'user session required' });
+    expect(await res.json()).toEqual({ error: 'user session required', code: 'user_session_required' });
   });
 });
 
@@ -73,7 +73,7 @@ describe('POST /v1/billing/checkout (functions/hosted/billing/checkout.ts)', () 
     const bob = await h.user('bob@example.com');
     const off = await bob.request('/v1/billing/checkout', { method: 'POST' });
     expect(off.status).toBe(503);
-    expect(await off.json()).toEqual({ error: 'billing not configured' });
+    expect(await off.json()).toEqual({ error: 'billing not configured', code: 'billing_not_configured' });
   });
 });
 
@@ -103,16 +103,16 @@ describe('POST /billing/webhook (functions/hosted/billing/webhook.ts)', () => {
     h = await hosted(billingWebhook, { clock });
     const wrong = await send(h, { type: 'subscription.activated', user_id: 'x' }, T0, 'another-secret');
     expect(wrong.status).toBe(401);
-    expect(await wrong.json()).toEqual({ error: 'invalid signature' });
+    expect(await wrong.json()).toEqual({ error: 'invalid signature', code: 'invalid_signature' });
     const missing = await h.request('/billing/webhook', { method: 'POST', json: { type: 'subscription.activated' } });
     expect(missing.status).toBe(401);
-    expect(await missing.json()).toEqual({ error: 'invalid signature' });
+    expect(await missing.json()).toEqual({ error: 'invalid signature', code: 'invalid_signature' });
     const stale = await send(h, { type: 'subscription.activated', user_id: 'x' }, T0 - 301);
     expect(stale.status).toBe(401);
-    expect(await stale.json()).toEqual({ error: 'stale signature' });
+    expect(await stale.json()).toEqual({ error: 'stale signature', code: 'stale_signature' });
     const unknownUser = await send(h, { type: 'subscription.activated', user_id: 'nobody' }, T0);
     expect(unknownUser.status).toBe(404);
-    expect(await unknownUser.json()).toEqual({ error: 'user not found' });
+    expect(await unknownUser.json()).toEqual({ error: 'user not found', code: 'user_not_found' });
     expect((await send(h, { type: 'invoice.paid' }, T0)).status).toBe(204);
   });
 
@@ -120,7 +120,7 @@ describe('POST /billing/webhook (functions/hosted/billing/webhook.ts)', () => {
     h = await hosted(billingWebhook, { env: { SERVICE_BILLING_WEBHOOK_SECRET: '' } });
     const res = await send(h, { type: 'subscription.activated', user_id: 'x' }, Math.floor(Date.now() / 1000));
     expect(res.status).toBe(503);
-    expect(await res.json()).toEqual({ error: 'billing not configured' });
+    expect(await res.json()).toEqual({ error: 'billing not configured', code: 'billing_not_configured' });
   });
 });
 
@@ -138,7 +138,7 @@ describe('GET /v1/admin/stats (functions/hosted/admin/stats.ts)', () => {
     for (const caller of [alice, h.legacy]) {
       const denied = await caller.request('/v1/admin/stats');
       expect(denied.status).toBe(403);
-      expect(await denied.json()).toEqual({ error: 'admin only' });
+      expect(await denied.json()).toEqual({ error: 'admin only', code: 'admin_only' });
     }
   });
 });
@@ -198,10 +198,10 @@ describe('POST /v1/admin/users/:id/subscription (functions/hosted/admin/subscrip
     expect(await subscribed(h, alice.id)).toBe(false);
     const nobody = await root.request('/v1/admin/users/nobody/subscription', { method: 'POST', json: { subscribed: true } });
     expect(nobody.status).toBe(404);
-    expect(await nobody.json()).toEqual({ error: 'user not found' });
+    expect(await nobody.json()).toEqual({ error: 'user not found', code: 'user_not_found' });
     const bad = await root.request(`/v1/admin/users/${alice.id}/subscription`, { method: 'POST', json: { subscribed: 'yes' } });
     expect(bad.status).toBe(400);
-    expect(await bad.json()).toEqual({ error: 'invalid request: subscribed: expected boolean' });
+    expect(await bad.json()).toEqual({ error: 'invalid request: subscribed: expected boolean', code: 'invalid_request' });
   });
 
   it('a user who is not an admin gets 403 admin only and nothing changes', async () => {
@@ -209,7 +209,7 @@ describe('POST /v1/admin/users/:id/subscription (functions/hosted/admin/subscrip
     const alice = await h.user('alice@example.com');
     const res = await alice.request(`/v1/admin/users/${alice.id}/subscription`, { method: 'POST', json: { subscribed: true } });
     expect(res.status).toBe(403);
-    expect(await res.json()).toEqual({ error: 'admin only' });
+    expect(await res.json()).toEqual({ error: 'admin only', code: 'admin_only' });
     expect(await subscribed(h, alice.id)).toBe(false);
   });
 });

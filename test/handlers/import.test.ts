@@ -81,7 +81,7 @@ describe('POST /v1/repos/:id/import (functions/repos/import.ts)', () => {
     h = await mountHandler(reposImport);
     const { bundle, head } = await makeBundle(h.dataRoot);
     const { alice, bob } = await team(h);
-    expect(await post(bob, 'team', bundle)).toEqual({ status: 403, body: { error: 'only an owner can import' } });
+    expect(await post(bob, 'team', bundle)).toEqual({ status: 403, body: { error: 'only an owner can import', code: 'owner_only_import' } });
     expect(await h.deps.repos.head('team')).toBeNull();
     expect(await post(alice, 'team', bundle)).toEqual({ status: 201, body: { id: 'team', head, commits: 2, pages: 3 } });
   });
@@ -91,18 +91,18 @@ describe('POST /v1/repos/:id/import (functions/repos/import.ts)', () => {
     const { bundle } = await makeBundle(h.dataRoot);
     const { alice } = await team(h);
     const before = await h.commit('team', { 'x.md': 'x\n' });
-    expect(await post(alice, 'team', bundle)).toEqual({ status: 409, body: { error: 'repository is not empty' } });
-    expect(await post(h.legacy, 'team', bundle)).toEqual({ status: 409, body: { error: 'repository is not empty' } });
+    expect(await post(alice, 'team', bundle)).toEqual({ status: 409, body: { error: 'repository is not empty', code: 'repo_not_empty' } });
+    expect(await post(h.legacy, 'team', bundle)).toEqual({ status: 409, body: { error: 'repository is not empty', code: 'repo_not_empty' } });
     expect((await h.deps.repos.head('team'))?.sha).toBe(before);
   });
 
   it('400 `invalid bundle: …` for garbage, and nothing is left behind', async () => {
     h = await mountHandler(reposImport);
     const carol = await h.user('carol@example.com');
-    expect(await post(carol, 'junk', 'hello, not a bundle\n')).toEqual({ status: 400, body: { error: 'invalid bundle: not a git bundle (v2 or v3)' } });
+    expect(await post(carol, 'junk', 'hello, not a bundle\n')).toEqual({ status: 400, body: { error: 'invalid bundle: not a git bundle (v2 or v3)', code: 'invalid_bundle' } });
     expect(await post(carol, 'junk', `# v2 git bundle\n${'a'.repeat(40)} refs/heads/main\n\n`)).toEqual({
       status: 400,
-      body: { error: 'invalid bundle: no pack after the header' },
+      body: { error: 'invalid bundle: no pack after the header', code: 'invalid_bundle' },
     });
     expect(await h.deps.repos.exists('junk')).toBe(false);
     expect(await h.deps.members.roleOf('junk', carol.id)).toBeNull();
@@ -112,7 +112,7 @@ describe('POST /v1/repos/:id/import (functions/repos/import.ts)', () => {
     h = await mountHandler(reposImport);
     await team(h);
     const dave = await h.user('dave@example.com');
-    expect(await post(h, 'team', 'x')).toEqual({ status: 401, body: { error: 'missing authorization header' } });
-    expect(await post(dave, 'team', 'x')).toEqual({ status: 403, body: { error: 'not a member of this repo' } });
+    expect(await post(h, 'team', 'x')).toEqual({ status: 401, body: { error: 'missing authorization header', code: 'missing_authorization' } });
+    expect(await post(dave, 'team', 'x')).toEqual({ status: 403, body: { error: 'not a member of this repo', code: 'not_a_member' } });
   });
 });

@@ -46,10 +46,10 @@ describe('POST /v1/repos/:id/invite-keys (functions/invites/create.ts)', () => {
     expect(((await empty.json()) as { key: { label: string } }).key.label).toBe('');
     const member = await bob.request('/v1/repos/notes/invite-keys', { method: 'POST', json: {} });
     expect(member.status).toBe(403);
-    expect(await member.json()).toEqual({ error: 'only an owner can manage invite keys' });
+    expect(await member.json()).toEqual({ error: 'only an owner can manage invite keys', code: 'owner_only_invites' });
     const legacy = await h.legacy.request('/v1/repos/notes/invite-keys', { method: 'POST', json: {} });
     expect(legacy.status).toBe(403);
-    expect(await legacy.json()).toEqual({ error: 'user session required' });
+    expect(await legacy.json()).toEqual({ error: 'user session required', code: 'user_session_required' });
     expect(await h.deps.invites.list('notes')).toHaveLength(1);
   });
 });
@@ -67,7 +67,7 @@ describe('GET /v1/repos/:id/invite-keys (functions/invites/list.ts)', () => {
     expect(await res.json()).toEqual({ keys: [fresh.key, old.key] });
     const member = await bob.request('/v1/repos/notes/invite-keys');
     expect(member.status).toBe(403);
-    expect(await member.json()).toEqual({ error: 'only an owner can manage invite keys' });
+    expect(await member.json()).toEqual({ error: 'only an owner can manage invite keys', code: 'owner_only_invites' });
   });
 });
 
@@ -90,7 +90,7 @@ describe('DELETE /v1/repos/:id/invite-keys/:keyId (functions/invites/revoke.ts)'
     for (const id of [key.id, crypto.randomUUID()]) {
       const res = await alice.request(`/v1/repos/notes/invite-keys/${id}`, { method: 'DELETE' });
       expect(res.status).toBe(404);
-      expect(await res.json()).toEqual({ error: 'invite key not found' });
+      expect(await res.json()).toEqual({ error: 'invite key not found', code: 'invite_key_not_found' });
     }
     expect(await h.deps.invites.find(token)).not.toBeNull();
   });
@@ -117,24 +117,24 @@ describe('POST /v1/repos/join (functions/invites/join.ts)', () => {
     h = await mountHandler(invitesJoin, { clock });
     const { alice } = await team(h);
     const carol = await h.user('carol@example.com');
-    const cases: Array<[unknown, number, string]> = [
-      [{}, 400, 'key required'],
-      [{ key: '  ' }, 400, 'key required'],
-      [{ key: 'kri_unknown' }, 404, 'invite key not recognized'],
+    const cases: Array<[unknown, number, string, string]> = [
+      [{}, 400, 'key required', 'key_required'],
+      [{ key: '  ' }, 400, 'key required', 'key_required'],
+      [{ key: 'kri_unknown' }, 404, 'invite key not recognized', 'invite_key_not_recognized'],
     ];
-    for (const [json, status, error] of cases) {
+    for (const [json, status, error, code] of cases) {
       const res = await carol.request('/v1/repos/join', { method: 'POST', json });
       expect(res.status).toBe(status);
-      expect(await res.json()).toEqual({ error });
+      expect(await res.json()).toEqual({ error, code });
     }
     const { token } = await h.deps.invites.mint('notes', alice.id, '');
     clock.advance(WEEK * 1000);
     const expired = await carol.request('/v1/repos/join', { method: 'POST', json: { key: token } });
     expect(expired.status).toBe(410);
-    expect(await expired.json()).toEqual({ error: 'invite key expired' });
+    expect(await expired.json()).toEqual({ error: 'invite key expired', code: 'invite_key_expired' });
     const legacy = await h.legacy.request('/v1/repos/join', { method: 'POST', json: { key: token } });
     expect(legacy.status).toBe(403);
-    expect(await legacy.json()).toEqual({ error: 'user session required' });
+    expect(await legacy.json()).toEqual({ error: 'user session required', code: 'user_session_required' });
     expect(await h.deps.members.roleOf('notes', carol.id)).toBeNull();
   });
 
@@ -147,7 +147,7 @@ describe('POST /v1/repos/join (functions/invites/join.ts)', () => {
     expect(await h.deps.members.remove('notes', bob.id)).toBe('removed');
     const res = await bob.request('/v1/repos/join', { method: 'POST', json: { key: before.token } });
     expect(res.status).toBe(403);
-    expect(await res.json()).toEqual({ error: 'removed from this repo; ask an owner for a new invite key' });
+    expect(await res.json()).toEqual({ error: 'removed from this repo; ask an owner for a new invite key', code: 'removed_from_repo' });
     const after = await h.deps.invites.mint('notes', alice.id, '');
     const again = await bob.request('/v1/repos/join', { method: 'POST', json: { key: after.token } });
     expect(again.status).toBe(200);

@@ -67,19 +67,19 @@ describe('POST /v1/repos/:id/members/:userId/role (functions/members/role.ts)', 
     h = await mountHandler([membersRole, membersList]);
     const { alice, bob } = await team(h);
     const dave = await h.user('dave@example.com');
-    expect(await setRole(alice, 'notes', alice.id, 'member')).toEqual({ status: 409, body: { error: "can't remove the last owner" } });
-    expect(await setRole(h.legacy, 'notes', alice.id, 'member')).toEqual({ status: 409, body: { error: "can't remove the last owner" } });
-    expect(await setRole(alice, 'notes', dave.id, 'owner')).toEqual({ status: 404, body: { error: 'not a member of this repo' } });
-    expect(await setRole(alice, 'notes', 'no-such-user', 'member')).toEqual({ status: 404, body: { error: 'not a member of this repo' } });
+    expect(await setRole(alice, 'notes', alice.id, 'member')).toEqual({ status: 409, body: { error: "can't remove the last owner", code: 'last_owner' } });
+    expect(await setRole(h.legacy, 'notes', alice.id, 'member')).toEqual({ status: 409, body: { error: "can't remove the last owner", code: 'last_owner' } });
+    expect(await setRole(alice, 'notes', dave.id, 'owner')).toEqual({ status: 404, body: { error: 'not a member of this repo', code: 'not_a_member' } });
+    expect(await setRole(alice, 'notes', 'no-such-user', 'member')).toEqual({ status: 404, body: { error: 'not a member of this repo', code: 'not_a_member' } });
     for (const role of ['admin', 'Owner', '', 5, null, ['owner'], undefined]) {
-      expect(await setRole(alice, 'notes', bob.id, role), JSON.stringify(role)).toEqual({ status: 400, body: { error: 'role must be owner or member' } });
+      expect(await setRole(alice, 'notes', bob.id, role), JSON.stringify(role)).toEqual({ status: 400, body: { error: 'role must be owner or member', code: 'invalid_role' } });
     }
     const notJson = await alice.request(`/v1/repos/notes/members/${bob.id}/role`, { method: 'POST', body: '{', headers: { 'content-type': 'application/json' } });
-    expect(await json(notJson)).toEqual({ status: 400, body: { error: 'invalid JSON body' } });
-    expect(await setRole(bob, 'notes', bob.id, 'owner')).toEqual({ status: 403, body: { error: 'only an owner can change roles' } });
-    expect(await setRole(dave, 'notes', bob.id, 'owner')).toEqual({ status: 403, body: { error: 'not a member of this repo' } });
-    expect(await setRole(dave, 'nowhere', bob.id, 'owner')).toEqual({ status: 403, body: { error: 'not a member of this repo' } });
-    expect(await setRole(h.legacy, 'nowhere', bob.id, 'owner')).toEqual({ status: 404, body: { error: 'repo not found' } });
+    expect(await json(notJson)).toEqual({ status: 400, body: { error: 'invalid JSON body', code: 'invalid_json' } });
+    expect(await setRole(bob, 'notes', bob.id, 'owner')).toEqual({ status: 403, body: { error: 'only an owner can change roles', code: 'owner_only_roles' } });
+    expect(await setRole(dave, 'notes', bob.id, 'owner')).toEqual({ status: 403, body: { error: 'not a member of this repo', code: 'not_a_member' } });
+    expect(await setRole(dave, 'nowhere', bob.id, 'owner')).toEqual({ status: 403, body: { error: 'not a member of this repo', code: 'not_a_member' } });
+    expect(await setRole(h.legacy, 'nowhere', bob.id, 'owner')).toEqual({ status: 404, body: { error: 'repo not found', code: 'repo_not_found' } });
     expect(await roles(h)).toEqual({ alice: 'owner', bob: 'member', carol: 'member' });
   });
 
@@ -101,8 +101,8 @@ describe('POST /v1/repos/:id/members/:userId/role (functions/members/role.ts)', 
       // Every refusal is the last-owner one or (once its caller was demoted first) the owner check.
       for (const a of answers) {
         expect([200, 403, 409], JSON.stringify(a)).toContain(a.status);
-        if (a.status === 409) expect(a.body).toEqual({ error: "can't remove the last owner" });
-        if (a.status === 403) expect(a.body).toEqual({ error: 'only an owner can change roles' });
+        if (a.status === 409) expect(a.body).toEqual({ error: "can't remove the last owner", code: 'last_owner' });
+        if (a.status === 403) expect(a.body).toEqual({ error: 'only an owner can change roles', code: 'owner_only_roles' });
       }
     }
     // Two owners demoting each other, the statement level: one of them stays.
@@ -191,7 +191,7 @@ describe('DELETE /v1/repos/:id?confirm=<id> (functions/repos/delete.ts)', () => 
     expect(readdirSync(join(h.dataRoot, 'repos'))).toEqual([]);
     expect(await rowsOf(h, 'notes')).toEqual({});
     expect(searchFiles()).toEqual([]);
-    expect(await del(alice, 'notes', 'notes')).toEqual({ status: 403, body: { error: 'not a member of this repo' } });
+    expect(await del(alice, 'notes', 'notes')).toEqual({ status: 403, body: { error: 'not a member of this repo', code: 'not_a_member' } });
 
     // Created again, by someone else: a new, empty repository; nothing of the old one shows through.
     expect((await bob.request('/v1/repos', { method: 'POST', json: { id: 'notes' } })).status).toBe(201);
@@ -199,13 +199,13 @@ describe('DELETE /v1/repos/:id?confirm=<id> (functions/repos/delete.ts)', () => 
     expect(await h.deps.repos.pages('notes')).toEqual([]);
     expect(await h.deps.repos.head('notes')).toBeNull();
     expect((await alice.request('/v1/repos/notes/links/wiki/concepts/a.md')).status).toBe(403);
-    expect(await json(await bob.request('/v1/repos/notes/links/wiki/concepts/a.md'))).toEqual({ status: 404, body: { error: 'page not found' } });
+    expect(await json(await bob.request('/v1/repos/notes/links/wiki/concepts/a.md'))).toEqual({ status: 404, body: { error: 'page not found', code: 'page_not_found' } });
     expect((await json(await bob.request('/v1/repos/notes/search?q=secretword'))).body).toEqual({ results: [], total: 0 });
     // The old invite key was deleted with the repository: it does not admit anyone to the new one.
     const carol = await h.user('carol@example.com');
     expect(await json(await carol.request('/v1/repos/join', { method: 'POST', json: { key: key.token } }))).toEqual({
       status: 404,
-      body: { error: 'invite key not recognized' },
+      body: { error: 'invite key not recognized', code: 'invite_key_not_recognized' },
     });
     fsck(join(h.dataRoot, 'repos', 'notes.git'));
   });
@@ -218,15 +218,15 @@ describe('DELETE /v1/repos/:id?confirm=<id> (functions/repos/delete.ts)', () => 
     await h.commit('notes', { 'a.md': 'a' });
     await h.deps.members.add('notes', alice.id, 'owner');
     await h.deps.members.add('notes', bob.id, 'member');
-    const confirm = { status: 400, body: { error: 'confirm the deletion with ?confirm=<id>' } };
+    const confirm = { status: 400, body: { error: 'confirm the deletion with ?confirm=<id>', code: 'confirm_required' } };
     expect(await del(alice, 'notes')).toEqual(confirm);
     expect(await del(alice, 'notes', '')).toEqual(confirm);
     expect(await del(alice, 'notes', 'Notes')).toEqual(confirm);
     expect(await del(alice, 'notes', 'other')).toEqual(confirm);
-    expect(await del(bob, 'notes', 'notes')).toEqual({ status: 403, body: { error: 'only an owner can delete a repository' } });
-    expect(await del(dave, 'notes', 'notes')).toEqual({ status: 403, body: { error: 'not a member of this repo' } });
-    expect(await del(dave, 'nowhere', 'nowhere')).toEqual({ status: 403, body: { error: 'not a member of this repo' } });
-    expect(await del(h.legacy, 'nowhere', 'nowhere')).toEqual({ status: 404, body: { error: 'repo not found' } });
+    expect(await del(bob, 'notes', 'notes')).toEqual({ status: 403, body: { error: 'only an owner can delete a repository', code: 'owner_only_delete' } });
+    expect(await del(dave, 'notes', 'notes')).toEqual({ status: 403, body: { error: 'not a member of this repo', code: 'not_a_member' } });
+    expect(await del(dave, 'nowhere', 'nowhere')).toEqual({ status: 403, body: { error: 'not a member of this repo', code: 'not_a_member' } });
+    expect(await del(h.legacy, 'nowhere', 'nowhere')).toEqual({ status: 404, body: { error: 'repo not found', code: 'repo_not_found' } });
     expect(await h.deps.repos.pages('notes')).toHaveLength(1);
     // The id as the repository is named (stripped), confirmed the same way.
     expect(await del(h.legacy, 'no;tes', 'no;tes')).toEqual(confirm);

@@ -24,9 +24,9 @@ describe('GET /v1/limits (functions/limits.ts)', () => {
     h = await mountHandler(limits);
     const res = await h.request('/v1/limits');
     expect(res.status).toBe(401);
-    expect(await res.json()).toEqual({ error: 'missing authorization header' });
+    expect(await res.json()).toEqual({ error: 'missing authorization header', code: 'missing_authorization' });
     const bad = await h.request('/v1/limits', { token: 'nope' });
     expect(bad.status).toBe(401);
-    expect(await bad.json()).toEqual({ error: 'invalid token' });
+    expect(await bad.json()).toEqual({ error: 'invalid token', code: 'invalid_token' });
   });
 });

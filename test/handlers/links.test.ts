@@ -167,19 +167,19 @@ describe('GET /v1/repos/:id/links/<path> (functions/pages/links.ts)', () => {
     await h.commit('kb', { 'wiki/concepts/a.md': null });
     expect((await links(h, 'wiki/analyses/c.md')).body.incoming).toEqual([]);
     expect((await links(h, 'wiki/concepts/b.md')).body.outgoing).toEqual([{ target: 'a' }]);
-    expect(await links(h, 'wiki/concepts/a.md')).toEqual({ status: 404, body: { error: 'page not found' } });
+    expect(await links(h, 'wiki/concepts/a.md')).toEqual({ status: 404, body: { error: 'page not found', code: 'page_not_found' } });
   });
 
   it('refusals: 404 page not found / repo not found, 403 for a non-member, 400 for a bad path', async () => {
     h = await mountHandler(pagesLinks);
     await h.commit('kb', { 'a.md': 'a' });
     const carol = await h.user('carol@example.com');
-    expect(await links(h, 'nope.md')).toEqual({ status: 404, body: { error: 'page not found' } });
-    expect(await links(h, 'a.md', 'nothere')).toEqual({ status: 404, body: { error: 'repo not found' } });
+    expect(await links(h, 'nope.md')).toEqual({ status: 404, body: { error: 'page not found', code: 'page_not_found' } });
+    expect(await links(h, 'a.md', 'nothere')).toEqual({ status: 404, body: { error: 'repo not found', code: 'repo_not_found' } });
     const denied = await carol.request('/v1/repos/kb/links/a.md');
-    expect([denied.status, await denied.json()]).toEqual([403, { error: 'not a member of this repo' }]);
+    expect([denied.status, await denied.json()]).toEqual([403, { error: 'not a member of this repo', code: 'not_a_member' }]);
     const bad = await h.legacy.request('/v1/repos/kb/links/.git/config');
-    expect([bad.status, await bad.json()]).toEqual([400, { error: 'invalid page path: .git/config' }]);
+    expect([bad.status, await bad.json()]).toEqual([400, { error: 'invalid page path: .git/config', code: 'invalid_page_path' }]);
   });
 
   it('rebuilt from git when the rows are missing (a database from before them) or stale', async () => {

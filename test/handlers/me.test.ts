@@ -55,14 +55,14 @@ describe('GET /v1/me (functions/me.ts)', () => {
 
     const legacy = await h.legacy.request('/v1/me');
     expect(legacy.status).toBe(401);
-    expect(await legacy.json()).toEqual({ error: 'session required' });
+    expect(await legacy.json()).toEqual({ error: 'session required', code: 'session_required' });
   });
 
   it('refuses the legacy key with 401 session required', async () => {
     h = await mountHandler(me);
     const res = await h.legacy.request('/v1/me');
     expect(res.status).toBe(401);
-    expect(await res.json()).toEqual({ error: 'session required' });
+    expect(await res.json()).toEqual({ error: 'session required', code: 'session_required' });
   });
 
   it('refuses an expired session and a deleted user', async () => {
@@ -72,13 +72,13 @@ describe('GET /v1/me (functions/me.ts)', () => {
     clock.advance(30 * 24 * 3600 * 1000 + 1000);
     const expired = await alice.request('/v1/me');
     expect(expired.status).toBe(401);
-    expect(await expired.json()).toEqual({ error: 'invalid token' });
+    expect(await expired.json()).toEqual({ error: 'invalid token', code: 'invalid_token' });
 
     clock.set(Date.UTC(2026, 0, 1));
     expect((await alice.request('/v1/me')).status).toBe(200);
     await h.deps.db.run('DELETE FROM users WHERE id = ?', [alice.id]);
     const gone = await alice.request('/v1/me');
     expect(gone.status).toBe(401);
-    expect(await gone.json()).toEqual({ error: 'invalid token' });
+    expect(await gone.json()).toEqual({ error: 'invalid token', code: 'invalid_token' });
   });
 });

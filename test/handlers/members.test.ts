@@ -45,7 +45,7 @@ describe('GET /v1/repos/:id/members (functions/members/list.ts)', () => {
     await h.deps.repos.create('notes');
     const denied = await carol.request('/v1/repos/notes/members');
     expect(denied.status).toBe(403);
-    expect(await denied.json()).toEqual({ error: 'not a member of this repo' });
+    expect(await denied.json()).toEqual({ error: 'not a member of this repo', code: 'not_a_member' });
     const legacy = await h.legacy.request('/v1/repos/notes/members');
     expect(legacy.status).toBe(200);
     expect(await legacy.json()).toEqual({ members: [] });
@@ -69,13 +69,13 @@ describe('DELETE /v1/repos/:id/members/:userId (functions/members/remove.ts)', (
     const { alice, bob } = await team(h, clock);
     const byMember = await bob.request(`/v1/repos/notes/members/${alice.id}`, { method: 'DELETE' });
     expect(byMember.status).toBe(403);
-    expect(await byMember.json()).toEqual({ error: 'only an owner can remove members' });
+    expect(await byMember.json()).toEqual({ error: 'only an owner can remove members', code: 'owner_only_remove' });
     const stranger = await alice.request(`/v1/repos/notes/members/${crypto.randomUUID()}`, { method: 'DELETE' });
     expect(stranger.status).toBe(404);
-    expect(await stranger.json()).toEqual({ error: 'not a member of this repo' });
+    expect(await stranger.json()).toEqual({ error: 'not a member of this repo', code: 'not_a_member' });
     const last = await h.legacy.request(`/v1/repos/notes/members/${alice.id}`, { method: 'DELETE' });
     expect(last.status).toBe(409);
-    expect(await last.json()).toEqual({ error: "can't remove the last owner" });
+    expect(await last.json()).toEqual({ error: "can't remove the last owner", code: 'last_owner' });
     expect(await h.deps.members.roleOf('notes', alice.id)).toBe('owner');
   });
 });
@@ -92,7 +92,7 @@ describe('POST /v1/repos/:id/members/:userId/role (functions/members/role.ts)', 
     for (const [userId, role] of [[bob.id, 'owner'], [alice.id, 'member']] as const) {
       const res = await setRole(bob, 'notes', userId, role);
       expect(res.status).toBe(403);
-      expect(await res.json()).toEqual({ error: 'only an owner can change roles' });
+      expect(await res.json()).toEqual({ error: 'only an owner can change roles', code: 'owner_only_roles' });
     }
     expect(await roles(h, alice, bob)).toEqual(['owner', 'member']);
   });
@@ -103,7 +103,7 @@ describe('POST /v1/repos/:id/members/:userId/role (functions/members/role.ts)', 
     const { alice, bob } = await team(h, clock);
     const res = await setRole(alice, 'notes', alice.id, 'member');
     expect(res.status).toBe(409);
-    expect(await res.json()).toEqual({ error: "can't remove the last owner" });
+    expect(await res.json()).toEqual({ error: "can't remove the last owner", code: 'last_owner' });
     expect(await roles(h, alice, bob)).toEqual(['owner', 'member']);
     // With a second owner the same demotion goes through.
     expect((await setRole(alice, 'notes', bob.id, 'owner')).status).toBe(200);

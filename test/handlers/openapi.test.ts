@@ -41,6 +41,6 @@ describe('GET /openapi.json (functions/openapi.ts)', () => {
   it('another method on the path is 405', async () => {
     h = await mountHandler(openapi);
     const res = await h.request('/openapi.json', { method: 'POST' });
-    expect([res.status, await res.json()]).toEqual([405, { error: 'method not allowed' }]);
+    expect([res.status, await res.json()]).toEqual([405, { error: 'method not allowed', code: 'method_not_allowed' }]);
   });
 });

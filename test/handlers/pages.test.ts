@@ -50,9 +50,9 @@ describe('GET /v1/repos/:id/pages/<path> (functions/pages/read.ts)', () => {
     expect(await read(`?at=${third}`)).toEqual([200, second, 'a1']);
     expect(await read(`?at=${third.slice(0, 12)}`)).toEqual([200, second, 'a1']);
     expect((await read('?at='))[2]).toBe('a2');
-    expect(await read(`?at=${first}`)).toEqual([404, null, JSON.stringify({ error: 'page not found' })]);
-    expect(await read(`?at=${'f'.repeat(40)}`)).toEqual([400, null, JSON.stringify({ error: `unknown sha: ${'f'.repeat(40)}` })]);
-    expect(await read('?at=zz')).toEqual([400, null, JSON.stringify({ error: 'unknown sha: zz' })]);
+    expect(await read(`?at=${first}`)).toEqual([404, null, JSON.stringify({ error: 'page not found', code: 'page_not_found' })]);
+    expect(await read(`?at=${'f'.repeat(40)}`)).toEqual([400, null, JSON.stringify({ error: `unknown sha: ${'f'.repeat(40)}`, code: 'unknown_sha' })]);
+    expect(await read('?at=zz')).toEqual([400, null, JSON.stringify({ error: 'unknown sha: zz', code: 'unknown_sha' })]);
   });
 
   it('a member reads; a non-member gets 403 whether or not the repository exists', async () => {
@@ -65,7 +65,7 @@ describe('GET /v1/repos/:id/pages/<path> (functions/pages/read.ts)', () => {
     for (const repo of ['notes', 'missing']) {
       const res = await bob.request(`/v1/repos/${repo}/pages/a.md`);
       expect(res.status).toBe(403);
-      expect(await res.json()).toEqual({ error: 'not a member of this repo' });
+      expect(await res.json()).toEqual({ error: 'not a member of this repo', code: 'not_a_member' });
     }
   });
 
@@ -74,13 +74,13 @@ describe('GET /v1/repos/:id/pages/<path> (functions/pages/read.ts)', () => {
     await h.commit('notes', { 'a.md': 'a' });
     const page = await h.legacy.request('/v1/repos/notes/pages/nope.md');
     expect(page.status).toBe(404);
-    expect(await page.json()).toEqual({ error: 'page not found' });
+    expect(await page.json()).toEqual({ error: 'page not found', code: 'page_not_found' });
     const repo = await h.legacy.request('/v1/repos/missing/pages/a.md');
     expect(repo.status).toBe(404);
-    expect(await repo.json()).toEqual({ error: 'repo not found' });
+    expect(await repo.json()).toEqual({ error: 'repo not found', code: 'repo_not_found' });
     const bad = await h.legacy.request('/v1/repos/notes/pages/.git/config');
     expect(bad.status).toBe(400);
-    expect(await bad.json()).toEqual({ error: 'invalid page path: .git/config' });
+    expect(await bad.json()).toEqual({ error: 'invalid page path: .git/config', code: 'invalid_page_path' });
   });
 });
 
@@ -111,6 +111,6 @@ describe('GET /v1/repos/:id/pages (functions/pages/list.ts)', () => {
     expect(await empty.json()).toEqual({ pages: [] });
     const missing = await h.legacy.request('/v1/repos/missing/pages');
     expect(missing.status).toBe(404);
-    expect(await missing.json()).toEqual({ error: 'repo not found' });
+    expect(await missing.json()).toEqual({ error: 'repo not found', code: 'repo_not_found' });
   });
 });

@@ -46,15 +46,15 @@ describe('POST /v1/pats (functions/pats/create.ts)', () => {
     h = await mountHandler(patsCreate);
     const legacy = await h.legacy.request('/v1/pats', { method: 'POST', json: {} });
     expect(legacy.status).toBe(403);
-    expect(await legacy.json()).toEqual({ error: 'user session required' });
+    expect(await legacy.json()).toEqual({ error: 'user session required', code: 'user_session_required' });
 
     const alice = await h.user('alice@example.com');
     const days = await alice.request('/v1/pats', { method: 'POST', json: { expires_in_days: 0 } });
     expect(days.status).toBe(400);
-    expect(await days.json()).toEqual({ error: 'invalid request: expires_in_days: must be an integer from 1 to 366' });
+    expect(await days.json()).toEqual({ error: 'invalid request: expires_in_days: must be an integer from 1 to 366', code: 'invalid_request' });
     const label = await alice.request('/v1/pats', { method: 'POST', json: { label: 'x'.repeat(201) } });
     expect(label.status).toBe(400);
-    expect(await label.json()).toEqual({ error: 'label too long (max 200)' });
+    expect(await label.json()).toEqual({ error: 'label too long (max 200)', code: 'label_too_long' });
     expect(await h.deps.pats.list(alice.id)).toEqual([]);
   });
 });
@@ -83,7 +83,7 @@ describe('GET /v1/pats (functions/pats/list.ts)', () => {
     h = await mountHandler(patsList);
     const res = await h.legacy.request('/v1/pats');
     expect(res.status).toBe(403);
-    expect(await res.json()).toEqual({ error: 'user session required' });
+    expect(await res.json()).toEqual({ error: 'user session required', code: 'user_session_required' });
   });
 });
 
@@ -106,7 +106,7 @@ describe('DELETE /v1/pats/:id (functions/pats/revoke.ts)', () => {
     for (const id of [pat.id, crypto.randomUUID()]) {
       const res = await alice.request(`/v1/pats/${id}`, { method: 'DELETE' });
       expect(res.status).toBe(404);
-      expect(await res.json()).toEqual({ error: 'pat not found' });
+      expect(await res.json()).toEqual({ error: 'pat not found', code: 'pat_not_found' });
     }
     expect((await h.deps.pats.resolve(token))?.user.id).toBe(bob.id);
   });
@@ -143,7 +143,7 @@ describe('a PAT minted with a PAT: revocation cascades, expiry never outlives th
     // A revoked PAT mints nothing more; its revoked descendants neither.
     for (const t of [b.token, d.token]) {
       const refused = await h.request('/v1/pats', { method: 'POST', token: t, json: {} });
-      expect([refused.status, await refused.json()]).toEqual([401, { error: 'invalid token' }]);
+      expect([refused.status, await refused.json()]).toEqual([401, { error: 'invalid token', code: 'invalid_token' }]);
     }
     // Revoking the root takes what is left of its tree; the other root stays.
     expect((await alice.request(`/v1/pats/${root.pat.id}`, { method: 'DELETE' })).status).toBe(204);
@@ -152,7 +152,7 @@ describe('a PAT minted with a PAT: revocation cascades, expiry never outlives th
     expect((await h.deps.pats.list(alice.id)).map((p) => p.id)).toEqual([other.pat.id]);
     // Already gone: 404, whoever asks.
     const again = await alice.request(`/v1/pats/${c.id}`, { method: 'DELETE' });
-    expect([again.status, await again.json()]).toEqual([404, { error: 'pat not found' }]);
+    expect([again.status, await again.json()]).toEqual([404, { error: 'pat not found', code: 'pat_not_found' }]);
   });
 
   it('the expiry of each generation is capped at its parent\'s, at every depth', async () => {

@@ -33,14 +33,14 @@ describe('POST /v1/repos (functions/repos/create.ts)', () => {
     for (const id of ['notes', 'Notes']) {
       const res = await alice.request('/v1/repos', { method: 'POST', json: { id } });
       expect(res.status).toBe(409);
-      expect(await res.json()).toEqual({ error: 'repo already exists' });
+      expect(await res.json()).toEqual({ error: 'repo already exists', code: 'repo_exists' });
     }
     const bad = await alice.request('/v1/repos', { method: 'POST', json: { id: '-x' } });
     expect(bad.status).toBe(400);
-    expect(await bad.json()).toEqual({ error: 'id must match [A-Za-z0-9][A-Za-z0-9_-]{0,63}' });
+    expect(await bad.json()).toEqual({ error: 'id must match [A-Za-z0-9][A-Za-z0-9_-]{0,63}', code: 'invalid_new_repo_id' });
     const legacy = await h.legacy.request('/v1/repos', { method: 'POST', json: { id: 'other' } });
     expect(legacy.status).toBe(403);
-    expect(await legacy.json()).toEqual({ error: 'user session required' });
+    expect(await legacy.json()).toEqual({ error: 'user session required', code: 'user_session_required' });
     expect(await h.deps.repos.list()).toEqual(['notes']);
   });
 
@@ -79,11 +79,11 @@ describe('POST /v1/repos/:id (functions/repos/create-legacy.ts)', () => {
     await h.deps.repos.create('notes');
     const res = await bob.request('/v1/repos/notes', { method: 'POST' });
     expect(res.status).toBe(403);
-    expect(await res.json()).toEqual({ error: 'not a member of this repo' });
+    expect(await res.json()).toEqual({ error: 'not a member of this repo', code: 'not_a_member' });
     expect(await h.deps.members.roleOf('notes', bob.id)).toBeNull();
     const bad = await h.legacy.request('/v1/repos/...', { method: 'POST' });
     expect(bad.status).toBe(400);
-    expect(await bad.json()).toEqual({ error: 'invalid repo id' });
+    expect(await bad.json()).toEqual({ error: 'invalid repo id', code: 'invalid_repo_id' });
   });
 });
 
@@ -143,9 +143,9 @@ describe('GET /v1/repos/:id/export (functions/repos/export.ts)', () => {
     await h.deps.members.add('notes', bob.id, 'member');
     const member = await bob.request('/v1/repos/notes/export');
     expect(member.status).toBe(403);
-    expect(await member.json()).toEqual({ error: 'only an owner can export' });
+    expect(await member.json()).toEqual({ error: 'only an owner can export', code: 'owner_only_export' });
     const empty = await h.legacy.request('/v1/repos/notes/export');
     expect(empty.status).toBe(409);
-    expect(await empty.json()).toEqual({ error: 'repo is empty: nothing to export' });
+    expect(await empty.json()).toEqual({ error: 'repo is empty: nothing to export', code: 'repo_empty' });
   });
 });

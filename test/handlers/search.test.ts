@@ -62,17 +62,17 @@ describe('GET /v1/repos/:id/search (functions/search/repo.ts)', () => {
   it('refuses what cannot be searched with 400 and a readable message', async () => {
     h = await mountHandler(searchRepo);
     await h.commit('notes', { 'a.md': 'hello world' });
-    const cases: Array<[string, string]> = [
-      ['', 'q required'],
-      ['q=', 'q required'],
-      ['q=%20%20', 'q required'],
-      ['q=%22hello', 'invalid query: unbalanced quote'],
-      ['q=*', 'invalid query: nothing to search for (only operators or punctuation)'],
-      ['q=-hello', 'invalid query: only exclusions; add a word to search for'],
+    const cases: Array<[string, string, string]> = [
+      ['', 'q required', 'q_required'],
+      ['q=', 'q required', 'q_required'],
+      ['q=%20%20', 'q required', 'q_required'],
+      ['q=%22hello', 'invalid query: unbalanced quote', 'invalid_query'],
+      ['q=*', 'invalid query: nothing to search for (only operators or punctuation)', 'invalid_query'],
+      ['q=-hello', 'invalid query: only exclusions; add a word to search for', 'invalid_query'],
     ];
-    for (const [qs, error] of cases) {
+    for (const [qs, error, code] of cases) {
       const res = await h.legacy.request(`/v1/repos/notes/search?${qs}`);
-      expect([res.status, await res.json()], qs).toEqual([400, { error }]);
+      expect([res.status, await res.json()], qs).toEqual([400, { error, code }]);
     }
   });
 
@@ -85,10 +85,10 @@ describe('GET /v1/repos/:id/search (functions/search/repo.ts)', () => {
     expect((await alice.request('/v1/repos/notes/search?q=hello')).status).toBe(200);
     for (const qs of ['q=hello', '']) {
       const denied = await bob.request(`/v1/repos/notes/search?${qs}`);
-      expect([denied.status, await denied.json()]).toEqual([403, { error: 'not a member of this repo' }]);
+      expect([denied.status, await denied.json()]).toEqual([403, { error: 'not a member of this repo', code: 'not_a_member' }]);
     }
     const missing = await h.legacy.request('/v1/repos/missing/search?q=hello');
-    expect([missing.status, await missing.json()]).toEqual([404, { error: 'repo not found' }]);
+    expect([missing.status, await missing.json()]).toEqual([404, { error: 'repo not found', code: 'repo_not_found' }]);
   });
 });
 
@@ -121,7 +121,7 @@ describe('GET /v1/search (functions/search/all.ts)', () => {
     const alice = await h.user('alice@example.com');
     for (const caller of [alice, h.legacy]) {
       const res = await caller.request('/v1/search?q=%22');
-      expect([res.status, await res.json()]).toEqual([400, { error: 'invalid query: unbalanced quote' }]);
+      expect([res.status, await res.json()]).toEqual([400, { error: 'invalid query: unbalanced quote', code: 'invalid_query' }]);
     }
     expect((await h.request('/v1/search?q=x')).status).toBe(401);
   });

@@ -81,14 +81,14 @@ describe('POST /v1/repos/:id/sync/push (functions/sync/push.ts)', () => {
       json: { files: [{ path: 'ok.md', content: 'x' }, { path: 'x/../y.md', content: 'y' }] },
     });
     expect(res.status).toBe(400);
-    expect(await res.json()).toEqual({ error: 'invalid page path: x/../y.md' });
+    expect(await res.json()).toEqual({ error: 'invalid page path: x/../y.md', code: 'invalid_page_path' });
     expect(await h.deps.repos.exists('notes')).toBe(false);
     const badSha = await h.legacy.request('/v1/repos/notes/sync/push', {
       method: 'POST',
       json: { files: [{ path: 'a.md', content: 'x', parent_sha: 'zz' }] },
     });
     expect(badSha.status).toBe(400);
-    expect(await badSha.json()).toEqual({ error: 'invalid parent_sha: zz' });
+    expect(await badSha.json()).toEqual({ error: 'invalid parent_sha: zz', code: 'invalid_parent_sha' });
   });
 
   it('a non-member of an existing repository gets 403 before the body is read', async () => {
@@ -97,7 +97,7 @@ describe('POST /v1/repos/:id/sync/push (functions/sync/push.ts)', () => {
     await h.commit('notes', { 'a.md': 'a' });
     const res = await bob.request('/v1/repos/notes/sync/push', { method: 'POST', body: 'not json' });
     expect(res.status).toBe(403);
-    expect(await res.json()).toEqual({ error: 'not a member of this repo' });
+    expect(await res.json()).toEqual({ error: 'not a member of this repo', code: 'not_a_member' });
   });
 
   it('a body over SERVICE_MAX_BODY_BYTES is 413', async () => {
@@ -107,7 +107,7 @@ describe('POST /v1/repos/:id/sync/push (functions/sync/push.ts)', () => {
       json: { files: [{ path: 'a.md', content: 'x'.repeat(200) }] },
     });
     expect(res.status).toBe(413);
-    expect(await res.json()).toEqual({ error: 'request body too large' });
+    expect(await res.json()).toEqual({ error: 'request body too large', code: 'body_too_large' });
     expect(await h.deps.repos.exists('notes')).toBe(false);
   });
 });
@@ -160,6 +160,6 @@ describe('GET /v1/repos/:id/sync/pull (functions/sync/pull.ts)', () => {
     await h.commit('notes', { 'a.md': 'a' });
     const unknown = await h.legacy.request('/v1/repos/notes/sync/pull?since=deadbeef');
     expect(unknown.status).toBe(400);
-    expect(await unknown.json()).toEqual({ error: 'unknown sha: deadbeef' });
+    expect(await unknown.json()).toEqual({ error: 'unknown sha: deadbeef', code: 'unknown_sha' });
   });
 });

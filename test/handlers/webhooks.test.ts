@@ -42,10 +42,10 @@ describe('POST /v1/repos/:id/webhooks (functions/webhooks/create.ts)', () => {
     const both = await alice.request('/v1/repos/notes/webhooks', { method: 'POST', json: { url: 'http://127.0.0.1:9/both', events: ['member', 'push', 'member'] } });
     expect(((await both.json()) as any).webhook.events).toEqual(['member', 'push']);
     const denied = await bob.request('/v1/repos/notes/webhooks', { method: 'POST', json: { url: 'http://127.0.0.1:9/x' } });
-    expect([denied.status, await denied.json()]).toEqual([403, { error: 'only an owner can manage webhooks' }]);
+    expect([denied.status, await denied.json()]).toEqual([403, { error: 'only an owner can manage webhooks', code: 'owner_only_webhooks' }]);
     for (let i = 2; i < 20; i++) expect((await alice.request('/v1/repos/notes/webhooks', { method: 'POST', json: { url: `http://127.0.0.1:9/${i}` } })).status).toBe(201);
     const full = await alice.request('/v1/repos/notes/webhooks', { method: 'POST', json: { url: 'http://127.0.0.1:9/21' } });
-    expect([full.status, await full.json()]).toEqual([409, { error: 'too many webhooks (max 20)' }]);
+    expect([full.status, await full.json()]).toEqual([409, { error: 'too many webhooks (max 20)', code: 'too_many_webhooks' }]);
   });
 
   it('400 for a URL that is not https, or names a non-public address, unless the server allows it', async () => {
@@ -55,10 +55,10 @@ describe('POST /v1/repos/:id/webhooks (functions/webhooks/create.ts)', () => {
       const r = await alice.request('/v1/repos/notes/webhooks', { method: 'POST', json: { url } });
       return [r.status, await r.json()];
     };
-    expect(await post('http://example.com/')).toEqual([400, { error: 'webhook url must use https' }]);
-    expect(await post('https://192.168.0.10/')).toEqual([400, { error: 'webhook url not allowed: 192.168.0.10 is a private address' }]);
-    expect(await post('https://localhost/')).toEqual([400, { error: 'webhook url not allowed: localhost resolves to a non-public address' }]);
-    expect(await post('https://[::a00:1]/')).toEqual([400, { error: 'webhook url not allowed: [::a00:1] is an IPv4-compatible address (10.0.0.1)' }]);
+    expect(await post('http://example.com/')).toEqual([400, { error: 'webhook url must use https', code: 'webhook_url_https' }]);
+    expect(await post('https://192.168.0.10/')).toEqual([400, { error: 'webhook url not allowed: 192.168.0.10 is a private address', code: 'webhook_url_not_allowed' }]);
+    expect(await post('https://localhost/')).toEqual([400, { error: 'webhook url not allowed: localhost resolves to a non-public address', code: 'webhook_url_not_allowed' }]);
+    expect(await post('https://[::a00:1]/')).toEqual([400, { error: 'webhook url not allowed: [::a00:1] is an IPv4-compatible address (10.0.0.1)', code: 'webhook_url_not_allowed' }]);
   });
 });
 
@@ -79,7 +79,7 @@ describe('DELETE /v1/repos/:id/webhooks/:wid (functions/webhooks/remove.ts)', ()
     const made = (await (await alice.request('/v1/repos/notes/webhooks', { method: 'POST', json: { url: 'http://127.0.0.1:9/a' } })).json()) as any;
     expect((await alice.request(`/v1/repos/notes/webhooks/${made.webhook.id}`, { method: 'DELETE' })).status).toBe(204);
     const again = await alice.request(`/v1/repos/notes/webhooks/${made.webhook.id}`, { method: 'DELETE' });
-    expect([again.status, await again.json()]).toEqual([404, { error: 'webhook not found' }]);
+    expect([again.status, await again.json()]).toEqual([404, { error: 'webhook not found', code: 'webhook_not_found' }]);
     expect(await (await alice.request('/v1/repos/notes/webhooks')).json()).toEqual({ webhooks: [] });
   });
 });
@@ -104,8 +104,8 @@ describe('POST /v1/repos/:id/webhooks/:wid/test and GET …/deliveries (function
       { id: got!.headers['x-kr-delivery'], event: 'ping', status: 'delivered', attempts: 1, last_status: 200, created_at: expect.any(Number) },
     ]);
     const unknown = await alice.request('/v1/repos/notes/webhooks/nope/deliveries');
-    expect([unknown.status, await unknown.json()]).toEqual([404, { error: 'webhook not found' }]);
+    expect([unknown.status, await unknown.json()]).toEqual([404, { error: 'webhook not found', code: 'webhook_not_found' }]);
     const unknownTest = await alice.request('/v1/repos/notes/webhooks/nope/test', { method: 'POST' });
-    expect([unknownTest.status, await unknownTest.json()]).toEqual([404, { error: 'webhook not found' }]);
+    expect([unknownTest.status, await unknownTest.json()]).toEqual([404, { error: 'webhook not found', code: 'webhook_not_found' }]);
   });
 });

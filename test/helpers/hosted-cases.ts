@@ -166,7 +166,7 @@ export function hostedCases(name: string, start: StartHostedTarget): void {
       expect((await c.push('al-1', u.alice.token, 'b.md'))[0]).toBe(200);
       expect(await c.createLegacy('al-2', u.alice.token)).toEqual([201, { repo_id: 'al-2' }]);
       // A taken id is still 409, not 402.
-      expect(await c.create('al-1', u.alice.token)).toEqual([409, { error: 'repo already exists' }]);
+      expect(await c.create('al-1', u.alice.token)).toEqual([409, { error: 'repo already exists', code: 'repo_exists' }]);
     });
 
     it('the legacy key is never capped (it owns nothing)', async () => {
@@ -183,7 +183,7 @@ export function hostedCases(name: string, start: StartHostedTarget): void {
       expect(await c.join(key, joiners[4]!.token)).toEqual([402, quotaMembers(['bob@example.test'])]);
       // Nothing written: still five, and the refused user is no member.
       expect(await c.members('team', u.bob.token)).toEqual(['bob@example.test', 'm1@example.test', 'm2@example.test', 'm3@example.test', 'm4@example.test']);
-      expect(await c.call('/v1/repos/team/pages', joiners[4]!.token)).toEqual([403, { error: 'not a member of this repo' }]);
+      expect(await c.call('/v1/repos/team/pages', joiners[4]!.token)).toEqual([403, { error: 'not a member of this repo', code: 'not_a_member' }]);
       // Re-joins never count, whoever re-joins.
       expect(await c.join(key, joiners[0]!.token)).toEqual([200, { repo_id: 'team', role: 'member' }]);
       expect(await c.join(key, u.bob.token)).toEqual([200, { repo_id: 'team', role: 'owner' }]);
@@ -320,8 +320,8 @@ export function hostedCases(name: string, start: StartHostedTarget): void {
       const listed = (await c.call('/v1/repos', u.alice.token))[1] as { repos: Array<{ id: string; role: string }> };
       expect(listed.repos.map((r) => [r.id, r.role])).toEqual(created.map((id) => [id, 'owner']));
       for (const id of ids.filter((x) => !created.includes(x))) {
-        expect(await c.call(`/v1/repos/${id}/pages`, t().legacyKey), id).toEqual([404, { error: 'repo not found' }]);
-        expect(await c.call(`/v1/repos/${id}/pages`, u.alice.token), id).toEqual([403, { error: 'not a member of this repo' }]);
+        expect(await c.call(`/v1/repos/${id}/pages`, t().legacyKey), id).toEqual([404, { error: 'repo not found', code: 'repo_not_found' }]);
+        expect(await c.call(`/v1/repos/${id}/pages`, u.alice.token), id).toEqual([403, { error: 'not a member of this repo', code: 'not_a_member' }]);
       }
       for (const id of created) expect(await c.members(id, u.alice.token)).toEqual(['alice@example.test']);
       // The cap still holds afterwards, on every path.
@@ -345,7 +345,7 @@ export function hostedCases(name: string, start: StartHostedTarget): void {
       for (const [status, body] of answers) {
         expect([200, 201, 402, 409], JSON.stringify(body)).toContain(status);
         if (status === 402) expect(body).toEqual(quotaRepos());
-        if (status === 409) expect(body).toEqual({ error: 'repo already exists' });
+        if (status === 409) expect(body).toEqual({ error: 'repo already exists', code: 'repo_exists' });
       }
       expect(await c.billing(u.bob.token)).toEqual([200, FREE(3)]);
       expect((await c.allRepos()).filter((id) => id.startsWith('mix-')).sort()).toEqual([...created].sort());
@@ -406,14 +406,14 @@ export function hostedCases(name: string, start: StartHostedTarget): void {
       // Revoked with its own grandchild: a and everything below it.
       expect(await c.call(`/v1/pats/${a.id}`, cc.token, { method: 'DELETE' })).toEqual([204, null]);
       expect(await works(a.token, b.token, b2.token, cc.token)).toEqual(Array(4).fill(401));
-      expect(await c.call('/v1/pats', cc.token)).toEqual([401, { error: 'invalid token' }]);
+      expect(await c.call('/v1/pats', cc.token)).toEqual([401, { error: 'invalid token', code: 'invalid_token' }]);
       expect(await works(root.token, a2.token, other.token, alice.token)).toEqual(Array(4).fill(200));
       // The root: what is left of its tree goes with it; the session and the other PAT stay.
       expect(await c.call(`/v1/pats/${root.id}`, alice.token, { method: 'DELETE' })).toEqual([204, null]);
       expect(await works(root.token, a2.token)).toEqual([401, 401]);
       const [, listed] = await c.call('/v1/pats', alice.token);
       expect((listed as { pats: Array<{ id: string }> }).pats.map((p) => p.id)).toEqual([other.id]);
-      expect(await c.call(`/v1/pats/${b.id}`, alice.token, { method: 'DELETE' })).toEqual([404, { error: 'pat not found' }]);
+      expect(await c.call(`/v1/pats/${b.id}`, alice.token, { method: 'DELETE' })).toEqual([404, { error: 'pat not found', code: 'pat_not_found' }]);
     });
   });
 
@@ -435,9 +435,9 @@ export function hostedCases(name: string, start: StartHostedTarget): void {
 
     it('both need a real user: legacy 403, no credential 401', async () => {
       for (const [path, method] of [['/v1/billing', 'GET'], ['/v1/billing/checkout', 'POST']] as const) {
-        expect(await c.call(path, t().legacyKey, { method })).toEqual([403, { error: 'user session required' }]);
-        expect(await c.call(path, null, { method })).toEqual([401, { error: 'missing authorization header' }]);
-        expect(await c.call(path, 'garbage', { method })).toEqual([401, { error: 'invalid token' }]);
+        expect(await c.call(path, t().legacyKey, { method })).toEqual([403, { error: 'user session required', code: 'user_session_required' }]);
+        expect(await c.call(path, null, { method })).toEqual([401, { error: 'missing authorization header', code: 'missing_authorization' }]);
+        expect(await c.call(path, 'garbage', { method })).toEqual([401, { error: 'invalid token', code: 'invalid_token' }]);
       }
     });
   });
@@ -448,8 +448,8 @@ export function hostedCases(name: string, start: StartHostedTarget): void {
 
     it('checkout and webhook answer 503 `billing not configured`; the plan still reads', async () => {
       const alice = await t().signIn({ sub: 'alice', email: 'alice@example.test' });
-      expect(await c.call('/v1/billing/checkout', alice.token, { method: 'POST' })).toEqual([503, { error: 'billing not configured' }]);
-      expect(await c.webhook(c.event('subscription.activated', alice.user.id))).toEqual([503, { error: 'billing not configured' }]);
+      expect(await c.call('/v1/billing/checkout', alice.token, { method: 'POST' })).toEqual([503, { error: 'billing not configured', code: 'billing_not_configured' }]);
+      expect(await c.webhook(c.event('subscription.activated', alice.user.id))).toEqual([503, { error: 'billing not configured', code: 'billing_not_configured' }]);
       expect(await c.billing(alice.token)).toEqual([200, FREE(0)]);
     });
   });
@@ -485,7 +485,7 @@ export function hostedCases(name: string, start: StartHostedTarget): void {
       const body = `{ "type": "subscription.activated",\n  "user_id": "${alice.user.id}", "note": "café ✓" }`;
       const ts = t().nowSeconds();
       // The same JSON, re-serialised, is not what was signed.
-      expect(await c.webhook(JSON.stringify(JSON.parse(body)), { header: signatureHeader(body, ts) })).toEqual([401, { error: 'invalid signature' }]);
+      expect(await c.webhook(JSON.stringify(JSON.parse(body)), { header: signatureHeader(body, ts) })).toEqual([401, { error: 'invalid signature', code: 'invalid_signature' }]);
       expect(await plan(alice)).toBe('free');
       expect(await c.webhook(body, { ts })).toEqual([204, null]);
       expect(await plan(alice)).toBe('pro');
@@ -515,7 +515,7 @@ export function hostedCases(name: string, start: StartHostedTarget): void {
         signatureHeader(c.event('subscription.activated', alice.user.id), ts),
       ];
       for (const header of headers) {
-        expect(await c.webhook(body, { header }), String(header)).toEqual([401, { error: 'invalid signature' }]);
+        expect(await c.webhook(body, { header }), String(header)).toEqual([401, { error: 'invalid signature', code: 'invalid_signature' }]);
       }
       expect(await plan(bob)).toBe('free');
       // Several v1 entries (a provider rotating its secret): one matching is enough.
@@ -531,8 +531,8 @@ export function hostedCases(name: string, start: StartHostedTarget): void {
       // On a real clock (workerd) a second may tick between reading it here and the server's check: keep
       // off the exact boundary there; a manual clock tests it to the second.
       const m = t().advanceSeconds ? 0 : 5;
-      expect(await c.webhook(body('subscription.activated'), { ts: now - 301 - m })).toEqual([401, { error: 'stale signature' }]);
-      expect(await c.webhook(body('subscription.activated'), { ts: now + 301 + m })).toEqual([401, { error: 'stale signature' }]);
+      expect(await c.webhook(body('subscription.activated'), { ts: now - 301 - m })).toEqual([401, { error: 'stale signature', code: 'stale_signature' }]);
+      expect(await c.webhook(body('subscription.activated'), { ts: now + 301 + m })).toEqual([401, { error: 'stale signature', code: 'stale_signature' }]);
       expect(await plan(sam)).toBe('free');
       expect(await c.webhook(body('subscription.activated'), { ts: now - 300 + m })).toEqual([204, null]);
       expect(await plan(sam)).toBe('pro');
@@ -544,7 +544,7 @@ export function hostedCases(name: string, start: StartHostedTarget): void {
         const later = c.event('subscription.activated', bob.user.id);
         const header = signatureHeader(later, t().nowSeconds());
         advance(301);
-        expect(await c.webhook(later, { header })).toEqual([401, { error: 'stale signature' }]);
+        expect(await c.webhook(later, { header })).toEqual([401, { error: 'stale signature', code: 'stale_signature' }]);
         expect(await plan(bob)).toBe('free');
       }
     });
@@ -578,9 +578,9 @@ export function hostedCases(name: string, start: StartHostedTarget): void {
       expect(await c.webhook(c.event('invoice.paid', alice.user.id))).toEqual([204, null]);
       expect(await c.webhook(JSON.stringify({ type: 'customer.created' }))).toEqual([204, null]);
       expect(await plan(alice)).toBe('free');
-      expect(await c.webhook(c.event('subscription.activated', '00000000-0000-4000-8000-000000000000'))).toEqual([404, { error: 'user not found' }]);
-      expect(await c.webhook(JSON.stringify({ type: 'subscription.activated' }))).toEqual([400, { error: 'user_id required' }]);
-      expect(await c.webhook('{"type":')).toEqual([400, { error: 'invalid JSON body' }]);
+      expect(await c.webhook(c.event('subscription.activated', '00000000-0000-4000-8000-000000000000'))).toEqual([404, { error: 'user not found', code: 'user_not_found' }]);
+      expect(await c.webhook(JSON.stringify({ type: 'subscription.activated' }))).toEqual([400, { error: 'user_id required', code: 'user_id_required' }]);
+      expect(await c.webhook('{"type":')).toEqual([400, { error: 'invalid JSON body', code: 'invalid_json' }]);
       expect((await c.webhook(JSON.stringify({ user_id: alice.user.id })))[0]).toBe(400);
       expect(await plan(alice)).toBe('free');
     });
@@ -625,7 +625,7 @@ export function hostedCases(name: string, start: StartHostedTarget): void {
       expect(await c.call('/v1/me', u.admin.token)).toEqual([200, admin]);
       expect(await c.call('/v1/me', adminPat)).toEqual([200, admin]);
       for (const who of [u.carol, u.dave]) expect(await c.call('/v1/me', who.token)).toEqual([200, { ...who.user, server: { hosted: true } }]);
-      expect(await c.call('/v1/me', t().legacyKey)).toEqual([401, { error: 'session required' }]);
+      expect(await c.call('/v1/me', t().legacyKey)).toEqual([401, { error: 'session required', code: 'session_required' }]);
     });
 
     it('every admin route refuses non-admins (403), the legacy key (403) and no credential (401)', async () => {
@@ -633,10 +633,10 @@ export function hostedCases(name: string, start: StartHostedTarget): void {
       expect(routes).toHaveLength(4);
       for (const r of routes) {
         for (const token of [u.carol.token, u.dave.token, t().legacyKey]) {
-          expect(await c.call(r.path, token, { method: r.method, json: r.json }), `${r.method} ${r.path}`).toEqual([403, { error: 'admin only' }]);
+          expect(await c.call(r.path, token, { method: r.method, json: r.json }), `${r.method} ${r.path}`).toEqual([403, { error: 'admin only', code: 'admin_only' }]);
         }
-        expect(await c.call(r.path, null, { method: r.method, json: r.json })).toEqual([401, { error: 'missing authorization header' }]);
-        expect(await c.call(r.path, 'garbage', { method: r.method, json: r.json })).toEqual([401, { error: 'invalid token' }]);
+        expect(await c.call(r.path, null, { method: r.method, json: r.json })).toEqual([401, { error: 'missing authorization header', code: 'missing_authorization' }]);
+        expect(await c.call(r.path, 'garbage', { method: r.method, json: r.json })).toEqual([401, { error: 'invalid token', code: 'invalid_token' }]);
       }
     });
 
@@ -678,14 +678,14 @@ export function hostedCases(name: string, start: StartHostedTarget): void {
       expect(await c.call(route(u.dave.user.id), u.admin.token, { method: 'POST', json: { subscribed: false } })).toEqual([204, null]);
       expect(await c.call(route('00000000-0000-4000-8000-000000000000'), u.admin.token, { method: 'POST', json: { subscribed: true } })).toEqual([
         404,
-        { error: 'user not found' },
+        { error: 'user not found', code: 'user_not_found' },
       ]);
       expect(await c.call(route(u.dave.user.id), u.admin.token, { method: 'POST', json: { subscribed: 'yes' } })).toEqual([
         400,
-        { error: 'invalid request: subscribed: expected boolean' },
+        { error: 'invalid request: subscribed: expected boolean', code: 'invalid_request' },
       ]);
       expect((await c.call(route(u.dave.user.id), u.admin.token, { method: 'POST', json: {} }))[0]).toBe(400);
-      expect(await c.call(route(u.dave.user.id), u.admin.token, { method: 'POST', body: 'nope' })).toEqual([400, { error: 'invalid JSON body' }]);
+      expect(await c.call(route(u.dave.user.id), u.admin.token, { method: 'POST', body: 'nope' })).toEqual([400, { error: 'invalid JSON body', code: 'invalid_json' }]);
       expect((await c.call('/v1/admin/stats', u.admin.token))[1]).toMatchObject({ subscribed_users: 1 });
     });
   });

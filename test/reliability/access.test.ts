@@ -28,27 +28,27 @@ type Caller =
   | 'algNone';
 const CALLERS: Caller[] = ['none', 'garbage', 'legacy', 'owner', 'member', 'nonMember', 'ownerPat', 'revokedPat', 'expiredSession', 'otherSecret', 'algNone'];
 /** Credentials that identify nobody: 401 on every non-public route, with this exact error. */
-const UNAUTHENTICATED: Partial<Record<Caller, string>> = {
-  none: 'missing authorization header',
-  garbage: 'invalid token',
-  revokedPat: 'invalid token',
-  expiredSession: 'invalid token',
-  otherSecret: 'invalid token',
-  algNone: 'invalid token',
+const UNAUTHENTICATED: Partial<Record<Caller, Expect>> = {
+  none: { status: 401, error: 'missing authorization header', code: 'missing_authorization' },
+  garbage: { status: 401, error: 'invalid token', code: 'invalid_token' },
+  revokedPat: { status: 401, error: 'invalid token', code: 'invalid_token' },
+  expiredSession: { status: 401, error: 'invalid token', code: 'invalid_token' },
+  otherSecret: { status: 401, error: 'invalid token', code: 'invalid_token' },
+  algNone: { status: 401, error: 'invalid token', code: 'invalid_token' },
 };
 const FORGED: Caller[] = ['expiredSession', 'otherSecret', 'algNone'];
 
-type Expect = { status: number; error?: string };
+type Expect = { status: number; error?: string; code?: string };
 type Row = Record<'legacy' | 'owner' | 'member' | 'nonMember' | 'ownerPat', Expect>;
 const ok = (status: number): Expect => ({ status });
-const USER_REQUIRED: Expect = { status: 403, error: 'user session required' };
+const USER_REQUIRED: Expect = { status: 403, error: 'user session required', code: 'user_session_required' };
 /** GET /v1/search without `q`: every caller gets as far as the query check. */
-const Q_REQUIRED: Expect = { status: 400, error: 'q required' };
-const ADMIN_ONLY: Expect = { status: 403, error: 'admin only' };
+const Q_REQUIRED: Expect = { status: 400, error: 'q required', code: 'q_required' };
+const ADMIN_ONLY: Expect = { status: 403, error: 'admin only', code: 'admin_only' };
 
 /** docs/concepts.md "Credentials" (the legacy key) and docs/api.md "Accounts" / "Repositories", account-scoped routes. */
 const ACCOUNT: Record<string, Row> = {
-  'GET /v1/me': { legacy: { status: 401, error: 'session required' }, owner: ok(200), member: ok(200), nonMember: ok(200), ownerPat: ok(200) },
+  'GET /v1/me': { legacy: { status: 401, error: 'session required', code: 'session_required' }, owner: ok(200), member: ok(200), nonMember: ok(200), ownerPat: ok(200) },
   'GET /v1/limits': { legacy: ok(200), owner: ok(200), member: ok(200), nonMember: ok(200), ownerPat: ok(200) },
   'GET /v1/search': { legacy: Q_REQUIRED, owner: Q_REQUIRED, member: Q_REQUIRED, nonMember: Q_REQUIRED, ownerPat: Q_REQUIRED },
   'POST /v1/pats': { legacy: USER_REQUIRED, owner: ok(201), member: ok(201), nonMember: ok(201), ownerPat: ok(201) },
@@ -56,10 +56,10 @@ const ACCOUNT: Record<string, Row> = {
   // An unknown id (and someone else's, below) is 404 for every real user.
   'DELETE /v1/pats/:id': {
     legacy: USER_REQUIRED,
-    owner: { status: 404, error: 'pat not found' },
-    member: { status: 404, error: 'pat not found' },
-    nonMember: { status: 404, error: 'pat not found' },
-    ownerPat: { status: 404, error: 'pat not found' },
+    owner: { status: 404, error: 'pat not found', code: 'pat_not_found' },
+    member: { status: 404, error: 'pat not found', code: 'pat_not_found' },
+    nonMember: { status: 404, error: 'pat not found', code: 'pat_not_found' },
+    ownerPat: { status: 404, error: 'pat not found', code: 'pat_not_found' },
   },
   'GET /v1/repos': { legacy: ok(200), owner: ok(200), member: ok(200), nonMember: ok(200), ownerPat: ok(200) },
   'POST /v1/repos': { legacy: USER_REQUIRED, owner: ok(201), member: ok(201), nonMember: ok(201), ownerPat: ok(201) },
@@ -195,17 +195,17 @@ describe('expired, foreign-secret and alg:none sessions are refused on every rou
           expect(res.status, caller).toBe(200);
         } else if (route === 'POST /v1/auth/idp') {
           // Public: the bearer is ignored; the body decides.
-          expect([res.status, body], caller).toEqual([400, { error: 'id_token required' }]);
+          expect([res.status, body], caller).toEqual([400, { error: 'id_token required', code: 'id_token_required' }]);
         } else if (CLIENT_FILES.includes(route)) {
           // Public: the bearer is ignored. The file is there once the client package was built in this
           // checkout (another test file may build it at any moment), else the 404 says how to build it.
-          if (res.status === 404) expect(body, caller).toEqual({ error: 'client package not built on this server (npm run build:client)' });
+          if (res.status === 404) expect(body, caller).toEqual({ error: 'client package not built on this server (npm run build:client)', code: 'client_not_built' });
           else expect(res.status, caller).toBe(200);
         } else if (route === 'POST /billing/webhook') {
           // Public and signed: the bearer is ignored; an unsigned body is refused.
-          expect([res.status, body], caller).toEqual([401, { error: 'invalid signature' }]);
+          expect([res.status, body], caller).toEqual([401, { error: 'invalid signature', code: 'invalid_signature' }]);
         } else {
-          expect([res.status, body], `${caller} ${route}`).toEqual([401, { error: 'invalid token' }]);
+          expect([res.status, body], `${caller} ${route}`).toEqual([401, { error: 'invalid token', code: 'invalid_token' }]);
         }
       }
     });
@@ -236,10 +236,10 @@ describe('account-scoped routes × every credential kind', () => {
         const res = await srv.api(path, { method, token: creds[caller], json });
         const body = await bodyOf(res);
         const unauth = UNAUTHENTICATED[caller];
-        const exp: Expect = unauth !== undefined ? { status: 401, error: unauth } : ACCOUNT[route]![caller as keyof Row];
+        const exp: Expect = unauth ?? ACCOUNT[route]![caller as keyof Row];
         got[caller] = exp.error === undefined ? res.status : [res.status, body];
-        want[caller] = exp.error === undefined ? exp.status : [exp.status, { error: exp.error }];
-        if (res.status >= 400) expect(body, `${caller} ${route}`).toEqual({ error: expect.any(String) });
+        want[caller] = exp.error === undefined ? exp.status : [exp.status, { error: exp.error, code: exp.code }];
+        if (res.status >= 400) expect(body, `${caller} ${route}`).toEqual({ error: expect.any(String), code: expect.any(String) });
       }
       expect(got).toEqual(want);
     });
@@ -269,7 +269,7 @@ describe('account-scoped routes × every credential kind', () => {
 
   it("someone else's PAT is 404 and keeps working; a PAT minted with a PAT works", async () => {
     const res = await srv.api(`/v1/pats/${ownerPatId}`, { method: 'DELETE', token: creds.member });
-    expect([res.status, await res.json()]).toEqual([404, { error: 'pat not found' }]);
+    expect([res.status, await res.json()]).toEqual([404, { error: 'pat not found', code: 'pat_not_found' }]);
     expect((await srv.api('/v1/me', { token: creds.ownerPat })).status).toBe(200);
     const minted = (await (await srv.api('/v1/pats', { method: 'POST', token: creds.ownerPat, json: {} })).json()) as { token: string };
     expect(((await (await srv.api('/v1/me', { token: minted.token })).json()) as { id: string }).id).toBe(ids.owner);
@@ -308,7 +308,7 @@ describe('X-Forwarded-For from an untrusted peer cannot dodge the rate limiters'
       const res = await untrusted.api('/v1/repos', { headers: spoofHeaders(i) });
       statuses.push(res.status);
       if (res.status === 429) {
-        expect(await res.json()).toEqual({ error: 'rate limit exceeded' });
+        expect(await res.json()).toEqual({ error: 'rate limit exceeded', code: 'rate_limited' });
         expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
       } else await res.arrayBuffer();
     }

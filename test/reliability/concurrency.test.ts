@@ -309,7 +309,7 @@ describe('membership under concurrent redemption, removal and pushes', () => {
       expect(gone.length).toBeGreaterThan(0);
       for (const u of gone) {
         const res = await srv.api('/v1/repos/join', { method: 'POST', token: u.token, json: { key: key.token } });
-        expect({ status: res.status, body: await res.json() }, label(u)).toEqual({ status: 403, body: { error: REMOVED } });
+        expect({ status: res.status, body: await res.json() }, label(u)).toEqual({ status: 403, body: { error: REMOVED, code: 'removed_from_repo' } });
       }
       expect(await rowsNow()).toEqual(expect.arrayContaining(rows));
       expect((await rowsNow()).length).toBe(rows.length);

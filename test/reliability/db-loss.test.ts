@@ -123,7 +123,7 @@ describe('losing service.db', () => {
     }
     for (const token of [session, pat]) {
       const res = await call(server.url, '/v1/me', { token });
-      expect([res.status, await res.json()]).toEqual([401, { error: 'invalid token' }]);
+      expect([res.status, await res.json()]).toEqual([401, { error: 'invalid token', code: 'invalid_token' }]);
       expect((await call(server.url, '/v1/repos/team-wiki/pages', { token })).status).toBe(401);
     }
 

@@ -153,7 +153,7 @@ describe('GitStore lock files', () => {
     expect(err).toBeInstanceOf(RepoBusyError);
     const http = toHttpError(err)!;
     expect(http.status).toBe(503);
-    expect(http.body()).toEqual({ error: 'repository busy, retry' });
+    expect(http.body()).toEqual({ error: 'repository busy, retry', code: 'repo_busy' });
     expect(http.headers['Retry-After']).toMatch(/^\d+$/);
     expect((err as RepoBusyError).lock.holder?.owner).toBe('req-1');
     g.open();
@@ -218,7 +218,7 @@ describe('a push stuck holding the repository lock', () => {
     // A writer behind it: 503 with Retry-After, not a wait for ever.
     const busy = await push('other.md', 'other');
     expect(busy.status).toBe(503);
-    expect(await busy.json()).toEqual({ error: 'repository busy, retry' });
+    expect(await busy.json()).toEqual({ error: 'repository busy, retry', code: 'repo_busy' });
     expect(busy.headers.get('retry-after')).toMatch(/^\d+$/);
 
     // The holder finishes: its answer carries the request id the log named, and writes go through again.
@@ -250,7 +250,7 @@ describe('a holder of the creation lock that does not come back', () => {
       body: JSON.stringify({ files: [{ path: 'a.md', content: 'a' }] }),
     });
     expect(busy.status).toBe(503);
-    expect(await busy.json()).toEqual({ error: 'repository busy, retry' });
+    expect(await busy.json()).toEqual({ error: 'repository busy, retry', code: 'repo_busy' });
     for (let i = 0; i < 400 && !log.lines.some((l) => l.includes('"lock_held"')); i++) await new Promise((r) => setTimeout(r, 10));
     const line = log.lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((e) => e.event === 'lock_held');
     expect(line).toMatchObject({ repo: 'r', lock: 'creation', id: 'create or authorize' });

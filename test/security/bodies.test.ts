@@ -14,7 +14,7 @@ import { head, rawRequest, type RawResponse } from './helpers/raw-http.ts';
 const KIB = 1024;
 const MIB = 1024 * 1024;
 const LEGACY = 'test-legacy-key';
-const TOO_LARGE = '{"error":"request body too large"}';
+const TOO_LARGE = '{"error":"request body too large","code":"body_too_large"}';
 
 /** A JSON object of exactly `size` bytes: `fields` plus a `pad` string (unknown keys are ignored). */
 function jsonOfSize(fields: Record<string, unknown>, size: number): string {
@@ -53,8 +53,8 @@ describe('bodies on the real routes (max body 1 MiB, idle timeout 400 ms)', () =
 
   describe('an unauthenticated request is answered 401 with its body unread', () => {
     it.each([
-      ['a bad token', { Authorization: 'Bearer not-a-token' }, '{"error":"invalid token"}'],
-      ['no Authorization header', {}, '{"error":"missing authorization header"}'],
+      ['a bad token', { Authorization: 'Bearer not-a-token' }, '{"error":"invalid token","code":"invalid_token"}'],
+      ['no Authorization header', {}, '{"error":"missing authorization header","code":"missing_authorization"}'],
     ])('%s, 8 MB declared, 10 bytes sent', async (_label, auth, body) => {
       const x = rawRequest(
         srv.url,
@@ -77,13 +77,13 @@ describe('bodies on the real routes (max body 1 MiB, idle timeout 400 ms)', () =
       );
       const res = await x.response;
       expect(res.status).toBe(401);
-      expect(res.body).toBe('{"error":"invalid token"}');
+      expect(res.body).toBe('{"error":"invalid token","code":"invalid_token"}');
       await x.closed;
     });
 
     it('authentication comes before the cap: a body over it with a bad token is a 401, not a 413', async () => {
       const x = rawRequest(srv.url, head('POST', '/v1/repos', { Authorization: 'Bearer nope', 'Content-Length': 2 * MIB }));
-      expect(await x.response).toMatchObject({ status: 401, body: '{"error":"invalid token"}' });
+      expect(await x.response).toMatchObject({ status: 401, body: '{"error":"invalid token","code":"invalid_token"}' });
       x.destroy();
     });
   });
@@ -190,7 +190,7 @@ describe('bodies on the real routes (max body 1 MiB, idle timeout 400 ms)', () =
         head('DELETE', '/v1/pats/00000000-0000-4000-8000-000000000000', { Authorization: `Bearer ${session}`, 'Content-Length': 512 * KIB }),
         'hello',
       );
-      expect(await x.response).toMatchObject({ status: 404, body: '{"error":"pat not found"}' });
+      expect(await x.response).toMatchObject({ status: 404, body: '{"error":"pat not found","code":"pat_not_found"}' });
       x.destroy();
     });
 
@@ -215,7 +215,7 @@ describe('bodies on the real routes (max body 1 MiB, idle timeout 400 ms)', () =
       );
       const res = await x.response;
       expect(res.status).toBe(408);
-      expect(res.body).toBe('{"error":"request body timeout"}');
+      expect(res.body).toBe('{"error":"request body timeout","code":"body_timeout"}');
       expect(res.headers.connection).toBe('close');
       await x.closed;
     });
@@ -226,7 +226,7 @@ describe('bodies on the real routes (max body 1 MiB, idle timeout 400 ms)', () =
         head('POST', '/v1/repos', { Authorization: `Bearer ${session}`, 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' }),
         chunk('{"id":'),
       );
-      expect(await x.response).toMatchObject({ status: 408, body: '{"error":"request body timeout"}' });
+      expect(await x.response).toMatchObject({ status: 408, body: '{"error":"request body timeout","code":"body_timeout"}' });
       await x.closed;
     });
 
@@ -297,7 +297,7 @@ describe('the ceiling and the shares of the bytes held by bodies in flight (max 
     await Promise.all(held.map((h) => h.entered));
 
     // E: a fifth user at a fifth address, 100 bytes: nothing held by either, but the ceiling is full.
-    const expectBusy = (res: RawResponse) => expect([res.status, res.body, res.headers['retry-after']]).toEqual([503, '{"error":"server busy"}', '5']);
+    const expectBusy = (res: RawResponse) => expect([res.status, res.body, res.headers['retry-after']]).toEqual([503, '{"error":"server busy","code":"server_busy"}', '5']);
     expectBusy(await rawRequest(srv.url, slurp('e', 4, '10.0.0.5', { 'Content-Length': 100 }), 'x'.repeat(100)).response);
 
     // D goes away: its request ends (400 request body incomplete, no one left to read it) and its 1 MiB is

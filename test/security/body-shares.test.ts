@@ -21,7 +21,7 @@ import { HOSTED_TEST_ENV, signatureHeader } from '../helpers/hosted-cases.ts';
 import { head, rawRequest, type RawExchange, type RawResponse } from './helpers/raw-http.ts';
 
 const MIB = 1024 * 1024;
-const BUSY = '{"error":"server busy"}';
+const BUSY = '{"error":"server busy","code":"server_busy"}';
 
 /** The headers that give a request's client address on either build. */
 const from = (ip: string) => ({ 'X-Forwarded-For': ip, 'CF-Connecting-IP': ip });
@@ -272,7 +272,7 @@ describe.each<TargetKind>(['node', 'workers'])('%s build', (kind) => {
       }, 50);
       try {
         const res = await x.response;
-        expect([res.status, res.body]).toEqual([408, '{"error":"request body timeout"}']);
+        expect([res.status, res.body]).toEqual([408, '{"error":"request body timeout","code":"body_timeout"}']);
         // workerd owns its connections: it drops a Worker's Connection header and keeps the socket its own.
         if (kind === 'node') {
           expect(res.headers.connection).toBe('close');
@@ -284,7 +284,7 @@ describe.each<TargetKind>(['node', 'workers'])('%s build', (kind) => {
         x.destroy();
       }
       // Nothing was written: the repository does not exist.
-      expect(await json(await s.t.api('/v1/repos/slow/pages', { headers: from('198.51.100.9') }))).toEqual([404, { error: 'repo not found' }]);
+      expect(await json(await s.t.api('/v1/repos/slow/pages', { headers: from('198.51.100.9') }))).toEqual([404, { error: 'repo not found', code: 'repo_not_found' }]);
     });
   });
 });

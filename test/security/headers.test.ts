@@ -28,17 +28,17 @@ describe('security headers on every kind of response', () => {
   const preflight = { Origin: 'http://localhost:5173', 'Access-Control-Request-Method': 'POST' };
   const cases: Array<{ name: string; path: string; init?: RequestInit & { token?: string | null; json?: unknown }; status: number; body?: string; noStore: boolean }> = [
     { name: 'health', path: '/health', init: { token: null }, status: 200, body: '{"status":"ok"}', noStore: false },
-    { name: 'unknown route', path: '/v1/nothing', status: 404, body: '{"error":"not found"}', noStore: true },
-    { name: 'unknown route outside /v1', path: '/nothing', init: { token: null }, status: 404, body: '{"error":"not found"}', noStore: false },
-    { name: 'wrong method', path: '/v1/repos', init: { method: 'DELETE' }, status: 405, body: '{"error":"method not allowed"}', noStore: true },
-    { name: 'no credentials', path: '/v1/repos', init: { token: null }, status: 401, body: '{"error":"missing authorization header"}', noStore: true },
-    { name: 'bad token', path: '/v1/repos', init: { token: 'nope' }, status: 401, body: '{"error":"invalid token"}', noStore: true },
+    { name: 'unknown route', path: '/v1/nothing', status: 404, body: '{"error":"not found","code":"not_found"}', noStore: true },
+    { name: 'unknown route outside /v1', path: '/nothing', init: { token: null }, status: 404, body: '{"error":"not found","code":"not_found"}', noStore: false },
+    { name: 'wrong method', path: '/v1/repos', init: { method: 'DELETE' }, status: 405, body: '{"error":"method not allowed","code":"method_not_allowed"}', noStore: true },
+    { name: 'no credentials', path: '/v1/repos', init: { token: null }, status: 401, body: '{"error":"missing authorization header","code":"missing_authorization"}', noStore: true },
+    { name: 'bad token', path: '/v1/repos', init: { token: 'nope' }, status: 401, body: '{"error":"invalid token","code":"invalid_token"}', noStore: true },
     { name: 'authenticated list', path: '/v1/repos/hdr/pages', status: 200, noStore: true },
     { name: 'authenticated page bytes', path: '/v1/repos/hdr/pages/a.md', status: 200, body: '# A\n', noStore: true },
-    { name: 'authenticated error', path: '/v1/repos/missing/pages', status: 404, body: '{"error":"repo not found"}', noStore: true },
-    { name: 'authenticated 500', path: '/v1/test/boom', status: 500, body: '{"error":"internal error"}', noStore: true },
-    { name: 'body too large', path: '/v1/repos/hdr/sync/push', init: { method: 'POST', body: 'x'.repeat(2000) }, status: 413, body: '{"error":"request body too large"}', noStore: true },
-    { name: 'sign-in (public, not configured)', path: '/v1/auth/idp', init: { method: 'POST', token: null, json: {} }, status: 503, body: '{"error":"identity provider not configured"}', noStore: true },
+    { name: 'authenticated error', path: '/v1/repos/missing/pages', status: 404, body: '{"error":"repo not found","code":"repo_not_found"}', noStore: true },
+    { name: 'authenticated 500', path: '/v1/test/boom', status: 500, body: '{"error":"internal error","code":"internal_error"}', noStore: true },
+    { name: 'body too large', path: '/v1/repos/hdr/sync/push', init: { method: 'POST', body: 'x'.repeat(2000) }, status: 413, body: '{"error":"request body too large","code":"body_too_large"}', noStore: true },
+    { name: 'sign-in (public, not configured)', path: '/v1/auth/idp', init: { method: 'POST', token: null, json: {} }, status: 503, body: '{"error":"identity provider not configured","code":"idp_not_configured"}', noStore: true },
     { name: 'preflight', path: '/v1/repos', init: { method: 'OPTIONS', token: null, headers: preflight }, status: 204, body: '', noStore: false },
   ];
 

@@ -29,8 +29,8 @@ const post = (path: string, token: string | null, json?: unknown) =>
   call(path, token, json === undefined ? { method: 'POST' } : { method: 'POST', json });
 const push = (repo: string, token: string, files: unknown[]) => post(`/v1/repos/${repo}/sync/push`, token, { files });
 const repoDirs = () => readdirSync(join(srv.dataRoot, 'repos')).filter((n) => n.endsWith('.git')).sort();
-const NOT_MEMBER = { error: 'not a member of this repo' };
-const EXISTS = { error: 'repo already exists' };
+const NOT_MEMBER = { error: 'not a member of this repo', code: 'not_a_member' };
+const EXISTS = { error: 'repo already exists', code: 'repo_exists' };
 
 beforeAll(async () => {
   clock = new ManualClock(Date.UTC(2026, 10, 2, 9, 0, 0));
@@ -99,7 +99,7 @@ describe('2. repository ids are unique ignoring letter case', () => {
     // Reads name the exact id: a non-member is refused, the legacy key finds no such repository.
     expect(await call('/v1/repos/ACME/pages', mallory.token)).toEqual({ status: 403, body: NOT_MEMBER });
     expect(await call('/v1/repos/ACME/pages', bob.token)).toEqual({ status: 403, body: NOT_MEMBER });
-    expect(await call('/v1/repos/ACME/pages', LEGACY)).toEqual({ status: 404, body: { error: 'repo not found' } });
+    expect(await call('/v1/repos/ACME/pages', LEGACY)).toEqual({ status: 404, body: { error: 'repo not found', code: 'repo_not_found' } });
     const page = await srv.api('/v1/repos/acme/pages/wiki/concepts/plan.md', { token: bob.token });
     expect(await page.text()).toBe('bob\n');
     fsck(join(srv.dataRoot, 'repos', 'acme.git'));
@@ -144,7 +144,7 @@ describe('3. a PAT never outlives the credential that minted it', () => {
     expect(grandchild).toMatchObject({ status: 201, body: { pat: { expires_at: now + 2 * DAY } } });
     clock.advance(2 * DAY * 1000);
     for (const t of [parentToken, none.body!.token, longer.body!.token, grandchild.body!.token] as string[]) {
-      expect(await call('/v1/me', t)).toEqual({ status: 401, body: { error: 'invalid token' } });
+      expect(await call('/v1/me', t)).toEqual({ status: 401, body: { error: 'invalid token', code: 'invalid_token' } });
     }
   });
 
@@ -170,7 +170,7 @@ describe('4. a removed member stays removed', () => {
 
     expect((await call(`/v1/repos/team/members/${mallory.user.id}`, owner.token, { method: 'DELETE' })).status).toBe(204);
     // Before the fix: 200 {"repo_id":"team","role":"member"} — the removal undone by the key he kept.
-    const back = { status: 403, body: { error: 'removed from this repo; ask an owner for a new invite key' } };
+    const back = { status: 403, body: { error: 'removed from this repo; ask an owner for a new invite key', code: 'removed_from_repo' } };
     expect(await post('/v1/repos/join', mallory.token, { key: oldKey })).toEqual(back);
     expect(await post('/v1/repos/join', mallory.token, { key: oldKey })).toEqual(back);
     expect(await call('/v1/repos/team/pages', mallory.token)).toEqual({ status: 403, body: NOT_MEMBER });
@@ -208,7 +208,7 @@ describe('5. issuers, audiences and labels', () => {
       const idToken = await srv.idp.signIdToken({ sub: 'multi', email: 'multi@example.test', ...claims });
       return post('/v1/auth/idp', null, { id_token: idToken });
     };
-    const refused = { status: 401, body: { error: 'invalid id token: azp' } };
+    const refused = { status: 401, body: { error: 'invalid id token: azp', code: 'invalid_id_token' } };
     expect(await signInWith({ aud })).toEqual(refused);
     expect(await signInWith({ aud, azp: 'another-client' })).toEqual(refused);
     expect((await signInWith({ aud, azp: srv.idp.clientId })).status).toBe(200);
@@ -217,7 +217,7 @@ describe('5. issuers, audiences and labels', () => {
   });
 
   it('labels of PATs and invite keys are at most 200 characters', async () => {
-    const tooLong = { status: 400, body: { error: 'label too long (max 200)' } };
+    const tooLong = { status: 400, body: { error: 'label too long (max 200)', code: 'label_too_long' } };
     expect(await post('/v1/pats', bob.token, { label: 'x'.repeat(201) })).toEqual(tooLong);
     expect(await post('/v1/repos/bobs/invite-keys', bob.token, { label: 'x'.repeat(201) })).toEqual(tooLong);
     // Characters, not UTF-16 units: 200 emoji are 200 characters.
@@ -238,9 +238,9 @@ describe('7. a push holds at most 10,000 files', () => {
       body: { max_body_bytes: 8388608, max_files_per_push: 10000, max_page_path_bytes: 512 },
     });
     expect((await call('/v1/limits', LEGACY)).status).toBe(200);
-    expect(await call('/v1/limits', null)).toEqual({ status: 401, body: { error: 'missing authorization header' } });
+    expect(await call('/v1/limits', null)).toEqual({ status: 401, body: { error: 'missing authorization header', code: 'missing_authorization' } });
     const files = Array.from({ length: 10_001 }, (_, i) => ({ path: `p/${i}.md`, content: '' }));
-    expect(await push('bulk', bob.token, files)).toEqual({ status: 413, body: { error: 'too many files in one push (max 10000)' } });
+    expect(await push('bulk', bob.token, files)).toEqual({ status: 413, body: { error: 'too many files in one push (max 10000)', code: 'too_many_files' } });
     expect(repoDirs()).not.toContain('bulk.git');
   });
 });

@@ -141,11 +141,11 @@ describe.skipIf(process.platform !== 'linux')('200 stalled 8 MiB uploads', () =>
     );
 
     for (const a of busy) {
-      expect(a.body).toBe('{"error":"server busy"}');
+      expect(a.body).toBe('{"error":"server busy","code":"server_busy"}');
       expect(a.headers['retry-after']).toBe('5');
     }
     for (const a of idle) {
-      expect(a.body).toBe('{"error":"request body timeout"}');
+      expect(a.body).toBe('{"error":"request body timeout","code":"body_timeout"}');
       expect(a.headers.connection).toBe('close');
     }
     expect(busy.length + idle.length).toBe(UPLOADS);
@@ -176,8 +176,8 @@ describe.skipIf(process.platform !== 'linux')('200 stalled 8 MiB uploads', () =>
         `peak ${(after.hwmKiB / 1024).toFixed(1)} MiB (VmHWM${reset ? ', reset before' : ', process lifetime'}); ` +
         `${parsed.length} x 400 (read and parsed), ${busy.length} x 503; ${Math.round(ms)} ms`,
     );
-    for (const a of parsed) expect(a.body).toBe('{"error":"invalid request: files: expected array"}');
-    for (const a of busy) expect(a.body).toBe('{"error":"server busy"}');
+    for (const a of parsed) expect(a.body).toBe('{"error":"invalid request: files: expected array","code":"invalid_request"}');
+    for (const a of busy) expect(a.body).toBe('{"error":"server busy","code":"server_busy"}');
     expect(parsed.length + busy.length).toBe(24);
     expect(parsed.length).toBeGreaterThanOrEqual(SLOTS);
     expect(after.hwmKiB).toBeLessThan(300 * 1024);

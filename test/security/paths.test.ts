@@ -265,7 +265,7 @@ describe('end to end: refused paths write nothing; accepted ones pass fsck and c
         { path: 'fine.md', content: 'fine\n' },
         { path, content: 'evil\n' },
       ]);
-      expect(await body(r), JSON.stringify(path)).toEqual({ status: 400, body: { error: `invalid page path: ${path}` } });
+      expect(await body(r), JSON.stringify(path)).toEqual({ status: 400, body: { error: `invalid page path: ${path}`, code: 'invalid_page_path' } });
     }
     expect(headOf('paths')).toBe(head);
     expect(gitIn(gitdir('paths'), 'ls-tree', '-r', '--name-only', 'main')).toBe('start.md\n');
@@ -300,7 +300,7 @@ describe('end to end: refused paths write nothing; accepted ones pass fsck and c
     const head = headOf('paths');
     expect(await body(await LEGACY_PUSH('paths', [{ path: nfd, content: 'x\n' }]))).toEqual({
       status: 400,
-      body: { error: `invalid page path: ${nfd}` },
+      body: { error: `invalid page path: ${nfd}`, code: 'invalid_page_path' },
     });
     expect(headOf('paths')).toBe(head);
     expect((await LEGACY_PUSH('paths', [{ path: nfd.normalize('NFC'), content: 'x\n' }])).status).toBe(200);
@@ -310,7 +310,7 @@ describe('end to end: refused paths write nothing; accepted ones pass fsck and c
 describe('paths that differ only in letter case', () => {
   const collision = (path: string, existing: string) => ({
     status: 400,
-    body: { error: `path "${path}" differs only in letter case from "${existing}"` },
+    body: { error: `path "${path}" differs only in letter case from "${existing}"`, code: 'path_case' },
   });
   const pages = async (repo: string) =>
     ((await (await srv.api(`/v1/repos/${repo}/pages`)).json()) as { pages: Array<{ path: string }> }).pages.map((p) => p.path);
@@ -448,7 +448,7 @@ describe('pages stored before the write rules existed stay readable and deletabl
     for (const n of ['CON.md', 'cafe\u0301.md', 'a:b.md']) {
       expect(await body(await LEGACY_PUSH('legacy-names', [{ path: n, content: 'new\n' }])), n).toEqual({
         status: 400,
-        body: { error: `invalid page path: ${n}` },
+        body: { error: `invalid page path: ${n}`, code: 'invalid_page_path' },
       });
     }
     const del = await LEGACY_PUSH('legacy-names', names.slice(0, 3).map((path) => ({ path, delete: true })));

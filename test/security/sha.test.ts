@@ -77,12 +77,12 @@ describe('an abbreviation two commits share', () => {
   });
 
   it('as from, to or since: 400 unknown sha: <value>', async () => {
-    const unknown = { status: 400, body: { error: `unknown sha: ${shared}` } };
+    const unknown = { status: 400, body: { error: `unknown sha: ${shared}`, code: 'unknown_sha' } };
     expect(await get(`diff/page.md?from=${shared}`)).toEqual(unknown);
     expect(await get(`diff/page.md?to=${shared}`)).toEqual(unknown);
     expect(await get(`diff/page.md?from=${other.slice(0, 12)}&to=${shared}`)).toEqual(unknown);
     expect(await get(`sync/pull?since=${shared}`)).toEqual(unknown);
-    expect(await get(`diff/page.md?from=${shared.toUpperCase()}`)).toEqual({ status: 400, body: { error: `unknown sha: ${shared.toUpperCase()}` } });
+    expect(await get(`diff/page.md?from=${shared.toUpperCase()}`)).toEqual({ status: 400, body: { error: `unknown sha: ${shared.toUpperCase()}`, code: 'unknown_sha' } });
     // The same commits, named unambiguously, resolve.
     const diff = await get(`diff/page.md?from=${other.slice(0, 12)}&to=${head.slice(0, 12)}`);
     expect(diff.status).toBe(200);

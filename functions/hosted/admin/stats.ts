@@ -2,6 +2,7 @@ import { defineRoute } from '../../../lib/route.ts';
 import { authorizeUser } from '../../../lib/policy.ts';
 import { adminStats } from '../../../lib/hosted/admin.ts';
 import { AdminStats } from '../../../schema/wire/hosted.ts';
+import { R } from '../../../lib/refusals.ts';
 
 /** GET /v1/admin/stats — users, repositories, subscribed users, pages at head. Admins only; hosted build only. */
 export default defineRoute({
@@ -13,7 +14,7 @@ export default defineRoute({
     tag: 'Admin',
     access: 'users whose email is in SERVICE_ADMIN_EMAILS; anyone else, the legacy key included, gets 403 `admin only`.',
     responses: { 200: { description: '`pages`: pages at head across every repository.', schema: AdminStats } },
-    errors: { 403: ['admin only'] },
+    errors: [R.admin_only],
   },
   handler: async (c) => {
     authorizeUser(c, 'admin.read');

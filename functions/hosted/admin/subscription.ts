@@ -3,6 +3,7 @@ import { authorizeUser } from '../../../lib/policy.ts';
 import { parseBody } from '../../../lib/http/parse.ts';
 import { setSubscription } from '../../../lib/hosted/admin.ts';
 import { SetSubscriptionRequest } from '../../../schema/wire/hosted.ts';
+import { R } from '../../../lib/refusals.ts';
 
 /**
  * POST /v1/admin/users/:id/subscription — body `{"subscribed": bool}` → 204; 404 `user not found`.
@@ -20,7 +21,7 @@ export default defineRoute({
     params: { id: 'The user id.' },
     body: { schema: SetSubscriptionRequest },
     responses: { 204: { description: 'Done.' } },
-    errors: { 400: ['invalid request: <field>: <problem>'], 403: ['admin only'], 404: ['user not found'] },
+    errors: [R.invalid_request.example('<field>: <problem>'), R.admin_only, R.user_not_found],
   },
   handler: async (c) => {
     authorizeUser(c, 'admin.write');

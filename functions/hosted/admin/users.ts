@@ -2,6 +2,7 @@ import { defineRoute } from '../../../lib/route.ts';
 import { authorizeUser } from '../../../lib/policy.ts';
 import { adminUsers } from '../../../lib/hosted/admin.ts';
 import { AdminUsersResponse } from '../../../schema/wire/hosted.ts';
+import { R } from '../../../lib/refusals.ts';
 
 /** GET /v1/admin/users — every user with plan and repositories owned, oldest first. Admins only; hosted build only. */
 export default defineRoute({
@@ -13,7 +14,7 @@ export default defineRoute({
     tag: 'Admin',
     access: 'users whose email is in SERVICE_ADMIN_EMAILS.',
     responses: { 200: { description: 'Oldest first.', schema: AdminUsersResponse } },
-    errors: { 403: ['admin only'] },
+    errors: [R.admin_only],
   },
   handler: async (c) => {
     authorizeUser(c, 'admin.read');

@@ -2,6 +2,7 @@ import { defineRoute } from '../../../lib/route.ts';
 import { authorizeUser } from '../../../lib/policy.ts';
 import { checkoutUrl } from '../../../lib/hosted/billing.ts';
 import { CheckoutResponse } from '../../../schema/wire/hosted.ts';
+import { R } from '../../../lib/refusals.ts';
 
 /**
  * POST /v1/billing/checkout — where to pay: SERVICE_BILLING_CHECKOUT_URL with `client_reference_id=<user
@@ -18,7 +19,7 @@ export default defineRoute({
     tag: 'Billing',
     access: 'a real user; the legacy key gets 403 `user session required`.',
     responses: { 200: { description: 'The payment page.', schema: CheckoutResponse } },
-    errors: { 403: ['user session required'], 503: ['billing not configured'] },
+    errors: [R.user_session_required, R.billing_not_configured],
   },
   handler: (c) => {
     const user = authorizeUser(c, 'billing.checkout');

@@ -2,6 +2,7 @@ import { defineRoute } from '../../../lib/route.ts';
 import { authorizeUser } from '../../../lib/policy.ts';
 import { accountPlan } from '../../../lib/hosted/billing.ts';
 import { BillingResponse } from '../../../schema/wire/hosted.ts';
+import { R } from '../../../lib/refusals.ts';
 
 /** GET /v1/billing — the caller's plan, limits (null = no cap) and repositories owned. Hosted build only. */
 export default defineRoute({
@@ -13,7 +14,7 @@ export default defineRoute({
     tag: 'Billing',
     access: 'a real user; the legacy key gets 403 `user session required`.',
     responses: { 200: { description: 'A subscribed user has no caps (`null`).', schema: BillingResponse } },
-    errors: { 403: ['user session required'] },
+    errors: [R.user_session_required],
   },
   handler: async (c) => {
     const user = authorizeUser(c, 'billing.read');

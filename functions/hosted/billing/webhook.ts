@@ -2,6 +2,7 @@ import { defineRoute } from '../../../lib/route.ts';
 import { handleWebhook } from '../../../lib/hosted/billing.ts';
 import { WebhookEvent } from '../../../schema/wire/hosted.ts';
 import { readBody } from '../../../lib/http/body-limit.ts';
+import { R } from '../../../lib/refusals.ts';
 
 /**
  * POST /billing/webhook — the payment provider's subscription events, signed with
@@ -22,12 +23,7 @@ export default defineRoute({
     access: 'the payment provider: no bearer token, a valid signature.',
     body: { schema: WebhookEvent, description: '`type`: `subscription.activated` or `subscription.canceled`; `user_id`: the service user id.' },
     responses: { 204: { description: 'Accepted.' } },
-    errors: {
-      400: ['invalid request: <field>: <problem>', 'user_id required'],
-      401: ['invalid signature', 'stale signature'],
-      404: ['user not found'],
-      503: ['billing not configured'],
-    },
+    errors: [R.invalid_request.example('<field>: <problem>'), R.user_id_required, R.invalid_signature, R.stale_signature, R.user_not_found, R.billing_not_configured],
   },
   handler: async (c) => {
     const raw = await readBody(c);

@@ -2,6 +2,8 @@ import type { Hono } from 'hono';
 import { systemClock } from '../../clock.ts';
 import { ConfigError, loadConfig, type Config } from '../../config.ts';
 import type { Deps } from '../../deps.ts';
+import { refuse } from '../../errors.ts';
+import { R } from '../../refusals.ts';
 import { jsonLogger, type Logger } from '../../log.ts';
 import { D1Database, type D1Like } from './d1.ts';
 import { migrate } from '../../db/migrate.ts';
@@ -138,7 +140,7 @@ export async function handleWorkerRequest(request: Request, env: WorkerEnv, ctx:
       b = build(env, routesFor);
     } catch (e) {
       log.error('config', { error: e instanceof Error ? e.message : String(e) });
-      return Response.json({ error: 'server misconfigured' }, { status: 503 });
+      return Response.json(refuse(R.server_misconfigured).body(), { status: 503 });
     }
     built.set(env, b);
     // A failed migration is tried again by the next request.
@@ -148,7 +150,7 @@ export async function handleWorkerRequest(request: Request, env: WorkerEnv, ctx:
     await b.ready;
   } catch (e) {
     log.error('migrate', { error: e instanceof Error ? e.message : String(e) });
-    return Response.json({ error: 'internal error' }, { status: 500 });
+    return Response.json(refuse(R.internal_error).body(), { status: 500 });
   }
   return b.app.fetch(request, env, ctx as never);
 }

@@ -3,7 +3,8 @@ import { systemClock } from '../../clock.ts';
 import { DoSqlDatabase } from './do-sql.ts';
 import { migrate } from '../../db/migrate.ts';
 import { BUNDLED_MIGRATIONS } from './migrations.ts';
-import { errorToWire, HttpError, LockTimeoutError, RepoBusyError, RepoNotFoundError, type WireError } from '../../errors.ts';
+import { errorToWire, LockTimeoutError, RepoBusyError, RepoNotFoundError, type WireError, refuse } from '../../errors.ts';
+import { R } from '../../refusals.ts';
 import { DoFs } from './store-fs.ts';
 import { doImportRuntime } from './import-spool.ts';
 import type { ImportCheckOptions } from '../../repo/import-store.ts';
@@ -379,7 +380,7 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
     const wanted = request.headers.get(BODY_PARAMS_HEADER);
     if (wanted) return this.#body(JSON.parse(wanted) as BodyParams, request);
     const header = request.headers.get(STREAM_PARAMS_HEADER);
-    if (!header) return refusal(errorToWire(new HttpError(404, 'not found'))!);
+    if (!header) return refusal(errorToWire(refuse(R.not_found))!);
     const params = JSON.parse(header) as StreamParams;
     const r = await this.#serve(params.repo, (_, live) => live.stream(params.repo, params.grant, params.after));
     if (!r.ok) return refusal(r.error);
