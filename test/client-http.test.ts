@@ -225,13 +225,13 @@ describe('the shared API client', () => {
       const conflicts = { pushed: [], conflicts: [{ path: 'a.md', current_sha: 'c'.repeat(40) }] };
       answers = new Map([
         ['/v1/repos/r/sync/push', { status: 409, body: JSON.stringify(conflicts) }],
-        ['/v1/repos/r/pages/gone.md', { status: 404, body: JSON.stringify({ error: 'page not found' }) }],
-        ['/v1/repos/nope/pages/a.md', { status: 404, body: JSON.stringify({ error: 'repo not found' }) }],
+        ['/v1/repos/r/pages/gone.md', { status: 404, body: JSON.stringify({ error: 'page not found', code: 'page_not_found' }) }],
+        ['/v1/repos/nope/pages/a.md', { status: 404, body: JSON.stringify({ error: 'repo not found', code: 'repo_not_found' }) }],
       ]);
       expect(await client().push('r', { message: 'm', files: [] })).toEqual({ status: 409, ok: false, data: conflicts });
       expect(await client().page('r', 'gone.md')).toBeNull();
       const missing = (await client().readPage('r', 'gone.md').catch((e: unknown) => e)) as ApiError;
-      expect([missing.status, missing.message]).toEqual([404, 'page not found']);
+      expect([missing.status, missing.message, missing.refusal]).toEqual([404, 'page not found', 'page_not_found']);
       const noRepo = (await client().page('nope', 'a.md').catch((e: unknown) => e)) as ApiError;
       expect([noRepo.status, noRepo.message]).toEqual([404, 'repo not found']);
       answers = new Map();

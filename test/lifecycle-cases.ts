@@ -287,7 +287,7 @@ export function lifecycleCases(kind: TargetKind): void {
       for (const u of [erin!, carol!]) {
         expect(await call('/v1/repos/join', { method: 'POST', json: { key }, token: u.token })).toEqual({
           status: 403,
-          body: { error: 'removed from this repo; ask an owner for a new invite key' },
+          body: { error: 'removed from this repo; ask an owner for a new invite key', code: 'removed_from_repo' },
         });
       }
 
