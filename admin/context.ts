@@ -15,8 +15,8 @@
  *   repositories' content lives in Durable Objects nothing outside the Worker can read.
  */
 import { stat } from 'node:fs/promises';
-import { systemClock, type Clock } from '../lib/clock.ts';
-import { ConfigError, loadConfig } from '../lib/config.ts';
+import { systemClock, type Clock } from '../lib/util/clock.ts';
+import { ConfigError, loadConfig } from '../lib/framework/config.ts';
 import { Members } from '../lib/db/members.ts';
 import { Pats } from '../lib/db/pats.ts';
 import type { SqlDatabase } from '../lib/db/sql.ts';

@@ -3,7 +3,7 @@
  * Workers targets through their own modules, loaded (with Miniflare) only when asked for.
  */
 import { join } from 'node:path';
-import { systemClock } from '../lib/clock.ts';
+import { systemClock } from '../lib/util/clock.ts';
 import { GitStore } from '../lib/git/store.ts';
 import { openDatabaseFile } from '../lib/runtime/node/open-db.ts';
 import { nodeStoreFs } from '../lib/runtime/node/store-fs.ts';

@@ -1,4 +1,4 @@
-import { defineRoute } from '../lib/route.ts';
+import { defineRoute } from '../lib/framework/route.ts';
 import { HealthResponse } from '../schema/wire/service.ts';
 
 /** GET /health — liveness for load balancers and the container health check. */

@@ -1,5 +1,5 @@
-import type { RouteDef } from '../lib/route.ts';
-import type { Config } from '../lib/config.ts';
+import type { RouteDef } from '../lib/framework/route.ts';
+import type { Config } from '../lib/framework/config.ts';
 import { hostedRoutes } from './hosted/index.ts';
 import health from './health.ts';
 import { openApiRoute } from './openapi.ts';

@@ -1,7 +1,7 @@
-import { defineRoute } from '../lib/route.ts';
-import { authorizeUser, decide } from '../lib/policy.ts';
+import { defineRoute } from '../lib/framework/route.ts';
+import { authorizeUser, decide } from '../lib/usecases/policy.ts';
 import { MeResponse } from '../schema/wire/auth.ts';
-import { R } from '../lib/refusals.ts';
+import { R } from '../lib/shared/refusals.ts';
 
 /**
  * GET /v1/me — the signed-in user (session or PAT), and what this server offers them: `server.hosted` (the

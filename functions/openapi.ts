@@ -1,5 +1,5 @@
-import { defineRoute, type RouteDef } from '../lib/route.ts';
-import { buildOpenApi } from '../lib/openapi.ts';
+import { defineRoute, type RouteDef } from '../lib/framework/route.ts';
+import { buildOpenApi } from '../lib/framework/openapi.ts';
 import { OpenApiDocument } from '../schema/wire/service.ts';
 
 /** The routes a document describes: every endpoint, and the hosted build's own (functions/index.ts). */

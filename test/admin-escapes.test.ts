@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clean } from '../client/output.ts';
-import { systemClock } from '../lib/clock.ts';
+import { systemClock } from '../lib/util/clock.ts';
 import { openDatabaseFile } from '../lib/runtime/node/open-db.ts';
 import { Users, type User } from '../lib/db/users.ts';
 import { runAdmin, type Run } from './helpers/admin.ts';

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { d1DatabaseIdFromToml } from '../admin/worker-remote.ts';
 import { clean } from '../client/output.ts';
-import { systemClock } from '../lib/clock.ts';
+import { systemClock } from '../lib/util/clock.ts';
 import { loadMigrations } from '../lib/runtime/node/open-db.ts';
 import { Pats } from '../lib/db/pats.ts';
 import { Users } from '../lib/db/users.ts';

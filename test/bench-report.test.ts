@@ -100,8 +100,8 @@ describe('final results only', () => {
   });
 
   it('a dirty tree, an unknown tree state or commit, a failure, a profile, a small scale or --only are not', () => {
-    const dirty = notFinalBecause(results({ code: { commit: SHA, porcelain: ['M lib/config.ts', '?? x.ts'], dirty: true } }));
-    expect(dirty).toEqual(['the working tree had uncommitted changes (lib/config.ts, x.ts)']);
+    const dirty = notFinalBecause(results({ code: { commit: SHA, porcelain: ['M lib/framework/config.ts', '?? x.ts'], dirty: true } }));
+    expect(dirty).toEqual(['the working tree had uncommitted changes (lib/framework/config.ts, x.ts)']);
     expect(notFinalBecause(results({ code: { commit: SHA, porcelain: [], dirty: null } }))[0]).toContain('could not be checked');
     expect(notFinalBecause(results({ code: { commit: 'unknown', porcelain: [], dirty: false } }))).toEqual(['the commit is unknown']);
     expect(notFinalBecause(results({ completed: false }))).toEqual(['the run failed']);

@@ -7,9 +7,9 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 // @ts-expect-error plain JavaScript module (scripts/bundle.mjs), run by node without a loader
 import { build, buildIfStale, codeFile, metaFile, ROOT, SERVER_BUNDLE, SERVER_OPTIONS, staleReason } from '../scripts/bundle.mjs';
-import { cacheBudget, loadConfig } from '../lib/config.ts';
+import { cacheBudget, loadConfig } from '../lib/framework/config.ts';
 import { openNodeDeps } from '../lib/runtime/node/server.ts';
-import { jsonLogger } from '../lib/log.ts';
+import { jsonLogger } from '../lib/framework/log.ts';
 
 /**
  * `npm start` builds the bundle only when it is stale (scripts/bundle.mjs): a real esbuild build of a small

@@ -15,7 +15,7 @@ import type { z } from 'zod';
 import { ApiClient, ApiError, type WireModule } from '../client/http/client.ts';
 import { Api, checkWire } from '../client/api.ts';
 import { hostedRoutes, routes } from '../functions/index.ts';
-import type { RouteDef } from '../lib/route.ts';
+import type { RouteDef } from '../lib/framework/route.ts';
 
 interface Seen {
   method: string;

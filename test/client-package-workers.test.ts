@@ -12,7 +12,7 @@ import { startTarget, type Target } from './helpers/targets.ts';
 import { tempDir } from './helpers/env.ts';
 import { buildWorker } from '../scripts/build-worker.ts';
 import { startWorkerDev } from '../scripts/dev-worker.ts';
-import { CLIENT_NOT_BUILT } from '../lib/client-package.ts';
+import { CLIENT_NOT_BUILT } from '../lib/usecases/client-package.ts';
 import { buildClientIfStale, CLIENT_DIR } from '../scripts/client-package.mjs';
 
 let target: Target;

@@ -19,7 +19,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { startTestServer, tempDir, type TestServer } from './helpers/env.ts';
 import { KR_ENTRY } from './helpers/cli.ts';
 import { VERSION } from '../client/version.ts';
-import { CLIENT_NOT_BUILT } from '../lib/client-package.ts';
+import { CLIENT_NOT_BUILT } from '../lib/usecases/client-package.ts';
 import { diskClientFiles } from '../lib/runtime/node/client-files.ts';
 import { buildClientIfStale, CLIENT_DIR, MAX_PACKAGE_BYTES, PACKAGE_NAME } from '../scripts/client-package.mjs';
 

@@ -9,7 +9,7 @@ import {
   parseListenAddr,
   positiveInt,
   resolvePath,
-} from '../lib/config.ts';
+} from '../lib/framework/config.ts';
 
 const CWD = '/srv/app';
 const load = (env: Record<string, string | undefined> = {}) => loadConfig(env, CWD);

@@ -1,13 +1,13 @@
 /**
- * A refused CORS origin in the log (lib/http/cors.ts): once per origin, bounded, and wired into the real app
- * (lib/app.ts) so an operator sees which origin to add to SERVICE_CORS_ORIGINS. The browser side — the
+ * A refused CORS origin in the log (lib/framework/http/cors.ts): once per origin, bounded, and wired into the real app
+ * (lib/framework/app.ts) so an operator sees which origin to add to SERVICE_CORS_ORIGINS. The browser side — the
  * dashboard saying so — is in test/dashboard-views.test.ts; the Workers build in test/e2e/cases.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { Hono } from 'hono';
 import health from '../functions/health.ts';
-import { RefusedOriginLog, REFUSED_ORIGIN_MAX_CHARS, corsMiddleware } from '../lib/http/cors.ts';
-import { memoryLogger } from '../lib/log.ts';
+import { RefusedOriginLog, REFUSED_ORIGIN_MAX_CHARS, corsMiddleware } from '../lib/framework/http/cors.ts';
+import { memoryLogger } from '../lib/framework/log.ts';
 import { mountHandler, type MountedHandler } from './helpers/handler.ts';
 
 const events = (lines: string[]) =>
@@ -93,7 +93,7 @@ describe('RefusedOriginLog', () => {
   });
 });
 
-describe('the app (lib/app.ts) logs refused origins from SERVICE_CORS_ORIGINS', () => {
+describe('the app (lib/framework/app.ts) logs refused origins from SERVICE_CORS_ORIGINS', () => {
   let h: MountedHandler | undefined;
   afterEach(async () => {
     await h?.close();

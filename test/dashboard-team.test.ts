@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Locator } from 'playwright-core';
-import type { Clock } from '../lib/clock.ts';
+import type { Clock } from '../lib/util/clock.ts';
 import { hasChromium, startDashboard, warnIfNoChromium, type DashboardHarness, type SignedUp } from './helpers/dashboard.ts';
 
 warnIfNoChromium('test/dashboard-team.test.ts');

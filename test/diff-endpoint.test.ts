@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { fsck, gitIn } from './helpers/env.ts';
 import { signIn, startIdpTestServer, type IdpTestServer, type SignedIn } from './helpers/idp.ts';
-import { diffPage, evolutionJsonStream, pageEvolution, ParseCache } from '../lib/differ/service.ts';
-import { WorkBudget } from '../lib/differ/index.ts';
+import { diffPage, evolutionJsonStream, pageEvolution, ParseCache } from '../lib/usecases/diff.ts';
+import { WorkBudget } from '../lib/shared/differ/index.ts';
 import { EvolutionResponse, SectionDiff } from '../schema/wire/diff.ts';
 import type { Commit } from '../schema/wire/common.ts';
 

@@ -17,7 +17,7 @@ import {
   type ParsedPage,
   type SectionDiff,
   type SectionEntry,
-} from '../lib/differ/index.ts';
+} from '../lib/shared/differ/index.ts';
 
 // ---------------------------------------------------------------------------------------------------------
 // helpers

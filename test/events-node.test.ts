@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect, type Socket } from 'node:net';
-import { ManualClock } from '../lib/clock.ts';
+import { ManualClock } from '../lib/util/clock.ts';
 import { mintSession } from '../lib/auth/session.ts';
 import { startTestServer, tempDir, type TestServer } from './helpers/env.ts';
 import { SseReader } from './helpers/sse.ts';

@@ -1,14 +1,14 @@
 /**
- * The event log and the webhook tables (lib/events/log.ts, lib/events/webhook-store.ts) on a real libSQL
+ * The event log and the webhook tables (lib/events/event-log.ts, lib/events/webhook-store.ts) on a real libSQL
  * file: retention, paging, the webhook cap under racing creations, held deliveries and their release.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { ManualClock } from '../lib/clock.ts';
+import { ManualClock } from '../lib/util/clock.ts';
 import { loadMigrations, openDatabaseFile, openDerivedFile } from '../lib/runtime/node/open-db.ts';
 import { migrate } from '../lib/db/migrate.ts';
 import type { LibsqlDatabase } from '../lib/runtime/node/libsql.ts';
-import { EventLog, pushEventData } from '../lib/events/log.ts';
+import { EventLog, pushEventData } from '../lib/events/event-log.ts';
 import { WebhookStore } from '../lib/events/webhook-store.ts';
 import { tempDir } from './helpers/env.ts';
 

@@ -14,7 +14,7 @@ import { buildBundle } from '../lib/git/bundle.ts';
 import { PathIndex } from '../lib/repo/path-index.ts';
 import { RepoStore } from '../lib/repo/repo-store.ts';
 import { openDatabaseFile } from '../lib/runtime/node/open-db.ts';
-import { ManualClock } from '../lib/clock.ts';
+import { ManualClock } from '../lib/util/clock.ts';
 import type { StoreFs } from '../lib/git/fs.ts';
 import { tempDir } from './helpers/env.ts';
 import { catFiles, fsckStrict, git as gitCmd, revList } from './reliability/helpers/git.ts';

@@ -3,12 +3,12 @@ import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { GitStore } from '../lib/git/store.ts';
-import { UnknownShaError, UnsafeNameError, ConcurrentUpdateError, PathCollisionError } from '../lib/errors.ts';
+import { UnknownShaError, UnsafeNameError, ConcurrentUpdateError, PathCollisionError } from '../lib/shared/errors.ts';
 import { nodeStoreFs } from '../lib/runtime/node/store-fs.ts';
 import { PathIndex } from '../lib/repo/path-index.ts';
 import { RepoStore } from '../lib/repo/repo-store.ts';
 import { openDatabaseFile } from '../lib/runtime/node/open-db.ts';
-import { ManualClock } from '../lib/clock.ts';
+import { ManualClock } from '../lib/util/clock.ts';
 import type { Database } from '../lib/runtime/node/libsql.ts';
 import { fsck, gitIn, tempDir } from './helpers/env.ts';
 

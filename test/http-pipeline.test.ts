@@ -3,9 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Hono } from 'hono';
 import { serve, type ServerType } from '@hono/node-server';
-import { ManualClock } from '../lib/clock.ts';
-import { BodyBudget, bodyGuard, bodyHolders } from '../lib/http/body-limit.ts';
-import { HttpError } from '../lib/errors.ts';
+import { ManualClock } from '../lib/util/clock.ts';
+import { BodyBudget, bodyGuard, bodyHolders } from '../lib/framework/http/body-limit.ts';
+import { HttpError } from '../lib/shared/errors.ts';
 import {
   TrustedProxies,
   clientIp,
@@ -14,9 +14,9 @@ import {
   isLoopbackIp,
   normalizeIp,
   parseIp,
-} from '../lib/http/client-ip.ts';
-import { corsMiddleware } from '../lib/http/cors.ts';
-import { RateLimiter, rateLimit } from '../lib/http/rate-limit.ts';
+} from '../lib/framework/http/client-ip.ts';
+import { corsMiddleware } from '../lib/framework/http/cors.ts';
+import { RateLimiter, rateLimit } from '../lib/framework/http/rate-limit.ts';
 import { nodeClientIp, nodePeer } from '../lib/runtime/node/client-ip.ts';
 
 // ---------------------------------------------------------------------------------------------------
@@ -399,8 +399,8 @@ describe('rateLimit middleware', () => {
 });
 
 // ---------------------------------------------------------------------------------------------------
-// The body guard alone (lib/app.ts mounts it per route, after authentication; test/security/bodies.test.ts
-// covers that wiring). A refusal found while reading is thrown into the handler, rendered as in lib/app.ts.
+// The body guard alone (lib/framework/app.ts mounts it per route, after authentication; test/security/bodies.test.ts
+// covers that wiring). A refusal found while reading is thrown into the handler, rendered as in lib/framework/app.ts.
 function bodyCap(max: number) {
   return bodyGuard({ maxBytes: max, budget: new BodyBudget(1 << 30), idleMs: 30_000, deadlineMs: 120_000 });
 }
@@ -780,7 +780,7 @@ describe('over a real socket', () => {
 describe('preflight without an Origin header', () => {
   it('is still answered 204 by the CORS layer, not routed', async () => {
     const { Hono } = await import('hono');
-    const { corsMiddleware } = await import('../lib/http/cors.ts');
+    const { corsMiddleware } = await import('../lib/framework/http/cors.ts');
     const app = new Hono();
     app.use('*', corsMiddleware(['http://localhost:5173']));
     app.get('/x', (c) => c.text('x'));

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { ManualClock } from '../lib/clock.ts';
-import type { QuotaPolicy } from '../lib/quota.ts';
-import { unlimitedQuota } from '../lib/quota.ts';
+import { ManualClock } from '../lib/util/clock.ts';
+import type { QuotaPolicy } from '../lib/usecases/quota.ts';
+import { unlimitedQuota } from '../lib/usecases/quota.ts';
 import { gitIn } from './helpers/env.ts';
 import { signIn, startIdpTestServer, type IdpTestServer, type SignedIn } from './helpers/idp.ts';
 

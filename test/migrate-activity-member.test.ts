@@ -10,7 +10,7 @@ import { LibsqlDatabase } from '../lib/runtime/node/libsql.ts';
 import { loadMigrations, openDatabaseFile } from '../lib/runtime/node/open-db.ts';
 import { migrate } from '../lib/db/migrate.ts';
 import { Activity } from '../lib/db/activity.ts';
-import { ManualClock } from '../lib/clock.ts';
+import { ManualClock } from '../lib/util/clock.ts';
 import { tempDir } from './helpers/env.ts';
 
 let scratch: { path: string; cleanup: () => Promise<void> } | undefined;

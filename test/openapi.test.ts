@@ -1,5 +1,5 @@
 /**
- * The OpenAPI document (lib/openapi.ts): a valid OpenAPI 3.1 document by a maintained validator, covering
+ * The OpenAPI document (lib/framework/openapi.ts): a valid OpenAPI 3.1 document by a maintained validator, covering
  * every route with its path parameters, docs/openapi.json current with the code (CI runs this), and the
  * response checker the end-to-end suites run every answer through (test/helpers/openapi-check.ts) able to
  * fail.
@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { buildOpenApi, openApiPath } from '../lib/openapi.ts';
+import { buildOpenApi, openApiPath } from '../lib/framework/openapi.ts';
 import { hostedRoutes, routes } from '../functions/index.ts';
 import { OPENAPI_FILE, openApiFileText } from '../scripts/openapi.ts';
 import { ResponseChecker } from './helpers/openapi-check.ts';
@@ -56,7 +56,7 @@ describe('the OpenAPI document', () => {
     expect(JSON.parse(onDisk)).toEqual(full);
   });
 
-  it('every route has its doc (lib/route.ts RouteDoc)', () => {
+  it('every route has its doc (lib/framework/route.ts RouteDoc)', () => {
     const missing = [...routes, ...hostedRoutes].filter((r) => !r.doc).map((r) => `${r.method} ${r.path}`);
     expect(missing, 'routes without a doc: add one (see functions/pages/list.ts), then npm run openapi').toEqual([]);
     expect(JSON.stringify(full)).not.toContain('x-undocumented');

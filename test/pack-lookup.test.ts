@@ -17,7 +17,7 @@ import { nodeCodec, nodeStoreFs } from '../lib/runtime/node/store-fs.ts';
 import { PathIndex } from '../lib/repo/path-index.ts';
 import { RepoStore } from '../lib/repo/repo-store.ts';
 import { openDatabaseFile } from '../lib/runtime/node/open-db.ts';
-import { ManualClock } from '../lib/clock.ts';
+import { ManualClock } from '../lib/util/clock.ts';
 import type { StoreFs } from '../lib/git/fs.ts';
 import type { Database } from '../lib/runtime/node/libsql.ts';
 import { buildMidx, MIDX_FILE, openMidx, parseMidxHead } from '../lib/git/midx.ts';

@@ -3,14 +3,14 @@ import { Hono } from 'hono';
 import type { Identity } from '../lib/auth/identity.ts';
 import { LEGACY } from '../lib/auth/identity.ts';
 import type { Role } from '../lib/db/members.ts';
-import { HttpError } from '../lib/errors.ts';
-import { R } from '../lib/refusals.ts';
-import { ADMIN_ACTIONS, REPO_SCOPED, authorize, authorizeUser, decide, type Action, type Decision } from '../lib/policy.ts';
-import type { AppEnv } from '../lib/route.ts';
+import { HttpError } from '../lib/shared/errors.ts';
+import { R } from '../lib/shared/refusals.ts';
+import { ADMIN_ACTIONS, REPO_SCOPED, authorize, authorizeUser, decide, type Action, type Decision } from '../lib/usecases/policy.ts';
+import type { AppEnv } from '../lib/framework/route.ts';
 
 /**
  * The whole decision table, written out from docs/concepts.md "Credentials" (the legacy key), "Members and
- * roles", docs/errors.md and docs/api.md's messages — independently of lib/policy.ts, which must agree cell by cell.
+ * roles", docs/errors.md and docs/api.md's messages — independently of lib/usecases/policy.ts, which must agree cell by cell.
  * Columns: legacy key, owner, member, non-member (a real user without a row in the repository; for
  * account-scoped actions, any real user).
  */
@@ -126,7 +126,7 @@ describe('decide(): the full table', () => {
     for (const action of ADMIN_ACTIONS) {
       expect(decide(user(), action, null, ['u@example.com'])).toEqual(ok);
       expect(decide(user('pat'), action, null, ['other@example.com', 'u@example.com'])).toEqual(ok);
-      // The list is stored lowercased (lib/config.ts); a user's email with capitals still matches.
+      // The list is stored lowercased (lib/framework/config.ts); a user's email with capitals still matches.
       expect(decide({ kind: 'user', userId: 'u-1', email: 'U@Example.COM', name: 'U', via: 'session' }, action, null, ['u@example.com'])).toEqual(ok);
       expect(decide(user(), action, null, ['other@example.com'])).toEqual(adminOnly);
       expect(decide(user(), action, null, [])).toEqual(adminOnly);

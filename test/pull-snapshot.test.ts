@@ -11,7 +11,7 @@ import { nodeStoreFs } from '../lib/runtime/node/store-fs.ts';
 import { PathIndex } from '../lib/repo/path-index.ts';
 import { RepoStore, type PulledPage } from '../lib/repo/repo-store.ts';
 import { openDatabaseFile } from '../lib/runtime/node/open-db.ts';
-import { ManualClock } from '../lib/clock.ts';
+import { ManualClock } from '../lib/util/clock.ts';
 import type { Database } from '../lib/runtime/node/libsql.ts';
 import { tempDir } from './helpers/env.ts';
 

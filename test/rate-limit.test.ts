@@ -14,8 +14,8 @@ vi.mock('cloudflare:workers', () => ({
   },
 }));
 
-import { ManualClock } from '../lib/clock.ts';
-import { RateLimiter, memoryLimiters, rateLimit, type LimiterStore, type TakeResult } from '../lib/http/rate-limit.ts';
+import { ManualClock } from '../lib/util/clock.ts';
+import { RateLimiter, memoryLimiters, rateLimit, type LimiterStore, type TakeResult } from '../lib/framework/http/rate-limit.ts';
 import {
   RateLimiterObject,
   durableObjectLimiter,
@@ -23,11 +23,11 @@ import {
   type RateLimiterNamespace,
 } from '../lib/runtime/workers/rate-limiter.ts';
 import { workersClientIp } from '../lib/runtime/workers/client-ip.ts';
-import { buildApp } from '../lib/app.ts';
-import { memoryLogger } from '../lib/log.ts';
+import { buildApp } from '../lib/framework/app.ts';
+import { memoryLogger } from '../lib/framework/log.ts';
 import { openNodeDeps } from '../lib/runtime/node/server.ts';
 import { routes } from '../functions/index.ts';
-import type { Deps } from '../lib/deps.ts';
+import type { Deps } from '../lib/framework/deps.ts';
 import { tempDir, testConfig } from './helpers/env.ts';
 
 /** The part of DurableObjectStorage the object uses, over a Map. */

@@ -1,15 +1,15 @@
-// The per-request caches that cut a page read's server CPU: route matches (lib/http/router.ts), peer
-// addresses (lib/http/client-ip.ts), the log's time text (lib/log.ts) and the LRU's most recent entry
+// The per-request caches that cut a page read's server CPU: route matches (lib/framework/http/router.ts), peer
+// addresses (lib/framework/http/client-ip.ts), the log's time text (lib/framework/log.ts) and the LRU's most recent entry
 // (lib/git/lru.ts), the session key (lib/auth/session.ts). Each must answer exactly as the uncached code does, and stay bounded.
 import { describe, expect, it } from 'vitest';
 import { Hono } from 'hono';
 import { TrieRouter } from 'hono/router/trie-router';
-import { CachingRouter, MATCH_CACHE_ENTRIES, MATCH_CACHE_PATH_CHARS } from '../lib/http/router.ts';
-import { PEERS_KEPT, TrustedProxies, clientIp } from '../lib/http/client-ip.ts';
-import { jsonLogger } from '../lib/log.ts';
+import { CachingRouter, MATCH_CACHE_ENTRIES, MATCH_CACHE_PATH_CHARS } from '../lib/framework/http/router.ts';
+import { PEERS_KEPT, TrustedProxies, clientIp } from '../lib/framework/http/client-ip.ts';
+import { jsonLogger } from '../lib/framework/log.ts';
 import { LruCache } from '../lib/git/lru.ts';
 import { mintSession, verifySession } from '../lib/auth/session.ts';
-import { ManualClock } from '../lib/clock.ts';
+import { ManualClock } from '../lib/util/clock.ts';
 
 /** Two apps with the same routes, one on Hono's default router and one on CachingRouter. */
 function apps() {

@@ -4,8 +4,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'node:http';
 import { routes } from '../functions/index.ts';
-import { defineRoute } from '../lib/route.ts';
-import { HttpError } from '../lib/errors.ts';
+import { defineRoute } from '../lib/framework/route.ts';
+import { HttpError } from '../lib/shared/errors.ts';
 import { startTestServer, tempDir, type TestServer } from './helpers/env.ts';
 import { serverNodeFlags } from '../bench/procs.ts';
 
@@ -217,7 +217,7 @@ describe('npm start (scripts/start.mjs: the bundle, built when stale, run in the
 
 describe('slow requests', () => {
   it('are reported once as a slow_request warning with their id, method and path', async () => {
-    const { ManualClock } = await import('../lib/clock.ts');
+    const { ManualClock } = await import('../lib/util/clock.ts');
     const clock = new ManualClock(Date.UTC(2026, 10, 21, 9, 0, 0));
     let open!: () => void;
     const gate = new Promise<void>((r) => (open = r));

@@ -27,7 +27,7 @@ import { migrate, type Migration } from '../lib/db/migrate.ts';
 import { Members } from '../lib/db/members.ts';
 import { Users } from '../lib/db/users.ts';
 import { Invites } from '../lib/db/invites.ts';
-import { ManualClock } from '../lib/clock.ts';
+import { ManualClock } from '../lib/util/clock.ts';
 import { fakeDoStorage, type FakeDoStorage } from './helpers/do-storage.ts';
 import { fsck, gitIn, tempDir } from './helpers/env.ts';
 

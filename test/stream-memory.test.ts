@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { startTestServer, type TestServer } from './helpers/env.ts';
 import { RepoStore, PULL_BYTES } from '../lib/repo/repo-store.ts';
 import { BATCH_BYTES, bundleStream, type BundleProgress } from '../lib/git/bundle.ts';
-import { CHUNK_BYTES } from '../lib/http/stream.ts';
+import { CHUNK_BYTES } from '../lib/framework/http/stream.ts';
 
 /** 320 pages of 64 KiB that hardly compress: 20 MiB, ten times a batch of either stream. */
 const PAGES = 320;

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fsck, gitIn, startTestServer, type TestServer } from './helpers/env.ts';
-import { pullBody } from '../lib/pull-body.ts';
+import { pullBody } from '../lib/usecases/pull-body.ts';
 import type { PulledPage, PullPages } from '../lib/repo/repo-store.ts';
 
 const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');

@@ -5,11 +5,11 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { ManualClock } from '../lib/clock.ts';
-import { silentLogger } from '../lib/log.ts';
+import { ManualClock } from '../lib/util/clock.ts';
+import { silentLogger } from '../lib/framework/log.ts';
 import { openDatabaseFile } from '../lib/runtime/node/open-db.ts';
 import type { LibsqlDatabase } from '../lib/runtime/node/libsql.ts';
-import { EventLog } from '../lib/events/log.ts';
+import { EventLog } from '../lib/events/event-log.ts';
 import { DROPPED, MAX_PENDING_DELIVERIES, WebhookStore } from '../lib/events/webhook-store.ts';
 import { Deliverer, type WebhookRequest, type WebhookResult } from '../lib/events/deliver.ts';
 import { tempDir } from './helpers/env.ts';

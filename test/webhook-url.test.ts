@@ -1,11 +1,11 @@
 /**
  * The webhook address rules (lib/events/url.ts) as pure functions, with a resolver injected where the Node
- * build asks DNS; and the configuration of live events and webhooks (lib/config.ts).
+ * build asks DNS; and the configuration of live events and webhooks (lib/framework/config.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { addressProblem, checkWebhookUrl, parseWebhookUrl, resolvedProblem } from '../lib/events/url.ts';
-import { HttpError } from '../lib/errors.ts';
-import { ConfigError, loadConfig, retrySchedule } from '../lib/config.ts';
+import { HttpError } from '../lib/shared/errors.ts';
+import { ConfigError, loadConfig, retrySchedule } from '../lib/framework/config.ts';
 
 const strict = { allowHttp: false, allowPrivate: false };
 

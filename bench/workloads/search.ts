@@ -13,7 +13,7 @@ import { nodeStoreFs } from '../../lib/runtime/node/store-fs.ts';
 import { PathIndex } from '../../lib/repo/path-index.ts';
 import { RepoStore } from '../../lib/repo/repo-store.ts';
 import { IndexFiles } from '../../lib/runtime/node/search-files.ts';
-import { systemClock } from '../../lib/clock.ts';
+import { systemClock } from '../../lib/util/clock.ts';
 
 /**
  * W8 search: full-text search in one large repository (10,000 pages at full scale) through

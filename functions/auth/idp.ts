@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { defineRoute } from '../../lib/route.ts';
-import { refuse } from '../../lib/errors.ts';
-import { R } from '../../lib/refusals.ts';
-import { parseBody } from '../../lib/http/parse.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
+import { refuse } from '../../lib/shared/errors.ts';
+import { R } from '../../lib/shared/refusals.ts';
+import { parseBody } from '../../lib/framework/http/parse.ts';
 import { signInWithIdToken } from '../../lib/auth/idp.ts';
 import { IdpSignInRequest, IdpSignInResponse } from '../../schema/wire/auth.ts';
 

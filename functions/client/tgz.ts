@@ -1,8 +1,8 @@
-import { defineRoute } from '../../lib/route.ts';
-import { CLIENT_FILE_TYPES, clientFileResponse } from '../../lib/client-package.ts';
-import { R } from '../../lib/refusals.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
+import { CLIENT_FILE_TYPES, clientFileResponse } from '../../lib/usecases/client-package.ts';
+import { R } from '../../lib/shared/refusals.ts';
 
-/** GET /client/kr.tgz — the kr client as an npm package (lib/client-package.ts). Anyone; no credential. */
+/** GET /client/kr.tgz — the kr client as an npm package (lib/usecases/client-package.ts). Anyone; no credential. */
 export default defineRoute({
   method: 'GET',
   path: '/client/kr.tgz',

@@ -1,10 +1,10 @@
-import { defineRoute } from '../../lib/route.ts';
-import { openRepo } from '../../lib/repos.ts';
-import { flagQuery, pagePathParam } from '../../lib/http/params.ts';
-import { diffPage } from '../../lib/differ/service.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
+import { openRepo } from '../../lib/usecases/open-repo.ts';
+import { flagQuery, pagePathParam } from '../../lib/framework/http/params.ts';
+import { diffPage } from '../../lib/usecases/diff.ts';
 import { SectionDiff } from '../../schema/wire/diff.ts';
 import { DiffQuery } from '../../schema/wire/query.ts';
-import { R } from '../../lib/refusals.ts';
+import { R } from '../../lib/shared/refusals.ts';
 
 /** GET /v1/repos/:id/diff/<path>?from=&to=&blame=true — SectionDiff of two revisions of a page (read-only). */
 export default defineRoute({

@@ -1,10 +1,10 @@
-import { defineRoute } from '../../lib/route.ts';
-import { openRepo } from '../../lib/repos.ts';
-import { flagQuery, limitQuery, pagePathParam } from '../../lib/http/params.ts';
-import { EVOLUTION_DEFAULT_LIMIT, EVOLUTION_MAX_LIMIT, evolutionJsonStream, pageEvolution } from '../../lib/differ/service.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
+import { openRepo } from '../../lib/usecases/open-repo.ts';
+import { flagQuery, limitQuery, pagePathParam } from '../../lib/framework/http/params.ts';
+import { EVOLUTION_DEFAULT_LIMIT, EVOLUTION_MAX_LIMIT, evolutionJsonStream, pageEvolution } from '../../lib/usecases/diff.ts';
 import { EvolutionResponse } from '../../schema/wire/diff.ts';
 import { EvolutionQuery } from '../../schema/wire/query.ts';
-import { R } from '../../lib/refusals.ts';
+import { R } from '../../lib/shared/refusals.ts';
 
 /**
  * GET /v1/repos/:id/evolution/<path>?limit=N&blame=true — every commit touching the page, newest first, with

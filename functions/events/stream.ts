@@ -1,9 +1,9 @@
-import { defineRoute } from '../../lib/route.ts';
-import { openRepo } from '../../lib/repos.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
+import { openRepo } from '../../lib/usecases/open-repo.ts';
 import { bearerToken } from '../../lib/auth/resolve.ts';
-import { streamGrant } from '../../lib/webhooks.ts';
+import { streamGrant } from '../../lib/usecases/webhooks.ts';
 import { EventsQuery, MemberEventData, PushEventData, StreamNotice } from '../../schema/wire/events.ts';
-import { R } from '../../lib/refusals.ts';
+import { R } from '../../lib/shared/refusals.ts';
 
 /**
  * GET /v1/repos/:id/events — the repository's live events as Server-Sent Events, resumable with

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { defineRoute } from '../../lib/route.ts';
-import { ADVERTISEMENT_TYPE, infoRefs } from '../../lib/git-http.ts';
-import { R } from '../../lib/refusals.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
+import { ADVERTISEMENT_TYPE, infoRefs } from '../../lib/usecases/git-http.ts';
+import { R } from '../../lib/shared/refusals.ts';
 
 /**
  * GET /v1/repos/:id/info/refs?service=git-upload-pack — the first request of `git clone` and `git fetch`

@@ -1,5 +1,5 @@
-import { defineRoute } from '../../lib/route.ts';
-import { refusePush } from '../../lib/git-http.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
+import { refusePush } from '../../lib/usecases/git-http.ts';
 
 /** POST /v1/repos/:id/git-receive-pack — `git push` is refused: pages are written with `kr push` or the push route. */
 export default defineRoute({

@@ -1,10 +1,10 @@
-import { defineRoute } from '../../lib/route.ts';
-import { openRepo } from '../../lib/repos.ts';
-import { limitQuery, pagePathParam } from '../../lib/http/params.ts';
-import { commitJson } from '../../lib/wire.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
+import { openRepo } from '../../lib/usecases/open-repo.ts';
+import { limitQuery, pagePathParam } from '../../lib/framework/http/params.ts';
+import { commitJson } from '../../lib/usecases/shape.ts';
 import { HistoryResponse } from '../../schema/wire/sync.ts';
 import { HistoryQuery } from '../../schema/wire/query.ts';
-import { R } from '../../lib/refusals.ts';
+import { R } from '../../lib/shared/refusals.ts';
 
 /** GET /v1/repos/:id/history/<path>?limit=N — commits touching the page, newest first. */
 export default defineRoute({

@@ -1,7 +1,7 @@
-import { defineRoute } from '../../lib/route.ts';
-import { openRepo } from '../../lib/repos.ts';
-import { limitQuery } from '../../lib/http/params.ts';
-import { commitJson } from '../../lib/wire.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
+import { openRepo } from '../../lib/usecases/open-repo.ts';
+import { limitQuery } from '../../lib/framework/http/params.ts';
+import { commitJson } from '../../lib/usecases/shape.ts';
 import { TimelineResponse } from '../../schema/wire/sync.ts';
 import { TimelineQuery } from '../../schema/wire/query.ts';
 

@@ -1,4 +1,4 @@
-import type { RouteDef } from '../../lib/route.ts';
+import type { RouteDef } from '../../lib/framework/route.ts';
 import billingRead from './billing/read.ts';
 import billingCheckout from './billing/checkout.ts';
 import billingWebhook from './billing/webhook.ts';

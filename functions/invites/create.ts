@@ -1,9 +1,9 @@
-import { defineRoute } from '../../lib/route.ts';
-import { openRepo } from '../../lib/repos.ts';
-import { parseBody } from '../../lib/http/parse.ts';
-import { checkLabel } from '../../lib/wire.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
+import { openRepo } from '../../lib/usecases/open-repo.ts';
+import { parseBody } from '../../lib/framework/http/parse.ts';
+import { checkLabel } from '../../lib/usecases/shape.ts';
 import { MintInviteRequest, MintInviteResponse } from '../../schema/wire/members.ts';
-import { R } from '../../lib/refusals.ts';
+import { R } from '../../lib/shared/refusals.ts';
 import { LABEL_MAX_CHARS } from '../../schema/wire/common.ts';
 
 /** POST /v1/repos/:id/invite-keys — an owner mints a key; the token is shown this once. */

@@ -1,9 +1,9 @@
-import { defineRoute } from '../../lib/route.ts';
-import { authorizeUser } from '../../lib/policy.ts';
-import { parseBody } from '../../lib/http/parse.ts';
-import { refuse } from '../../lib/errors.ts';
-import { R } from '../../lib/refusals.ts';
-import { redeemInvite } from '../../lib/membership.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
+import { authorizeUser } from '../../lib/usecases/policy.ts';
+import { parseBody } from '../../lib/framework/http/parse.ts';
+import { refuse } from '../../lib/shared/errors.ts';
+import { R } from '../../lib/shared/refusals.ts';
+import { redeemInvite } from '../../lib/usecases/membership.ts';
 import { JoinRequest, JoinResponse } from '../../schema/wire/members.ts';
 
 /** POST /v1/repos/join — redeem an invite key; re-joining keeps the role already held. */

@@ -1,5 +1,5 @@
-import { defineRoute } from '../../lib/route.ts';
-import { openRepo } from '../../lib/repos.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
+import { openRepo } from '../../lib/usecases/open-repo.ts';
 import { MembersResponse } from '../../schema/wire/members.ts';
 
 /** GET /v1/repos/:id/members — members with role and join time, oldest first. */

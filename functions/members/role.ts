@@ -1,9 +1,9 @@
-import { defineRoute } from '../../lib/route.ts';
-import { openRepo } from '../../lib/repos.ts';
-import { parseBody } from '../../lib/http/parse.ts';
-import { refuse } from '../../lib/errors.ts';
-import { R } from '../../lib/refusals.ts';
-import { changeRole } from '../../lib/membership.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
+import { openRepo } from '../../lib/usecases/open-repo.ts';
+import { parseBody } from '../../lib/framework/http/parse.ts';
+import { refuse } from '../../lib/shared/errors.ts';
+import { R } from '../../lib/shared/refusals.ts';
+import { changeRole } from '../../lib/usecases/membership.ts';
 import { SetRoleRequest, SetRoleResponse } from '../../schema/wire/members.ts';
 
 /** POST /v1/repos/:id/members/:userId/role — owners give a member another role; the last owner stays one. */

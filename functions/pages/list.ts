@@ -1,6 +1,6 @@
-import { defineRoute } from '../../lib/route.ts';
-import { openRepo } from '../../lib/repos.ts';
-import { commitJson } from '../../lib/wire.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
+import { openRepo } from '../../lib/usecases/open-repo.ts';
+import { commitJson } from '../../lib/usecases/shape.ts';
 import { PagesResponse } from '../../schema/wire/sync.ts';
 
 /** GET /v1/repos/:id/pages — every page at head with the last commit that touched it. */

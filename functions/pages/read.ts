@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { defineRoute } from '../../lib/route.ts';
-import { openRepo } from '../../lib/repos.ts';
-import { pagePathParam } from '../../lib/http/params.ts';
-import { refuse } from '../../lib/errors.ts';
-import { R } from '../../lib/refusals.ts';
-import { pageAt } from '../../lib/differ/service.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
+import { openRepo } from '../../lib/usecases/open-repo.ts';
+import { pagePathParam } from '../../lib/framework/http/params.ts';
+import { refuse } from '../../lib/shared/errors.ts';
+import { R } from '../../lib/shared/refusals.ts';
+import { pageAt } from '../../lib/usecases/diff.ts';
 import { PageQuery } from '../../schema/wire/query.ts';
 
 /** GET /v1/repos/:id/pages/<path>?at=<sha> — the page's bytes at head (or at a commit); X-Page-SHA = its last commit. */

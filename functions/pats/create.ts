@@ -1,9 +1,9 @@
-import { defineRoute } from '../../lib/route.ts';
-import { authorizeUser } from '../../lib/policy.ts';
-import { parseBody } from '../../lib/http/parse.ts';
-import { checkLabel } from '../../lib/wire.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
+import { authorizeUser } from '../../lib/usecases/policy.ts';
+import { parseBody } from '../../lib/framework/http/parse.ts';
+import { checkLabel } from '../../lib/usecases/shape.ts';
 import { CreatePatRequest, CreatePatResponse } from '../../schema/wire/auth.ts';
-import { R } from '../../lib/refusals.ts';
+import { R } from '../../lib/shared/refusals.ts';
 import { LABEL_MAX_CHARS } from '../../schema/wire/common.ts';
 
 /**

@@ -1,7 +1,7 @@
-import { defineRoute } from '../../lib/route.ts';
-import { authorizeUser } from '../../lib/policy.ts';
-import { refuse } from '../../lib/errors.ts';
-import { R } from '../../lib/refusals.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
+import { authorizeUser } from '../../lib/usecases/policy.ts';
+import { refuse } from '../../lib/shared/errors.ts';
+import { R } from '../../lib/shared/refusals.ts';
 import { CREDENTIAL_LOST } from '../../lib/events/hub.ts';
 
 /**

@@ -1,9 +1,9 @@
-import { defineRoute } from '../../lib/route.ts';
-import { authorize } from '../../lib/policy.ts';
-import { repoIdParam } from '../../lib/http/params.ts';
-import { legacyCreateRepo } from '../../lib/repos.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
+import { authorize } from '../../lib/usecases/policy.ts';
+import { repoIdParam } from '../../lib/framework/http/params.ts';
+import { legacyCreateRepo } from '../../lib/usecases/open-repo.ts';
 import { LegacyCreateRepoResponse } from '../../schema/wire/repos.ts';
-import { R } from '../../lib/refusals.ts';
+import { R } from '../../lib/shared/refusals.ts';
 
 /** POST /v1/repos/:id — the legacy, idempotent creation path (id stripped to [A-Za-z0-9_-]). */
 export default defineRoute({

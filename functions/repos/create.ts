@@ -1,10 +1,10 @@
-import { defineRoute } from '../../lib/route.ts';
-import { authorizeUser } from '../../lib/policy.ts';
-import { parseBody } from '../../lib/http/parse.ts';
-import { refuse } from '../../lib/errors.ts';
-import { R } from '../../lib/refusals.ts';
-import { REPO_ID_PATTERN } from '../../lib/page/path.ts';
-import { createRepo } from '../../lib/repos.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
+import { authorizeUser } from '../../lib/usecases/policy.ts';
+import { parseBody } from '../../lib/framework/http/parse.ts';
+import { refuse } from '../../lib/shared/errors.ts';
+import { R } from '../../lib/shared/refusals.ts';
+import { REPO_ID_PATTERN } from '../../lib/shared/page/path.ts';
+import { createRepo } from '../../lib/usecases/open-repo.ts';
 import { CreateRepoRequest, CreateRepoResponse } from '../../schema/wire/repos.ts';
 
 /** POST /v1/repos — create a repository; the creator becomes its owner (or adopts an ownerless one). */

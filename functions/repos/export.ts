@@ -1,7 +1,7 @@
-import { defineRoute } from '../../lib/route.ts';
-import { exportBundle, openRepo } from '../../lib/repos.ts';
-import { logStreamEnd } from '../../lib/http/stream.ts';
-import { R } from '../../lib/refusals.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
+import { exportBundle, openRepo } from '../../lib/usecases/open-repo.ts';
+import { logStreamEnd } from '../../lib/framework/http/stream.ts';
+import { R } from '../../lib/shared/refusals.ts';
 
 /**
  * GET /v1/repos/:id/export — the whole repository as a git bundle (v2): `git clone <id>.bundle` restores

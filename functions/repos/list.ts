@@ -1,6 +1,6 @@
-import { defineRoute } from '../../lib/route.ts';
-import { authorize } from '../../lib/policy.ts';
-import { listRepos } from '../../lib/repos.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
+import { authorize } from '../../lib/usecases/policy.ts';
+import { listRepos } from '../../lib/usecases/open-repo.ts';
 import { ReposResponse } from '../../schema/wire/repos.ts';
 
 /** GET /v1/repos — every repository (legacy key) or the caller's own, with role. */

@@ -1,8 +1,8 @@
-import { defineRoute } from '../../lib/route.ts';
-import { authorize } from '../../lib/policy.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
+import { authorize } from '../../lib/usecases/policy.ts';
 import { searchAll, searchParams } from '../../lib/search/service.ts';
 import { SearchQuery, SearchResponse } from '../../schema/wire/search.ts';
-import { QUERY_ERRORS } from '../../lib/search/query.ts';
+import { QUERY_ERRORS } from '../../lib/shared/search-query.ts';
 
 /** GET /v1/search?q=&type=&tag=&limit=&offset= — full-text search over every repository the caller can read. */
 export default defineRoute({
@@ -21,7 +21,7 @@ export default defineRoute({
     errors: [...QUERY_ERRORS],
   },
   handler: async (c) => {
-    // Whoever may list repositories may search the ones listed (lib/policy.ts 'repo.list').
+    // Whoever may list repositories may search the ones listed (lib/usecases/policy.ts 'repo.list').
     const identity = authorize(c, 'repo.list');
     return c.json(await searchAll(c.get('deps'), identity, searchParams(c)));
   },

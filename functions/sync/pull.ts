@@ -1,10 +1,10 @@
-import { defineRoute } from '../../lib/route.ts';
-import { openRepo } from '../../lib/repos.ts';
-import { pull } from '../../lib/sync.ts';
-import { logStreamEnd } from '../../lib/http/stream.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
+import { openRepo } from '../../lib/usecases/open-repo.ts';
+import { pull } from '../../lib/usecases/sync.ts';
+import { logStreamEnd } from '../../lib/framework/http/stream.ts';
 import { PullResponse } from '../../schema/wire/sync.ts';
 import { PullQuery } from '../../schema/wire/query.ts';
-import { R } from '../../lib/refusals.ts';
+import { R } from '../../lib/shared/refusals.ts';
 
 /** GET /v1/repos/:id/sync/pull?since=<sha> — every page, or what changed and was deleted since. */
 export default defineRoute({
@@ -24,7 +24,7 @@ export default defineRoute({
     const { id, identity } = await openRepo(c, 'repo.read');
     const since = c.req.query('since');
     const requestId = c.get('requestId');
-    // Sent as it is made, a batch of pages at a time (lib/pull-body.ts): a full pull never holds its whole
+    // Sent as it is made, a batch of pages at a time (lib/usecases/pull-body.ts): a full pull never holds its whole
     // answer, and stops when the client goes away.
     const body = await pull(
       c.get('deps'),

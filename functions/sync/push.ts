@@ -1,10 +1,10 @@
-import { defineRoute } from '../../lib/route.ts';
-import { parseBody } from '../../lib/http/parse.ts';
-import { repoIdParam } from '../../lib/http/params.ts';
-import { precheckPush, repoForPush } from '../../lib/repos.ts';
-import { MAX_FILES_PER_PUSH, push, validatePush } from '../../lib/sync.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
+import { parseBody } from '../../lib/framework/http/parse.ts';
+import { repoIdParam } from '../../lib/framework/http/params.ts';
+import { precheckPush, repoForPush } from '../../lib/usecases/open-repo.ts';
+import { MAX_FILES_PER_PUSH, push, validatePush } from '../../lib/usecases/sync.ts';
 import { PushRequest, PushResponse } from '../../schema/wire/sync.ts';
-import { R } from '../../lib/refusals.ts';
+import { R } from '../../lib/shared/refusals.ts';
 
 /**
  * POST /v1/repos/:id/sync/push — every accepted file in one commit; per-file conflicts → 409. A missing

@@ -1,9 +1,9 @@
-import { defineRoute } from '../../lib/route.ts';
-import { openRepo } from '../../lib/repos.ts';
-import { parseBody } from '../../lib/http/parse.ts';
-import { createWebhook } from '../../lib/webhooks.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
+import { openRepo } from '../../lib/usecases/open-repo.ts';
+import { parseBody } from '../../lib/framework/http/parse.ts';
+import { createWebhook } from '../../lib/usecases/webhooks.ts';
 import { CreateWebhookRequest, CreateWebhookResponse, MAX_WEBHOOKS } from '../../schema/wire/webhooks.ts';
-import { R } from '../../lib/refusals.ts';
+import { R } from '../../lib/shared/refusals.ts';
 
 /** POST /v1/repos/:id/webhooks — owners add a webhook; its signing secret is shown once. */
 export default defineRoute({

@@ -1,9 +1,9 @@
-import { defineRoute } from '../../lib/route.ts';
-import { openRepo } from '../../lib/repos.ts';
-import { limitQuery } from '../../lib/http/params.ts';
-import { webhookDeliveries } from '../../lib/webhooks.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
+import { openRepo } from '../../lib/usecases/open-repo.ts';
+import { limitQuery } from '../../lib/framework/http/params.ts';
+import { webhookDeliveries } from '../../lib/usecases/webhooks.ts';
 import { DeliveriesQuery, DeliveriesResponse } from '../../schema/wire/webhooks.ts';
-import { R } from '../../lib/refusals.ts';
+import { R } from '../../lib/shared/refusals.ts';
 
 /** GET /v1/repos/:id/webhooks/:wid/deliveries — what was sent to a webhook, and how it went. */
 export default defineRoute({

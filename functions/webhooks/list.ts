@@ -1,5 +1,5 @@
-import { defineRoute } from '../../lib/route.ts';
-import { openRepo } from '../../lib/repos.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
+import { openRepo } from '../../lib/usecases/open-repo.ts';
 import { WebhooksResponse } from '../../schema/wire/webhooks.ts';
 
 /** GET /v1/repos/:id/webhooks — the repository's webhooks, without their secrets. */

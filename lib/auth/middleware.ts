@@ -1,9 +1,9 @@
 import type { MiddlewareHandler } from 'hono';
-import type { AppEnv } from '../route.ts';
+import type { AppEnv } from '../framework/route.ts';
 import { resolveAuthorization, resolveGitAuthorization } from './resolve.ts';
 
 /**
- * Runs before every non-public route (lib/app.ts): resolves the Authorization header into the request's
+ * Runs before every non-public route (lib/framework/app.ts): resolves the Authorization header into the request's
  * identity, or answers the 401 of lib/auth/resolve.ts.
  */
 export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {

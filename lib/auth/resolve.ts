@@ -12,9 +12,9 @@
  *   sessions stop at once, since both read the user row on every request.
  * - Anything unknown, expired, revoked or malformed → 401 `invalid token`, the same whatever it looked like.
  */
-import type { Deps } from '../deps.ts';
-import { HttpError, refuse } from '../errors.ts';
-import { R } from '../refusals.ts';
+import type { Deps } from '../framework/deps.ts';
+import { HttpError, refuse } from '../shared/errors.ts';
+import { R } from '../shared/refusals.ts';
 import { LEGACY, type Identity } from './identity.ts';
 import { verifySession } from './session.ts';
 import { PAT_PREFIX, constantTimeEqual } from './tokens.ts';

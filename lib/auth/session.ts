@@ -4,7 +4,7 @@
  * Verification pins the algorithm to HS256 and the issuer; time comes from the injected clock.
  */
 import { SignJWT, jwtVerify } from 'jose';
-import type { Clock } from '../clock.ts';
+import type { Clock } from '../util/clock.ts';
 
 export const SESSION_ISSUER = 'service';
 export const SESSION_TTL_SECONDS = 30 * 24 * 60 * 60;

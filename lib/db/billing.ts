@@ -1,4 +1,4 @@
-import type { Clock } from '../clock.ts';
+import type { Clock } from '../util/clock.ts';
 import type { SqlDatabase as Database, Stmt } from './sql.ts';
 
 /**
@@ -40,7 +40,7 @@ export const WEBHOOK_SEEN_TTL_S = 600;
 const n = (v: unknown): number => Number(v ?? 0);
 
 /**
- * The repository cap as an SQL condition (lib/quota.ts QuotaGuard): the user is subscribed, or owns fewer
+ * The repository cap as an SQL condition (lib/usecases/quota.ts QuotaGuard): the user is subscribed, or owns fewer
  * than `cap` repositories (owner rows). Evaluated by the statement that writes the new owner row.
  */
 export function repoCapCondition(userId: string, cap: number): Stmt {

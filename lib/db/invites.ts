@@ -1,4 +1,4 @@
-import type { Clock } from '../clock.ts';
+import type { Clock } from '../util/clock.ts';
 import type { SqlDatabase as Database } from './sql.ts';
 import { INVITE_PREFIX, randomToken, sha256Hex } from '../auth/tokens.ts';
 

@@ -1,4 +1,4 @@
-import type { Clock } from '../clock.ts';
+import type { Clock } from '../util/clock.ts';
 import type { SqlDatabase as Database, Stmt } from './sql.ts';
 import type { MemberRecord } from './activity.ts';
 
@@ -70,7 +70,7 @@ export class Members {
   }
 
   /**
-   * Adds a member as `add` does, but only where `when` holds (a cap, lib/quota.ts): the condition is
+   * Adds a member as `add` does, but only where `when` holds (a cap, lib/usecases/quota.ts): the condition is
    * evaluated by the inserting statement itself, so concurrent callers never pass it together. Null when
    * the user holds no role afterwards: the condition refused them.
    */
@@ -123,7 +123,7 @@ export class Members {
   /**
    * Gives a member another role, in one statement: a demotion only while another owner remains (two owners
    * demoting each other at once leave one), a promotion only where `when` holds (the new owner's plan cap,
-   * lib/quota.ts), both evaluated by the UPDATE itself. One atomic batch with the read of the outcome, and
+   * lib/usecases/quota.ts), both evaluated by the UPDATE itself. One atomic batch with the read of the outcome, and
    * `record`'s activity row when the role moved.
    */
   async setRole(repoId: string, userId: string, role: Role, when: Stmt | null = null, record: MemberRecord | null = null): Promise<SetRoleResult> {

@@ -1,4 +1,4 @@
-import type { Clock } from '../clock.ts';
+import type { Clock } from '../util/clock.ts';
 import type { SqlDatabase as Database, Stmt } from './sql.ts';
 import type { Members } from './members.ts';
 

@@ -1,5 +1,5 @@
-import type { Clock } from '../clock.ts';
-import type { Logger } from '../log.ts';
+import type { Clock } from '../util/clock.ts';
+import type { Logger } from '../framework/log.ts';
 import { signPayload } from '../hosted/signature.ts';
 import type { DueDelivery, DueWebhook, WebhookStore } from './webhook-store.ts';
 

@@ -1,7 +1,7 @@
-import type { Logger } from '../log.ts';
-import { refuse, refuseWith } from '../errors.ts';
-import { R } from '../refusals.ts';
-import type { EventLog, StoredEvent } from './log.ts';
+import type { Logger } from '../framework/log.ts';
+import { refuse, refuseWith } from '../shared/errors.ts';
+import { R } from '../shared/refusals.ts';
+import type { EventLog, StoredEvent } from './event-log.ts';
 import { encodeEvent, EventStream, sseEvent, type StreamGrant } from './stream.ts';
 import { MemorySlots, type StreamSlots } from './slots.ts';
 

@@ -1,5 +1,5 @@
 import type { RepoStore } from '../repo/repo-store.ts';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../framework/log.ts';
 import type { Delivery, Webhook } from '../../schema/wire/webhooks.ts';
 import type { EventKind, MemberEventData } from '../../schema/wire/events.ts';
 import type { GrantMatch, Hub, OpenOptions } from './hub.ts';
@@ -10,7 +10,7 @@ import type { StreamGrant } from './stream.ts';
  * the server's RepoStore, its hub of open streams and its delivery loop; on Workers, the repository's
  * Durable Object running that same LocalLive, reached from the Worker by RemoteLive
  * (lib/runtime/workers/remote-live.ts). Every method takes the repository id first; who may call what is decided
- * before (lib/policy.ts).
+ * before (lib/usecases/policy.ts).
  */
 export interface Live {
   /**

@@ -1,4 +1,4 @@
-import type { StoredEvent } from './log.ts';
+import type { StoredEvent } from './event-log.ts';
 
 /**
  * One open event stream (`GET /v1/repos/:id/events`): the Server-Sent Events text of a repository's events,

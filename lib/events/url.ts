@@ -1,6 +1,6 @@
 import ipaddr from 'ipaddr.js';
-import { refuse } from '../errors.ts';
-import { R } from '../refusals.ts';
+import { refuse } from '../shared/errors.ts';
+import { R } from '../shared/refusals.ts';
 import { MAX_WEBHOOK_URL_CHARS } from '../../schema/wire/webhooks.ts';
 
 /**

@@ -1,4 +1,4 @@
-import type { Clock } from '../clock.ts';
+import type { Clock } from '../util/clock.ts';
 import type { SqlDatabase, Stmt } from '../db/sql.ts';
 import { randomToken } from '../auth/tokens.ts';
 import { MAX_WEBHOOKS, type Delivery, type Webhook } from '../../schema/wire/webhooks.ts';
@@ -6,7 +6,7 @@ import type { EventKind } from '../../schema/wire/events.ts';
 
 /**
  * Webhooks and their outbox (tables `webhooks` and `webhook_deliveries`, migration 0011), in the database
- * of the repository's index, like the event log (lib/events/log.ts). The secret of each webhook is kept as it
+ * of the repository's index, like the event log (lib/events/event-log.ts). The secret of each webhook is kept as it
  * is: signing needs the key itself, so unlike tokens it cannot be stored as a hash.
  */
 

@@ -1,8 +1,8 @@
 import { PACK_TYPE, deflate, hexToBytes, packRecord, sha1Stream, toHex, webCodec } from './objects.ts';
 import { BRANCH, type GitStore } from './store.ts';
-import { checkCancelled, pieceStream, type StreamWatch } from '../http/stream.ts';
-import { TimeSlice } from '../time-slice.ts';
-import { concatBytes } from '../bytes.ts';
+import { checkCancelled, pieceStream, type StreamWatch } from '../framework/http/stream.ts';
+import { TimeSlice } from '../util/time-slice.ts';
+import { concatBytes } from '../util/bytes.ts';
 
 /**
  * A repository as a git bundle (v2), streamed: the header names `HEAD` and `refs/heads/main`, then one
@@ -16,7 +16,7 @@ import { concatBytes } from '../bytes.ts';
  * reachable id once, in the order found: 20 bytes an id and a 4-byte slot of a hash table (about 6 MiB at
  * 200,000 objects). The second reads them in that order, a batch at a time (GitStore.readObjects: each
  * batch in pack order), and hands out each object's record as it is deflated, with the running SHA-1 of the
- * pack bytes; the checksum ends it. The body is made as the client reads it (lib/http/stream.ts): memory
+ * pack bytes; the checksum ends it. The body is made as the client reads it (lib/framework/http/stream.ts): memory
  * holds the id list, one batch of objects and one chunk, whatever the repository's size, and when the client
  * goes away the walk or the reads stop.
  *

@@ -1,5 +1,5 @@
-import { ConcurrentUpdateError, PathCollisionError, StoreError } from '../errors.ts';
-import { TimeSlice } from '../time-slice.ts';
+import { ConcurrentUpdateError, PathCollisionError, StoreError } from '../shared/errors.ts';
+import { TimeSlice } from '../util/time-slice.ts';
 import type { StoreFs } from './fs.ts';
 import { noProgress, type Progress } from './lock.ts';
 import {

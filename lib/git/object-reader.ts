@@ -19,12 +19,12 @@
  * Inflated objects are not kept here (the store caches what it decodes).
  */
 import type { StoreFs } from './fs.ts';
-import { CorruptObjectError, ObjectMissingError } from '../errors.ts';
+import { CorruptObjectError, ObjectMissingError } from '../shared/errors.ts';
 import { hexToBytes, inflate, toHex, webCodec, type ObjectCodec } from './objects.ts';
 import { LruCache } from './lru.ts';
 import { idxTable, openIdx, readAt, StaleIndex, TablePages, type IdTable, type PageMemo } from './id-table.ts';
 import { MIDX_FILE, openMidx } from './midx.ts';
-import { TimeSlice } from '../time-slice.ts';
+import { TimeSlice } from '../util/time-slice.ts';
 
 export type RawType = 'blob' | 'tree' | 'commit' | 'tag';
 

@@ -4,7 +4,7 @@
  * on Node the synchronous `node:crypto`/`node:zlib` pair is about ten times faster per object than the
  * async web APIs, and a push writes several objects. Reading is lib/git/object-reader.ts.
  */
-import { concatBytes } from '../bytes.ts';
+import { concatBytes } from '../util/bytes.ts';
 import { Sha1, type Hasher } from './sha1.ts';
 
 export type ObjectType = 'blob' | 'tree' | 'commit';

@@ -1,5 +1,5 @@
-import { StoreError } from '../errors.ts';
-import { TimeSlice } from '../time-slice.ts';
+import { StoreError } from '../shared/errors.ts';
+import { TimeSlice } from '../util/time-slice.ts';
 import type { StoreFs } from './fs.ts';
 import { buildIdx, type IndexedPack } from './import.ts';
 import { syncMidx } from './midx.ts';

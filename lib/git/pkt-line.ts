@@ -88,7 +88,7 @@ export function parsePktLines(body: Uint8Array, maxPackets: number): Pkt[] {
   return out;
 }
 
-/** Bytes a frame of side-band packets holds at least: what lib/http/stream.ts hands on without gathering. */
+/** Bytes a frame of side-band packets holds at least: what lib/framework/http/stream.ts hands on without gathering. */
 const FRAME_BYTES = 64 * 1024;
 
 /**

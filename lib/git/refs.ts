@@ -1,4 +1,4 @@
-import { ConcurrentUpdateError, RepoNotFoundError } from '../errors.ts';
+import { ConcurrentUpdateError, RepoNotFoundError } from '../shared/errors.ts';
 import { replacedName, type StoreFs } from './fs.ts';
 
 /**

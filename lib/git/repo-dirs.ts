@@ -1,5 +1,5 @@
-import { UnsafeNameError } from '../errors.ts';
-import { isSafeRepoId } from '../page/path.ts';
+import { UnsafeNameError } from '../shared/errors.ts';
+import { isSafeRepoId } from '../shared/page/path.ts';
 import type { StoreFs } from './fs.ts';
 import { REF } from './refs.ts';
 

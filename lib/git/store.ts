@@ -1,4 +1,4 @@
-import { LockTimeoutError, RepoBusyError } from '../errors.ts';
+import { LockTimeoutError, RepoBusyError } from '../shared/errors.ts';
 import { commitBatch, type CommitArgs, type CommitBatch, type PreparedCommit } from './commit-batch.ts';
 import type { StoreFs } from './fs.ts';
 import type { IndexedPack } from './import.ts';

@@ -18,7 +18,7 @@
  * - **The pack** is made as the client reads it, as the export is (lib/git/bundle.ts): the object ids listed
  *   once (IdList), read in batches in pack order, each stored whole and deflated, with the running SHA-1; in
  *   side-band-64k packets (v2 always; v0 when asked). Loops take turns with other requests (TimeSlice) and stop
- *   when the client goes away (lib/http/stream.ts).
+ *   when the client goes away (lib/framework/http/stream.ts).
  */
 import { IdList, READ_BATCH, nextBatch } from './bundle.ts';
 import { PACK_TYPE, deflate, packRecord, sha1Stream, webCodec } from './objects.ts';
@@ -26,11 +26,11 @@ import { parseCommit } from './object-reader.ts';
 import type { GitStore } from './store.ts';
 import { DELIM, FLUSH, MAX_BAND_DATA, pktLine, sideBand } from './pkt-line.ts';
 import { INFINITE_DEPTH, MAIN_REF, type FetchRequest } from './upload-request.ts';
-import { checkCancelled, pieceStream, type StreamWatch } from '../http/stream.ts';
-import { TimeSlice } from '../time-slice.ts';
-import { StoreError, refuse } from '../errors.ts';
-import { R } from '../refusals.ts';
-import { concatBytes } from '../bytes.ts';
+import { checkCancelled, pieceStream, type StreamWatch } from '../framework/http/stream.ts';
+import { TimeSlice } from '../util/time-slice.ts';
+import { StoreError, refuse } from '../shared/errors.ts';
+import { R } from '../shared/refusals.ts';
+import { concatBytes } from '../util/bytes.ts';
 
 /** Where the answer's objects come from: the repository's store, its branch head, and which commits are on it. */
 export interface UploadSource {

@@ -5,9 +5,9 @@
  * Web-standard only: the Worker parses a request before its repository's Durable Object answers it.
  */
 import { FLUSH, PktLineError, parsePktLines, pktLine, type Pkt } from './pkt-line.ts';
-import { concatBytes } from '../bytes.ts';
-import { HttpError } from '../errors.ts';
-import { R } from '../refusals.ts';
+import { concatBytes } from '../util/bytes.ts';
+import { HttpError } from '../shared/errors.ts';
+import { R } from '../shared/refusals.ts';
 
 /** What `agent=` names (the server's version). */
 export const AGENT = 'kr/0.1.0';

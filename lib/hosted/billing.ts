@@ -1,14 +1,14 @@
-import type { Deps } from '../deps.ts';
+import type { Deps } from '../framework/deps.ts';
 import { Billing } from '../db/billing.ts';
-import { refuse } from '../errors.ts';
-import { R } from '../refusals.ts';
-import { describeIssue } from '../http/parse.ts';
+import { refuse } from '../shared/errors.ts';
+import { R } from '../shared/refusals.ts';
+import { describeIssue } from '../framework/http/parse.ts';
 import { verifySignature } from './signature.ts';
 import { WebhookEvent, type BillingResponse } from '../../schema/wire/hosted.ts';
 
 /**
  * Billing (docs/api.md "Hosted build: billing"): a user's plan, the checkout link, and the signed webhook that
- * turns subscriptions on and off. Who may call what is lib/policy.ts's business.
+ * turns subscriptions on and off. Who may call what is lib/usecases/policy.ts's business.
  */
 
 export const billingOf = (deps: Pick<Deps, 'db' | 'clock'>): Billing => new Billing(deps.db, deps.clock);

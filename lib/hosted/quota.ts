@@ -1,6 +1,6 @@
-import type { Config } from '../config.ts';
+import type { Config } from '../framework/config.ts';
 import { memberCapCondition, repoCapCondition } from '../db/billing.ts';
-import { unlimitedQuota, type QuotaPolicy } from '../quota.ts';
+import { unlimitedQuota, type QuotaPolicy } from '../usecases/quota.ts';
 
 /**
  * The hosted build's plan caps (docs/errors.md "402 Plan caps (hosted build)", docs/limits.md "Hosted build"):
@@ -8,7 +8,7 @@ import { unlimitedQuota, type QuotaPolicy } from '../quota.ts';
  *   legacy key owns nothing and is never capped;
  * - a first join: a repository none of whose owners is subscribed holds at most SERVICE_PLAN_FREE_MEMBERS
  *   members, owners included. The cap is the owners' plan, never the joiner's; re-joins never get here
- *   (lib/membership.ts asks only for first joins);
+ *   (lib/usecases/membership.ts asks only for first joins);
  * - a promotion to owner: the promoted user then owns one more repository, so the repository cap is theirs
  *   (not the promoter's): a user who is not subscribed and already owns SERVICE_PLAN_FREE_REPOS is refused.
  *   Demotions, and promoting a subscribed user (which lifts the repository's member cap), are never capped.

@@ -1,6 +1,6 @@
 import type { GitStore } from '../git/store.ts';
 import { nextBatch } from '../git/bundle.ts';
-import { checkCancelled } from '../http/stream.ts';
+import { checkCancelled } from '../framework/http/stream.ts';
 import type { PathIndex } from './path-index.ts';
 import type { PulledPage, PullPages } from './types.ts';
 

@@ -1,24 +1,24 @@
-import type { Clock } from '../clock.ts';
+import type { Clock } from '../util/clock.ts';
 import type { Repos, StreamOptions } from './repos.ts';
 import { bundleStream } from '../git/bundle.ts';
-import { pullBody } from '../pull-body.ts';
+import { pullBody } from '../usecases/pull-body.ts';
 import { uploadPack, type UploadAnswer } from '../git/upload-pack.ts';
 import type { FetchRequest } from '../git/upload-request.ts';
-import type { StreamWatch } from '../http/stream.ts';
+import type { StreamWatch } from '../framework/http/stream.ts';
 import type { PathIndex, HeadEntry, IndexedCommit } from './path-index.ts';
 import type { Stmt } from '../db/sql.ts';
 import { ownerStmt } from '../db/members.ts';
 import type { LinksResponse } from '../../schema/wire/links.ts';
 import { KeyedMutex, type HeldLock } from '../git/lock.ts';
 import { LruCache } from '../git/lru.ts';
-import { parseQuery } from '../search/query.ts';
+import { parseQuery } from '../shared/search-query.ts';
 import type { SearchOptions, SearchPage } from '../search/results.ts';
-import { EventLog } from '../events/log.ts';
+import { EventLog } from '../events/event-log.ts';
 import { WebhookStore } from '../events/webhook-store.ts';
 import { ImportSessions, type ImportCheckOptions, type ImportRuntime } from './import-store.ts';
 import type { ImportPlan } from '../git/import.ts';
-import { LockTimeoutError, RepoBusyError, refuse } from '../errors.ts';
-import { R } from '../refusals.ts';
+import { LockTimeoutError, RepoBusyError, refuse } from '../shared/errors.ts';
+import { R } from '../shared/refusals.ts';
 import type { GitStore } from '../git/store.ts';
 import type { PullPages, PushFile, PushResult } from './types.ts';
 import { GroupCommit } from './group-commit.ts';
@@ -425,7 +425,7 @@ export class RepoStore implements Repos {
     return { head: pull.head, files, deleted };
   }
 
-  /** A pull's answer as the PullResponse JSON, streamed as it is read (lib/pull-body.ts); `pages`: whether it holds any page. */
+  /** A pull's answer as the PullResponse JSON, streamed as it is read (lib/usecases/pull-body.ts); `pages`: whether it holds any page. */
   async pullBody(
     id: string,
     since?: string,

@@ -3,7 +3,7 @@ import type { PushFile, PushResult } from './types.ts';
 import type { SearchOptions, SearchPage } from '../search/results.ts';
 import type { Stmt } from '../db/sql.ts';
 import type { LinksResponse } from '../../schema/wire/links.ts';
-import type { StreamWatch } from '../http/stream.ts';
+import type { StreamWatch } from '../framework/http/stream.ts';
 import type { FetchRequest } from '../git/upload-request.ts';
 import type { UploadAnswer } from '../git/upload-pack.ts';
 import type { ImportPlan } from '../git/import.ts';
@@ -14,7 +14,7 @@ import type { ImportCheckOptions } from './import-store.ts';
  * repositories on disk and the index in the database file (lib/repo/repo-store.ts); in the hosted build, one
  * Durable Object per repository running that same RepoStore over its own storage, reached by RPC
  * (lib/runtime/workers/remote-repos.ts). Every method takes the repository id first; errors are the git store's
- * (lib/git/store.ts), mapped to HTTP by lib/app.ts on both runtimes.
+ * (lib/git/store.ts), mapped to HTTP by lib/framework/app.ts on both runtimes.
  */
 export interface Repos {
   exists(id: string): Promise<boolean>;
@@ -26,7 +26,7 @@ export interface Repos {
   create(id: string, creator?: string): Promise<boolean>;
   /**
    * Creates the repository with `owner` as its owner (and creator), if missing and only where `when` (an
-   * SQL condition over the accounts database: the owner's plan cap, lib/quota.ts) holds. The condition,
+   * SQL condition over the accounts database: the owner's plan cap, lib/usecases/quota.ts) holds. The condition,
    * the owner row and the repository's coming into existence are one atomic step, so racing creators
    * never pass a cap together, and a refusal ('refused') writes nothing. 'exists': the id, or a case
    * variant of it, is taken. Callers hold the creation lock of the id (`creation`).
@@ -55,13 +55,13 @@ export interface Repos {
   summary(id: string): Promise<{ pageCount: number; lastCommit: IndexedCommit | null }>;
   /**
    * Full-text search over the pages at head, best first (lib/search/): `q` in the query language of
-   * lib/search/query.ts (SearchQueryError, a 400, when it cannot be searched).
+   * lib/shared/search-query.ts (SearchQueryError, a 400, when it cannot be searched).
    */
   search(id: string, q: string, opts: SearchOptions): Promise<SearchPage>;
   /** The links of the page at head (what it links to, what links to it: lib/links/), or null when there is no such page. */
   links(id: string, path: string): Promise<LinksResponse | null>;
   /**
-   * A pull's answer, the PullResponse JSON (lib/pull-body.ts), as a stream made as it is read: every page at
+   * A pull's answer, the PullResponse JSON (lib/usecases/pull-body.ts), as a stream made as it is read: every page at
    * head, or with `since` the pages changed and deleted after it, as of the head when the call was made
    * (UnknownShaError, before anything is streamed, when `since` does not resolve). `pages`: whether the
    * answer holds any page. `onEnd` hears how the stream ended (Node; the hosted build's object logs it).

@@ -2,7 +2,7 @@ import type { HeadEntry, IndexedCommit } from './path-index.ts';
 
 /**
  * The shapes a push and a pull take between the repository store (lib/repo/repo-store.ts), the Repos
- * interface (lib/repo/repos.ts) and the modules that answer them (lib/sync.ts, lib/pull-body.ts).
+ * interface (lib/repo/repos.ts) and the modules that answer them (lib/usecases/sync.ts, lib/usecases/pull-body.ts).
  */
 
 export interface PushFile {
@@ -13,7 +13,7 @@ export interface PushFile {
   parentSha?: string;
   /**
    * Section merge (docs/api.md, the push route's "Section merge"): a write whose `parentSha` is stale is merged three ways with the
-   * page at head instead of being a conflict, when it merges cleanly (lib/differ/merge.ts).
+   * page at head instead of being a conflict, when it merges cleanly (lib/shared/differ/merge.ts).
    */
   merge?: boolean;
 }

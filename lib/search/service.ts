@@ -5,10 +5,10 @@
  */
 import type { Context } from 'hono';
 import type { Identity } from '../auth/identity.ts';
-import type { Deps } from '../deps.ts';
-import { limitQuery, offsetQuery } from '../http/params.ts';
-import type { AppEnv } from '../route.ts';
-import { parseQuery } from './query.ts';
+import type { Deps } from '../framework/deps.ts';
+import { limitQuery, offsetQuery } from '../framework/http/params.ts';
+import type { AppEnv } from '../framework/route.ts';
+import { parseQuery } from '../shared/search-query.ts';
 import {
   compareHits,
   SEARCH_LIMIT_DEFAULT,

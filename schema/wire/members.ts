@@ -18,7 +18,7 @@ export const InviteKey = z.object({
 });
 export type InviteKey = z.infer<typeof InviteKey>;
 
-/** `label`: at most 200 characters (checked by lib/wire.ts checkLabel, for the exact error). */
+/** `label`: at most 200 characters (checked by lib/usecases/shape.ts checkLabel, for the exact error). */
 export const MintInviteRequest = z.object({ label: z.string().optional() });
 export const MintInviteResponse = z.object({ key: InviteKey, token: z.string() });
 export type MintInviteResponse = z.infer<typeof MintInviteResponse>;

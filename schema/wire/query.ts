@@ -1,6 +1,6 @@
 /**
- * Query parameters of the read routes, for the API's reference (lib/openapi.ts turns each key into a
- * parameter). The handlers read them leniently (lib/http/params.ts): a `limit` that is not a positive
+ * Query parameters of the read routes, for the API's reference (lib/framework/openapi.ts turns each key into a
+ * parameter). The handlers read them leniently (lib/framework/http/params.ts): a `limit` that is not a positive
  * integer means the default, one above the maximum means the maximum; a flag is on for `true`, `1` or `yes`.
  */
 import * as z from 'zod';

@@ -5,7 +5,7 @@ import * as z from 'zod';
 export const HealthResponse = z.object({ status: z.literal('ok') });
 export type HealthResponse = z.infer<typeof HealthResponse>;
 
-/** `GET /openapi.json`: an OpenAPI 3.1 document (lib/openapi.ts builds it; its own schema is OpenAPI's). */
+/** `GET /openapi.json`: an OpenAPI 3.1 document (lib/framework/openapi.ts builds it; its own schema is OpenAPI's). */
 export const OpenApiDocument = z
   .object({
     openapi: z.string(),

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import activityList from '../../functions/activity/list.ts';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/util/clock.ts';
 import { Activity } from '../../lib/db/activity.ts';
 import { mountHandler, type MountedHandler } from '../helpers/handler.ts';
 

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import diffPage from '../../functions/diff/diff.ts';
 import diffEvolution from '../../functions/diff/evolution.ts';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/util/clock.ts';
 import { mountHandler, type MountedHandler } from '../helpers/handler.ts';
 
 let h: MountedHandler | undefined;

@@ -6,10 +6,10 @@ import adminStats from '../../functions/hosted/admin/stats.ts';
 import adminUsers from '../../functions/hosted/admin/users.ts';
 import adminRepos from '../../functions/hosted/admin/repos.ts';
 import adminSubscription from '../../functions/hosted/admin/subscription.ts';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/util/clock.ts';
 import { billingOf } from '../../lib/hosted/billing.ts';
 import { signPayload } from '../../lib/hosted/signature.ts';
-import type { RouteDef } from '../../lib/route.ts';
+import type { RouteDef } from '../../lib/framework/route.ts';
 import { mountHandler, type MountOptions, type MountedHandler } from '../helpers/handler.ts';
 
 let h: MountedHandler | undefined;

@@ -3,7 +3,7 @@ import invitesCreate from '../../functions/invites/create.ts';
 import invitesList from '../../functions/invites/list.ts';
 import invitesRevoke from '../../functions/invites/revoke.ts';
 import invitesJoin from '../../functions/invites/join.ts';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/util/clock.ts';
 import { mountHandler, type MountedHandler, type TestUser } from '../helpers/handler.ts';
 
 let h: MountedHandler | undefined;

@@ -19,7 +19,7 @@ import searchRepo from '../../functions/search/repo.ts';
 import invitesJoin from '../../functions/invites/join.ts';
 import { billingOf } from '../../lib/hosted/billing.ts';
 import { openNodeDeps } from '../../lib/runtime/node/server.ts';
-import { memoryLogger } from '../../lib/log.ts';
+import { memoryLogger } from '../../lib/framework/log.ts';
 import { testConfig, fsck } from '../helpers/env.ts';
 import { mountHandler, type MountedHandler, type TestUser } from '../helpers/handler.ts';
 

@@ -9,7 +9,7 @@ import pagesLinks from '../../functions/pages/links.ts';
 import { extractLinks, MAX_LINKS_PER_PAGE } from '../../lib/links/extract.ts';
 import { MAX_INCOMING } from '../../lib/links/index.ts';
 import { openNodeDeps } from '../../lib/runtime/node/server.ts';
-import { memoryLogger } from '../../lib/log.ts';
+import { memoryLogger } from '../../lib/framework/log.ts';
 import { testConfig } from '../helpers/env.ts';
 import { mountHandler, type MountedHandler } from '../helpers/handler.ts';
 

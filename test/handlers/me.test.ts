@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import me from '../../functions/me.ts';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/util/clock.ts';
 import { mountHandler, type MountedHandler } from '../helpers/handler.ts';
 
 let h: MountedHandler | undefined;

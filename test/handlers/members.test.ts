@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import membersList from '../../functions/members/list.ts';
 import membersRemove from '../../functions/members/remove.ts';
 import membersRole from '../../functions/members/role.ts';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/util/clock.ts';
 import { mountHandler, type MountedHandler, type TestUser } from '../helpers/handler.ts';
 
 let h: MountedHandler | undefined;

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { buildOpenApi } from '../../lib/openapi.ts';
+import { buildOpenApi } from '../../lib/framework/openapi.ts';
 import { hostedRoutes, routes } from '../../functions/index.ts';
 import { openApiRoute } from '../../functions/openapi.ts';
 import { mountHandler, type MountedHandler } from '../helpers/handler.ts';

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import patsCreate from '../../functions/pats/create.ts';
 import patsList from '../../functions/pats/list.ts';
 import patsRevoke from '../../functions/pats/revoke.ts';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/util/clock.ts';
 import { mountHandler, type MountedHandler } from '../helpers/handler.ts';
 
 let h: MountedHandler | undefined;

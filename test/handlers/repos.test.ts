@@ -6,7 +6,7 @@ import reposCreate from '../../functions/repos/create.ts';
 import reposCreateLegacy from '../../functions/repos/create-legacy.ts';
 import reposList from '../../functions/repos/list.ts';
 import reposExport from '../../functions/repos/export.ts';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/util/clock.ts';
 import { mountHandler, type MountedHandler } from '../helpers/handler.ts';
 
 let h: MountedHandler | undefined;

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { buildDashboard, serveDashboard, type DashboardServer } from '../../scripts/dashboard.ts';
-import type { Clock } from '../../lib/clock.ts';
+import type { Clock } from '../../lib/util/clock.ts';
 import { startTestServer, type TestServer } from './env.ts';
 import { startOidcProvider, type OidcProvider } from './oidc.ts';
 

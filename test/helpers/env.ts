@@ -2,13 +2,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { loadConfig, type Config } from '../../lib/config.ts';
-import { memoryLogger } from '../../lib/log.ts';
-import type { Clock } from '../../lib/clock.ts';
+import { loadConfig, type Config } from '../../lib/framework/config.ts';
+import { memoryLogger } from '../../lib/framework/log.ts';
+import type { Clock } from '../../lib/util/clock.ts';
 import { openNodeDeps, startServer, type NodeDeps, type RunningServer } from '../../lib/runtime/node/server.ts';
 import { routesFor } from '../../functions/index.ts';
-import type { Deps } from '../../lib/deps.ts';
-import type { RouteDef } from '../../lib/route.ts';
+import type { Deps } from '../../lib/framework/deps.ts';
+import type { RouteDef } from '../../lib/framework/route.ts';
 
 export async function tempDir(prefix = 'kr-test-'): Promise<{ path: string; cleanup: () => Promise<void> }> {
   const path = await mkdtemp(join(tmpdir(), prefix));

@@ -13,21 +13,21 @@
  *   expect(res.headers.get('x-page-sha')).toBe(sha);
  *   await h.close();                                              // closes the database, removes the root
  *
- * The app is lib/app.ts's buildApp, as in production: request ids, CORS, rate limiting (off unless the env
+ * The app is lib/framework/app.ts's buildApp, as in production: request ids, CORS, rate limiting (off unless the env
  * turns it on: `SERVICE_RATELIMIT_DISABLE: '0'`), authentication, body caps, error mapping. Only the routes
  * given are mounted; any other path answers 404 `not found`. The config is testConfig's (fixed session
  * secret and legacy key) with `env` on top.
  */
 import type { Hono } from 'hono';
-import { buildApp } from '../../lib/app.ts';
-import type { Clock } from '../../lib/clock.ts';
-import { systemClock } from '../../lib/clock.ts';
-import type { Config } from '../../lib/config.ts';
+import { buildApp } from '../../lib/framework/app.ts';
+import type { Clock } from '../../lib/util/clock.ts';
+import { systemClock } from '../../lib/util/clock.ts';
+import type { Config } from '../../lib/framework/config.ts';
 import { mintSession } from '../../lib/auth/session.ts';
-import type { ClientIpOf } from '../../lib/http/client-ip.ts';
-import { memoryLimiters } from '../../lib/http/rate-limit.ts';
-import { memoryLogger } from '../../lib/log.ts';
-import type { AppEnv, RouteDef } from '../../lib/route.ts';
+import type { ClientIpOf } from '../../lib/framework/http/client-ip.ts';
+import { memoryLimiters } from '../../lib/framework/http/rate-limit.ts';
+import { memoryLogger } from '../../lib/framework/log.ts';
+import type { AppEnv, RouteDef } from '../../lib/framework/route.ts';
 import { openNodeDeps } from '../../lib/runtime/node/server.ts';
 import { tempDir, testConfig } from './env.ts';
 

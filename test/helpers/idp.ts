@@ -11,10 +11,10 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SignJWT, exportJWK, generateKeyPair, type CryptoKey, type JWK } from 'jose';
-import type { Clock } from '../../lib/clock.ts';
-import { systemClock } from '../../lib/clock.ts';
+import type { Clock } from '../../lib/util/clock.ts';
+import { systemClock } from '../../lib/util/clock.ts';
 import { remoteIdpKeys } from '../../lib/auth/idp.ts';
-import type { RouteDef } from '../../lib/route.ts';
+import type { RouteDef } from '../../lib/framework/route.ts';
 import { startTestServer, type TestServer } from './env.ts';
 
 export interface IdpKey {

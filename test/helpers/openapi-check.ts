@@ -1,5 +1,5 @@
 /**
- * Checks real responses against the OpenAPI document (lib/openapi.ts): the operation is found by method
+ * Checks real responses against the OpenAPI document (lib/framework/openapi.ts): the operation is found by method
  * and path template, the status must be one the document lists for it, the media type one it declares,
  * the headers it marks required present, and a JSON body must validate (ajv, JSON Schema draft 2020-12)
  * against the response's schema. test/helpers/targets.ts runs every response of the end-to-end suites

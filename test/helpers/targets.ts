@@ -8,7 +8,7 @@ import { buildWorker } from '../../scripts/build-worker.ts';
 import { startWorkerDev } from '../../scripts/dev-worker.ts';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { buildOpenApi } from '../../lib/openapi.ts';
+import { buildOpenApi } from '../../lib/framework/openapi.ts';
 import { hostedRoutes, routes } from '../../functions/index.ts';
 import { ResponseChecker } from './openapi-check.ts';
 

@@ -13,7 +13,7 @@ afterAll(async () => srv?.stop());
 const logged = () => srv.logs.map((l) => JSON.parse(l) as Record<string, unknown>);
 
 describe('a request body that breaks off', () => {
-  it('is a 400 `request body incomplete`, not an unhandled error logged as a 500 (lib/http/body-limit.ts)', async () => {
+  it('is a 400 `request body incomplete`, not an unhandled error logged as a 500 (lib/framework/http/body-limit.ts)', async () => {
     const url = new URL(srv.url);
     const before = srv.logs.length;
     // Valid headers, then a chunk size that is not hex: Node's parser aborts the body mid-read.

@@ -6,8 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { routes } from '../../functions/index.ts';
-import { loadConfig } from '../../lib/config.ts';
-import { defineRoute } from '../../lib/route.ts';
+import { loadConfig } from '../../lib/framework/config.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
 import { signIn, startIdpTestServer, type IdpTestServer } from '../helpers/idp.ts';
 import { head, rawRequest, type RawResponse } from './helpers/raw-http.ts';
 

@@ -19,7 +19,7 @@
 import { loadavg } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/env.ts';
-import { ParseCache } from '../../lib/differ/service.ts';
+import { ParseCache } from '../../lib/usecases/diff.ts';
 import { EvolutionResponse, SectionDiff } from '../../schema/wire/diff.ts';
 
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any

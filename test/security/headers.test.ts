@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { routes } from '../../functions/index.ts';
-import { defineRoute } from '../../lib/route.ts';
+import { defineRoute } from '../../lib/framework/route.ts';
 import { startTestServer, type TestServer } from '../helpers/env.ts';
 
 describe('security headers on every kind of response', () => {

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/util/clock.ts';
 import { fsck, gitIn } from '../helpers/env.ts';
 import { signIn, startIdpTestServer, type IdpTestServer, type SignedIn } from '../helpers/idp.ts';
 

@@ -1,8 +1,8 @@
-import { defineRoute } from '../../../lib/route.ts';
-import { authorizeUser } from '../../../lib/policy.ts';
+import { defineRoute } from '../../../lib/framework/route.ts';
+import { authorizeUser } from '../../../lib/usecases/policy.ts';
 import { adminStats } from '../../../lib/hosted/admin.ts';
 import { AdminStats } from '../../../schema/wire/hosted.ts';
-import { R } from '../../../lib/refusals.ts';
+import { R } from '../../../lib/shared/refusals.ts';
 
 /** GET /v1/admin/stats — users, repositories, subscribed users, pages at head. Admins only; hosted build only. */
 export default defineRoute({

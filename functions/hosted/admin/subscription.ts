@@ -1,9 +1,9 @@
-import { defineRoute } from '../../../lib/route.ts';
-import { authorizeUser } from '../../../lib/policy.ts';
-import { parseBody } from '../../../lib/http/parse.ts';
+import { defineRoute } from '../../../lib/framework/route.ts';
+import { authorizeUser } from '../../../lib/usecases/policy.ts';
+import { parseBody } from '../../../lib/framework/http/parse.ts';
 import { setSubscription } from '../../../lib/hosted/admin.ts';
 import { SetSubscriptionRequest } from '../../../schema/wire/hosted.ts';
-import { R } from '../../../lib/refusals.ts';
+import { R } from '../../../lib/shared/refusals.ts';
 
 /**
  * POST /v1/admin/users/:id/subscription — body `{"subscribed": bool}` → 204; 404 `user not found`.

@@ -1,8 +1,8 @@
-import { defineRoute } from '../../../lib/route.ts';
-import { authorizeUser } from '../../../lib/policy.ts';
+import { defineRoute } from '../../../lib/framework/route.ts';
+import { authorizeUser } from '../../../lib/usecases/policy.ts';
 import { checkoutUrl } from '../../../lib/hosted/billing.ts';
 import { CheckoutResponse } from '../../../schema/wire/hosted.ts';
-import { R } from '../../../lib/refusals.ts';
+import { R } from '../../../lib/shared/refusals.ts';
 
 /**
  * POST /v1/billing/checkout — where to pay: SERVICE_BILLING_CHECKOUT_URL with `client_reference_id=<user

@@ -1,9 +1,9 @@
 import type { IncomingMessage } from 'node:http';
 import type { Context } from 'hono';
-import type { BodySource } from '../../http/body-limit.ts';
+import type { BodySource } from '../../framework/http/body-limit.ts';
 
 /**
- * The Node runtime's request bodies (lib/http/body-limit.ts `BodySourceOf`): the socket's IncomingMessage
+ * The Node runtime's request bodies (lib/framework/http/body-limit.ts `BodySourceOf`): the socket's IncomingMessage
  * read directly, chunk by chunk, instead of through the web stream @hono/node-server would make of it
  * (and the second Request the guard would wrap that in). Undefined when the request did not come over a
  * socket (in-process `app.request()`): the guard then reads the Request's own stream.

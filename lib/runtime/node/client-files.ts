@@ -2,7 +2,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { ClientFile, ClientFileName, ClientFiles } from '../../client-package.ts';
+import type { ClientFile, ClientFileName, ClientFiles } from '../../usecases/client-package.ts';
 
 /**
  * The project root of this installation: the nearest folder above this module with a package.json (from the

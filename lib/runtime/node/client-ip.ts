@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import { getConnInfo } from '@hono/node-server/conninfo';
-import { TrustedProxies, clientIp, type ClientIpOf } from '../../http/client-ip.ts';
+import { TrustedProxies, clientIp, type ClientIpOf } from '../../framework/http/client-ip.ts';
 
 /**
  * The direct peer's address on @hono/node-server (Hono's getConnInfo), or undefined when the request did not

@@ -1,6 +1,6 @@
-import { ConfigError, loadConfig, type Config } from '../../config.ts';
-import { jsonLogger } from '../../log.ts';
-import type { RouteDef } from '../../route.ts';
+import { ConfigError, loadConfig, type Config } from '../../framework/config.ts';
+import { jsonLogger } from '../../framework/log.ts';
+import type { RouteDef } from '../../framework/route.ts';
 import { openNodeDeps, startServer } from './server.ts';
 
 /**

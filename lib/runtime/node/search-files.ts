@@ -5,7 +5,7 @@ import type { Database } from './libsql.ts';
 import type { LibsqlDatabase } from './libsql.ts';
 import { openDerivedFile } from './open-db.ts';
 import { ReadPool } from './read-pool.ts';
-import { isSafeRepoId } from '../../page/path.ts';
+import { isSafeRepoId } from '../../shared/page/path.ts';
 import type { TextReader, TextStore } from '../../search/fts.ts';
 
 /**
@@ -65,7 +65,7 @@ export class IndexFiles implements TextStore {
 
   /** The file of `repo`'s rows. */
   fileOf(repo: string): string {
-    // Ids are checked long before (lib/http/params.ts); this keeps any other caller inside `dir`.
+    // Ids are checked long before (lib/framework/http/params.ts); this keeps any other caller inside `dir`.
     if (!isSafeRepoId(repo)) throw new Error(`invalid repo id: ${JSON.stringify(repo)}`);
     return join(this.dir, `${repo}.db`);
   }

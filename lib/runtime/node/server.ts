@@ -3,12 +3,12 @@ import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { Server, ServerResponse } from 'node:http';
 import { serve } from '@hono/node-server';
-import type { Clock } from '../../clock.ts';
-import { systemClock } from '../../clock.ts';
-import { cacheBudget, type Config } from '../../config.ts';
-import type { Deps } from '../../deps.ts';
+import type { Clock } from '../../util/clock.ts';
+import { systemClock } from '../../util/clock.ts';
+import { cacheBudget, type Config } from '../../framework/config.ts';
+import type { Deps } from '../../framework/deps.ts';
 import type { LibsqlDatabase } from './libsql.ts';
-import type { Logger } from '../../log.ts';
+import type { Logger } from '../../framework/log.ts';
 import { openDatabaseFile } from './open-db.ts';
 import { GitStore, LOCK_WAIT_MS } from '../../git/store.ts';
 import { nodeImportRuntime } from './import-spool.ts';
@@ -22,14 +22,14 @@ import { Pats } from '../../db/pats.ts';
 import { remoteIdpKeys } from '../../auth/idp.ts';
 import { Activity } from '../../db/activity.ts';
 import { Invites } from '../../db/invites.ts';
-import type { QuotaPolicy } from '../../quota.ts';
+import type { QuotaPolicy } from '../../usecases/quota.ts';
 import { quotaFor } from '../../hosted/quota.ts';
-import { ParseCache } from '../../differ/service.ts';
-import { buildApp, type InflightRequest } from '../../app.ts';
+import { ParseCache } from '../../usecases/diff.ts';
+import { buildApp, type InflightRequest } from '../../framework/app.ts';
 import { nodeClientIp } from './client-ip.ts';
 import { nodeBodySource } from './body.ts';
-import { memoryLimiters } from '../../http/rate-limit.ts';
-import type { RouteDef } from '../../route.ts';
+import { memoryLimiters } from '../../framework/http/rate-limit.ts';
+import type { RouteDef } from '../../framework/route.ts';
 import { Hub } from '../../events/hub.ts';
 import { LocalLive } from '../../events/live.ts';
 import { accessLost, credentialsLost } from '../../events/access.ts';
@@ -69,7 +69,7 @@ export async function openNodeDeps(
   await mkdir(config.dataRoot, { recursive: true });
   await mkdir(join(config.dataRoot, 'repos'), { recursive: true });
   const db = await openDatabaseFile(join(config.dataRoot, 'service.db'), Math.floor(clock.now() / 1000));
-  // One memory budget for every cache (SERVICE_CACHE_MB), split by cacheBudget (lib/config.ts).
+  // One memory budget for every cache (SERVICE_CACHE_MB), split by cacheBudget (lib/framework/config.ts).
   const budget = cacheBudget(config.cacheBytes);
   const git = new GitStore({
     fs: nodeStoreFs(),
@@ -152,7 +152,7 @@ const SLOW_REQUEST_MS = 30_000;
 
 /**
  * Node's own limits on receiving a request (checked every 30 s, so they bite up to 30 s late): its headers
- * within 30 s (Node: 60 s), the whole of it within 120 s (Node: 300 s). The body guard (lib/http/body-limit.ts)
+ * within 30 s (Node: 60 s), the whole of it within 120 s (Node: 300 s). The body guard (lib/framework/http/body-limit.ts)
  * cuts a body that goes silent for 30 s; this bounds one that trickles in a byte at a time while holding its
  * share of the in-flight ceiling. 120 s is an 8 MiB push at about 0.6 Mbit/s.
  */

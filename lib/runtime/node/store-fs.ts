@@ -7,7 +7,7 @@ import { fdatasyncFd, flushData, flushDir } from './flush.ts';
 import { deflate, deflateSync, inflate, inflateSync, type ZlibOptions } from 'node:zlib';
 import { replacedName, type StoreFs } from '../../git/fs.ts';
 import type { ObjectCodec } from '../../git/objects.ts';
-import { mapBounded } from '../../bounded.ts';
+import { mapBounded } from '../../util/bounded.ts';
 
 /**
  * libuv's threadpool runs every file operation, and a flush holds one of its threads until the disk answers:

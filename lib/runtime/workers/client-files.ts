@@ -1,4 +1,4 @@
-import type { ClientFile, ClientFileName, ClientFiles } from '../../client-package.ts';
+import type { ClientFile, ClientFileName, ClientFiles } from '../../usecases/client-package.ts';
 
 /** The Worker's static assets binding (wrangler.toml `[assets]`: dist/client/, served through the Worker). */
 export interface AssetsBinding {

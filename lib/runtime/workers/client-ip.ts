@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import { getConnInfo } from 'hono/cloudflare-workers';
-import { normalizeIp } from '../../http/client-ip.ts';
+import { normalizeIp } from '../../framework/http/client-ip.ts';
 
 /**
  * The Workers runtime's client address: `CF-Connecting-IP` (Hono's getConnInfo for Workers), which

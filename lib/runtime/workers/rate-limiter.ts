@@ -11,7 +11,7 @@
  * arithmetic is the Node limiter's (./rate-limit.ts).
  */
 import { DurableObject } from 'cloudflare:workers';
-import { systemClock, type Clock } from '../../clock.ts';
+import { systemClock, type Clock } from '../../util/clock.ts';
 import {
   checkRates,
   fullAt,
@@ -22,7 +22,7 @@ import {
   type LimiterStore,
   type LimitSpec,
   type TakeResult,
-} from '../../http/rate-limit.ts';
+} from '../../framework/http/rate-limit.ts';
 
 /** A stored bucket and when it is full again (then it is as good as absent and may be forgotten). */
 interface Stored extends Bucket {
@@ -97,7 +97,7 @@ export function durableObjectLimiter<Id>(ns: RateLimiterNamespace<Id>, opts: Dur
   };
 }
 
-/** The Workers runtime's limiters (AppOptions.limiters in lib/app.ts). */
+/** The Workers runtime's limiters (AppOptions.limiters in lib/framework/app.ts). */
 export function durableObjectLimiters<Id>(
   ns: RateLimiterNamespace<Id>,
   opts: { clock?: Clock; onError?: (error: unknown) => void } = {},

@@ -1,10 +1,10 @@
 import { DurableObject, type DurableObjectState } from 'cloudflare:workers';
-import { systemClock } from '../../clock.ts';
+import { systemClock } from '../../util/clock.ts';
 import { DoSqlDatabase } from './do-sql.ts';
 import { migrate } from '../../db/migrate.ts';
 import { BUNDLED_MIGRATIONS } from './migrations.ts';
-import { errorToWire, LockTimeoutError, RepoBusyError, RepoNotFoundError, type WireError, refuse } from '../../errors.ts';
-import { R } from '../../refusals.ts';
+import { errorToWire, LockTimeoutError, RepoBusyError, RepoNotFoundError, type WireError, refuse } from '../../shared/errors.ts';
+import { R } from '../../shared/refusals.ts';
 import { DoFs } from './store-fs.ts';
 import { doImportRuntime } from './import-spool.ts';
 import type { ImportCheckOptions } from '../../repo/import-store.ts';
@@ -14,8 +14,8 @@ import { GitStore } from '../../git/store.ts';
 import type { FetchRequest } from '../../git/upload-request.ts';
 import type { SearchOptions } from '../../search/results.ts';
 import { sharedTextStore } from '../../search/fts.ts';
-import { loadConfig, type Config } from '../../config.ts';
-import { jsonLogger } from '../../log.ts';
+import { loadConfig, type Config } from '../../framework/config.ts';
+import { jsonLogger } from '../../framework/log.ts';
 import { D1Database, type D1Like } from './d1.ts';
 import { Members } from '../../db/members.ts';
 import { Pats } from '../../db/pats.ts';
@@ -29,7 +29,7 @@ import { Deliverer } from '../../events/deliver.ts';
 import { fetchSender } from './webhook-sender.ts';
 import { MAX_WEBHOOKS } from '../../../schema/wire/webhooks.ts';
 import type { EventKind, MemberEventData } from '../../../schema/wire/events.ts';
-import { logStreamEnd } from '../../http/stream.ts';
+import { logStreamEnd } from '../../framework/http/stream.ts';
 import { sealBody } from './sealed-body.ts';
 import {
   BODY_ERROR_HEADER,
@@ -52,7 +52,7 @@ import {
  *
  * The Worker calls its public methods directly on its stub, by native RPC (lib/runtime/workers/rpc.ts,
  * remote-repos.ts): the methods of Repos, RepoIndex (as `index…`) and Live, with the same names and arguments.
- * Each answers an Outcome: the value, or a named error by its code (lib/errors.ts), which the Worker rebuilds as
+ * Each answers an Outcome: the value, or a named error by its code (lib/shared/errors.ts), which the Worker rebuilds as
  * the same class; any other error is thrown, and the Worker answers 500. A pull's and an export's bodies, and
  * event streams, are answers to its `fetch` (a response body is cancelled here when the Worker's client goes
  * away; a stream returned by an RPC method is not), their refusals the error's wire form.

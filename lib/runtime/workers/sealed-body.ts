@@ -1,4 +1,4 @@
-import { concatBytes } from '../../bytes.ts';
+import { concatBytes } from '../../util/bytes.ts';
 
 /**
  * A streamed body's end, made visible between the repository's Durable Object and the Worker. An error in the

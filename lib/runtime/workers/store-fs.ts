@@ -1,6 +1,6 @@
 import type { DoStorageLike } from './do-sql.ts';
 import type { StoreFs } from '../../git/fs.ts';
-import { concatBytes } from '../../bytes.ts';
+import { concatBytes } from '../../util/bytes.ts';
 
 /**
  * The git store's filesystem inside a Durable Object: files and directories as rows of the object's own
