@@ -2,7 +2,7 @@ import type { Context } from 'hono';
 import type { Identity, UserIdentity } from './auth/identity.ts';
 import type { Role } from './db/members.ts';
 import type { Deps } from './deps.ts';
-import type { StreamOptions } from './repo/repos.ts';
+import type { Repo, StreamOptions } from './repo/repos.ts';
 import { HttpError, RepoNotFoundError } from './errors.ts';
 import { repoIdParam } from './http/params.ts';
 import { authorizeRepo, type Action } from './policy.ts';
@@ -22,20 +22,22 @@ import { concatBytes } from './bytes.ts';
 
 /**
  * Resolves `:id`, checks the caller may perform `action` there (a non-member gets 403 whether or not
- * the repository exists) and that it exists (404 `repo not found`). A member row for a repository that is
- * not there — a creation still under way, whose owner row is written first — makes no one a member: a user
- * gets the 403 then, and only the legacy key learns that the repository is missing.
+ * the repository exists) and that it exists (404 `repo not found`), and hands out the repository's handle
+ * (Repos.open): what the route does next goes through `repo`, with no check of its own. A member row for a
+ * repository that is not there — a creation still under way, whose owner row is written first — makes no
+ * one a member: a user gets the 403 then, and only the legacy key learns that the repository is missing.
  */
 export async function openRepo(
   c: Context<AppEnv>,
   action: Action,
   id: string = repoIdParam(c),
-): Promise<{ id: string; identity: Identity; role: Role | null }> {
+): Promise<{ id: string; identity: Identity; role: Role | null; repo: Repo }> {
   const { identity, role } = await authorizeRepo(c, action, id);
-  if (!(await c.get('deps').repos.exists(id))) {
+  const repos = c.get('deps').repos;
+  if (!(await repos.exists(id))) {
     throw identity.kind === 'legacy' ? new HttpError(404, 'repo not found') : new HttpError(403, 'not a member of this repo');
   }
-  return { id, identity, role };
+  return { id, identity, role, repo: repos.open(id) };
 }
 
 /**
@@ -99,17 +101,17 @@ export async function precheckPush(c: Context<AppEnv>, id: string): Promise<void
  * Before a push: a missing repository is created (a real pusher becomes its owner); an existing one
  * requires membership. Returns whether this call created it.
  */
-export async function repoForPush(c: Context<AppEnv>, id: string): Promise<{ identity: Identity; created: boolean }> {
+export async function repoForPush(c: Context<AppEnv>, id: string): Promise<{ identity: Identity; repo: Repo; created: boolean }> {
   const deps = c.get('deps');
   return deps.repos.creation.run(creationKey(id), async () => {
     if (await deps.repos.exists(id)) {
       const { identity } = await authorizeRepo(c, 'repo.push', id);
-      return { identity, created: false };
+      return { identity, repo: deps.repos.open(id), created: false };
     }
     const identity = c.get('identity')!;
     const created = await createChecked(deps, identity, id);
     if (!created) await authorizeRepo(c, 'repo.push', id);
-    return { identity, created };
+    return { identity, repo: deps.repos.open(id), created };
   });
 }
 
@@ -127,7 +129,7 @@ export async function listRepos(deps: Deps, identity: Identity): Promise<RepoSum
     entries.map(async (e) => {
       let summary;
       try {
-        summary = await deps.repos.summary(e.id);
+        summary = await deps.repos.open(e.id).summary();
       } catch (err) {
         // Deleted meanwhile (on Workers, a deletion cut short between its two steps): not listed.
         if (err instanceof RepoNotFoundError || (err instanceof HttpError && err.status === 404)) return null;
@@ -154,8 +156,8 @@ export async function deleteRepo(deps: Deps, id: string): Promise<void> {
 }
 
 /** `GET /v1/repos/:id/export`: the repository as a git bundle, streamed; 409 while it has no commit to bundle. */
-export async function exportBundle(deps: Deps, id: string, opts: StreamOptions = {}): Promise<ReadableStream<Uint8Array>> {
-  const bundle = await deps.repos.exportBody(id, opts);
+export async function exportBundle(repo: Repo, opts: StreamOptions = {}): Promise<ReadableStream<Uint8Array>> {
+  const bundle = await repo.exportBody(opts);
   if (!bundle) throw new HttpError(409, 'repo is empty: nothing to export');
   return bundle;
 }
@@ -181,10 +183,11 @@ export async function importRepo(
   const deps = c.get('deps');
   const id = repoIdParam(c);
   const identity = c.get('identity')!;
+  const repo = deps.repos.open(id);
   const check = async (): Promise<boolean> => {
     if (await deps.repos.exists(id)) {
       await authorizeRepo(c, 'repo.import', id);
-      if ((await deps.repos.head(id)) !== null) throw new HttpError(409, 'repository is not empty');
+      if ((await repo.head()) !== null) throw new HttpError(409, 'repository is not empty');
       return true;
     }
     if ((await deps.repos.caseVariant(id)) !== null) throw new HttpError(409, REPO_EXISTS);
@@ -194,7 +197,7 @@ export async function importRepo(
     return false;
   };
   await check();
-  const token = await deps.repos.importBegin(id);
+  const token = await repo.importBegin();
   let created = false;
   try {
     let pending: Uint8Array[] = [];
@@ -204,7 +207,7 @@ export async function importRepo(
       const chunk = pending.length === 1 ? pending[0]! : concatBytes(pending);
       pending = [];
       bytes = 0;
-      await deps.repos.importAppend(id, token, chunk);
+      await repo.importAppend(token, chunk);
     };
     await opts.readBody(async (chunk) => {
       pending.push(chunk);
@@ -212,13 +215,13 @@ export async function importRepo(
       if (bytes >= IMPORT_CHUNK_BYTES) await hand();
     });
     await hand();
-    const plan = await deps.repos.importCheck(id, token, { branch: opts.branch, maxFileBytes: deps.config.maxBodyBytes });
+    const plan = await repo.importCheck(token, { branch: opts.branch, maxFileBytes: deps.config.maxBodyBytes });
     await deps.repos.creation.run(creationKey(id), async () => {
       if (await check()) return;
       created = await createChecked(deps, identity, id);
       if (!created) await check();
     });
-    const done = await deps.repos.importFinish(id, token);
+    const done = await repo.importFinish(token);
     if (identity.kind === 'user') {
       await deps.activity.record(id, identity, 'import', { commits: done.commits, pages: done.pages, head: done.head });
     }
@@ -227,6 +230,6 @@ export async function importRepo(
     if (created) await deps.repos.creation.run(creationKey(id), () => deps.repos.remove(id)).catch(() => undefined);
     throw e;
   } finally {
-    await deps.repos.importDiscard(id, token);
+    await repo.importDiscard(token);
   }
 }

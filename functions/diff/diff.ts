@@ -25,9 +25,9 @@ export default defineRoute({
     },
   },
   handler: async (c) => {
-    const { id } = await openRepo(c, 'repo.read');
+    const { repo } = await openRepo(c, 'repo.read');
     const path = pagePathParam(c);
-    const diff = await diffPage(c.get('deps'), id, path, {
+    const diff = await diffPage(c.get('deps'), repo, path, {
       from: c.req.query('from'),
       to: c.req.query('to'),
       blame: flagQuery(c, 'blame'),

@@ -26,9 +26,9 @@ export default defineRoute({
     },
   },
   handler: async (c) => {
-    const { id } = await openRepo(c, 'repo.read');
+    const { repo } = await openRepo(c, 'repo.read');
     const path = pagePathParam(c);
-    const links = await c.get('deps').repos.links(id, path);
+    const links = await repo.links(path);
     if (!links) throw new HttpError(404, 'page not found');
     return c.json(links);
   },

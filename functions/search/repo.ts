@@ -21,7 +21,7 @@ export default defineRoute({
     errors: { 400: ['invalid repo id', ...QUERY_ERRORS], 403: ['not a member of this repo'], 404: ['repo not found'] },
   },
   handler: async (c) => {
-    const { id } = await openRepo(c, 'repo.read');
-    return c.json(await searchRepo(c.get('deps'), id, searchParams(c)));
+    const { repo } = await openRepo(c, 'repo.read');
+    return c.json(await searchRepo(repo, searchParams(c)));
   },
 });

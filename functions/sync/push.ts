@@ -49,8 +49,8 @@ export default defineRoute({
     await precheckPush(c, id);
     const body = await parseBody(c, PushRequest);
     const files = await validatePush(body);
-    const { identity } = await repoForPush(c, id);
-    const res = await push(deps, identity, id, body, files, { requestId: c.get('requestId') });
+    const { identity, repo } = await repoForPush(c, id);
+    const res = await push(deps, identity, repo, body, files, { requestId: c.get('requestId') });
     return c.json(res.body, res.status);
   },
 });

@@ -23,7 +23,9 @@ export class RemoteLive implements Live {
     /** The per-identity slots (STREAM_SLOTS): which repositories hold an identity's streams. */
     private readonly slots?: StreamSlots,
   ) {
-    return forwarding(this, (name) => (repoId: string, ...args: unknown[]) => callRepoObject(this.ns, repoId, name, args));
+    return forwarding(this, (name) => (repoId: string, ...args: unknown[]) =>
+      callRepoObject(this.ns.get(this.ns.idFromName(repoId)), repoId, name, args),
+    );
   }
 
   /**
