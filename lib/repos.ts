@@ -88,31 +88,35 @@ export async function legacyCreateRepo(deps: Deps, identity: Identity, id: strin
   });
 }
 
-/**
- * A push's first check, before its body is read: into an existing repository only members may push
- * (403 before any 400 about the body). A missing one is created later, by repoForPush, once the body
- * has been validated.
- */
-export async function precheckPush(c: Context<AppEnv>, id: string): Promise<void> {
-  if (await c.get('deps').repos.exists(id)) await authorizeRepo(c, 'repo.push', id);
+/** A push's repository, checked before its body is read; `take` gives it once the body is valid. */
+export interface PushTarget {
+  /**
+   * The repository to commit to, under the id's creation lock (every push takes it): one that existed when
+   * the push was checked is used as it is (its pusher was authorised then; were it deleted meanwhile, the
+   * commit finds no repository: 404); a missing one is created now (a real pusher becomes its owner), or,
+   * made by someone else meanwhile, requires membership. `created`: this call created it.
+   */
+  take(): Promise<{ identity: Identity; repo: Repo; created: boolean }>;
 }
 
 /**
- * Before a push: a missing repository is created (a real pusher becomes its owner); an existing one
- * requires membership. Returns whether this call created it.
+ * A push's one check of its repository, before its body is read: whether it exists (asked once), and
+ * into an existing one only members may push (403 before any 400 about the body). A missing one is
+ * created by `take`, once the body has been validated, so a refused push leaves nothing behind.
  */
-export async function repoForPush(c: Context<AppEnv>, id: string): Promise<{ identity: Identity; repo: Repo; created: boolean }> {
+export async function pushTarget(c: Context<AppEnv>, id: string): Promise<PushTarget> {
   const deps = c.get('deps');
-  return deps.repos.creation.run(creationKey(id), async () => {
-    if (await deps.repos.exists(id)) {
-      const { identity } = await authorizeRepo(c, 'repo.push', id);
-      return { identity, repo: deps.repos.open(id), created: false };
-    }
-    const identity = c.get('identity')!;
-    const created = await createChecked(deps, identity, id);
-    if (!created) await authorizeRepo(c, 'repo.push', id);
-    return { identity, repo: deps.repos.open(id), created };
-  });
+  const existing = (await deps.repos.exists(id)) ? await authorizeRepo(c, 'repo.push', id) : null;
+  return {
+    take: () =>
+      deps.repos.creation.run(creationKey(id), async () => {
+        if (existing) return { identity: existing.identity, repo: deps.repos.open(id), created: false };
+        const identity = c.get('identity')!;
+        const created = await createChecked(deps, identity, id);
+        if (!created) await authorizeRepo(c, 'repo.push', id);
+        return { identity, repo: deps.repos.open(id), created };
+      }),
+  };
 }
 
 /** `GET /v1/repos`: every repository for the legacy key, the user's own (with role) otherwise. */

@@ -1,7 +1,7 @@
 import { defineRoute } from '../../lib/route.ts';
 import { parseBody } from '../../lib/http/parse.ts';
 import { repoIdParam } from '../../lib/http/params.ts';
-import { precheckPush, repoForPush } from '../../lib/repos.ts';
+import { pushTarget } from '../../lib/repos.ts';
 import { push, validatePush } from '../../lib/sync.ts';
 import { PushRequest, PushResponse } from '../../schema/wire/sync.ts';
 
@@ -46,10 +46,10 @@ export default defineRoute({
   handler: async (c) => {
     const deps = c.get('deps');
     const id = repoIdParam(c);
-    await precheckPush(c, id);
+    const target = await pushTarget(c, id);
     const body = await parseBody(c, PushRequest);
     const files = await validatePush(body);
-    const { identity, repo } = await repoForPush(c, id);
+    const { identity, repo } = await target.take();
     const res = await push(deps, identity, repo, body, files, { requestId: c.get('requestId') });
     return c.json(res.body, res.status);
   },
