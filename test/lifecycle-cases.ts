@@ -252,5 +252,14 @@ export function lifecycleCases(kind: TargetKind): void {
       expect((await call('/v1/repos/racy/pages')).body).toEqual({ pages: [] });
       expect((await call('/v1/repos/racy/timeline')).body).toEqual({ commits: [] });
     });
+
+    if (kind === 'workers') {
+      it('hosted: an id registered in D1 whose object was never told (a creation cut short between the two) is made on first use', async () => {
+        await t.exec('INSERT INTO repo_registry (id, id_fold, creator, created_at) VALUES (?, ?, NULL, 0)', ['orphan', 'orphan']);
+        expect(await call('/v1/repos/orphan/pages')).toEqual({ status: 200, body: { pages: [] } });
+        await push('orphan', [{ path: 'a.md', content: 'a' }]);
+        expect(await call('/v1/repos/orphan/pages/a.md')).toEqual({ status: 200, body: 'a' });
+      });
+    }
   });
 }

@@ -97,6 +97,8 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
   #store: RepoStore | null = null;
   /** The repository was deleted and not created again (the tombstone is in storage). */
   #deleted = false;
+  /** The repository is known to be made in this storage (made, or found, once in this object's life). */
+  #made = false;
   #live: LocalLive | null = null;
   #deliverer: Deliverer | null = null;
   /** The pulls' and exports' bodies being streamed now, each settled when its stream ends (`destroy` waits for them). */
@@ -178,12 +180,15 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
    * Runs `fn` on repository `id`, answering its outcome: the value, or a named error by its code; any other error
    * is thrown. A deleted repository is not found; any other is made on first use (the registry row in D1 is what
    * says it exists, and a creation that died between writing that row and calling `create` must not leave it
-   * unusable).
+   * unusable): once per life of the object, the first call making sure of it.
    */
   async #serve<T>(id: string, fn: (store: RepoStore, live: LocalLive) => Promise<T>): Promise<Outcome<T>> {
     try {
       if (this.#deleted) throw new RepoNotFoundError(id);
-      await this.#store!.create(id);
+      if (!this.#made) {
+        await this.#store!.create(id);
+        this.#made = true;
+      }
       return { ok: true, value: await fn(this.#store!, this.#live!) };
     } catch (e) {
       return failed(e);
@@ -197,7 +202,9 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
         await this.ctx.storage.delete(TOMBSTONE);
         this.#deleted = false;
       }
-      return { ok: true, value: await this.#store!.create(id, creator) };
+      const created = await this.#store!.create(id, creator);
+      this.#made = true;
+      return { ok: true, value: created };
     } catch (e) {
       return failed(e);
     }
@@ -249,6 +256,7 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
         await this.ctx.storage.deleteAll();
         await this.ctx.storage.put(TOMBSTONE, Date.now());
         this.#deleted = true;
+        this.#made = false;
         this.#store = await this.#open();
       });
       return { ok: true, value: null };
