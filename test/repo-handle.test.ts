@@ -97,7 +97,7 @@ describe('Repos.open', () => {
     expect(calls).toEqual(['idFromName(notes)']);
     await repo.pages();
     await repo.index.resolve('abc');
-    expect(calls.slice(1)).toEqual(['pages("notes")', 'indexResolve("notes", "abc")']);
+    expect(calls.slice(1)).toEqual(['pages()', 'indexResolve("abc")']);
   });
 });
 

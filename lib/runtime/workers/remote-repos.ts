@@ -95,7 +95,7 @@ export class RemoteRepos implements Repos {
     );
     if (changes === 0) return false;
     // The object makes its bare repository now (and would on first use if this call died here).
-    await callRepoObject(this.stub(id), id, 'create', [creator]);
+    await callRepoObject(this.stub(id), 'create', [creator]);
     this.known.add(id);
     return true;
   }
@@ -117,7 +117,7 @@ export class RemoteRepos implements Repos {
       { sql: 'SELECT 1 AS x FROM repo_registry WHERE id_fold = ?', args: [fold(id)] },
     ]);
     if (registered!.changes === 0) return taken!.rows.length > 0 ? 'exists' : 'refused';
-    await callRepoObject(this.stub(id), id, 'create', [owner]);
+    await callRepoObject(this.stub(id), 'create', [owner]);
     this.known.add(id);
     return 'created';
   }
@@ -131,7 +131,7 @@ export class RemoteRepos implements Repos {
    */
   async remove(id: string): Promise<boolean> {
     if ((await this.db.get('SELECT 1 AS x FROM repo_registry WHERE id = ?', [id])) === undefined) return false;
-    await callRepoObject(this.stub(id), id, 'destroy', []);
+    await callRepoObject(this.stub(id), 'destroy', []);
     await this.db.batch(repositoryRowsDeletion(id));
     this.known.delete(id);
     return true;
@@ -143,8 +143,8 @@ export interface RemoteRepo extends Pick<Repo, ServedRepoMethod> {}
 
 /**
  * One repository of the hosted build (RemoteRepos.open): its Durable Object's stub and its id. Every method but
- * the streamed bodies is the object's method of the same name, called with the id first; the index's are the
- * object's `index…` methods.
+ * the streamed bodies is the object's method of the same name and arguments (the object knows its repository by
+ * its name); the index's are the object's `index…` methods.
  */
 export class RemoteRepo implements Repo {
   readonly index: RepoIndex;
@@ -156,9 +156,9 @@ export class RemoteRepo implements Repo {
     readonly id: string,
   ) {
     this.index = forwarding({} as RepoIndex, (name) => (...args: unknown[]) =>
-      callRepoObject(stub, id, indexMethodName(name as keyof RepoIndex & string), args),
+      callRepoObject(stub, indexMethodName(name as keyof RepoIndex & string), args),
     );
-    return forwarding(this, (name) => (...args: unknown[]) => callRepoObject(stub, id, name, args));
+    return forwarding(this, (name) => (...args: unknown[]) => callRepoObject(stub, name, args));
   }
 
   /**
@@ -178,7 +178,7 @@ export class RemoteRepo implements Repo {
 
   /** The object streams the answer (RepoStore.pullBody): its bytes come through as the client reads them. */
   async pullBody(since?: string, opts: StreamOptions = {}): Promise<{ pages: boolean; body: ReadableStream<Uint8Array> }> {
-    const params: BodyParams = { method: 'pull', repo: this.id };
+    const params: BodyParams = { method: 'pull' };
     if (since !== undefined) params.since = since;
     if (opts.requestId !== undefined) params.requestId = opts.requestId;
     const res = await this.body(params);
@@ -187,7 +187,7 @@ export class RemoteRepo implements Repo {
 
   /** As pullBody: the object streams the bundle (RepoStore.exportBody); null (204) while it has no commit. */
   async exportBody(opts: StreamOptions = {}): Promise<ReadableStream<Uint8Array> | null> {
-    const params: BodyParams = { method: 'export', repo: this.id };
+    const params: BodyParams = { method: 'export' };
     if (opts.requestId !== undefined) params.requestId = opts.requestId;
     const res = await this.body(params);
     return res.status === 204 ? null : openSealedBody(res.body ?? new Response('').body!);
@@ -195,7 +195,7 @@ export class RemoteRepo implements Repo {
 
   /** As pullBody: the object negotiates and streams the pack (RepoStore.uploadPack); the request goes as JSON. */
   async uploadPack(req: FetchRequest, opts: StreamOptions = {}): Promise<UploadAnswer> {
-    const params: BodyParams = { method: 'upload-pack', repo: this.id };
+    const params: BodyParams = { method: 'upload-pack' };
     if (opts.requestId !== undefined) params.requestId = opts.requestId;
     const res = await this.body(params, req);
     return { sends: res.headers.get(SENDS_HEADER) === '1', body: openSealedBody(res.body ?? new Response('').body!) };

@@ -1,7 +1,7 @@
 /**
  * What crosses between the Worker and a repository's Durable Object (lib/runtime/workers/repo-object.ts), by
  * native RPC: the object's public methods, called directly on its stub. Their names and arguments are those of
- * the interfaces they serve (Repo, its RepoIndex, Live), after the repository id, so no list of them is kept here: the types below are
+ * the interfaces they serve (Repo, its RepoIndex, Live without its repository id), so no list of them is kept here: the types below are
  * made from those interfaces. Each returns an Outcome: the value, or the error by its code (lib/errors.ts), which
  * the Worker rebuilds as the same class — never its HTTP form.
  */
@@ -20,41 +20,41 @@ export type Outcome<T> = { ok: true; value: T } | { ok: false; error: WireError 
  * a push's activity is recorded in D1 after its commit).
  */
 type HandleMember = 'id' | 'index' | 'commitDatabase' | 'pullBody' | 'exportBody' | 'uploadPack';
-/** The Repo methods the object serves, by the same name and arguments after the id. */
+/** The Repo methods the object serves, by the same name and arguments. */
 export type ServedRepoMethod = Exclude<keyof Repo, HandleMember>;
 /** The Live methods the object serves by RPC (`stream` goes through its `fetch`; `deleted` is the object's own doing). */
 export type ServedLiveMethod = Exclude<keyof Live, 'stream' | 'deleted' | 'endStreams'>;
+
+/** An interface whose methods take the repository id first, as one repository's: the id dropped. */
+type ByRepo<T> = {
+  [P in keyof T]: T[P] extends (repoId: string, ...args: infer A) => infer R ? (...args: A) => R : T[P];
+};
 
 /** The object's side of methods K of T: the same arguments, the outcome of the result. */
 type Served<T, K extends keyof T> = {
   [P in K]: T[P] extends (...args: infer A) => Promise<infer R> ? (...args: A) => Promise<Outcome<R>> : never;
 };
-/** As Served, for a per-repository interface: the object's methods take the repository id (its name) first. */
-type ServedById<T, K extends keyof T> = {
-  [P in K]: T[P] extends (...args: infer A) => Promise<infer R> ? (id: string, ...args: A) => Promise<Outcome<R>> : never;
-};
-
 /** RepoIndex methods as the object serves them: `index` + the name (`indexResolve`, ...). */
 export type IndexMethodName<K extends keyof RepoIndex & string> = `index${Capitalize<K>}`;
 type ServedIndex = {
   [P in keyof RepoIndex & string as IndexMethodName<P>]: RepoIndex[P] extends (...args: infer A) => Promise<infer R>
-    ? (id: string, ...args: A) => Promise<Outcome<R>>
+    ? (...args: A) => Promise<Outcome<R>>
     : never;
 };
 
 /**
- * Every RPC method of the repository's object. Each takes the repository id first: the object's name, by
- * which its store addresses the one repository it holds.
+ * Every RPC method of the repository's object. None takes the repository id: the object holds one repository,
+ * its name (`ctx.id.name`, given by idFromName). Live's methods, which take it first, are served without it.
  */
-export type RepoObjectRpc = ServedById<Repo, ServedRepoMethod> &
-  Served<Live, ServedLiveMethod> &
+export type RepoObjectRpc = Served<Repo, ServedRepoMethod> &
+  Served<ByRepo<Live>, ServedLiveMethod> &
   ServedIndex & {
     /** Makes the repository (D1 registered its id); lifts the tombstone of an earlier deletion. */
-    create(id: string, creator?: string): Promise<Outcome<boolean>>;
+    create(creator?: string): Promise<Outcome<boolean>>;
     /** Deletes the repository: the object's whole storage, and a tombstone. */
-    destroy(id: string): Promise<Outcome<null>>;
+    destroy(): Promise<Outcome<null>>;
     /** Ends the object's streams of a disabled user or of revoked PATs (Live.endStreams, per repository). */
-    endStreams(id: string, match: GrantMatch, reason: string): Promise<Outcome<null>>;
+    endStreams(match: GrantMatch, reason: string): Promise<Outcome<null>>;
   };
 
 /** The object's name for the RepoIndex method `name`. */
@@ -89,14 +89,12 @@ export const SENDS_HEADER = 'x-kr-sends';
  */
 export interface BodyParams {
   method: 'pull' | 'export' | 'upload-pack';
-  repo: string;
   since?: string;
   requestId?: string;
 }
 
 /** What the Worker asks for when it opens an event stream. */
 export interface StreamParams {
-  repo: string;
   grant: StreamGrant;
   after: string | null;
 }
@@ -116,11 +114,11 @@ export function forwarding<T extends object, F>(target: T, forward: (name: strin
 }
 
 /**
- * Calls `method` of the repository's object (its stub) with the id first, as the object's methods take it: its
- * value, or the error it sent, rebuilt as the same class (lib/errors.ts).
+ * Calls `method` of the repository's object (its stub): its value, or the error it sent, rebuilt as the same
+ * class (lib/errors.ts).
  */
-export async function callRepoObject<T>(stub: RepoStub, id: string, method: string, args: readonly unknown[]): Promise<T> {
-  const r = await (stub as unknown as Record<string, (...a: unknown[]) => Promise<Outcome<T>>>)[method]!(id, ...args);
+export async function callRepoObject<T>(stub: RepoStub, method: string, args: readonly unknown[]): Promise<T> {
+  const r = await (stub as unknown as Record<string, (...a: unknown[]) => Promise<Outcome<T>>>)[method]!(...args);
   if (r.ok) return r.value;
   throw errorFromWire(r.error);
 }
