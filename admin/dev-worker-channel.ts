@@ -139,7 +139,7 @@ export async function openAdminChannel(mf: Miniflare, workersDir: string): Promi
       const { repo } = (await readBody(req)) as { repo?: unknown };
       if (typeof repo !== 'string' || !isSafeRepoId(repo)) throw new BadRequest('repo must be a repository id');
       // The repository's own object, the one the Worker uses: its pages at head as its index has them.
-      const r = await repos.get(repos.idFromName(repo)).summary(repo);
+      const r = await repos.get(repos.idFromName(repo)).summary();
       if (!r.ok) return send(res, 400, failure(toHttpError(errorFromWire(r.error))?.message ?? r.error.message));
       return send(res, 200, { page_count: r.value.pageCount });
     }

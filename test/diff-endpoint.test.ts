@@ -490,37 +490,37 @@ describe('blame over more than 200 commits', () => {
     // What the first five entries cost, from a cold parse cache.
     fresh();
     const probe = new WorkBudget(1e12);
-    const five = await pageEvolution(deps, R, P, { limit: 5 }, probe);
+    const five = await pageEvolution(deps, deps.repos.open(R), P, { limit: 5 }, probe);
     expect(five.entries.map((e) => e.commit.sha)).toEqual(t.slice(TOUCHES - 4).reverse());
 
     fresh();
-    const cut = await pageEvolution(deps, R, P, { limit: 200 }, new WorkBudget(probe.spent));
+    const cut = await pageEvolution(deps, deps.repos.open(R), P, { limit: 200 }, new WorkBudget(probe.spent));
     expect(cut).toEqual({ path: P, entries: five.entries, truncated: true });
 
     // With blame the walk finds the budget spent: every entry is its plain diff, saying truncated.
     fresh();
-    const blamed = await pageEvolution(deps, R, P, { limit: 200, blame: true }, new WorkBudget(probe.spent));
+    const blamed = await pageEvolution(deps, deps.repos.open(R), P, { limit: 200, blame: true }, new WorkBudget(probe.spent));
     expect(blamed).toEqual({ path: P, entries: five.entries.map((e) => ({ ...e, diff: { ...e.diff, truncated: true } })), truncated: true });
     expect(deps.parsedPages.stats.blameWalks).toBe(1);
 
     // Whatever the budget, the first entry is given.
     fresh();
-    expect(await pageEvolution(deps, R, P, { limit: 200 }, new WorkBudget(0))).toEqual({ path: P, entries: [five.entries[0]], truncated: true });
+    expect(await pageEvolution(deps, deps.repos.open(R), P, { limit: 200 }, new WorkBudget(0))).toEqual({ path: P, entries: [five.entries[0]], truncated: true });
   });
 
   it('the request’s work budget: a diff whose blame walk does not fit answers the plain diff, truncated', async () => {
     const deps = srv.deps;
     deps.parsedPages = new ParseCache();
     const probe = new WorkBudget(1e12);
-    const plain = await diffPage(deps, R, P, {}, probe);
+    const plain = await diffPage(deps, deps.repos.open(R), P, {}, probe);
     expect(plain).not.toHaveProperty('truncated');
     deps.parsedPages = new ParseCache();
-    const cut = await diffPage(deps, R, P, { blame: true }, new WorkBudget(probe.spent));
+    const cut = await diffPage(deps, deps.repos.open(R), P, { blame: true }, new WorkBudget(probe.spent));
     expect(cut).toEqual({ ...plain, truncated: true });
     expect(anyBlame(cut)).toBe(false);
     // A budget one walk larger attributes every heading.
     deps.parsedPages = new ParseCache();
-    const full = await diffPage(deps, R, P, { blame: true }, new WorkBudget(1e12));
+    const full = await diffPage(deps, deps.repos.open(R), P, { blame: true }, new WorkBudget(1e12));
     expect(blameOf(full)).toEqual({ '## Ancient': t[16], '## Middle': t[50], '## Recent': t[210], '## Log': t[16] });
     expect(full).not.toHaveProperty('truncated');
   });

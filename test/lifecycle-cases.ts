@@ -305,5 +305,14 @@ export function lifecycleCases(kind: TargetKind): void {
       const all = await feed('?actions=push,member,import&limit=2&offset=3');
       expect(all).toEqual({ events: [joined(carol!), before.events[0]], total: 5 });
     });
+
+    if (kind === 'workers') {
+      it('hosted: an id registered in D1 whose object was never told (a creation cut short between the two) is made on first use', async () => {
+        await t.exec('INSERT INTO repo_registry (id, id_fold, creator, created_at) VALUES (?, ?, NULL, 0)', ['orphan', 'orphan']);
+        expect(await call('/v1/repos/orphan/pages')).toEqual({ status: 200, body: { pages: [] } });
+        await push('orphan', [{ path: 'a.md', content: 'a' }]);
+        expect(await call('/v1/repos/orphan/pages/a.md')).toEqual({ status: 200, body: 'a' });
+      });
+    }
   });
 }

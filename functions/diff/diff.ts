@@ -22,9 +22,9 @@ export default defineRoute({
     errors: [R.invalid_page_path, R.unknown_sha, R.no_parent, R.path_not_in_repo, R.path_not_at_either_sha],
   },
   handler: async (c) => {
-    const { id } = await openRepo(c, 'repo.read');
+    const { repo } = await openRepo(c, 'repo.read');
     const path = pagePathParam(c);
-    const diff = await diffPage(c.get('deps'), id, path, {
+    const diff = await diffPage(c.get('deps'), repo, path, {
       from: c.req.query('from'),
       to: c.req.query('to'),
       blame: flagQuery(c, 'blame'),

@@ -24,9 +24,9 @@ export default defineRoute({
     errors: [R.invalid_page_path, R.path_not_in_repo],
   },
   handler: async (c) => {
-    const { id } = await openRepo(c, 'repo.read');
+    const { repo } = await openRepo(c, 'repo.read');
     const path = pagePathParam(c);
-    const evolution = await pageEvolution(c.get('deps'), id, path, {
+    const evolution = await pageEvolution(c.get('deps'), repo, path, {
       limit: limitQuery(c, 'limit', EVOLUTION_DEFAULT_LIMIT, EVOLUTION_MAX_LIMIT),
       blame: flagQuery(c, 'blame'),
     });

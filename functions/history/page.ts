@@ -20,9 +20,9 @@ export default defineRoute({
     errors: [R.invalid_page_path],
   },
   handler: async (c) => {
-    const { id } = await openRepo(c, 'repo.read');
+    const { repo } = await openRepo(c, 'repo.read');
     const path = pagePathParam(c);
-    const commits = await c.get('deps').repos.history(id, path, limitQuery(c, 'limit', 50, 1000));
+    const commits = await repo.history(path, limitQuery(c, 'limit', 50, 1000));
     return c.json({ commits: commits.map(commitJson) });
   },
 });

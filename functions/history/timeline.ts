@@ -19,8 +19,8 @@ export default defineRoute({
     
   },
   handler: async (c) => {
-    const { id } = await openRepo(c, 'repo.read');
-    const commits = await c.get('deps').repos.timeline(id, limitQuery(c, 'limit', 50, 1000));
+    const { repo } = await openRepo(c, 'repo.read');
+    const commits = await repo.timeline(limitQuery(c, 'limit', 50, 1000));
     return c.json({ commits: commits.map((cm) => ({ ...commitJson(cm), paths: cm.paths })) });
   },
 });

@@ -23,9 +23,9 @@ export default defineRoute({
     errors: [R.invalid_page_path, R.page_not_found],
   },
   handler: async (c) => {
-    const { id } = await openRepo(c, 'repo.read');
+    const { repo } = await openRepo(c, 'repo.read');
     const path = pagePathParam(c);
-    const links = await c.get('deps').repos.links(id, path);
+    const links = await repo.links(path);
     if (!links) throw refuse(R.page_not_found);
     return c.json(links);
   },

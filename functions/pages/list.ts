@@ -16,8 +16,8 @@ export default defineRoute({
     
   },
   handler: async (c) => {
-    const { id } = await openRepo(c, 'repo.read');
-    const pages = await c.get('deps').repos.pages(id);
+    const { repo } = await openRepo(c, 'repo.read');
+    const pages = await repo.pages();
     return c.json({ pages: pages.map((p) => ({ path: p.path, ...commitJson(p.commit) })) });
   },
 });

@@ -28,15 +28,15 @@ export default defineRoute({
     errors: [R.invalid_page_path, R.unknown_sha, R.page_not_found],
   },
   handler: async (c) => {
-    const { id } = await openRepo(c, 'repo.read');
+    const { repo } = await openRepo(c, 'repo.read');
     const path = pagePathParam(c);
     const at = c.req.query('at');
     if (at !== undefined && at !== '') {
-      const old = await pageAt(c.get('deps').repos, id, path, at);
+      const old = await pageAt(repo, path, at);
       if (!old) throw refuse(R.page_not_found);
       return c.body(old.content as Uint8Array<ArrayBuffer>, 200, { 'Content-Type': 'text/markdown; charset=utf-8', 'X-Page-SHA': old.sha });
     }
-    const page = await c.get('deps').repos.page(id, path);
+    const page = await repo.page(path);
     if (!page) throw refuse(R.page_not_found);
     return c.body(page.content as Uint8Array<ArrayBuffer>, 200, {
       'Content-Type': 'text/markdown; charset=utf-8',

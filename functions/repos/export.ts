@@ -26,11 +26,11 @@ export default defineRoute({
     errors: [R.owner_only_export, R.repo_empty],
   },
   handler: async (c) => {
-    const { id } = await openRepo(c, 'repo.export');
+    const { id, repo } = await openRepo(c, 'repo.export');
     const requestId = c.get('requestId');
     // Streamed as it is made (lib/git/bundle.ts): memory stays flat whatever the repository's size, and the
     // work stops when the client goes away.
-    const bundle = await exportBundle(c.get('deps'), id, {
+    const bundle = await exportBundle(repo, {
       requestId,
       onEnd: logStreamEnd(c.get('deps').log, { id: requestId, repo: id, what: 'export' }),
     });

@@ -21,7 +21,7 @@ export default defineRoute({
     errors: [...QUERY_ERRORS],
   },
   handler: async (c) => {
-    const { id } = await openRepo(c, 'repo.read');
-    return c.json(await searchRepo(c.get('deps'), id, searchParams(c)));
+    const { repo } = await openRepo(c, 'repo.read');
+    return c.json(await searchRepo(repo, searchParams(c)));
   },
 });

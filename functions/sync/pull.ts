@@ -21,7 +21,7 @@ export default defineRoute({
     errors: [R.unknown_sha.example('<since>')],
   },
   handler: async (c) => {
-    const { id, identity } = await openRepo(c, 'repo.read');
+    const { id, identity, repo } = await openRepo(c, 'repo.read');
     const since = c.req.query('since');
     const requestId = c.get('requestId');
     // Sent as it is made, a batch of pages at a time (lib/usecases/pull-body.ts): a full pull never holds its whole
@@ -29,7 +29,7 @@ export default defineRoute({
     const body = await pull(
       c.get('deps'),
       identity,
-      id,
+      repo,
       since === undefined || since === '' ? undefined : since,
       c.req.header('x-service-client'),
       { requestId, onEnd: logStreamEnd(c.get('deps').log, { id: requestId, repo: id, what: 'pull' }) },

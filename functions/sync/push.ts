@@ -1,7 +1,7 @@
 import { defineRoute } from '../../lib/framework/route.ts';
 import { parseBody } from '../../lib/framework/http/parse.ts';
 import { repoIdParam } from '../../lib/framework/http/params.ts';
-import { precheckPush, repoForPush } from '../../lib/usecases/open-repo.ts';
+import { pushTarget } from '../../lib/usecases/open-repo.ts';
 import { MAX_FILES_PER_PUSH, push, validatePush } from '../../lib/usecases/sync.ts';
 import { PushRequest, PushResponse } from '../../schema/wire/sync.ts';
 import { R } from '../../lib/shared/refusals.ts';
@@ -46,11 +46,11 @@ export default defineRoute({
   handler: async (c) => {
     const deps = c.get('deps');
     const id = repoIdParam(c);
-    await precheckPush(c, id);
+    const target = await pushTarget(c, id);
     const body = await parseBody(c, PushRequest);
     const files = await validatePush(body);
-    const { identity } = await repoForPush(c, id);
-    const res = await push(deps, identity, id, body, files, { requestId: c.get('requestId') });
+    const { identity, repo } = await target.take();
+    const res = await push(deps, identity, repo, body, files, { requestId: c.get('requestId') });
     return c.json(res.body, res.status);
   },
 });

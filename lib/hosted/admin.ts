@@ -15,7 +15,7 @@ import type { AdminRepo, AdminStats, AdminUser } from '../../schema/wire/hosted.
 const SUMMARY_CONCURRENCY = 8;
 
 async function pageCounts(deps: Deps, ids: string[]): Promise<number[]> {
-  return mapBounded(ids, SUMMARY_CONCURRENCY, async (id) => (await deps.repos.summary(id)).pageCount);
+  return mapBounded(ids, SUMMARY_CONCURRENCY, async (id) => (await deps.repos.open(id).summary()).pageCount);
 }
 
 /** `GET /v1/admin/stats`: users, repositories, subscribed users, pages at head across every repository. */

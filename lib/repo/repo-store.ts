@@ -1,5 +1,5 @@
 import type { Clock } from '../util/clock.ts';
-import type { Repos, StreamOptions } from './repos.ts';
+import type { Repo, RepoIndex, Repos, StreamOptions } from './repos.ts';
 import { bundleStream } from '../git/bundle.ts';
 import { pullBody } from '../usecases/pull-body.ts';
 import { uploadPack, type UploadAnswer } from '../git/upload-pack.ts';
@@ -111,6 +111,11 @@ export class RepoStore implements Repos {
 
   exists(id: string): Promise<boolean> {
     return this.git.exists(id);
+  }
+
+  /** Repos.open: a view of this store bound to `id` (RepoView); nothing is read. */
+  open(id: string): Repo {
+    return new RepoView(this, id);
   }
 
   /** The creation locks held now (GitStore.locks() has the write locks). */
@@ -481,5 +486,97 @@ export class RepoStore implements Repos {
       },
       { owner: 'webhooks', step: 'release deliveries' },
     );
+  }
+}
+
+/**
+ * One repository of a RepoStore (Repos.open on Node): the store's methods with the id bound. Its commits are
+ * recorded in the index's database, which is also the accounts database of the Node build: `commitDatabase`.
+ */
+export class RepoView implements Repo {
+  readonly index: RepoIndex;
+  readonly commitDatabase: RepoStore['index']['database'];
+
+  constructor(
+    private readonly store: RepoStore,
+    readonly id: string,
+  ) {
+    const pathIndex = store.index;
+    this.index = {
+      resolve: (value) => pathIndex.resolve(id, value),
+      history: (path, limit, beforeSeq) => pathIndex.history(id, path, limit, beforeSeq),
+      touches: (path, limit, beforeSeq) => pathIndex.touches(id, path, limit, beforeSeq),
+      lastTouch: (path, atSeq) => pathIndex.lastTouch(id, path, atSeq),
+    };
+    this.commitDatabase = pathIndex.database;
+  }
+
+  ready() {
+    return this.store.ready(this.id);
+  }
+  head() {
+    return this.store.head(this.id);
+  }
+  resolve(sha: string) {
+    return this.store.resolve(this.id, sha);
+  }
+  page(path: string) {
+    return this.store.page(this.id, path);
+  }
+  fileAt(sha: string, path: string) {
+    return this.store.fileAt(this.id, sha, path);
+  }
+  pages() {
+    return this.store.pages(this.id);
+  }
+  history(path: string, limit: number, beforeSeq?: number) {
+    return this.store.history(this.id, path, limit, beforeSeq);
+  }
+  timeline(limit: number) {
+    return this.store.timeline(this.id, limit);
+  }
+  summary() {
+    return this.store.summary(this.id);
+  }
+  search(q: string, opts: SearchOptions) {
+    return this.store.search(this.id, q, opts);
+  }
+  links(path: string) {
+    return this.store.links(this.id, path);
+  }
+  pullBody(since?: string, opts?: StreamOptions) {
+    return this.store.pullBody(this.id, since, opts);
+  }
+  commitFiles(
+    files: PushFile[],
+    author: { name: string; email: string },
+    message: string,
+    opts?: { owner?: string; activity?: (result: PushResult) => Stmt[] },
+  ) {
+    return this.store.commitFiles(this.id, files, author, message, opts);
+  }
+  readBlob(oid: string) {
+    return this.store.readBlob(this.id, oid);
+  }
+  exportBody(opts?: StreamOptions) {
+    return this.store.exportBody(this.id, opts);
+  }
+  uploadPack(req: FetchRequest, opts?: StreamOptions) {
+    return this.store.uploadPack(this.id, req, opts);
+  }
+  importBegin() {
+    return this.store.importBegin(this.id);
+  }
+  importAppend(token: string, chunk: Uint8Array) {
+    return this.store.importAppend(this.id, token, chunk);
+  }
+  importCheck(token: string, opts: ImportCheckOptions) {
+    return this.store.importCheck(this.id, token, opts);
+  }
+  importFinish(token: string) {
+    return this.store.importFinish(this.id, token);
+  }
+  importDiscard(token: string) {
+    return this.store.importDiscard(this.id, token);
   }
 }

@@ -9,6 +9,7 @@ import type { Deps } from '../framework/deps.ts';
 import { limitQuery, offsetQuery } from '../framework/http/params.ts';
 import type { AppEnv } from '../framework/route.ts';
 import { parseQuery } from '../shared/search-query.ts';
+import type { Repo } from '../repo/repos.ts';
 import {
   compareHits,
   SEARCH_LIMIT_DEFAULT,
@@ -61,10 +62,10 @@ const toResult = (repoId: string, h: SearchHit): SearchResult => ({
 });
 
 /** One repository (the caller was authorised for it). */
-export async function searchRepo(deps: Deps, id: string, p: SearchParams): Promise<SearchResponse> {
+export async function searchRepo(repo: Repo, p: SearchParams): Promise<SearchResponse> {
   const deep = p.offset >= SEARCH_OFFSET_MAX;
-  const page = await deps.repos.search(id, p.q, { type: p.type, tag: p.tag, limit: deep ? 0 : p.limit, offset: deep ? 0 : p.offset });
-  return { results: page.hits.map((h) => toResult(id, h)), total: page.total };
+  const page = await repo.search(p.q, { type: p.type, tag: p.tag, limit: deep ? 0 : p.limit, offset: deep ? 0 : p.offset });
+  return { results: page.hits.map((h) => toResult(repo.id, h)), total: page.total };
 }
 
 /** The repositories a cross-repository search covers: the legacy key every one, a user those they belong to. */
@@ -89,7 +90,7 @@ export async function searchAll(deps: Deps, identity: Identity, p: SearchParams)
   const worker = async () => {
     while (next < ids.length) {
       const id = ids[next++]!;
-      const page = await deps.repos.search(id, p.q, opts);
+      const page = await deps.repos.open(id).search(p.q, opts);
       total += page.total;
       for (const h of page.hits) merged.push(toResult(id, h));
     }

@@ -13,7 +13,7 @@ import {
   type SectionDiff,
 } from '../shared/differ/index.ts';
 import type { IndexedCommit } from '../repo/path-index.ts';
-import type { Repos } from '../repo/repos.ts';
+import type { Repo } from '../repo/repos.ts';
 import { LruCache } from '../git/lru.ts';
 import { refuse } from '../shared/errors.ts';
 import { R } from '../shared/refusals.ts';
@@ -189,7 +189,6 @@ function outlineOf(p: ParsedPage): ParsedPage {
 }
 
 export interface DiffDeps {
-  repos: Repos;
   parsedPages: ParseCache;
   log?: Logger;
 }
@@ -238,46 +237,45 @@ const EMPTY_PAGE = (): ParsedPage => parsePage('');
  */
 export async function diffPage(
   deps: DiffDeps,
-  id: string,
+  repo: Repo,
   path: string,
   q: DiffQuery = {},
   budget: WorkBudget = new WorkBudget(),
 ): Promise<SectionDiff> {
-  const { repos } = deps;
-  const index = repos.index;
-  await repos.ready(id);
+  const { id, index } = repo;
+  await repo.ready();
   const given = (v: string | undefined) => (v === undefined || v === '' ? undefined : v);
   const fromQ = given(q.from);
   const toQ = given(q.to);
   // UnknownShaError → 400 `unknown sha: <value>` (lib/framework/app.ts).
-  const from = fromQ !== undefined ? await index.resolve(id, fromQ) : undefined;
-  const to = toQ !== undefined ? await index.resolve(id, toQ) : undefined;
+  const from = fromQ !== undefined ? await index.resolve(fromQ) : undefined;
+  const to = toQ !== undefined ? await index.resolve(toQ) : undefined;
 
-  const tip = await index.lastTouch(id, path, LATEST);
+  const tip = await index.lastTouch(path, LATEST);
   if (!tip) throw refuse(R.path_not_in_repo);
 
   // The page as it is at `to`: the change that produced it (null: the path did not exist yet).
-  const current = to ? await index.lastTouch(id, path, to.seq) : tip;
+  const current = to ? await index.lastTouch(path, to.seq) : tip;
   const toSide: Side = to ? { commit: to, blob: current?.blob ?? null } : { commit: tip.commit, blob: tip.blob };
 
   let fromSide: Side;
   if (from) {
-    fromSide = { commit: from, blob: (await index.lastTouch(id, path, from.seq))?.blob ?? null };
+    fromSide = { commit: from, blob: (await index.lastTouch(path, from.seq))?.blob ?? null };
   } else {
     if (!current) throw refuse(R.path_not_at_either_sha);
-    const prev = (await index.history(id, path, 1, current.commit.seq))[0];
+    const prev = (await index.history(path, 1, current.commit.seq))[0];
     if (!prev) throw refuse(R.no_parent);
-    fromSide = { commit: prev, blob: (await index.lastTouch(id, path, prev.seq))?.blob ?? null };
+    fromSide = { commit: prev, blob: (await index.lastTouch(path, prev.seq))?.blob ?? null };
   }
   if (fromSide.blob === null && toSide.blob === null) throw refuse(R.path_not_at_either_sha);
 
-  const [a, b] = await Promise.all([sidePage(deps, id, fromSide.blob, budget), sidePage(deps, id, toSide.blob, budget)]);
+  const [a, b] = await Promise.all([sidePage(deps, repo, fromSide.blob, budget), sidePage(deps, repo, toSide.blob, budget)]);
   const diff = await diffParsedAsync(a, b, { from_sha: fromSide.commit.sha, to_sha: toSide.commit.sha }, budget);
   if (!q.blame || !worthBlaming(diff, toSide)) return diff;
   try {
     const index = await deps.parsedPages.blame(id, path, toSide.commit.sha, async () => {
-      const touches = await touchesOf(repos, id, path, BLAME_MAX_REVISIONS, toSide.commit.seq + 1);
-      const timeline = await walkBlame(deps, id, touches.reverse(), budget);
+      const touches = await touchesOf(repo, path, BLAME_MAX_REVISIONS, toSide.commit.seq + 1);
+      const timeline = await walkBlame(deps, repo, touches.reverse(), budget);
       return timeline.window(0, timeline.length - 1);
     });
     budget.charge(diff.sections.length + 1);
@@ -292,12 +290,12 @@ export async function diffPage(
  * UnknownShaError when it does not resolve), and the last commit at or before it that touched the page;
  * null when the page did not exist there. A client reads the text its copy is based on with it.
  */
-export async function pageAt(repos: Repos, id: string, path: string, at: string): Promise<{ content: Uint8Array; sha: string } | null> {
-  await repos.ready(id);
-  const commit = await repos.index.resolve(id, at);
-  const touch = await repos.index.lastTouch(id, path, commit.seq);
+export async function pageAt(repo: Repo, path: string, at: string): Promise<{ content: Uint8Array; sha: string } | null> {
+  await repo.ready();
+  const commit = await repo.index.resolve(at);
+  const touch = await repo.index.lastTouch(path, commit.seq);
   if (!touch || touch.blob === null) return null;
-  return { content: await repos.readBlob(id, touch.blob), sha: touch.commit.sha };
+  return { content: await repo.readBlob(touch.blob), sha: touch.commit.sha };
 }
 
 /**
@@ -306,17 +304,17 @@ export async function pageAt(repos: Repos, id: string, path: string, at: string)
  */
 export async function pageEvolution(
   deps: DiffDeps,
-  id: string,
+  repo: Repo,
   path: string,
   opts: { limit?: number; blame?: boolean } = {},
   budget: WorkBudget = new WorkBudget(),
 ): Promise<Evolution> {
-  const { repos } = deps;
-  await repos.ready(id);
+  const { id } = repo;
+  await repo.ready();
   const limit = clampLimit(opts.limit);
   // One extra touch for the oldest entry's `from`; with blame, enough for every entry's window.
   const want = opts.blame ? limit + BLAME_MAX_REVISIONS - 1 : limit + 1;
-  const touches = await touchesOf(repos, id, path, want);
+  const touches = await touchesOf(repo, path, want);
   if (touches.length === 0) throw refuse(R.path_not_in_repo);
 
   // Entries newest first; each revision is parsed (or fetched from the cache) once, and the older side of
@@ -324,7 +322,7 @@ export async function pageEvolution(
   const entries: EvolutionEntry[] = [];
   let truncated = false;
   let chars = 0;
-  let newer = await sidePage(deps, id, touches[0]!.blob, budget);
+  let newer = await sidePage(deps, repo, touches[0]!.blob, budget);
   for (let i = 0; i < Math.min(limit, touches.length); i++) {
     if (entries.length > 0 && budget.exhausted) {
       truncated = true;
@@ -332,7 +330,7 @@ export async function pageEvolution(
     }
     const t = touches[i]!;
     const prev = touches[i + 1];
-    const older = prev ? await sidePage(deps, id, prev.blob, budget) : EMPTY_PAGE();
+    const older = prev ? await sidePage(deps, repo, prev.blob, budget) : EMPTY_PAGE();
     const diff = await diffParsedAsync(older, newer, { from_sha: prev?.commit.sha ?? '', to_sha: t.commit.sha }, budget);
     const size = textSize(diff);
     if (entries.length > 0 && chars + size > EVOLUTION_MAX_CHARS) {
@@ -351,7 +349,7 @@ export async function pageEvolution(
     const walked = touches.slice(0, entries.length + BLAME_MAX_REVISIONS - 1).reverse();
     let timeline: BlameTimeline | null = null;
     try {
-      timeline = await walkBlame(deps, id, walked, budget);
+      timeline = await walkBlame(deps, repo, walked, budget);
     } catch (e) {
       entries.forEach((entry, i) => {
         if (worthBlaming(entry.diff, touches[i]!)) entry.diff = blameFailed(deps, id, path, e, entry.diff, i > 0);
@@ -413,14 +411,14 @@ function textSize(d: SectionDiff): number {
 }
 
 /** The commits touching the path (newest first, before `beforeSeq`), each with the blob it left. */
-function touchesOf(repos: Repos, id: string, path: string, limit: number, beforeSeq?: number): Promise<Side[]> {
-  return repos.index.touches(id, path, limit, beforeSeq);
+function touchesOf(repo: Repo, path: string, limit: number, beforeSeq?: number): Promise<Side[]> {
+  return repo.index.touches(path, limit, beforeSeq);
 }
 
 /** The parsed page of one side; a missing path is the empty document. */
-function sidePage(deps: DiffDeps, id: string, blob: string | null, budget: WorkBudget): Promise<ParsedPage> {
+function sidePage(deps: DiffDeps, repo: Repo, blob: string | null, budget: WorkBudget): Promise<ParsedPage> {
   if (blob === null) return Promise.resolve(EMPTY_PAGE());
-  return deps.parsedPages.get(id, blob, () => deps.repos.readBlob(id, blob), budget);
+  return deps.parsedPages.get(repo.id, blob, () => repo.readBlob(blob), budget);
 }
 
 /**
@@ -428,7 +426,7 @@ function sidePage(deps: DiffDeps, id: string, blob: string | null, budget: WorkB
  * timeline, so a long history of a large page never holds more than one parse. A deletion or an unreadable
  * blob is a skipped revision. BudgetExhausted when the budget is spent before the walk's last revision.
  */
-async function walkBlame(deps: DiffDeps, id: string, sides: Side[], budget: WorkBudget): Promise<BlameTimeline> {
+async function walkBlame(deps: DiffDeps, repo: Repo, sides: Side[], budget: WorkBudget): Promise<BlameTimeline> {
   deps.parsedPages.stats.blameWalks++;
   const builder = new BlameTimelineBuilder(budget);
   for (const s of sides) {
@@ -437,7 +435,7 @@ async function walkBlame(deps: DiffDeps, id: string, sides: Side[], budget: Work
     if (s.blob !== null) {
       const blob = s.blob;
       try {
-        page = await deps.parsedPages.outline(id, blob, () => deps.repos.readBlob(id, blob), budget);
+        page = await deps.parsedPages.outline(repo.id, blob, () => repo.readBlob(blob), budget);
       } catch {
         page = null;
       }

@@ -41,8 +41,8 @@ export async function infoRefs(c: Context<AppEnv>): Promise<Response> {
   if (service !== 'git-upload-pack') {
     throw refuse(R.unsupported_service);
   }
-  const { id } = await openGitRepo(c);
-  const head = (await c.get('deps').repos.head(id))?.sha ?? null;
+  const { repo } = await openGitRepo(c);
+  const head = (await repo.head())?.sha ?? null;
   return c.body(advertisement(protocolVersion(c.req.header('git-protocol')), head) as Uint8Array<ArrayBuffer>, 200, {
     'Content-Type': ADVERTISEMENT_TYPE,
   });
@@ -75,18 +75,18 @@ async function requestBody(c: Context<AppEnv>): Promise<Uint8Array> {
 
 /** `POST git-upload-pack`: v2 `ls-refs` or `fetch`, or v0/v1 negotiation and the pack. */
 export async function uploadPackAnswer(c: Context<AppEnv>): Promise<Response> {
-  const { id, identity } = await openGitRepo(c);
+  const { id, identity, repo } = await openGitRepo(c);
   const deps = c.get('deps');
   const version = protocolVersion(c.req.header('git-protocol'));
   const req = parseUploadRequest(version, await requestBody(c));
   const headers = { 'Content-Type': RESULT_TYPE };
   if (req.command === 'none') return c.body(null, 200, headers);
   if (req.command === 'ls-refs') {
-    const head = (await deps.repos.head(id))?.sha ?? null;
+    const head = (await repo.head())?.sha ?? null;
     return c.body(lsRefs(req.lsRefs, head) as Uint8Array<ArrayBuffer>, 200, headers);
   }
   const requestId = c.get('requestId');
-  const answer = await deps.repos.uploadPack(id, req.fetch, {
+  const answer = await repo.uploadPack(req.fetch, {
     requestId,
     onEnd: logStreamEnd(deps.log, { id: requestId, repo: id, what: 'git-fetch' }),
   });

@@ -2,7 +2,7 @@ import type { Context } from 'hono';
 import type { Identity, UserIdentity } from '../auth/identity.ts';
 import type { Role } from '../db/members.ts';
 import type { Deps } from '../framework/deps.ts';
-import type { StreamOptions } from '../repo/repos.ts';
+import type { Repo, StreamOptions } from '../repo/repos.ts';
 import { HttpError, RepoNotFoundError, refuse } from '../shared/errors.ts';
 import { R } from '../shared/refusals.ts';
 import { repoIdParam } from '../framework/http/params.ts';
@@ -23,20 +23,22 @@ import { concatBytes } from '../util/bytes.ts';
 
 /**
  * Resolves `:id`, checks the caller may perform `action` there (a non-member gets 403 whether or not
- * the repository exists) and that it exists (404 `repo not found`). A member row for a repository that is
- * not there — a creation still under way, whose owner row is written first — makes no one a member: a user
- * gets the 403 then, and only the legacy key learns that the repository is missing.
+ * the repository exists) and that it exists (404 `repo not found`), and hands out the repository's handle
+ * (Repos.open): what the route does next goes through `repo`, with no check of its own. A member row for a
+ * repository that is not there — a creation still under way, whose owner row is written first — makes no
+ * one a member: a user gets the 403 then, and only the legacy key learns that the repository is missing.
  */
 export async function openRepo(
   c: Context<AppEnv>,
   action: Action,
   id: string = repoIdParam(c),
-): Promise<{ id: string; identity: Identity; role: Role | null }> {
+): Promise<{ id: string; identity: Identity; role: Role | null; repo: Repo }> {
   const { identity, role } = await authorizeRepo(c, action, id);
-  if (!(await c.get('deps').repos.exists(id))) {
+  const repos = c.get('deps').repos;
+  if (!(await repos.exists(id))) {
     throw identity.kind === 'legacy' ? refuse(R.repo_not_found) : refuse(R.not_a_member);
   }
-  return { id, identity, role };
+  return { id, identity, role, repo: repos.open(id) };
 }
 
 /**
@@ -85,31 +87,35 @@ export async function legacyCreateRepo(deps: Deps, identity: Identity, id: strin
   });
 }
 
-/**
- * A push's first check, before its body is read: into an existing repository only members may push
- * (403 before any 400 about the body). A missing one is created later, by repoForPush, once the body
- * has been validated.
- */
-export async function precheckPush(c: Context<AppEnv>, id: string): Promise<void> {
-  if (await c.get('deps').repos.exists(id)) await authorizeRepo(c, 'repo.push', id);
+/** A push's repository, checked before its body is read; `take` gives it once the body is valid. */
+export interface PushTarget {
+  /**
+   * The repository to commit to, under the id's creation lock (every push takes it): one that existed when
+   * the push was checked is used as it is (its pusher was authorised then; were it deleted meanwhile, the
+   * commit finds no repository: 404); a missing one is created now (a real pusher becomes its owner), or,
+   * made by someone else meanwhile, requires membership. `created`: this call created it.
+   */
+  take(): Promise<{ identity: Identity; repo: Repo; created: boolean }>;
 }
 
 /**
- * Before a push: a missing repository is created (a real pusher becomes its owner); an existing one
- * requires membership. Returns whether this call created it.
+ * A push's one check of its repository, before its body is read: whether it exists (asked once), and
+ * into an existing one only members may push (403 before any 400 about the body). A missing one is
+ * created by `take`, once the body has been validated, so a refused push leaves nothing behind.
  */
-export async function repoForPush(c: Context<AppEnv>, id: string): Promise<{ identity: Identity; created: boolean }> {
+export async function pushTarget(c: Context<AppEnv>, id: string): Promise<PushTarget> {
   const deps = c.get('deps');
-  return deps.repos.creation.run(creationKey(id), async () => {
-    if (await deps.repos.exists(id)) {
-      const { identity } = await authorizeRepo(c, 'repo.push', id);
-      return { identity, created: false };
-    }
-    const identity = c.get('identity')!;
-    const created = await createChecked(deps, identity, id);
-    if (!created) await authorizeRepo(c, 'repo.push', id);
-    return { identity, created };
-  });
+  const existing = (await deps.repos.exists(id)) ? await authorizeRepo(c, 'repo.push', id) : null;
+  return {
+    take: () =>
+      deps.repos.creation.run(creationKey(id), async () => {
+        if (existing) return { identity: existing.identity, repo: deps.repos.open(id), created: false };
+        const identity = c.get('identity')!;
+        const created = await createChecked(deps, identity, id);
+        if (!created) await authorizeRepo(c, 'repo.push', id);
+        return { identity, repo: deps.repos.open(id), created };
+      }),
+  };
 }
 
 /** `GET /v1/repos`: every repository for the legacy key, the user's own (with role) otherwise. */
@@ -126,7 +132,7 @@ export async function listRepos(deps: Deps, identity: Identity): Promise<RepoSum
     entries.map(async (e) => {
       let summary;
       try {
-        summary = await deps.repos.summary(e.id);
+        summary = await deps.repos.open(e.id).summary();
       } catch (err) {
         // Deleted meanwhile (on Workers, a deletion cut short between its two steps): not listed.
         if (err instanceof RepoNotFoundError || (err instanceof HttpError && err.status === 404)) return null;
@@ -153,8 +159,8 @@ export async function deleteRepo(deps: Deps, id: string): Promise<void> {
 }
 
 /** `GET /v1/repos/:id/export`: the repository as a git bundle, streamed; 409 while it has no commit to bundle. */
-export async function exportBundle(deps: Deps, id: string, opts: StreamOptions = {}): Promise<ReadableStream<Uint8Array>> {
-  const bundle = await deps.repos.exportBody(id, opts);
+export async function exportBundle(repo: Repo, opts: StreamOptions = {}): Promise<ReadableStream<Uint8Array>> {
+  const bundle = await repo.exportBody(opts);
   if (!bundle) throw refuse(R.repo_empty);
   return bundle;
 }
@@ -180,10 +186,11 @@ export async function importRepo(
   const deps = c.get('deps');
   const id = repoIdParam(c);
   const identity = c.get('identity')!;
+  const repo = deps.repos.open(id);
   const check = async (): Promise<boolean> => {
     if (await deps.repos.exists(id)) {
       await authorizeRepo(c, 'repo.import', id);
-      if ((await deps.repos.head(id)) !== null) throw refuse(R.repo_not_empty);
+      if ((await repo.head()) !== null) throw refuse(R.repo_not_empty);
       return true;
     }
     if ((await deps.repos.caseVariant(id)) !== null) throw refuse(R.repo_exists);
@@ -193,7 +200,7 @@ export async function importRepo(
     return false;
   };
   await check();
-  const token = await deps.repos.importBegin(id);
+  const token = await repo.importBegin();
   let created = false;
   try {
     let pending: Uint8Array[] = [];
@@ -203,7 +210,7 @@ export async function importRepo(
       const chunk = pending.length === 1 ? pending[0]! : concatBytes(pending);
       pending = [];
       bytes = 0;
-      await deps.repos.importAppend(id, token, chunk);
+      await repo.importAppend(token, chunk);
     };
     await opts.readBody(async (chunk) => {
       pending.push(chunk);
@@ -211,13 +218,13 @@ export async function importRepo(
       if (bytes >= IMPORT_CHUNK_BYTES) await hand();
     });
     await hand();
-    const plan = await deps.repos.importCheck(id, token, { branch: opts.branch, maxFileBytes: deps.config.maxBodyBytes });
+    const plan = await repo.importCheck(token, { branch: opts.branch, maxFileBytes: deps.config.maxBodyBytes });
     await deps.repos.creation.run(creationKey(id), async () => {
       if (await check()) return;
       created = await createChecked(deps, identity, id);
       if (!created) await check();
     });
-    const done = await deps.repos.importFinish(id, token);
+    const done = await repo.importFinish(token);
     if (identity.kind === 'user') {
       await deps.activity.record(id, identity, 'import', { commits: done.commits, pages: done.pages, head: done.head });
     }
@@ -226,6 +233,6 @@ export async function importRepo(
     if (created) await deps.repos.creation.run(creationKey(id), () => deps.repos.remove(id)).catch(() => undefined);
     throw e;
   } finally {
-    await deps.repos.importDiscard(id, token);
+    await repo.importDiscard(token);
   }
 }

@@ -4,10 +4,10 @@ import { PUSH_DETAIL_PATHS } from '../db/activity.ts';
 import { refuse } from '../shared/errors.ts';
 import { R } from '../shared/refusals.ts';
 import { pagePathProblem, storedPathProblem } from '../shared/page/path.ts';
-import { RepoStore, type MergedWrite, type PushFile as StoreFile, type PushResult } from '../repo/repo-store.ts';
+import type { MergedWrite, PushFile as StoreFile, PushResult } from '../repo/types.ts';
 import type { PushRequest, PushResponse } from '../../schema/wire/sync.ts';
 import { toBase64 } from '../util/bytes.ts';
-import type { StreamOptions } from '../repo/repos.ts';
+import type { Repo, StreamOptions } from '../repo/repos.ts';
 import { TimeSlice } from '../util/time-slice.ts';
 
 /**
@@ -80,23 +80,28 @@ export function commitAuthor(identity: Identity, body: PushRequest): { name: str
 export async function push(
   deps: Deps,
   identity: Identity,
-  repoId: string,
+  repo: Repo,
   body: PushRequest,
   files: StoreFile[],
   opts: { requestId?: string } = {},
 ): Promise<{ status: 200 | 409; body: PushResponse }> {
   const message = (body.message ?? '').replace(/\u0000/g, '').trim() || 'push';
-  // Where the feed shares the index's database (the Node build), the push's event is recorded in the
-  // transaction that records its commit: one flush, and no acknowledged push without its event.
-  const store = deps.repos instanceof RepoStore && deps.repos.index.database === deps.activity.database ? deps.repos : null;
-  const joint = identity.kind === 'user' && store !== null;
+  const repoId = repo.id;
+  // Where the feed shares the database the commit is recorded in (the Node build), the push's event is
+  // recorded in that transaction: one flush, and no acknowledged push without its event.
+  const joint = identity.kind === 'user' && repo.commitDatabase !== undefined && repo.commitDatabase === deps.activity.database;
   const author = commitAuthor(identity, body);
-  const result = await (joint && store
-    ? store.commitFiles(repoId, files, author, message, {
-        owner: opts.requestId,
-        activity: (r: PushResult) => deps.activity.stmts(repoId, identity, 'push', pushDetail(r), r.commit?.sha),
-      })
-    : deps.repos.commitFiles(repoId, files, author, message, { owner: opts.requestId }));
+  const result = await repo.commitFiles(
+    files,
+    author,
+    message,
+    joint
+      ? {
+          owner: opts.requestId,
+          activity: (r: PushResult) => deps.activity.stmts(repoId, identity, 'push', pushDetail(r), r.commit?.sha),
+        }
+      : { owner: opts.requestId },
+  );
   const out: PushResponse = { new_head: result.head, pushed: [], conflicts: [] };
   const merged = (m: MergedWrite | undefined) => (m ? { merged: true as const, merged_with: m.with, content: toBase64(m.content) } : {});
   for (const o of result.outcomes) {
@@ -154,16 +159,16 @@ function clip(text: string, max: number): string {
 export async function pull(
   deps: Deps,
   identity: Identity,
-  repoId: string,
+  repo: Repo,
   since: string | undefined,
   client: string | undefined,
   opts: StreamOptions = {},
 ): Promise<ReadableStream<Uint8Array>> {
-  const { pages, body } = await deps.repos.pullBody(repoId, since, opts);
+  const { pages, body } = await repo.pullBody(since, opts);
   if (pages && identity.kind === 'user') {
     const name = client?.trim();
     try {
-      await deps.activity.record(repoId, identity, 'pull', name ? { client: name.slice(0, 200) } : undefined);
+      await deps.activity.record(repo.id, identity, 'pull', name ? { client: name.slice(0, 200) } : undefined);
     } catch (e) {
       // Nobody reads the stream now: it is let go, and its work with it.
       await body.cancel();

@@ -23,7 +23,9 @@ export class RemoteLive implements Live {
     /** The per-identity slots (STREAM_SLOTS): which repositories hold an identity's streams. */
     private readonly slots?: StreamSlots,
   ) {
-    return forwarding(this, (name) => (repoId: string, ...args: unknown[]) => callRepoObject(this.ns, repoId, name, args));
+    return forwarding(this, (name) => (repoId: string, ...args: unknown[]) =>
+      callRepoObject(this.ns.get(this.ns.idFromName(repoId)), name, args),
+    );
   }
 
   /**
@@ -39,11 +41,11 @@ export class RemoteLive implements Live {
     } catch {
       return;
     }
-    await Promise.allSettled(repos.map((repo) => this.ns.get(this.ns.idFromName(repo)).endStreams(repo, match, reason)));
+    await Promise.allSettled(repos.map((repo) => this.ns.get(this.ns.idFromName(repo)).endStreams(match, reason)));
   }
 
   async stream(repoId: string, grant: StreamGrant, after: string | null): Promise<ReadableStream<Uint8Array>> {
-    const params: StreamParams = { repo: repoId, grant, after };
+    const params: StreamParams = { grant, after };
     const res = await this.ns
       .get(this.ns.idFromName(repoId))
       .fetch(new Request('https://repository.internal/events', { headers: { [STREAM_PARAMS_HEADER]: JSON.stringify(params) } }));

@@ -4,7 +4,7 @@ import { repositoryRowsDeletion } from '../../db/repo-rows.ts';
 import type { Clock } from '../../util/clock.ts';
 import { errorFromWire, type WireError } from '../../shared/errors.ts';
 import { openSealedBody } from './sealed-body.ts';
-import type { RepoIndex, Repos, StreamOptions } from '../../repo/repos.ts';
+import type { Repo, RepoIndex, Repos, StreamOptions } from '../../repo/repos.ts';
 import type { FetchRequest } from '../../git/upload-request.ts';
 import type { UploadAnswer } from '../../git/upload-pack.ts';
 import {
@@ -17,6 +17,7 @@ import {
   SENDS_HEADER,
   type BodyParams,
   type RepoNamespace,
+  type RepoStub,
   type ServedRepoMethod,
 } from './rpc.ts';
 
@@ -25,8 +26,9 @@ export type { RepoNamespace } from './rpc.ts';
 /**
  * The hosted build's repositories as handlers see them (lib/repo/repos.ts): each repository's content
  * and index live in its own Durable Object (lib/runtime/workers/repo-object.ts), reached by native RPC with the id
- * as the object's name: every Repos method but the registry's is the object's method of the same name (the
- * constructor forwards them, lib/runtime/workers/rpc.ts), its errors rebuilt from their codes. Which repositories exist is kept in D1 (`repo_registry`), since objects cannot be listed.
+ * as the object's name: a repository's handle (`open`, RemoteRepo) holds the object's stub, and every Repo
+ * method but the streamed bodies is the object's method of the same name (forwarded,
+ * lib/runtime/workers/rpc.ts), its errors rebuilt from their codes. Which repositories exist is kept in D1 (`repo_registry`), since objects cannot be listed.
  * Creation is atomic there: the unique `id_fold` lets exactly one of two racing creators of an id (or of
  * two spellings of it) in, and a user's creation records its owner row (within the plan cap) in the same
  * batch (`createOwned`). Deletion (`remove`) empties the object first, which then refuses to be made again
@@ -35,9 +37,6 @@ export type { RepoNamespace } from './rpc.ts';
 
 const fold = (id: string) => id.replace(/[A-Z]/g, (c) => c.toLowerCase());
 
-/** The Repos methods the object serves: RemoteRepos forwards them by name (see its constructor). */
-export interface RemoteRepos extends Pick<Repos, ServedRepoMethod> {}
-
 export class RemoteRepos implements Repos {
   /**
    * No lock of its own: D1 serialises creations (see `createOwned`), across isolates too, which a lock in
@@ -45,7 +44,6 @@ export class RemoteRepos implements Repos {
    * settles, as a waiter on an in-memory lock would.
    */
   readonly creation = { run: <T>(_key: string, fn: () => Promise<T>): Promise<T> => fn() };
-  readonly index: RepoIndex;
   /**
    * Repositories seen to exist by this isolate. One deleted through another isolate may stay here: its
    * object then answers 404 `repo not found` (the tombstone of lib/runtime/workers/repo-object.ts), which is all the
@@ -57,16 +55,15 @@ export class RemoteRepos implements Repos {
     private readonly ns: RepoNamespace,
     private readonly db: SqlDatabase,
     private readonly clock: Clock,
-  ) {
-    this.index = forwarding({} as RepoIndex, (name) => (repo: string, ...args: unknown[]) =>
-      this.call(repo, indexMethodName(name as keyof RepoIndex & string), ...args),
-    );
-    // Every other Repos method is the object's, by the same name and arguments.
-    return forwarding(this, (name) => (id: string, ...args: unknown[]) => this.call(id, name, ...args));
+  ) {}
+
+  private stub(id: string): RepoStub {
+    return this.ns.get(this.ns.idFromName(id));
   }
 
-  private call<T>(id: string, method: string, ...args: unknown[]): Promise<T> {
-    return callRepoObject<T>(this.ns, id, method, args);
+  /** Repos.open on Workers: the repository's object, its stub bound to the id (no request is made). */
+  open(id: string): Repo {
+    return new RemoteRepo(this.stub(id), id);
   }
 
   async exists(id: string): Promise<boolean> {
@@ -98,7 +95,7 @@ export class RemoteRepos implements Repos {
     );
     if (changes === 0) return false;
     // The object makes its bare repository now (and would on first use if this call died here).
-    await this.call(id, 'create', creator);
+    await callRepoObject(this.stub(id), 'create', [creator]);
     this.known.add(id);
     return true;
   }
@@ -120,7 +117,7 @@ export class RemoteRepos implements Repos {
       { sql: 'SELECT 1 AS x FROM repo_registry WHERE id_fold = ?', args: [fold(id)] },
     ]);
     if (registered!.changes === 0) return taken!.rows.length > 0 ? 'exists' : 'refused';
-    await this.call(id, 'create', owner);
+    await callRepoObject(this.stub(id), 'create', [owner]);
     this.known.add(id);
     return 'created';
   }
@@ -134,11 +131,36 @@ export class RemoteRepos implements Repos {
    */
   async remove(id: string): Promise<boolean> {
     if ((await this.db.get('SELECT 1 AS x FROM repo_registry WHERE id = ?', [id])) === undefined) return false;
-    await this.call(id, 'destroy');
+    await callRepoObject(this.stub(id), 'destroy', []);
     await this.db.batch(repositoryRowsDeletion(id));
     this.known.delete(id);
     return true;
   }
+}
+
+/** The Repo methods the object serves: RemoteRepo forwards them by name (see its constructor). */
+export interface RemoteRepo extends Pick<Repo, ServedRepoMethod> {}
+
+/**
+ * One repository of the hosted build (RemoteRepos.open): its Durable Object's stub and its id. Every method but
+ * the streamed bodies is the object's method of the same name and arguments (the object knows its repository by
+ * its name); the index's are the object's `index…` methods.
+ */
+export class RemoteRepo implements Repo {
+  readonly index: RepoIndex;
+  /** None: the commit is recorded in the object, the activity feed in D1 (set, so that it is not forwarded). */
+  readonly commitDatabase = undefined;
+
+  constructor(
+    private readonly stub: RepoStub,
+    readonly id: string,
+  ) {
+    this.index = forwarding({} as RepoIndex, (name) => (...args: unknown[]) =>
+      callRepoObject(stub, indexMethodName(name as keyof RepoIndex & string), args),
+    );
+    return forwarding(this, (name) => (...args: unknown[]) => callRepoObject(stub, name, args));
+  }
+
   /**
    * A pull's, an export's or an upload-pack's body from the object (RepoObject.fetch with BODY_PARAMS_HEADER: a response body is
    * cancelled in the object when the client goes away, a stream returned by an RPC method is not). The object
@@ -146,37 +168,36 @@ export class RemoteRepos implements Repos {
    * error's wire form, rebuilt here as the same class. A streamed body comes sealed (sealed-body.ts): one that
    * ends without its end mark (its stream failed in the object) fails here, and the client's transfer breaks.
    */
-  private async body(id: string, params: BodyParams, json?: unknown): Promise<Response> {
-    const stub = this.ns.get(this.ns.idFromName(id));
+  private async body(params: BodyParams, json?: unknown): Promise<Response> {
     const init: RequestInit = { headers: { [BODY_PARAMS_HEADER]: JSON.stringify(params) } };
     if (json !== undefined) Object.assign(init, { method: 'POST', body: JSON.stringify(json) });
-    const res = await stub.fetch(new Request('https://repo/body', init));
+    const res = await this.stub.fetch(new Request('https://repo/body', init));
     if (res.headers.get(BODY_ERROR_HEADER)) throw errorFromWire((await res.json()) as WireError);
     return res;
   }
 
   /** The object streams the answer (RepoStore.pullBody): its bytes come through as the client reads them. */
-  async pullBody(id: string, since?: string, opts: StreamOptions = {}): Promise<{ pages: boolean; body: ReadableStream<Uint8Array> }> {
-    const params: BodyParams = { method: 'pull', repo: id };
+  async pullBody(since?: string, opts: StreamOptions = {}): Promise<{ pages: boolean; body: ReadableStream<Uint8Array> }> {
+    const params: BodyParams = { method: 'pull' };
     if (since !== undefined) params.since = since;
     if (opts.requestId !== undefined) params.requestId = opts.requestId;
-    const res = await this.body(id, params);
+    const res = await this.body(params);
     return { pages: res.headers.get(PAGES_HEADER) === '1', body: openSealedBody(res.body ?? new Response('').body!) };
   }
 
   /** As pullBody: the object streams the bundle (RepoStore.exportBody); null (204) while it has no commit. */
-  async exportBody(id: string, opts: StreamOptions = {}): Promise<ReadableStream<Uint8Array> | null> {
-    const params: BodyParams = { method: 'export', repo: id };
+  async exportBody(opts: StreamOptions = {}): Promise<ReadableStream<Uint8Array> | null> {
+    const params: BodyParams = { method: 'export' };
     if (opts.requestId !== undefined) params.requestId = opts.requestId;
-    const res = await this.body(id, params);
+    const res = await this.body(params);
     return res.status === 204 ? null : openSealedBody(res.body ?? new Response('').body!);
   }
 
   /** As pullBody: the object negotiates and streams the pack (RepoStore.uploadPack); the request goes as JSON. */
-  async uploadPack(id: string, req: FetchRequest, opts: StreamOptions = {}): Promise<UploadAnswer> {
-    const params: BodyParams = { method: 'upload-pack', repo: id };
+  async uploadPack(req: FetchRequest, opts: StreamOptions = {}): Promise<UploadAnswer> {
+    const params: BodyParams = { method: 'upload-pack' };
     if (opts.requestId !== undefined) params.requestId = opts.requestId;
-    const res = await this.body(id, params, req);
+    const res = await this.body(params, req);
     return { sends: res.headers.get(SENDS_HEADER) === '1', body: openSealedBody(res.body ?? new Response('').body!) };
   }
 }

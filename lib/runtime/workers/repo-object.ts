@@ -51,7 +51,8 @@ import {
  * serialises its writes, as the per-repository lock does on Node (and that lock still runs inside).
  *
  * The Worker calls its public methods directly on its stub, by native RPC (lib/runtime/workers/rpc.ts,
- * remote-repos.ts): the methods of Repos, RepoIndex (as `index…`) and Live, with the same names and arguments.
+ * remote-repos.ts): the methods of Repo, RepoIndex (as `index…`) and Live, with the same names and arguments
+ * but no repository id: the object holds one repository, the one its name (`ctx.id.name`) is the id of.
  * Each answers an Outcome: the value, or a named error by its code (lib/shared/errors.ts), which the Worker rebuilds as
  * the same class; any other error is thrown, and the Worker answers 500. A pull's and an export's bodies, and
  * event streams, are answers to its `fetch` (a response body is cancelled here when the Worker's client goes
@@ -95,9 +96,13 @@ function objectConfig(env: Record<string, unknown>): Config {
 }
 
 export class RepoObject extends DurableObject implements RepoObjectRpc {
+  /** The repository this object holds: its name (idFromName of the repository id). */
+  readonly #id: string;
   #store: RepoStore | null = null;
   /** The repository was deleted and not created again (the tombstone is in storage). */
   #deleted = false;
+  /** The repository is known to be made in this storage (made, or found, once in this object's life). */
+  #made = false;
   #live: LocalLive | null = null;
   #deliverer: Deliverer | null = null;
   /** The pulls' and exports' bodies being streamed now, each settled when its stream ends (`destroy` waits for them). */
@@ -107,6 +112,10 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
 
   constructor(ctx: DurableObjectState, env: unknown) {
     super(ctx, env);
+    const name = (ctx.id as { name?: string }).name;
+    // Reached only by name (RemoteRepos, RemoteLive): an object without one is no repository's.
+    if (name === undefined) throw new Error('a repository object is reached by its name (idFromName)');
+    this.#id = name;
     void ctx.blockConcurrencyWhile(async () => {
       this.#store = await this.#open();
       this.#deleted = (await ctx.storage.get(TOMBSTONE)) !== undefined;
@@ -176,29 +185,34 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
   }
 
   /**
-   * Runs `fn` on repository `id`, answering its outcome: the value, or a named error by its code; any other error
+   * Runs `fn` on the object's repository, answering its outcome: the value, or a named error by its code; any other error
    * is thrown. A deleted repository is not found; any other is made on first use (the registry row in D1 is what
    * says it exists, and a creation that died between writing that row and calling `create` must not leave it
-   * unusable).
+   * unusable): once per life of the object, the first call making sure of it.
    */
-  async #serve<T>(id: string, fn: (store: RepoStore, live: LocalLive) => Promise<T>): Promise<Outcome<T>> {
+  async #serve<T>(fn: (store: RepoStore, live: LocalLive) => Promise<T>): Promise<Outcome<T>> {
     try {
-      if (this.#deleted) throw new RepoNotFoundError(id);
-      await this.#store!.create(id);
+      if (this.#deleted) throw new RepoNotFoundError(this.#id);
+      if (!this.#made) {
+        await this.#store!.create(this.#id);
+        this.#made = true;
+      }
       return { ok: true, value: await fn(this.#store!, this.#live!) };
     } catch (e) {
       return failed(e);
     }
   }
 
-  async create(id: string, creator?: string): Promise<Outcome<boolean>> {
+  async create(creator?: string): Promise<Outcome<boolean>> {
     try {
       if (this.#deleted) {
         // D1 registered the id again: a new repository, in the storage destroy emptied.
         await this.ctx.storage.delete(TOMBSTONE);
         this.#deleted = false;
       }
-      return { ok: true, value: await this.#store!.create(id, creator) };
+      const created = await this.#store!.create(this.#id, creator);
+      this.#made = true;
+      return { ok: true, value: created };
     } catch (e) {
       return failed(e);
     }
@@ -210,8 +224,8 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
    * deliveries with it), its streams end, the tombstone is written, and a fresh store starts over the empty
    * storage. Calls that waited behind the lock with the old store find no repository (404).
    */
-  async destroy(id: string): Promise<Outcome<null>> {
-    const deletion = this.#destroy(id);
+  async destroy(): Promise<Outcome<null>> {
+    const deletion = this.#destroy(this.#id);
     this.#deletion = deletion;
     try {
       return await deletion;
@@ -250,6 +264,7 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
         await this.ctx.storage.deleteAll();
         await this.ctx.storage.put(TOMBSTONE, Date.now());
         this.#deleted = true;
+        this.#made = false;
         this.#store = await this.#open();
       });
       return { ok: true, value: null };
@@ -258,45 +273,45 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
     }
   }
 
-  // Repos, by the same names and arguments.
-  ready(id: string) {
-    return this.#serve(id, (s) => s.ready(id));
+  // Repo, by the same names and arguments (the repository is the object's own: its name).
+  ready() {
+    return this.#serve((s) => s.ready(this.#id));
   }
-  head(id: string) {
-    return this.#serve(id, (s) => s.head(id));
+  head() {
+    return this.#serve((s) => s.head(this.#id));
   }
-  resolve(id: string, sha: string) {
-    return this.#serve(id, (s) => s.resolve(id, sha));
+  resolve(sha: string) {
+    return this.#serve((s) => s.resolve(this.#id, sha));
   }
-  page(id: string, path: string) {
-    return this.#serve(id, (s) => s.page(id, path));
+  page(path: string) {
+    return this.#serve((s) => s.page(this.#id, path));
   }
-  fileAt(id: string, sha: string, path: string) {
-    return this.#serve(id, (s) => s.fileAt(id, sha, path));
+  fileAt(sha: string, path: string) {
+    return this.#serve((s) => s.fileAt(this.#id, sha, path));
   }
-  pages(id: string): Promise<Outcome<HeadEntry[]>> {
-    return this.#serve(id, (s) => s.pages(id));
+  pages(): Promise<Outcome<HeadEntry[]>> {
+    return this.#serve((s) => s.pages(this.#id));
   }
-  history(id: string, path: string, limit: number, beforeSeq?: number) {
-    return this.#serve(id, (s) => s.history(id, path, limit, beforeSeq));
+  history(path: string, limit: number, beforeSeq?: number) {
+    return this.#serve((s) => s.history(this.#id, path, limit, beforeSeq));
   }
-  timeline(id: string, limit: number) {
-    return this.#serve(id, (s) => s.timeline(id, limit));
+  timeline(limit: number) {
+    return this.#serve((s) => s.timeline(this.#id, limit));
   }
-  summary(id: string) {
-    return this.#serve(id, (s) => s.summary(id));
+  summary() {
+    return this.#serve((s) => s.summary(this.#id));
   }
-  search(id: string, q: string, opts: SearchOptions) {
-    return this.#serve(id, (s) => s.search(id, q, opts));
+  search(q: string, opts: SearchOptions) {
+    return this.#serve((s) => s.search(this.#id, q, opts));
   }
-  links(id: string, path: string) {
-    return this.#serve(id, (s) => s.links(id, path));
+  links(path: string) {
+    return this.#serve((s) => s.links(this.#id, path));
   }
-  commitFiles(id: string, files: PushFile[], author: { name: string; email: string }, message: string, opts?: { owner?: string }) {
-    return this.#serve(id, (s) => s.commitFiles(id, files, author, message, opts));
+  commitFiles(files: PushFile[], author: { name: string; email: string }, message: string, opts?: { owner?: string }) {
+    return this.#serve((s) => s.commitFiles(this.#id, files, author, message, opts));
   }
-  readBlob(id: string, oid: string) {
-    return this.#serve(id, (s) => s.readBlob(id, oid));
+  readBlob(oid: string) {
+    return this.#serve((s) => s.readBlob(this.#id, oid));
   }
 
   // An import's spool lives here before the repository exists (its body is checked whole first), so these
@@ -309,57 +324,57 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
       return failed(e);
     }
   }
-  importBegin(id: string) {
-    return this.#spooling((s) => s.importBegin(id));
+  importBegin() {
+    return this.#spooling((s) => s.importBegin(this.#id));
   }
-  importAppend(id: string, token: string, chunk: Uint8Array) {
-    return this.#spooling((s) => s.importAppend(id, token, chunk));
+  importAppend(token: string, chunk: Uint8Array) {
+    return this.#spooling((s) => s.importAppend(this.#id, token, chunk));
   }
-  importCheck(id: string, token: string, opts: ImportCheckOptions) {
-    return this.#spooling((s) => s.importCheck(id, token, opts));
+  importCheck(token: string, opts: ImportCheckOptions) {
+    return this.#spooling((s) => s.importCheck(this.#id, token, opts));
   }
-  importFinish(id: string, token: string) {
-    return this.#serve(id, (s) => s.importFinish(id, token));
+  importFinish(token: string) {
+    return this.#serve((s) => s.importFinish(this.#id, token));
   }
-  importDiscard(id: string, token: string) {
-    return this.#spooling((s) => s.importDiscard(id, token));
+  importDiscard(token: string) {
+    return this.#spooling((s) => s.importDiscard(this.#id, token));
   }
 
   // RepoIndex, as `index` + its name; the index first catches up with git.
-  indexResolve(id: string, value: string) {
-    return this.#serve(id, async (s) => (await s.ready(id), s.index.resolve(id, value)));
+  indexResolve(value: string) {
+    return this.#serve(async (s) => (await s.ready(this.#id), s.index.resolve(this.#id, value)));
   }
-  indexHistory(id: string, path: string, limit: number, beforeSeq?: number) {
-    return this.#serve(id, async (s) => (await s.ready(id), s.index.history(id, path, limit, beforeSeq)));
+  indexHistory(path: string, limit: number, beforeSeq?: number) {
+    return this.#serve(async (s) => (await s.ready(this.#id), s.index.history(this.#id, path, limit, beforeSeq)));
   }
-  indexTouches(id: string, path: string, limit: number, beforeSeq?: number) {
-    return this.#serve(id, async (s) => (await s.ready(id), s.index.touches(id, path, limit, beforeSeq)));
+  indexTouches(path: string, limit: number, beforeSeq?: number) {
+    return this.#serve(async (s) => (await s.ready(this.#id), s.index.touches(this.#id, path, limit, beforeSeq)));
   }
-  indexLastTouch(id: string, path: string, atSeq: number) {
-    return this.#serve(id, async (s) => (await s.ready(id), s.index.lastTouch(id, path, atSeq)));
+  indexLastTouch(path: string, atSeq: number) {
+    return this.#serve(async (s) => (await s.ready(this.#id), s.index.lastTouch(this.#id, path, atSeq)));
   }
 
   // Live, by the same names and arguments.
-  member(id: string, data: MemberEventData) {
-    return this.#serve(id, (_, live) => live.member(id, data));
+  member(data: MemberEventData) {
+    return this.#serve((_, live) => live.member(this.#id, data));
   }
-  createWebhook(id: string, url: string, events: EventKind[]) {
-    return this.#serve(id, (_, live) => live.createWebhook(id, url, events));
+  createWebhook(url: string, events: EventKind[]) {
+    return this.#serve((_, live) => live.createWebhook(this.#id, url, events));
   }
-  listWebhooks(id: string) {
-    return this.#serve(id, (_, live) => live.listWebhooks(id));
+  listWebhooks() {
+    return this.#serve((_, live) => live.listWebhooks(this.#id));
   }
-  deleteWebhook(id: string, webhookId: string) {
-    return this.#serve(id, (_, live) => live.deleteWebhook(id, webhookId));
+  deleteWebhook(webhookId: string) {
+    return this.#serve((_, live) => live.deleteWebhook(this.#id, webhookId));
   }
-  testWebhook(id: string, webhookId: string) {
-    return this.#serve(id, (_, live) => live.testWebhook(id, webhookId));
+  testWebhook(webhookId: string) {
+    return this.#serve((_, live) => live.testWebhook(this.#id, webhookId));
   }
-  deliveries(id: string, webhookId: string, limit: number) {
-    return this.#serve(id, (_, live) => live.deliveries(id, webhookId, limit));
+  deliveries(webhookId: string, limit: number) {
+    return this.#serve((_, live) => live.deliveries(this.#id, webhookId, limit));
   }
   /** Ends the streams of a disabled user or of revoked PATs (RemoteLive.endStreams asks each repository). */
-  async endStreams(id: string, match: GrantMatch, reason: string): Promise<Outcome<null>> {
+  async endStreams(match: GrantMatch, reason: string): Promise<Outcome<null>> {
     this.#live?.hub.endGrants(match, reason);
     return { ok: true, value: null };
   }
@@ -382,7 +397,7 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
     const header = request.headers.get(STREAM_PARAMS_HEADER);
     if (!header) return refusal(errorToWire(refuse(R.not_found))!);
     const params = JSON.parse(header) as StreamParams;
-    const r = await this.#serve(params.repo, (_, live) => live.stream(params.repo, params.grant, params.after));
+    const r = await this.#serve((_, live) => live.stream(this.#id, params.grant, params.after));
     if (!r.ok) return refusal(r.error);
     return new Response(r.value, { headers: { 'Content-Type': 'text/event-stream' } });
   }
@@ -404,21 +419,21 @@ export class RepoObject extends DurableObject implements RepoObjectRpc {
     void streaming.then(() => this.#bodies.delete(streaming));
     let body: ReadableStream<Uint8Array> | null = null;
     try {
-      const onEnd = logStreamEnd(log, { id: p.requestId, repo: p.repo, what: p.method });
+      const onEnd = logStreamEnd(log, { id: p.requestId, repo: this.#id, what: p.method });
       if (p.method === 'upload-pack') {
         const req = (await request.json()) as FetchRequest;
-        const r = await this.#serve(p.repo, (s) => s.uploadPack(p.repo, req, { onEnd }));
+        const r = await this.#serve((s) => s.uploadPack(this.#id, req, { onEnd }));
         if (!r.ok) return Response.json(r.error, { headers: { [BODY_ERROR_HEADER]: '1' } });
         body = sealBody(r.value.body, ended);
         return new Response(body, { headers: { [SENDS_HEADER]: r.value.sends ? '1' : '0' } });
       }
       if (p.method === 'pull') {
-        const r = await this.#serve(p.repo, (s) => s.pullBody(p.repo, p.since, { onEnd }));
+        const r = await this.#serve((s) => s.pullBody(this.#id, p.since, { onEnd }));
         if (!r.ok) return Response.json(r.error, { headers: { [BODY_ERROR_HEADER]: '1' } });
         body = sealBody(r.value.body, ended);
         return new Response(body, { headers: { [PAGES_HEADER]: r.value.pages ? '1' : '0' } });
       }
-      const r = await this.#serve(p.repo, (s) => s.exportBody(p.repo, { onEnd }));
+      const r = await this.#serve((s) => s.exportBody(this.#id, { onEnd }));
       if (!r.ok) return Response.json(r.error, { headers: { [BODY_ERROR_HEADER]: '1' } });
       if (!r.value) return new Response(null, { status: 204 });
       body = sealBody(r.value, ended);

@@ -1,13 +1,13 @@
 /**
  * What crosses between the Worker and a repository's Durable Object (lib/runtime/workers/repo-object.ts), by
  * native RPC: the object's public methods, called directly on its stub. Their names and arguments are those of
- * the interfaces they serve (Repos, its RepoIndex, Live), so no list of them is kept here: the types below are
+ * the interfaces they serve (Repo, its RepoIndex, Live without its repository id), so no list of them is kept here: the types below are
  * made from those interfaces. Each returns an Outcome: the value, or the error by its code (lib/shared/errors.ts), which
  * the Worker rebuilds as the same class — never its HTTP form.
  */
 import type { GrantMatch } from '../../events/hub.ts';
 import { errorFromWire, type WireError } from '../../shared/errors.ts';
-import type { RepoIndex, Repos } from '../../repo/repos.ts';
+import type { Repo, RepoIndex } from '../../repo/repos.ts';
 import type { Live } from '../../events/live.ts';
 import type { StreamGrant } from '../../events/stream.ts';
 
@@ -15,33 +15,25 @@ import type { StreamGrant } from '../../events/stream.ts';
 export type Outcome<T> = { ok: true; value: T } | { ok: false; error: WireError };
 
 /**
- * The Repos members RemoteRepos answers itself: from D1's registry (`create` and `remove` go to the object after
- * D1, as `create` and `destroy`), the index (RepoIndex, below), and the streamed bodies, which come from the
- * object's `fetch` (BODY_PARAMS_HEADER).
+ * The Repo members a repository's handle (RemoteRepos.open) answers itself: its id, the index (RepoIndex, below),
+ * the streamed bodies, which come from the object's `fetch` (BODY_PARAMS_HEADER), and `commitDatabase` (none:
+ * a push's activity is recorded in D1 after its commit).
  */
-export type RegistryMember =
-  | 'exists'
-  | 'list'
-  | 'caseVariant'
-  | 'creatorOf'
-  | 'create'
-  | 'createOwned'
-  | 'remove'
-  | 'creation'
-  | 'index'
-  | 'pullBody'
-  | 'exportBody'
-  | 'uploadPack';
-/** The Repos methods the object serves, by the same name and arguments. */
-export type ServedRepoMethod = Exclude<keyof Repos, RegistryMember>;
+type HandleMember = 'id' | 'index' | 'commitDatabase' | 'pullBody' | 'exportBody' | 'uploadPack';
+/** The Repo methods the object serves, by the same name and arguments. */
+export type ServedRepoMethod = Exclude<keyof Repo, HandleMember>;
 /** The Live methods the object serves by RPC (`stream` goes through its `fetch`; `deleted` is the object's own doing). */
 export type ServedLiveMethod = Exclude<keyof Live, 'stream' | 'deleted' | 'endStreams'>;
+
+/** An interface whose methods take the repository id first, as one repository's: the id dropped. */
+type ByRepo<T> = {
+  [P in keyof T]: T[P] extends (repoId: string, ...args: infer A) => infer R ? (...args: A) => R : T[P];
+};
 
 /** The object's side of methods K of T: the same arguments, the outcome of the result. */
 type Served<T, K extends keyof T> = {
   [P in K]: T[P] extends (...args: infer A) => Promise<infer R> ? (...args: A) => Promise<Outcome<R>> : never;
 };
-
 /** RepoIndex methods as the object serves them: `index` + the name (`indexResolve`, ...). */
 export type IndexMethodName<K extends keyof RepoIndex & string> = `index${Capitalize<K>}`;
 type ServedIndex = {
@@ -50,16 +42,19 @@ type ServedIndex = {
     : never;
 };
 
-/** Every RPC method of the repository's object. */
-export type RepoObjectRpc = Served<Repos, ServedRepoMethod> &
-  Served<Live, ServedLiveMethod> &
+/**
+ * Every RPC method of the repository's object. None takes the repository id: the object holds one repository,
+ * its name (`ctx.id.name`, given by idFromName). Live's methods, which take it first, are served without it.
+ */
+export type RepoObjectRpc = Served<Repo, ServedRepoMethod> &
+  Served<ByRepo<Live>, ServedLiveMethod> &
   ServedIndex & {
     /** Makes the repository (D1 registered its id); lifts the tombstone of an earlier deletion. */
-    create(id: string, creator?: string): Promise<Outcome<boolean>>;
+    create(creator?: string): Promise<Outcome<boolean>>;
     /** Deletes the repository: the object's whole storage, and a tombstone. */
-    destroy(id: string): Promise<Outcome<null>>;
+    destroy(): Promise<Outcome<null>>;
     /** Ends the object's streams of a disabled user or of revoked PATs (Live.endStreams, per repository). */
-    endStreams(id: string, match: GrantMatch, reason: string): Promise<Outcome<null>>;
+    endStreams(match: GrantMatch, reason: string): Promise<Outcome<null>>;
   };
 
 /** The object's name for the RepoIndex method `name`. */
@@ -94,14 +89,12 @@ export const SENDS_HEADER = 'x-kr-sends';
  */
 export interface BodyParams {
   method: 'pull' | 'export' | 'upload-pack';
-  repo: string;
   since?: string;
   requestId?: string;
 }
 
 /** What the Worker asks for when it opens an event stream. */
 export interface StreamParams {
-  repo: string;
   grant: StreamGrant;
   after: string | null;
 }
@@ -121,12 +114,11 @@ export function forwarding<T extends object, F>(target: T, forward: (name: strin
 }
 
 /**
- * Calls `method` of repository `id`'s object with the id first, as the object's methods take it: its value, or
- * the error it sent, rebuilt as the same class (lib/shared/errors.ts).
+ * Calls `method` of the repository's object (its stub): its value, or the error it sent, rebuilt as the same
+ * class (lib/shared/errors.ts).
  */
-export async function callRepoObject<T>(ns: RepoNamespace, id: string, method: string, args: readonly unknown[]): Promise<T> {
-  const stub = ns.get(ns.idFromName(id)) as unknown as Record<string, (...a: unknown[]) => Promise<Outcome<T>>>;
-  const r = await stub[method]!(id, ...args);
+export async function callRepoObject<T>(stub: RepoStub, method: string, args: readonly unknown[]): Promise<T> {
+  const r = await (stub as unknown as Record<string, (...a: unknown[]) => Promise<Outcome<T>>>)[method]!(...args);
   if (r.ok) return r.value;
   throw errorFromWire(r.error);
 }
