@@ -279,6 +279,48 @@ describe('the store writes one pack per group', () => {
   });
 });
 
+describe('recovery after boot', () => {
+  it('recoverLater: a dead writer\'s lock and temporary files are cleared before the repository\'s first write, the rest by the sweep', async () => {
+    const first = await openRepos(dir.path);
+    const ids = ['a', 'b'];
+    try {
+      for (const id of ids) {
+        await first.repos.create(id);
+        await first.repos.commitFiles(id, [{ path: 'p.md', content: enc('# P\n') }], ann, 'one');
+      }
+      await first.repos.searchSettled();
+    } finally {
+      await first.db.close();
+    }
+    // What a writer killed mid-push leaves: its fresh main.lock, a temporary object and a pack cut short.
+    for (const id of ids) {
+      const gitdir = join(dir.path, 'repos', `${id}.git`);
+      await writeFile(join(gitdir, 'refs', 'heads', 'main.lock'), `${'0'.repeat(40)}\n`);
+      await writeFile(join(gitdir, 'objects', 'tmp_obj_dead'), 'partial');
+      await writeFile(join(gitdir, 'objects', 'pack', 'tmp_pack_dead'), 'partial');
+    }
+    const { db, store, repos } = await openRepos(dir.path);
+    try {
+      await store.recoverLater();
+      // The first write to `a` waits for a's own recovery (its lock is younger than stale: without that, refused).
+      const r = await repos.commitFiles('a', [{ path: 'q.md', content: enc('# Q\n') }], ann, 'after the crash');
+      expect(r.commit?.sha).toBe((await store.head('a'))!);
+      await store.sweepRecovery();
+      for (const id of ids) {
+        const gitdir = join(dir.path, 'repos', `${id}.git`);
+        expect(nodeFs.existsSync(join(gitdir, 'refs', 'heads', 'main.lock'))).toBe(false);
+        expect(nodeFs.existsSync(join(gitdir, 'objects', 'tmp_obj_dead'))).toBe(false);
+        expect((await readdir(join(gitdir, 'objects', 'pack'))).filter((n) => n.startsWith('tmp_'))).toEqual([]);
+        await fsckStrict(gitdir);
+      }
+      expect(dec(await store.readFileAt('a', (await store.head('a'))!, 'q.md'))).toBe('# Q\n');
+    } finally {
+      await repos.searchSettled();
+      await db.close();
+    }
+  });
+});
+
 describe('the Node filesystem\'s packs', () => {
   it('lists complete packs without a .keep, and removes a pack with what git wrote beside it', async () => {
     const packs = nodeStoreFs().packs!;

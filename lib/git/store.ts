@@ -54,6 +54,12 @@ export class GitStore {
   private readonly refs: BranchRefs;
   private readonly cache: ReadCache;
   private readonly packs: PackStore;
+  /**
+   * With `recoverLater`: the repositories whose crash leftovers are still to clear (null: none are), and the
+   * clearing of each one under way or done. A repository's first writer waits for its own.
+   */
+  private dueRecovery: Set<string> | null = null;
+  private readonly recovering = new Map<string, Promise<void>>();
 
   constructor(opts: GitStoreOptions) {
     this.fs = opts.fs;
@@ -95,6 +101,7 @@ export class GitStore {
     opts: { owner?: string; step?: string } = {},
   ): Promise<T> {
     this.gitdir(id);
+    if (this.dueRecovery?.has(id)) await this.recoverDue(id);
     try {
       return await this.mutex.run(id, fn, opts);
     } catch (e) {
@@ -166,6 +173,57 @@ export class GitStore {
   async recoverAll(): Promise<void> {
     await this.dirs.removeLeftovers();
     for (const id of await this.list()) await this.recover(id, true);
+  }
+
+  /**
+   * `recoverAll` without making a boot wait for every repository: what a crash left at the root is removed
+   * now; each repository's leftovers (a dead writer's `main.lock`, temporary object and pack files) are
+   * cleared before its first writer of this process's life gets the lock (withLock), and by `sweepRecovery`
+   * for the rest. Readers never needed it: no reader sees a temporary file or a pack without its index.
+   * Only one process writes these repositories.
+   */
+  async recoverLater(): Promise<void> {
+    await this.dirs.removeLeftovers();
+    const due = await this.list();
+    this.dueRecovery = due.length > 0 ? new Set(due) : null;
+  }
+
+  /**
+   * After `recoverLater`: clears the repositories still due, one at a time under its lock; resolves with how
+   * many it looked at. Never rejects.
+   */
+  async sweepRecovery(): Promise<number> {
+    const due = this.dueRecovery;
+    const ids = [...(due ?? [])];
+    for (const id of ids) {
+      if (this.dueRecovery !== due) break;
+      // A failure here is met again, and answered, by the repository's next writer.
+      await this.recoverDue(id).catch(() => undefined);
+      await new Promise((r) => setImmediate(r));
+    }
+    return ids.length;
+  }
+
+  /** Clears repository `id`'s crash leftovers once, under its lock (see recoverLater). */
+  private recoverDue(id: string): Promise<void> {
+    let run = this.recovering.get(id);
+    if (!run) {
+      run = this.mutex
+        // A repository removed since boot has nothing left to clear.
+        .run(id, async () => ((await this.exists(id)) ? this.recover(id, true) : undefined), { owner: 'recovery', step: 'clear crash leftovers' })
+        .then(
+          () => {
+            this.dueRecovery?.delete(id);
+            if (this.dueRecovery?.size === 0) this.dueRecovery = null;
+          },
+          (e: unknown) => {
+            this.recovering.delete(id);
+            throw e;
+          },
+        );
+      this.recovering.set(id, run);
+    }
+    return run;
   }
 
   /** The sha `main` points at, or null for a repository with no commit yet. */

@@ -50,6 +50,15 @@ const dataRoot = () => join(dir.path, 'data');
 const gitdir = (repo: string) => join(dataRoot(), 'repos', `${repo}.git`);
 const figures = { statuses: new Map<number, number>(), cycles: 0, acked: 0, ackedViaPat: 0, unacknowledged: 0, killDelaysMs: [] as number[], startMs: [] as number[] };
 
+/** Polls `done` every 20 ms until it holds; fails with `what` after `ms`. */
+async function waitFor(done: () => boolean, ms: number, what: string): Promise<void> {
+  const until = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() > until) throw new Error(`${what}: not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 async function start(): Promise<ServerProc> {
   const t0 = performance.now();
   const s = await spawnServer({
@@ -204,7 +213,10 @@ describe('SIGKILL under push load', () => {
       await fsckAll(`cycle ${cycle}, as killed`, touched);
       await verifyAcked(acks, touched, `cycle ${cycle}, as killed`);
       server = await start();
-      // Recovery at boot cleared whatever the kill left half-written.
+      // Recovery after boot (each repository before its first write, every one by the pass that follows the
+      // start, logged as `recovered`) cleared whatever the kill left half-written.
+      const restarted = server;
+      await waitFor(() => restarted.events().some((e) => e.event === 'recovered'), 30_000, `cycle ${cycle}: the recovery pass`);
       for (const d of await repoDirs(dataRoot())) {
         const leftovers = [
           ...(await readdir(join(dataRoot(), 'repos', d, 'objects'))).filter((n) => n.startsWith('tmp_obj_')),

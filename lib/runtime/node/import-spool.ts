@@ -7,7 +7,7 @@ import type { ObjectInflater } from '../../git/import.ts';
 /**
  * The Node build's import bodies (lib/repo/import-store.ts): each is written, as it arrives, to a file of its own
  * in the repositories' directory (`<root>/.import-<random>`, which no listing takes for a repository and
- * which GitStore.recoverAll removes at boot), flushed once whole, and read back by byte range. Memory holds
+ * which GitStore.recoverAll and recoverLater remove at boot), flushed once whole, and read back by byte range. Memory holds
  * one chunk in flight, whatever the bundle's size. The pack is copied from it into the repository
  * (`copyRange`), never read whole.
  */

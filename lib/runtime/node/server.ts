@@ -77,8 +77,11 @@ export async function openNodeDeps(
     lockWaitMs: opts.lockWaitMs,
     cacheBytes: budget.gitStore,
   });
-  // Nothing else writes these repositories: leftovers of a crash are safe to clear before serving.
-  await git.recoverAll();
+  // Nothing else writes these repositories: leftovers of a crash are safe to clear. Each repository's are
+  // cleared before its first write and by a background pass, so that a boot does not grow with their number.
+  await git.recoverLater();
+  const startedSweep = performance.now();
+  void git.sweepRecovery().then((repos) => opts.log.info('recovered', { repos, ms: Math.round(performance.now() - startedSweep) }));
   // Each repository's full-text rows in a file of its own, searched on worker threads (lib/runtime/node/search-files.ts).
   await mkdir(join(config.dataRoot, 'search'), { recursive: true });
   await dropSharedRows(db);
