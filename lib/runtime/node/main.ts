@@ -7,10 +7,11 @@ import { openNodeDeps, startServer } from './server.ts';
  * The Node server: environment → config → deps (libSQL file, git store on disk) → app → HTTP server. The routes
  * are handed in by the entry (server.ts: functions/index.ts's `routesFor`), so that lib/ never imports functions/.
  *
- * The server listens only once the database is open and migrated and the repositories' crash leftovers are
- * cleared: `/health` answering 200 means every route can be served. That boot work takes milliseconds (it
- * is reported as `boot_ms` in the `listening` line, beside the time spent loading the code); most of a boot
- * is node loading the bundle.
+ * The server listens only once the database is open and migrated: `/health` answering 200 means every route
+ * can be served. A crash's leftovers in a repository (a dead writer's lock, temporary files) are cleared before
+ * that repository's first write and by a pass right after listening (logged as `recovered`), so that the boot
+ * work does not grow with the number of repositories; it takes milliseconds (reported as `boot_ms` in the
+ * `listening` line, beside the time spent loading the code), and most of a boot is node loading the bundle.
  */
 /** How the bundle's code was compiled (dist/server.mjs reports it; nothing when run from the sources). */
 export type CodeCache = 'hit' | 'miss' | 'rejected';
