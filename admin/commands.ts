@@ -10,7 +10,7 @@
  */
 import { clean } from '../client/output.ts';
 import { ADMIN_ISSUER, type User } from '../lib/db/users.ts';
-import { isSafeRepoId } from '../lib/shared/page/path.ts';
+import { isSafeRepoId } from '../lib/core/page/path.ts';
 import { AdminError, type AdminContext } from './context.ts';
 
 export interface Output {

@@ -24,8 +24,8 @@ import { join } from 'node:path';
 import type { Miniflare } from 'miniflare';
 import type { D1Like, D1StatementLike } from '../lib/runtime/workers/d1.ts';
 import type { RepoNamespace } from '../lib/runtime/workers/remote-repos.ts';
-import { isSafeRepoId } from '../lib/shared/page/path.ts';
-import { errorFromWire, toHttpError } from '../lib/shared/errors.ts';
+import { isSafeRepoId } from '../lib/core/page/path.ts';
+import { errorFromWire, toHttpError } from '../lib/core/errors.ts';
 
 /** What the channel file holds. */
 export interface AdminChannelInfo {

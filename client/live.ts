@@ -1,18 +1,18 @@
 /**
  * Following a repository's live events with the CLI's client (`kr watch`, and `kr mcp`'s resource
- * subscriptions): the stream reader of lib/shared/sse/client.ts over {@link Api.openEvents}, with the CLI's
+ * subscriptions): the stream reader of lib/core/sse/client.ts over {@link Api.openEvents}, with the CLI's
  * rules for what is passing — the server unreachable or out of time, a 5xx (a proxy while the server
  * restarts), a 429 once a stream was open before (the server has not yet seen the old connection go) — and
  * what ends following: any other refusal (401 `token expired or revoked; run kr login`, 403 not a member, 404,
  * the first 429 `too many event streams`), and `event: revoked`, worded by {@link revokedMessage}.
  */
-import { followEvents, type FollowEnd, type FollowOptions } from '../lib/shared/sse/client.ts';
+import { followEvents, type FollowEnd, type FollowOptions } from '../lib/core/sse/client.ts';
 import { ApiError, type Api } from './api.ts';
 import { clean } from './output.ts';
 
 /**
  * Whether an error while following (opening the stream, or pulling for an event) calls for a reconnection; a
- * stream that drops while open always does (lib/shared/sse/client.ts).
+ * stream that drops while open always does (lib/core/sse/client.ts).
  */
 export function passing(e: unknown, connectedBefore: boolean): boolean {
   if (!(e instanceof ApiError)) return false;
@@ -30,7 +30,7 @@ export function repoEvents(api: Api, repo: string): Pick<FollowOptions, 'open' |
   };
 }
 
-/** Follows `repo`'s events through `api` (see lib/shared/sse/client.ts). */
+/** Follows `repo`'s events through `api` (see lib/core/sse/client.ts). */
 export function followRepo(api: Api, repo: string, handlers: Omit<FollowOptions, 'open' | 'refusal' | 'retryable'>): Promise<FollowEnd> {
   return followEvents({ ...repoEvents(api, repo), ...handlers });
 }

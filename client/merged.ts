@@ -12,9 +12,9 @@
  * theirs (the server already had it). Names follow the merge's own (`frontmatter.<key>`, `_preamble`, the
  * heading), and renames are reported as the differ pairs them.
  */
-import type { SectionDiff } from '../lib/shared/differ/index.ts';
-import { MERGE_FRONTMATTER, MERGE_PREAMBLE, type MergeSide } from '../lib/shared/differ/merge.ts';
-import { parsePage } from '../lib/shared/page/parse.ts';
+import type { SectionDiff } from '../lib/core/differ/index.ts';
+import { MERGE_FRONTMATTER, MERGE_PREAMBLE, type MergeSide } from '../lib/core/differ/merge.ts';
+import { parsePage } from '../lib/core/page/parse.ts';
 import type { Api } from './api.ts';
 import { clean } from './output.ts';
 import { PREAMBLE_LABEL, WHOLE_FILE_LABEL } from './render.ts';

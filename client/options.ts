@@ -4,7 +4,7 @@
  * `kr --version` and `kr --help` start without them.
  */
 import { usageError } from './errors.ts';
-import { stripRepoId } from '../lib/shared/page/path.ts';
+import { stripRepoId } from '../lib/core/page/path.ts';
 
 /** Every request's time limit unless `--timeout` says otherwise. */
 export const DEFAULT_TIMEOUT_MS = 30_000;

@@ -4,7 +4,7 @@
  * fixed every diff of the page is a whole-file diff (`parse_fallback`).
  */
 import { parseDocument } from 'yaml';
-import { parsePage } from '../lib/shared/page/parse.ts';
+import { parsePage } from '../lib/core/page/parse.ts';
 
 export interface FrontmatterTrouble {
   /** 1-based line of the page file where the trouble is. */

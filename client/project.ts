@@ -11,7 +11,7 @@
  * linked to: the folder's current repository.
  *
  * Which files are pages (one path rule everywhere): every regular file under `.kr/` whose path
- * the server accepts for a write (lib/shared/page/path.ts pagePathProblem, the server's own rule), plus every page
+ * the server accepts for a write (lib/core/page/path.ts pagePathProblem, the server's own rule), plus every page
  * already tracked in state.json. Not pages: `.kr/state.json`, names starting with `.` (hidden files, editor
  * and kr's own temporary files) unless tracked. Files the server would refuse — a Windows device name, a
  * character Windows forbids, a name that differs only in letter case from another page, an NFD twin of an
@@ -28,8 +28,8 @@ import { constants } from 'node:fs';
 import { lstat, mkdir, open, readFile, readdir, realpath, rename, rmdir, unlink, writeFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import * as z from 'zod';
-import { PAGE_TYPES, isPageType, isValidSlug, pagePathFor, typeOfPath, type PageType } from '../lib/shared/page/parse.ts';
-import { foldPathCase, pagePathProblem, storedPathProblem } from '../lib/shared/page/path.ts';
+import { PAGE_TYPES, isPageType, isValidSlug, pagePathFor, typeOfPath, type PageType } from '../lib/core/page/parse.ts';
+import { foldPathCase, pagePathProblem, storedPathProblem } from '../lib/core/page/path.ts';
 import { CliError, refused, usageError } from './errors.ts';
 import { writeJsonAtomic } from './config.ts';
 

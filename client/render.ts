@@ -7,7 +7,7 @@
  * format gives both as `{field, to}`, so the renderers are told which fields are lists
  * ({@link listFieldsOf}), and otherwise tell them apart as well as the diff allows.
  */
-import { diffPages, parsePage, type SectionDiff, type SectionEntry, type FieldChange } from '../lib/shared/differ/index.ts';
+import { diffPages, parsePage, type SectionDiff, type SectionEntry, type FieldChange } from '../lib/core/differ/index.ts';
 import type { Commit } from '../schema/wire/common.ts';
 import { clean, shortSha, type Paint } from './output.ts';
 

@@ -5,8 +5,8 @@
  */
 import { stat } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
-import { typeOfPath, type PageType } from '../lib/shared/page/parse.ts';
-import { pagePathProblem } from '../lib/shared/page/path.ts';
+import { typeOfPath, type PageType } from '../lib/core/page/parse.ts';
+import { pagePathProblem } from '../lib/core/page/path.ts';
 import type { LimitsResponse } from '../schema/wire/limits.ts';
 import type { PullResponse, PushFile, PushResponse } from '../schema/wire/sync.ts';
 import { ApiError, type Api } from './api.ts';
@@ -17,7 +17,7 @@ import { anyWholeFile, partLabel } from './merged.ts';
 import { conflictSummary } from './render.ts';
 import { frontmatterTrouble } from './pagecheck.ts';
 import { onlyUpdatedConflicts, takeTheirUpdated } from './updated-stamp.ts';
-import { mergePages } from '../lib/shared/differ/merge.ts';
+import { mergePages } from '../lib/core/differ/merge.ts';
 
 /**
  * `parent_sha` of a page we have never seen on the server: no commit has this sha, so the server accepts
@@ -381,7 +381,7 @@ export async function io(project: Project, path: string, op: () => Promise<void>
 
 /**
  * Whether `kr push` will merge a page changed both here (`ours`) and on the server (`theirs`) since the commit
- * this folder's copy is based on (`baseSha`): the server's own section merge (lib/shared/differ/merge.ts
+ * this folder's copy is based on (`baseSha`): the server's own section merge (lib/core/differ/merge.ts
  * `mergePages`) run here, over the page as it was at that commit (one request, `GET pages/<path>?at=`; absent
  * there: the empty page, as the server merges). A conflict only on frontmatter `updated` counts as merging, as
  * push sends the page again with the server's value (client/updated-stamp.ts). Anything the server cannot

@@ -8,8 +8,8 @@
  * The merged page keeps the server's `updated`, even when ours was later: the other writer's stamp stands for
  * both writes made at once.
  */
-import { parsePage } from '../lib/shared/page/parse.ts';
-import { canonical } from '../lib/shared/differ/frontmatter.ts';
+import { parsePage } from '../lib/core/page/parse.ts';
+import { canonical } from '../lib/core/differ/frontmatter.ts';
 
 /** The name of the key in a conflict's `conflicting` (docs/api.md "Pages", the push route's "Section merge"). */
 export const UPDATED_CONFLICT = 'frontmatter.updated';

@@ -1,7 +1,7 @@
 import { defineRoute } from '../lib/framework/route.ts';
 import { authorize } from '../lib/usecases/policy.ts';
 import { MAX_FILES_PER_PUSH } from '../lib/usecases/sync.ts';
-import { MAX_PATH_BYTES } from '../lib/shared/page/path.ts';
+import { MAX_PATH_BYTES } from '../lib/core/page/path.ts';
 import { LimitsResponse } from '../schema/wire/limits.ts';
 
 /** GET /v1/limits — what a client needs to size its pushes. Any credential. */

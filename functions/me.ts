@@ -1,7 +1,7 @@
 import { defineRoute } from '../lib/framework/route.ts';
 import { authorizeUser, decide } from '../lib/usecases/policy.ts';
 import { MeResponse } from '../schema/wire/auth.ts';
-import { R } from '../lib/shared/refusals.ts';
+import { R } from '../lib/core/refusals.ts';
 
 /**
  * GET /v1/me — the signed-in user (session or PAT), and what this server offers them: `server.hosted` (the

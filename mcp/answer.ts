@@ -5,7 +5,7 @@
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
-import { PAGE_TYPES } from '../lib/shared/page/parse.ts';
+import { PAGE_TYPES } from '../lib/core/page/parse.ts';
 import type { Paint } from '../client/output.ts';
 import { capAnswer } from './limits.ts';
 import { FencedToolError } from './pages.ts';

@@ -6,7 +6,7 @@
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import * as z from 'zod';
-import { diffPages, type SectionDiff } from '../lib/shared/differ/index.ts';
+import { diffPages, type SectionDiff } from '../lib/core/differ/index.ts';
 import { ApiError } from '../client/api.ts';
 import { firstCommitDiff, NO_PARENT } from '../client/history.ts';
 import { renderDiff, summaryLines } from '../client/render.ts';

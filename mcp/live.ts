@@ -2,7 +2,7 @@
  * Resource subscriptions of the agent tool server (docs/agents.md "Live updates"): an agent learns of a teammate's change without
  * polling. The server declares `resources.subscribe`; `resources/subscribe` takes `kr://index` and
  * `kr://page/{slug}`. While at least one resource is subscribed, one event stream of the folder's repository
- * is open (client/live.ts, lib/shared/sse/client.ts); on each push event the folder is pulled exactly as kr_pull
+ * is open (client/live.ts, lib/core/sse/client.ts); on each push event the folder is pulled exactly as kr_pull
  * pulls it (a local edit is never overwritten), then `notifications/resources/updated` goes out for each
  * subscribed page the push or the pull changed, and for `kr://index`. The stream closes when nothing is
  * subscribed any more, and when the session ends.
@@ -14,8 +14,8 @@
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { ErrorCode, McpError, SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import type { LiveEvent } from '../lib/shared/sse/client.ts';
-import { isValidSlug, pageRefOfPath } from '../lib/shared/page/parse.ts';
+import type { LiveEvent } from '../lib/core/sse/client.ts';
+import { isValidSlug, pageRefOfPath } from '../lib/core/page/parse.ts';
 import { pullPages } from '../client/sync.ts';
 import { followRepo, revokedMessage } from '../client/live.ts';
 import type { KrContext } from './context.ts';

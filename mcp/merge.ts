@@ -12,9 +12,9 @@
  * Each version shows at most `versionChars` characters, with a note on how to read the rest.
  */
 import { stringify } from 'yaml';
-import { diffPages, type SectionDiff } from '../lib/shared/differ/index.ts';
-import { MERGE_FRONTMATTER, MERGE_PREAMBLE } from '../lib/shared/differ/merge.ts';
-import { pageRefOfPath, parsePage } from '../lib/shared/page/parse.ts';
+import { diffPages, type SectionDiff } from '../lib/core/differ/index.ts';
+import { MERGE_FRONTMATTER, MERGE_PREAMBLE } from '../lib/core/differ/merge.ts';
+import { pageRefOfPath, parsePage } from '../lib/core/page/parse.ts';
 import { NEW_PAGE_PARENT } from '../client/sync.ts';
 import { KR_DIR } from '../client/project.ts';
 import { windowOf } from './limits.ts';

@@ -5,7 +5,7 @@
  * generated index. Every string from a page or a commit is shown inside a fence (mcp/safety.ts).
  */
 import { stringify } from 'yaml';
-import { PAGE_TYPES, isValidSlug, pagePathFor, pageRefOfPath, parsePage, typeOfPath, type PageType } from '../lib/shared/page/parse.ts';
+import { PAGE_TYPES, isValidSlug, pagePathFor, pageRefOfPath, parsePage, typeOfPath, type PageType } from '../lib/core/page/parse.ts';
 import { ApiError } from '../client/api.ts';
 import { KR_DIR, resolvePage, sha256, type Project } from '../client/project.ts';
 import type { SearchResponse } from '../schema/wire/search.ts';

@@ -22,7 +22,7 @@ import { capAnswer, MAX_ANSWER_CHARS } from './limits.ts';
 import { indexOf, readPage, search } from './pages.ts';
 import { registerTools } from './tools.ts';
 import { LiveResources } from './live.ts';
-import { pageRefOfPath } from '../lib/shared/page/parse.ts';
+import { pageRefOfPath } from '../lib/core/page/parse.ts';
 
 const INSTRUCTIONS = `kr is this project's shared knowledge repository: pages (concepts, entities, analyses, sources) kept in
 ${KR_DIR}/ and synced with a server. Start with kr_status; read kr://index (or kr_list_pages, kr_search) to find pages;

@@ -10,7 +10,7 @@
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import * as z from 'zod';
-import { PAGE_TYPES } from '../lib/shared/page/parse.ts';
+import { PAGE_TYPES } from '../lib/core/page/parse.ts';
 import { ApiError, type Api } from '../client/api.ts';
 import { noPushes, packPlan, pageStatuses, planPush, pullPages, sendPushes, type MergedPage } from '../client/sync.ts';
 import { mergeOrigins, type PartOrigin } from '../client/merged.ts';

@@ -3,7 +3,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SignJWT, decodeJwt, decodeProtectedHeader, exportSPKI, generateKeyPair } from 'jose';
 import { ManualClock } from '../lib/util/clock.ts';
-import { HttpError } from '../lib/shared/errors.ts';
+import { HttpError } from '../lib/core/errors.ts';
 import { cacheLifetimeSeconds, remoteIdpKeys, verifyIdToken } from '../lib/auth/idp.ts';
 import { mintSession, verifySession } from '../lib/auth/session.ts';
 import { base64url, constantTimeEqual, randomToken, sha256Hex } from '../lib/auth/tokens.ts';

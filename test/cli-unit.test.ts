@@ -13,9 +13,9 @@ import { packPushes } from '../client/sync.ts';
 import { frontmatterTrouble } from '../client/pagecheck.ts';
 import { conflictSummary, listFieldsOf, PREAMBLE_LABEL, renderDiff, summaryLines } from '../client/render.ts';
 import { paint } from '../client/output.ts';
-import { diffPages } from '../lib/shared/differ/index.ts';
-import { isValidSlug } from '../lib/shared/page/parse.ts';
-import { pagePathProblem } from '../lib/shared/page/path.ts';
+import { diffPages } from '../lib/core/differ/index.ts';
+import { isValidSlug } from '../lib/core/page/parse.ts';
+import { pagePathProblem } from '../lib/core/page/path.ts';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 

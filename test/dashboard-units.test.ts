@@ -2,14 +2,14 @@
  * The dashboard's pure pieces, without a browser: link resolution (links.ts), the editor's page model
  * (fields.ts), conflict resolution (resolve.ts, against the server's own merge) and the pre-pass that keeps
  * inline styles, event handlers and <base> out of the HTML parser (content.ts withoutPolicyTriggers) and
- * what the live views make of the event stream's events (live.ts; the stream's parser is lib/shared/sse/parser.ts, tested in test/sse-client.test.ts).
+ * what the live views make of the event stream's events (live.ts; the stream's parser is lib/core/sse/parser.ts, tested in test/sse-client.test.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { isRelativeHref, parseWikiLink, resolveRelativeHref, resolveWikiTarget } from '../dashboard/src/links.ts';
 import { modelOf, newPageModel, splitTags, textOf } from '../dashboard/src/fields.ts';
 import { conflictItems, resolvePage, type Choice } from '../dashboard/src/resolve.ts';
 import { withoutPolicyTriggers } from '../dashboard/src/content.ts';
-import { mergePages } from '../lib/shared/differ/merge.ts';
+import { mergePages } from '../lib/core/differ/merge.ts';
 import { backoffMs, changesSince, MAX_BACKOFF_MS, memberEventOf, nameList, pushEventOf } from '../dashboard/src/live.ts';
 
 const PAGES = new Set([

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { fsck, gitIn } from './helpers/env.ts';
 import { signIn, startIdpTestServer, type IdpTestServer, type SignedIn } from './helpers/idp.ts';
 import { diffPage, evolutionJsonStream, pageEvolution, ParseCache } from '../lib/usecases/diff.ts';
-import { WorkBudget } from '../lib/shared/differ/index.ts';
+import { WorkBudget } from '../lib/core/differ/index.ts';
 import { EvolutionResponse, SectionDiff } from '../schema/wire/diff.ts';
 import type { Commit } from '../schema/wire/common.ts';
 

@@ -17,7 +17,7 @@ import {
   type ParsedPage,
   type SectionDiff,
   type SectionEntry,
-} from '../lib/shared/differ/index.ts';
+} from '../lib/core/differ/index.ts';
 
 // ---------------------------------------------------------------------------------------------------------
 // helpers

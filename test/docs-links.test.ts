@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parsePage } from '../lib/shared/page/parse.ts';
+import { parsePage } from '../lib/core/page/parse.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 

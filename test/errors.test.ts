@@ -1,5 +1,5 @@
 /**
- * lib/shared/errors.ts: every named error crosses an RPC boundary by its code (structured-cloned, as native RPC does)
+ * lib/core/errors.ts: every named error crosses an RPC boundary by its code (structured-cloned, as native RPC does)
  * and comes back as the same class with the same message, fields and HTTP form; the one mapping to HTTP gives
  * the exact statuses and bodies of the API.
  */
@@ -22,7 +22,7 @@ import {
   toHttpError,
   UnknownShaError,
   UnsafeNameError,
-} from '../lib/shared/errors.ts';
+} from '../lib/core/errors.ts';
 
 const lock = new LockTimeoutError('r', 60_000, { owner: 'req-1', step: 'publish commit', heldMs: 61_000 });
 /** One of each class, and what HTTP makes of it (null: a 500 `internal error`). */

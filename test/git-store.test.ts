@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { GitStore } from '../lib/git/store.ts';
-import { UnknownShaError, UnsafeNameError, ConcurrentUpdateError, PathCollisionError } from '../lib/shared/errors.ts';
+import { UnknownShaError, UnsafeNameError, ConcurrentUpdateError, PathCollisionError } from '../lib/core/errors.ts';
 import { nodeStoreFs } from '../lib/runtime/node/store-fs.ts';
 import { PathIndex } from '../lib/repo/path-index.ts';
 import { RepoStore } from '../lib/repo/repo-store.ts';

@@ -5,7 +5,7 @@ import { GitStore } from '../lib/git/store.ts';
 import { nodeStoreFs } from '../lib/runtime/node/store-fs.ts';
 import type { StoreFs } from '../lib/git/fs.ts';
 import { PathIndex } from '../lib/repo/path-index.ts';
-import { PathCaseError } from '../lib/shared/errors.ts';
+import { PathCaseError } from '../lib/core/errors.ts';
 import { GROUP_PUSHES, RepoStore, type PushFile, type PushResult } from '../lib/repo/repo-store.ts';
 import { tempDir } from './helpers/env.ts';
 import { fsckStrict, git } from './reliability/helpers/git.ts';

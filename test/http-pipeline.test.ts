@@ -5,7 +5,7 @@ import { Hono } from 'hono';
 import { serve, type ServerType } from '@hono/node-server';
 import { ManualClock } from '../lib/util/clock.ts';
 import { BodyBudget, bodyGuard, bodyHolders } from '../lib/framework/http/body-limit.ts';
-import { HttpError } from '../lib/shared/errors.ts';
+import { HttpError } from '../lib/core/errors.ts';
 import {
   TrustedProxies,
   clientIp,

@@ -17,11 +17,11 @@
  *   (f) the dashboard talks to the API through that client: dashboard/src/api.ts builds on it, and no
  *       dashboard file names a /v1 route in a string or calls fetch for one (fetch is called only for the
  *       client's transport and the server's /health probe, config.json and the identity provider's discovery).
- *   (g) lib/ has named layers: lib/shared/ (pure modules: the page model, the differ and merge, the SSE reader,
+ *   (g) lib/ has named layers: lib/core/ (pure modules: the page model, the differ and merge, the SSE reader,
  *       the search query language, the errors and the refusal catalogue), lib/framework/ (app, routes, OpenAPI,
  *       dependencies, configuration, HTTP plumbing), lib/usecases/ (what the routes ask for) and the stores and
- *       services beside them. The clients (client/, cli/, mcp/, dashboard/) import of lib/ only lib/shared/.
- *   (h) lib/shared/ imports nothing of the project but lib/shared/ and schema/, and no Node builtin: the
+ *       services beside them. The clients (client/, cli/, mcp/, dashboard/) import of lib/ only lib/core/.
+ *   (h) lib/core/ imports nothing of the project but lib/core/ and schema/, and no Node builtin: the
  *       clients and both builds load it as it is.
  *
  * A failure lists each offending file → import (each cycle with the imports that make it), or file and size.
@@ -210,23 +210,23 @@ function addEdge(edges: Map<string, Map<string, string[]>>, from: string, to: st
   byTo.set(to, [...(byTo.get(to) ?? []), why]);
 }
 
-/** The folders of the clients: they may import of lib/ only lib/shared/ (rule g). */
+/** The folders of the clients: they may import of lib/ only lib/core/ (rule g). */
 const CLIENTS = ['client', 'cli', 'mcp', 'dashboard'];
 
-/** Rule (g): a client's imports of lib/ outside lib/shared/, as "file → import" lines. */
+/** Rule (g): a client's imports of lib/ outside lib/core/, as "file → import" lines. */
 export function clientLayerViolations(imports: readonly Import[]): string[] {
   return imports
-    .filter((i) => CLIENTS.some((f) => under(i.file, f)) && i.target !== null && under(i.target, 'lib') && !under(i.target, 'lib/shared'))
+    .filter((i) => CLIENTS.some((f) => under(i.file, f)) && i.target !== null && under(i.target, 'lib') && !under(i.target, 'lib/core'))
     .map((i) => `${i.file} → ${i.spec}`);
 }
 
-/** Rule (h): what lib/shared/ imports of the project outside lib/shared/ and schema/, or of Node, as "file → import" lines. */
-export function sharedLayerViolations(imports: readonly Import[]): string[] {
+/** Rule (h): what lib/core/ imports of the project outside lib/core/ and schema/, or of Node, as "file → import" lines. */
+export function coreLayerViolations(imports: readonly Import[]): string[] {
   return imports
-    .filter((i) => under(i.file, 'lib/shared'))
+    .filter((i) => under(i.file, 'lib/core'))
     .filter((i) =>
       i.target !== null
-        ? !(under(i.target, 'lib/shared') || under(i.target, 'schema'))
+        ? !(under(i.target, 'lib/core') || under(i.target, 'schema'))
         : i.spec.startsWith('node:') || NODE_BUILTINS.has(i.spec.split('/')[0]!),
     )
     .map((i) => `${i.file} → ${i.spec}`);
@@ -459,23 +459,23 @@ describe('import rules', () => {
     expect(longModules(texts)).toEqual([]);
   });
 
-  it('(g) flags a client that imports lib/ outside lib/shared/', () => {
-    const lines = "import { parsePage } from '../lib/shared/page/parse.ts';\nimport { openRepo } from '../lib/usecases/open-repo.ts';\nimport type { Deps } from '../lib/framework/deps.ts';\nimport { z } from 'zod';";
+  it('(g) flags a client that imports lib/ outside lib/core/', () => {
+    const lines = "import { parsePage } from '../lib/core/page/parse.ts';\nimport { openRepo } from '../lib/usecases/open-repo.ts';\nimport type { Deps } from '../lib/framework/deps.ts';\nimport { z } from 'zod';";
     expect(clientLayerViolations(importsOf('client/x.ts', lines))).toEqual(['client/x.ts → ../lib/usecases/open-repo.ts', 'client/x.ts → ../lib/framework/deps.ts']);
     expect(clientLayerViolations(importsOf('functions/x.ts', lines))).toEqual([]);
   });
 
-  it('(g) the clients import of lib/ only lib/shared/', () => {
-    expect(imports.filter((i) => CLIENTS.some((f) => under(i.file, f)) && i.target !== null && under(i.target, 'lib/shared')).length).toBeGreaterThan(10);
+  it('(g) the clients import of lib/ only lib/core/', () => {
+    expect(imports.filter((i) => CLIENTS.some((f) => under(i.file, f)) && i.target !== null && under(i.target, 'lib/core')).length).toBeGreaterThan(10);
     expect(clientLayerViolations(imports)).toEqual([]);
   });
 
-  it('(h) flags lib/shared/ importing the rest of lib/ or Node', () => {
+  it('(h) flags lib/core/ importing the rest of lib/ or Node', () => {
     const lines = "import { R } from '../refusals.ts';\nimport type { Commit } from '../../../schema/wire/common.ts';\nimport { Deps } from '../../framework/deps.ts';\nimport { readFile } from 'node:fs/promises';\nimport { parseDocument } from 'yaml';";
-    expect(sharedLayerViolations(importsOf('lib/shared/page/x.ts', lines))).toEqual(['lib/shared/page/x.ts → ../../framework/deps.ts', 'lib/shared/page/x.ts → node:fs/promises']);
+    expect(coreLayerViolations(importsOf('lib/core/page/x.ts', lines))).toEqual(['lib/core/page/x.ts → ../../framework/deps.ts', 'lib/core/page/x.ts → node:fs/promises']);
   });
 
-  it('(h) lib/shared/ imports only itself, schema/ and packages', () => {
-    expect(sharedLayerViolations(imports)).toEqual([]);
+  it('(h) lib/core/ imports only itself, schema/ and packages', () => {
+    expect(coreLayerViolations(imports)).toEqual([]);
   });
 });

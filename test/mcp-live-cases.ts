@@ -20,7 +20,7 @@ import { startIdp, type IdpStandIn } from './helpers/idp.ts';
 import { tempDir } from './helpers/env.ts';
 import { startTarget, type Target, type TargetKind } from './helpers/targets.ts';
 import { KR_ENTRY, krUser, show, type KrUser } from './helpers/cli.ts';
-import { parsePage } from '../lib/shared/page/parse.ts';
+import { parsePage } from '../lib/core/page/parse.ts';
 
 const REPO = 'heard';
 const ALPHA = 'wiki/concepts/alpha.md';

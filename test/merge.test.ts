@@ -1,11 +1,11 @@
 /**
- * Section merge (lib/shared/differ/merge.ts, lib/shared/differ/merge-lines.ts): every rule of docs/api.md's "Section merge" (the push route) with an
+ * Section merge (lib/core/differ/merge.ts, lib/core/differ/merge-lines.ts): every rule of docs/api.md's "Section merge" (the push route) with an
  * exact expected page, and properties over seeded random pages.
  */
 import { describe, expect, it } from 'vitest';
-import { MERGE_YAML_CHARS, mergePages, mergePagesAsync, mergeSteps, type PageMerge } from '../lib/shared/differ/merge.ts';
-import { mergeLines } from '../lib/shared/differ/merge-lines.ts';
-import { parsePage } from '../lib/shared/page/parse.ts';
+import { MERGE_YAML_CHARS, mergePages, mergePagesAsync, mergeSteps, type PageMerge } from '../lib/core/differ/merge.ts';
+import { mergeLines } from '../lib/core/differ/merge-lines.ts';
+import { parsePage } from '../lib/core/page/parse.ts';
 
 const page = (front: string, ...parts: string[]) => `---\n${front}\n---\n${parts.join('\n')}`;
 const BASE = page('title: ADR 1\ntags: [a, b]\nstatus: draft', 'Intro.\n', '## Context\nWe need X.\n', '## Decision\nUse Y.\n', '## Consequences\nSome.\n');

@@ -15,7 +15,7 @@ import * as nodeFs from 'node:fs';
 import { nodeStoreFs } from '../lib/runtime/node/store-fs.ts';
 import { webCodec, packRecord } from '../lib/git/objects.ts';
 import { buildPack } from '../lib/git/pack.ts';
-import { CorruptObjectError, ObjectMissingError } from '../lib/shared/errors.ts';
+import { CorruptObjectError, ObjectMissingError } from '../lib/core/errors.ts';
 import {
   applyDelta,
   MAX_OBJECT_BYTES,

@@ -12,8 +12,8 @@ import {
   parseWithYaml,
   typeOfPath,
   type ParsedPage,
-} from '../lib/shared/page/parse.ts';
-import { parseSimpleFrontmatter } from '../lib/shared/page/simple-yaml.ts';
+} from '../lib/core/page/parse.ts';
+import { parseSimpleFrontmatter } from '../lib/core/page/simple-yaml.ts';
 
 const L = (...lines: string[]) => lines.join('\n');
 
@@ -333,7 +333,7 @@ describe('page types and layout', () => {
 });
 
 /**
- * The frontmatter fast path (lib/shared/page/simple-yaml.ts) against the YAML library on the same text: where the
+ * The frontmatter fast path (lib/core/page/simple-yaml.ts) against the YAML library on the same text: where the
  * fast path answers, the answer must be the YAML path's, key order included; where it is unsure it must say
  * so (null). Documents are generated from a grammar rich in the cases where YAML reads differently.
  */

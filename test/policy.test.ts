@@ -3,8 +3,8 @@ import { Hono } from 'hono';
 import type { Identity } from '../lib/auth/identity.ts';
 import { LEGACY } from '../lib/auth/identity.ts';
 import type { Role } from '../lib/db/members.ts';
-import { HttpError } from '../lib/shared/errors.ts';
-import { R } from '../lib/shared/refusals.ts';
+import { HttpError } from '../lib/core/errors.ts';
+import { R } from '../lib/core/refusals.ts';
 import { ADMIN_ACTIONS, REPO_SCOPED, authorize, authorizeUser, decide, type Action, type Decision } from '../lib/usecases/policy.ts';
 import type { AppEnv } from '../lib/framework/route.ts';
 

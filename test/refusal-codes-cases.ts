@@ -1,8 +1,8 @@
 /**
- * Every JSON error body carries its refusal's `code` (lib/shared/refusals.ts), on both builds: a sample of every kind
+ * Every JSON error body carries its refusal's `code` (lib/core/refusals.ts), on both builds: a sample of every kind
  * of refusal, each from a real request, with its exact status and body. test/refusal-codes.test.ts runs these
  * cases against the Node server, test/refusal-codes-workers.test.ts against the hosted build in workerd, where
- * the refusals thrown inside a repository's Durable Object cross its RPC boundary (lib/shared/errors.ts
+ * the refusals thrown inside a repository's Durable Object cross its RPC boundary (lib/core/errors.ts
  * `errorToWire`/`errorFromWire`) and keep their code. Every answer is also checked against the OpenAPI
  * document by the target's client (test/helpers/targets.ts), whose error schema requires `code`.
  */

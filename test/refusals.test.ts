@@ -1,5 +1,5 @@
 /**
- * The catalogue of refusals (lib/shared/refusals.ts) against what uses it: every route's documented refusals are
+ * The catalogue of refusals (lib/core/refusals.ts) against what uses it: every route's documented refusals are
  * catalogue entries (their examples worded as the entry's message says), the OpenAPI document lists each with
  * its code, the framework adds opening the repository's refusals to every `/v1/repos/:id` route, messages and
  * codes map one to one, docs/api.md's table is the catalogue's, and no JSON error is made outside it.
@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { hostedRoutes, routes } from '../functions/index.ts';
 import { buildOpenApi, isRepoRoute, openApiPath } from '../lib/framework/openapi.ts';
-import { CATALOGUE, R, Refusal, docRefusal } from '../lib/shared/refusals.ts';
+import { CATALOGUE, R, Refusal, docRefusal } from '../lib/core/refusals.ts';
 import { API_DOC_FILE, apiDocText } from '../scripts/openapi.ts';
 
 type Json = Record<string, any>;
@@ -150,7 +150,7 @@ describe('the catalogue of refusals', () => {
       const rel = f.slice(ROOT.length);
       // The class itself (errorFromWire rebuilds one), a subclass made from catalogue entries, and git's 401
       // copied with its challenge header (code and message kept).
-      const allowed = ['lib/shared/errors.ts', 'lib/git/upload-request.ts', 'lib/auth/resolve.ts'];
+      const allowed = ['lib/core/errors.ts', 'lib/git/upload-request.ts', 'lib/auth/resolve.ts'];
       if (/new HttpError\(/.test(text) && !allowed.includes(rel)) offenders.push(`${rel}: new HttpError(`);
       if (/json\(\s*\{\s*error\s*:/.test(text)) offenders.push(`${rel}: a hand-made error body`);
     }

@@ -356,7 +356,7 @@ export function searchCases(kind: TargetKind): void {
         ['* - ""', 'invalid query: nothing to search for (only operators or punctuation)', 'invalid_query'],
         ['-alone -"and this"', 'invalid query: only exclusions; add a word to search for', 'invalid_query'],
         ['x'.repeat(201), 'invalid query: a term is longer than 200 characters', 'invalid_query'],
-        // The cost budget (lib/shared/search-query.ts).
+        // The cost budget (lib/core/search-query.ts).
         ['w '.repeat(17), 'invalid query: more than 16 words', 'invalid_query'],
         [`"${'blue heron '.repeat(8)}" stood`, 'invalid query: more than 16 words', 'invalid_query'],
         ['abc* bcd* cde* def* efg*', 'invalid query: more than 4 prefixes (word*)', 'invalid_query'],

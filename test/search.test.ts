@@ -1,5 +1,5 @@
 /**
- * Full-text search: the query language (lib/shared/search-query.ts), what a page contributes to the index
+ * Full-text search: the query language (lib/core/search-query.ts), what a page contributes to the index
  * (lib/search/document.ts), the snippet's shape, and — on the Node build — an index rebuilt from git after
  * the database is lost, made for a database from before the search tables, and caught up after falling
  * behind. The HTTP cases shared with the Workers build are test/search-cases.ts.
@@ -9,8 +9,8 @@ import { copyFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createClient } from '@libsql/client';
-import { parseQuery, MAX_PREFIXES, MAX_WORDS, MIN_PREFIX_CHARS, SearchQueryError } from '../lib/shared/search-query.ts';
-import { toHttpError } from '../lib/shared/errors.ts';
+import { parseQuery, MAX_PREFIXES, MAX_WORDS, MIN_PREFIX_CHARS, SearchQueryError } from '../lib/core/search-query.ts';
+import { toHttpError } from '../lib/core/errors.ts';
 import { searchDocument, tagKey, tagNeedle } from '../lib/search/document.ts';
 import { shapeSnippet, scoreOf } from '../lib/search/results.ts';
 import { startTestServer, tempDir, type TestServer } from './helpers/env.ts';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { request } from 'node:http';
 import { routes } from '../functions/index.ts';
 import { defineRoute } from '../lib/framework/route.ts';
-import { HttpError } from '../lib/shared/errors.ts';
+import { HttpError } from '../lib/core/errors.ts';
 import { startTestServer, tempDir, type TestServer } from './helpers/env.ts';
 import { serverNodeFlags } from '../bench/procs.ts';
 

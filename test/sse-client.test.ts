@@ -1,5 +1,5 @@
 /**
- * The client side of live events (lib/shared/sse/client.ts) on its own: the `text/event-stream` parser (line
+ * The client side of live events (lib/core/sse/client.ts) on its own: the `text/event-stream` parser (line
  * ends split across chunks, comments, ids, the caps on a line and an event), the backoff's bounds, and
  * followEvents against a real HTTP server on port 0 that scripts each connection: a stream that ends, a 503
  * between two connections, `Last-Event-ID` on each reconnection, a handler failure replayed, an oversized push
@@ -9,7 +9,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { SseParser, backoffDelay, followEvents, type LiveEvent } from '../lib/shared/sse/client.ts';
+import { SseParser, backoffDelay, followEvents, type LiveEvent } from '../lib/core/sse/client.ts';
 
 describe('SseParser', () => {
   it('reads blocks across chunks with CRLF, LF and CR line ends; comments counted; ids kept when usable', () => {

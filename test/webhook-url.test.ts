@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { addressProblem, checkWebhookUrl, parseWebhookUrl, resolvedProblem } from '../lib/events/url.ts';
-import { HttpError } from '../lib/shared/errors.ts';
+import { HttpError } from '../lib/core/errors.ts';
 import { ConfigError, loadConfig, retrySchedule } from '../lib/framework/config.ts';
 
 const strict = { allowHttp: false, allowPrivate: false };

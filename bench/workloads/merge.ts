@@ -3,7 +3,7 @@ import { encodePath, pushBody, type Api, type PushBody } from '../http.ts';
 import { round, summarize } from '../stats.ts';
 import { TARGETS, atMost, ratioOf } from '../targets.ts';
 import { createRepo, type Ctx, type Row, type Side, type Workload } from './types.ts';
-import { mergePages } from '../../lib/shared/differ/merge.ts';
+import { mergePages } from '../../lib/core/differ/merge.ts';
 
 /**
  * W7·page: clients × pushes, each client editing its own `## Client <n>` section of ONE shared
@@ -200,7 +200,7 @@ export const w7page: Workload = {
     const pushP50 = summarize(withMerge.latencies).median;
     const mergeSide: Side = {
       label: `mergePages on a ${(cost.bytes / 1024).toFixed(1)} KB page, a different section changed on each side`,
-      command: 'lib/shared/differ/merge.ts mergePages(base, theirs, ours) in the harness process: median over batches of 200 of the CPU time per merge (process.cpuUsage)',
+      command: 'lib/core/differ/merge.ts mergePages(base, theirs, ours) in the harness process: median over batches of 200 of the CPU time per merge (process.cpuUsage)',
       unit: 'ms',
       median: round(merge.median, 4),
       p95: round(merge.p95, 4),

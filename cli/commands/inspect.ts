@@ -5,7 +5,7 @@
  * another repository than the folder's, they take page paths (`wiki/concepts/x.md`); slugs are looked up
  * in the local folder only.
  */
-import { diffPages } from '../../lib/shared/differ/index.ts';
+import { diffPages } from '../../lib/core/differ/index.ts';
 import type { SectionDiff } from '../../schema/wire/diff.ts';
 import type { ActivityResponse } from '../../schema/wire/repos.ts';
 import { ApiError, type Api } from '../../client/api.ts';

@@ -2,7 +2,7 @@
 import { connect } from '../../client/config.ts';
 import { usageError } from '../../client/errors.ts';
 import { clean, out, paint, printJson, shortSha, type Paint } from '../../client/output.ts';
-import { parseQuery, SearchQueryError } from '../../lib/shared/search-query.ts';
+import { parseQuery, SearchQueryError } from '../../lib/core/search-query.ts';
 import type { SearchResponse } from '../../schema/wire/search.ts';
 
 export interface SearchOptions {

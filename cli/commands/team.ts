@@ -1,5 +1,5 @@
 /** `kr repos`, `kr invite`, `kr join`, `kr members`, `kr pats`. */
-import { REPO_ID_PATTERN } from '../../lib/shared/page/path.ts';
+import { REPO_ID_PATTERN } from '../../lib/core/page/path.ts';
 import { checkRepoId, configPath, connect, currentRepo, repoIdProblem, repoOf, saveConfig, saveCredentials } from '../../client/config.ts';
 import { CliError, refused, usageError } from '../../client/errors.ts';
 import { ApiError } from '../../client/api.ts';

@@ -4,12 +4,12 @@
  * the same code as `kr pull` (client/sync.ts pullPages), so a local edit is never overwritten: a page
  * changed here and on the server is kept and reported, once. One line per change on stdout (`--json`: one JSON
  * object per line); connection news on stderr. A dropped connection or a restarted server is followed by a
- * reconnection with `Last-Event-ID` (lib/shared/sse/client.ts), so no change is missed; a connection that could
+ * reconnection with `Last-Event-ID` (lib/core/sse/client.ts), so no change is missed; a connection that could
  * not resume pulls again. Runs until Ctrl-C or SIGTERM (exit 0); removal from the repository, a token that is no
  * longer valid, or the repository's deletion end it with exit 1.
  */
 import type { PushEventData, MemberEventData } from '../../schema/wire/events.ts';
-import type { LiveEvent } from '../../lib/shared/sse/client.ts';
+import type { LiveEvent } from '../../lib/core/sse/client.ts';
 import { connect, repoOf } from '../../client/config.ts';
 import { refused } from '../../client/errors.ts';
 import { followRepo, revokedMessage } from '../../client/live.ts';

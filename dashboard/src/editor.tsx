@@ -30,7 +30,7 @@ import { conflictItems, resolvePage, type Choice, type ConflictItem } from './re
 import { href } from './route.ts';
 import { rememberMeta } from './titles.ts';
 import { ConfirmButton, Crumbs, ErrorMessage, Loading, errorText, setFlash, shortSha, useLoad } from './ui.tsx';
-import { PAGE_TYPES, isValidSlug, pagePathFor, typeOfPath } from '../../lib/shared/page/parse.ts';
+import { PAGE_TYPES, isValidSlug, pagePathFor, typeOfPath } from '../../lib/core/page/parse.ts';
 
 /** The parent a new page is pushed with: it names no commit, so an existing page at the path conflicts. */
 export const NEW_PAGE_PARENT = '0'.repeat(40);

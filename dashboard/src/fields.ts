@@ -6,7 +6,7 @@
  * is edited as a whole text.
  */
 import { Document, isCollection, parseDocument } from 'yaml';
-import { normalizeText, parseFrontmatterYaml, type Frontmatter } from '../../lib/shared/page/parse.ts';
+import { normalizeText, parseFrontmatterYaml, type Frontmatter } from '../../lib/core/page/parse.ts';
 
 export const FIELD_KEYS = ['title', 'type', 'tags', 'summary'] as const;
 export type FieldKey = (typeof FIELD_KEYS)[number];

@@ -5,7 +5,7 @@
  * shows `text`, and a relative link (`../entities/acme.md`) names a path from the linking page's folder.
  * Pure: no DOM, no requests.
  */
-import { PAGE_TYPES, isValidSlug, pagePathFor, pageRefOfPath, type PageType } from '../../lib/shared/page/parse.ts';
+import { PAGE_TYPES, isValidSlug, pagePathFor, pageRefOfPath, type PageType } from '../../lib/core/page/parse.ts';
 
 export type Resolved =
   | { kind: 'page'; path: string }

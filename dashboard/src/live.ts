@@ -1,6 +1,6 @@
 /**
  * Live events of a repository (docs/api.md "Live events"): one stream per open repository view, read with fetch
- * (EventSource cannot send the Authorization header) and parsed as it arrives (lib/shared/sse/parser.ts, the parser `kr watch` uses). A dropped stream is
+ * (EventSource cannot send the Authorization header) and parsed as it arrives (lib/core/sse/parser.ts, the parser `kr watch` uses). A dropped stream is
  * opened again after a growing pause, resuming with `?after=<last event id>` (a browser may not send a
  * Last-Event-ID header across origins: the server's CORS does not allow it). What a view must do about it:
  *
@@ -14,7 +14,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, errorText, type Api } from './api.ts';
 import type { MemberEventData, PushEventData } from '../../schema/wire/events.ts';
-import { SseParser } from '../../lib/shared/sse/parser.ts';
+import { SseParser } from '../../lib/core/sse/parser.ts';
 
 export type { PushEventData, MemberEventData };
 

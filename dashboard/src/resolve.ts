@@ -4,15 +4,15 @@
  * edit started; theirs: the page now; mine: the edit), one choice per part (take theirs, keep mine, or an
  * edited text), and the resolved page built from them.
  *
- * The resolved page is the same three-way merge the server runs (lib/shared/differ/merge.ts), on inputs adjusted so
+ * The resolved page is the same three-way merge the server runs (lib/core/differ/merge.ts), on inputs adjusted so
  * that every choice wins: in the base each conflicting part becomes theirs (so theirs "did not change" it),
  * and in mine it becomes the choice. Everything that merged cleanly merges exactly as on the server, and the
  * chosen parts land where the merge puts them. A page that is not a page on any side (no frontmatter), or a
  * conflict without a base, is one part: the whole text.
  */
 import { parse as parseYaml, parseDocument, stringify, type Document } from 'yaml';
-import { MERGE_FRONTMATTER, MERGE_PREAMBLE, mergePages } from '../../lib/shared/differ/merge.ts';
-import { normalizeText, parseFrontmatterYaml, parsePage, type Frontmatter } from '../../lib/shared/page/parse.ts';
+import { MERGE_FRONTMATTER, MERGE_PREAMBLE, mergePages } from '../../lib/core/differ/merge.ts';
+import { normalizeText, parseFrontmatterYaml, parsePage, type Frontmatter } from '../../lib/core/page/parse.ts';
 
 export interface ConflictItem {
   /** Unique among the items. */

@@ -1,8 +1,8 @@
 import { defineRoute } from '../../lib/framework/route.ts';
 import { openRepo } from '../../lib/usecases/open-repo.ts';
 import { limitQuery, offsetQuery } from '../../lib/framework/http/params.ts';
-import { refuse } from '../../lib/shared/errors.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { refuse } from '../../lib/core/errors.ts';
+import { R } from '../../lib/core/refusals.ts';
 import { ACTIVITY_ACTIONS, type ActivityAction } from '../../lib/db/activity.ts';
 import { ActivityResponse } from '../../schema/wire/repos.ts';
 import { ActivityQuery } from '../../schema/wire/query.ts';

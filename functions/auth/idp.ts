@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineRoute } from '../../lib/framework/route.ts';
-import { refuse } from '../../lib/shared/errors.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { refuse } from '../../lib/core/errors.ts';
+import { R } from '../../lib/core/refusals.ts';
 import { parseBody } from '../../lib/framework/http/parse.ts';
 import { signInWithIdToken } from '../../lib/auth/idp.ts';
 import { IdpSignInRequest, IdpSignInResponse } from '../../schema/wire/auth.ts';

@@ -1,6 +1,6 @@
 import { defineRoute } from '../../lib/framework/route.ts';
 import { CLIENT_FILE_TYPES, clientFileResponse } from '../../lib/usecases/client-package.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { R } from '../../lib/core/refusals.ts';
 
 /** GET /client/kr.tgz — the kr client as an npm package (lib/usecases/client-package.ts). Anyone; no credential. */
 export default defineRoute({

@@ -4,7 +4,7 @@ import { flagQuery, pagePathParam } from '../../lib/framework/http/params.ts';
 import { diffPage } from '../../lib/usecases/diff.ts';
 import { SectionDiff } from '../../schema/wire/diff.ts';
 import { DiffQuery } from '../../schema/wire/query.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { R } from '../../lib/core/refusals.ts';
 
 /** GET /v1/repos/:id/diff/<path>?from=&to=&blame=true — SectionDiff of two revisions of a page (read-only). */
 export default defineRoute({

@@ -4,7 +4,7 @@ import { flagQuery, limitQuery, pagePathParam } from '../../lib/framework/http/p
 import { EVOLUTION_DEFAULT_LIMIT, EVOLUTION_MAX_LIMIT, evolutionJsonStream, pageEvolution } from '../../lib/usecases/diff.ts';
 import { EvolutionResponse } from '../../schema/wire/diff.ts';
 import { EvolutionQuery } from '../../schema/wire/query.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { R } from '../../lib/core/refusals.ts';
 
 /**
  * GET /v1/repos/:id/evolution/<path>?limit=N&blame=true — every commit touching the page, newest first, with

@@ -3,7 +3,7 @@ import { openRepo } from '../../lib/usecases/open-repo.ts';
 import { bearerToken } from '../../lib/auth/resolve.ts';
 import { streamGrant } from '../../lib/usecases/webhooks.ts';
 import { EventsQuery, MemberEventData, PushEventData, StreamNotice } from '../../schema/wire/events.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { R } from '../../lib/core/refusals.ts';
 
 /**
  * GET /v1/repos/:id/events — the repository's live events as Server-Sent Events, resumable with

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineRoute } from '../../lib/framework/route.ts';
 import { ADVERTISEMENT_TYPE, infoRefs } from '../../lib/usecases/git-http.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { R } from '../../lib/core/refusals.ts';
 
 /**
  * GET /v1/repos/:id/info/refs?service=git-upload-pack — the first request of `git clone` and `git fetch`

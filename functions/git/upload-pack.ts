@@ -1,7 +1,7 @@
 import { defineRoute } from '../../lib/framework/route.ts';
 import { RESULT_TYPE, uploadPackAnswer } from '../../lib/usecases/git-http.ts';
 import { z } from 'zod';
-import { R } from '../../lib/shared/refusals.ts';
+import { R } from '../../lib/core/refusals.ts';
 
 /** POST /v1/repos/:id/git-upload-pack — git's fetch: negotiation and the pack, streamed. */
 export default defineRoute({

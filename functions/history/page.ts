@@ -4,7 +4,7 @@ import { limitQuery, pagePathParam } from '../../lib/framework/http/params.ts';
 import { commitJson } from '../../lib/usecases/shape.ts';
 import { HistoryResponse } from '../../schema/wire/sync.ts';
 import { HistoryQuery } from '../../schema/wire/query.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { R } from '../../lib/core/refusals.ts';
 
 /** GET /v1/repos/:id/history/<path>?limit=N — commits touching the page, newest first. */
 export default defineRoute({

@@ -3,7 +3,7 @@ import { openRepo } from '../../lib/usecases/open-repo.ts';
 import { parseBody } from '../../lib/framework/http/parse.ts';
 import { checkLabel } from '../../lib/usecases/shape.ts';
 import { MintInviteRequest, MintInviteResponse } from '../../schema/wire/members.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { R } from '../../lib/core/refusals.ts';
 import { LABEL_MAX_CHARS } from '../../schema/wire/common.ts';
 
 /** POST /v1/repos/:id/invite-keys — an owner mints a key; the token is shown this once. */

@@ -1,8 +1,8 @@
 import { defineRoute } from '../../lib/framework/route.ts';
 import { authorizeUser } from '../../lib/usecases/policy.ts';
 import { parseBody } from '../../lib/framework/http/parse.ts';
-import { refuse } from '../../lib/shared/errors.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { refuse } from '../../lib/core/errors.ts';
+import { R } from '../../lib/core/refusals.ts';
 import { redeemInvite } from '../../lib/usecases/membership.ts';
 import { JoinRequest, JoinResponse } from '../../schema/wire/members.ts';
 

@@ -1,7 +1,7 @@
 import { defineRoute } from '../../lib/framework/route.ts';
 import { openRepo } from '../../lib/usecases/open-repo.ts';
 import { InviteKeysResponse } from '../../schema/wire/members.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { R } from '../../lib/core/refusals.ts';
 
 /** GET /v1/repos/:id/invite-keys — the repository's keys, newest first, expired ones included. */
 export default defineRoute({

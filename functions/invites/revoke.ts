@@ -1,7 +1,7 @@
 import { defineRoute } from '../../lib/framework/route.ts';
 import { openRepo } from '../../lib/usecases/open-repo.ts';
-import { refuse } from '../../lib/shared/errors.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { refuse } from '../../lib/core/errors.ts';
+import { R } from '../../lib/core/refusals.ts';
 
 /** DELETE /v1/repos/:id/invite-keys/:keyId — revoke by key id (never by token). */
 export default defineRoute({

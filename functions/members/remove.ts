@@ -1,7 +1,7 @@
 import { defineRoute } from '../../lib/framework/route.ts';
 import { openRepo } from '../../lib/usecases/open-repo.ts';
 import { removeMember } from '../../lib/usecases/membership.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { R } from '../../lib/core/refusals.ts';
 
 /** DELETE /v1/repos/:id/members/:userId — owners remove a member; the last owner stays. */
 export default defineRoute({

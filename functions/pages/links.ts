@@ -1,8 +1,8 @@
 import { defineRoute } from '../../lib/framework/route.ts';
 import { openRepo } from '../../lib/usecases/open-repo.ts';
 import { pagePathParam } from '../../lib/framework/http/params.ts';
-import { refuse } from '../../lib/shared/errors.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { refuse } from '../../lib/core/errors.ts';
+import { R } from '../../lib/core/refusals.ts';
 import { LinksResponse } from '../../schema/wire/links.ts';
 
 /** GET /v1/repos/:id/links/<path> — what the page at head links to, and the pages that link to it. */

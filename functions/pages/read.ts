@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { defineRoute } from '../../lib/framework/route.ts';
 import { openRepo } from '../../lib/usecases/open-repo.ts';
 import { pagePathParam } from '../../lib/framework/http/params.ts';
-import { refuse } from '../../lib/shared/errors.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { refuse } from '../../lib/core/errors.ts';
+import { R } from '../../lib/core/refusals.ts';
 import { pageAt } from '../../lib/usecases/diff.ts';
 import { PageQuery } from '../../schema/wire/query.ts';
 

@@ -3,7 +3,7 @@ import { authorizeUser } from '../../lib/usecases/policy.ts';
 import { parseBody } from '../../lib/framework/http/parse.ts';
 import { checkLabel } from '../../lib/usecases/shape.ts';
 import { CreatePatRequest, CreatePatResponse } from '../../schema/wire/auth.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { R } from '../../lib/core/refusals.ts';
 import { LABEL_MAX_CHARS } from '../../schema/wire/common.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { defineRoute } from '../../lib/framework/route.ts';
 import { authorizeUser } from '../../lib/usecases/policy.ts';
 import { PatsResponse } from '../../schema/wire/auth.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { R } from '../../lib/core/refusals.ts';
 
 /** GET /v1/pats — the caller's own PATs, newest first; never a token or a hash. The one in use is marked `current`. */
 export default defineRoute({

@@ -1,7 +1,7 @@
 import { defineRoute } from '../../lib/framework/route.ts';
 import { authorizeUser } from '../../lib/usecases/policy.ts';
-import { refuse } from '../../lib/shared/errors.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { refuse } from '../../lib/core/errors.ts';
+import { R } from '../../lib/core/refusals.ts';
 import { CREDENTIAL_LOST } from '../../lib/events/hub.ts';
 
 /**

@@ -3,7 +3,7 @@ import { authorize } from '../../lib/usecases/policy.ts';
 import { repoIdParam } from '../../lib/framework/http/params.ts';
 import { legacyCreateRepo } from '../../lib/usecases/open-repo.ts';
 import { LegacyCreateRepoResponse } from '../../schema/wire/repos.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { R } from '../../lib/core/refusals.ts';
 
 /** POST /v1/repos/:id — the legacy, idempotent creation path (id stripped to [A-Za-z0-9_-]). */
 export default defineRoute({

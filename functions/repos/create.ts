@@ -1,9 +1,9 @@
 import { defineRoute } from '../../lib/framework/route.ts';
 import { authorizeUser } from '../../lib/usecases/policy.ts';
 import { parseBody } from '../../lib/framework/http/parse.ts';
-import { refuse } from '../../lib/shared/errors.ts';
-import { R } from '../../lib/shared/refusals.ts';
-import { REPO_ID_PATTERN } from '../../lib/shared/page/path.ts';
+import { refuse } from '../../lib/core/errors.ts';
+import { R } from '../../lib/core/refusals.ts';
+import { REPO_ID_PATTERN } from '../../lib/core/page/path.ts';
 import { createRepo } from '../../lib/usecases/open-repo.ts';
 import { CreateRepoRequest, CreateRepoResponse } from '../../schema/wire/repos.ts';
 

@@ -1,7 +1,7 @@
 import { defineRoute } from '../../lib/framework/route.ts';
 import { deleteRepo, openRepo } from '../../lib/usecases/open-repo.ts';
-import { refuse } from '../../lib/shared/errors.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { refuse } from '../../lib/core/errors.ts';
+import { R } from '../../lib/core/refusals.ts';
 import { DeleteRepoQuery } from '../../schema/wire/repos.ts';
 
 /**

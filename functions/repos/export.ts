@@ -1,7 +1,7 @@
 import { defineRoute } from '../../lib/framework/route.ts';
 import { exportBundle, openRepo } from '../../lib/usecases/open-repo.ts';
 import { logStreamEnd } from '../../lib/framework/http/stream.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { R } from '../../lib/core/refusals.ts';
 
 /**
  * GET /v1/repos/:id/export — the whole repository as a git bundle (v2): `git clone <id>.bundle` restores

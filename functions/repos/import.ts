@@ -2,7 +2,7 @@ import { defineRoute } from '../../lib/framework/route.ts';
 import { importRepo } from '../../lib/usecases/open-repo.ts';
 import { streamBody } from '../../lib/framework/http/body-limit.ts';
 import { ImportBody, ImportQuery, ImportResponse } from '../../schema/wire/repos.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { R } from '../../lib/core/refusals.ts';
 
 /**
  * POST /v1/repos/:id/import — the repository becomes a git bundle's history, commit for commit. Into a new

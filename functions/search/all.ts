@@ -2,7 +2,7 @@ import { defineRoute } from '../../lib/framework/route.ts';
 import { authorize } from '../../lib/usecases/policy.ts';
 import { searchAll, searchParams } from '../../lib/search/service.ts';
 import { SearchQuery, SearchResponse } from '../../schema/wire/search.ts';
-import { QUERY_ERRORS } from '../../lib/shared/search-query.ts';
+import { QUERY_ERRORS } from '../../lib/core/search-query.ts';
 
 /** GET /v1/search?q=&type=&tag=&limit=&offset= — full-text search over every repository the caller can read. */
 export default defineRoute({

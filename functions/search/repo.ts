@@ -1,7 +1,7 @@
 import { defineRoute } from '../../lib/framework/route.ts';
 import { openRepo } from '../../lib/usecases/open-repo.ts';
 import { searchParams, searchRepo } from '../../lib/search/service.ts';
-import { QUERY_ERRORS } from '../../lib/shared/search-query.ts';
+import { QUERY_ERRORS } from '../../lib/core/search-query.ts';
 import { SearchQuery, SearchResponse } from '../../schema/wire/search.ts';
 
 /** GET /v1/repos/:id/search?q=&type=&tag=&limit=&offset= — full-text search over one repository's pages at head. */

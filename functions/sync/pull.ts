@@ -4,7 +4,7 @@ import { pull } from '../../lib/usecases/sync.ts';
 import { logStreamEnd } from '../../lib/framework/http/stream.ts';
 import { PullResponse } from '../../schema/wire/sync.ts';
 import { PullQuery } from '../../schema/wire/query.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { R } from '../../lib/core/refusals.ts';
 
 /** GET /v1/repos/:id/sync/pull?since=<sha> — every page, or what changed and was deleted since. */
 export default defineRoute({

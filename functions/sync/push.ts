@@ -4,7 +4,7 @@ import { repoIdParam } from '../../lib/framework/http/params.ts';
 import { pushTarget } from '../../lib/usecases/open-repo.ts';
 import { MAX_FILES_PER_PUSH, push, validatePush } from '../../lib/usecases/sync.ts';
 import { PushRequest, PushResponse } from '../../schema/wire/sync.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { R } from '../../lib/core/refusals.ts';
 
 /**
  * POST /v1/repos/:id/sync/push — every accepted file in one commit; per-file conflicts → 409. A missing

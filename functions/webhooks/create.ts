@@ -3,7 +3,7 @@ import { openRepo } from '../../lib/usecases/open-repo.ts';
 import { parseBody } from '../../lib/framework/http/parse.ts';
 import { createWebhook } from '../../lib/usecases/webhooks.ts';
 import { CreateWebhookRequest, CreateWebhookResponse, MAX_WEBHOOKS } from '../../schema/wire/webhooks.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { R } from '../../lib/core/refusals.ts';
 
 /** POST /v1/repos/:id/webhooks — owners add a webhook; its signing secret is shown once. */
 export default defineRoute({

@@ -3,7 +3,7 @@ import { openRepo } from '../../lib/usecases/open-repo.ts';
 import { limitQuery } from '../../lib/framework/http/params.ts';
 import { webhookDeliveries } from '../../lib/usecases/webhooks.ts';
 import { DeliveriesQuery, DeliveriesResponse } from '../../schema/wire/webhooks.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { R } from '../../lib/core/refusals.ts';
 
 /** GET /v1/repos/:id/webhooks/:wid/deliveries — what was sent to a webhook, and how it went. */
 export default defineRoute({

@@ -1,7 +1,7 @@
 import { defineRoute } from '../../lib/framework/route.ts';
 import { openRepo } from '../../lib/usecases/open-repo.ts';
 import { deleteWebhook } from '../../lib/usecases/webhooks.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { R } from '../../lib/core/refusals.ts';
 
 /** DELETE /v1/repos/:id/webhooks/:wid — owners remove a webhook; its pending deliveries go with it. */
 export default defineRoute({

@@ -1,7 +1,7 @@
 import { defineRoute } from '../../lib/framework/route.ts';
 import { openRepo } from '../../lib/usecases/open-repo.ts';
 import { testWebhook } from '../../lib/usecases/webhooks.ts';
-import { R } from '../../lib/shared/refusals.ts';
+import { R } from '../../lib/core/refusals.ts';
 
 /** POST /v1/repos/:id/webhooks/:wid/test — queues a `ping` delivery to the webhook. */
 export default defineRoute({

@@ -14,8 +14,8 @@ import type { FetchImplementation } from 'jose';
 import type { Clock } from '../util/clock.ts';
 import type { Deps, IdpKeySource } from '../framework/deps.ts';
 import type { IdpProfile, User } from '../db/users.ts';
-import { refuse } from '../shared/errors.ts';
-import { R } from '../shared/refusals.ts';
+import { refuse } from '../core/errors.ts';
+import { R } from '../core/refusals.ts';
 import { mintSession } from './session.ts';
 
 /** The provider's keys could not be fetched (network, status, body): not the token's fault. */

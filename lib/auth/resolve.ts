@@ -13,8 +13,8 @@
  * - Anything unknown, expired, revoked or malformed → 401 `invalid token`, the same whatever it looked like.
  */
 import type { Deps } from '../framework/deps.ts';
-import { HttpError, refuse } from '../shared/errors.ts';
-import { R } from '../shared/refusals.ts';
+import { HttpError, refuse } from '../core/errors.ts';
+import { R } from '../core/refusals.ts';
 import { LEGACY, type Identity } from './identity.ts';
 import { verifySession } from './session.ts';
 import { PAT_PREFIX, constantTimeEqual } from './tokens.ts';

@@ -1,8 +1,8 @@
 import type { Clock } from '../util/clock.ts';
 import { PAT_PREFIX, randomToken, sha256Hex } from '../auth/tokens.ts';
 import type { SqlDatabase as Database } from './sql.ts';
-import { refuse } from '../shared/errors.ts';
-import { R } from '../shared/refusals.ts';
+import { refuse } from '../core/errors.ts';
+import { R } from '../core/refusals.ts';
 
 /** A personal access token as listed: never the token, never its hash. Times are Unix seconds. */
 export interface Pat {

@@ -1,6 +1,6 @@
 import type { Deps } from '../framework/deps.ts';
 import { resolveToken } from '../auth/resolve.ts';
-import { HttpError } from '../shared/errors.ts';
+import { HttpError } from '../core/errors.ts';
 import { CREDENTIAL_LOST, type LostCredentials } from './hub.ts';
 import type { StreamGrant } from './stream.ts';
 

@@ -1,6 +1,6 @@
 import type { Logger } from '../framework/log.ts';
-import { refuse, refuseWith } from '../shared/errors.ts';
-import { R } from '../shared/refusals.ts';
+import { refuse, refuseWith } from '../core/errors.ts';
+import { R } from '../core/refusals.ts';
 import type { EventLog, StoredEvent } from './event-log.ts';
 import { encodeEvent, EventStream, sseEvent, type StreamGrant } from './stream.ts';
 import { MemorySlots, type StreamSlots } from './slots.ts';

@@ -1,6 +1,6 @@
 import ipaddr from 'ipaddr.js';
-import { refuse } from '../shared/errors.ts';
-import { R } from '../shared/refusals.ts';
+import { refuse } from '../core/errors.ts';
+import { R } from '../core/refusals.ts';
 import { MAX_WEBHOOK_URL_CHARS } from '../../schema/wire/webhooks.ts';
 
 /**

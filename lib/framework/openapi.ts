@@ -12,7 +12,7 @@
  */
 import { z } from 'zod';
 import type { RouteDef, RouteDoc, RouteDocResponse } from './route.ts';
-import { R, docRefusal, type DocRefusal } from '../shared/refusals.ts';
+import { R, docRefusal, type DocRefusal } from '../core/refusals.ts';
 import * as auth from '../../schema/wire/auth.ts';
 import * as common from '../../schema/wire/common.ts';
 import * as diff from '../../schema/wire/diff.ts';

@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import type { Deps } from './deps.ts';
 import type { Identity } from '../auth/identity.ts';
 import type { BodyKind } from './http/body-limit.ts';
-import type { DocRefusal } from '../shared/refusals.ts';
+import type { DocRefusal } from '../core/refusals.ts';
 
 /** The Hono environment every handler runs in. */
 export type AppEnv = {
@@ -74,7 +74,7 @@ export interface RouteDoc {
   /** Successful answers by status. */
   responses: Record<number, RouteDocResponse>;
   /**
-   * Refusals of the route itself: entries of the catalogue (lib/shared/refusals.ts), or examples of them as this
+   * Refusals of the route itself: entries of the catalogue (lib/core/refusals.ts), or examples of them as this
    * route words them. Those of opening the repository (`invalid repo id`, `not a member of this repo`,
    * `repo not found`) are added to every `/v1/repos/:id` route by lib/framework/openapi.ts, not listed here.
    */

@@ -1,4 +1,4 @@
-import { ConcurrentUpdateError, PathCollisionError, StoreError } from '../shared/errors.ts';
+import { ConcurrentUpdateError, PathCollisionError, StoreError } from '../core/errors.ts';
 import { TimeSlice } from '../util/time-slice.ts';
 import type { StoreFs } from './fs.ts';
 import { noProgress, type Progress } from './lock.ts';

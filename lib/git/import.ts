@@ -13,15 +13,15 @@
  *   simply no longer has the id the trees and commits name, and the walk finds that id missing.
  * - Every object is checked for the form `git fsck --strict` wants (trees: known modes, sorted, no
  *   duplicates; commits and tags: their headers), and the history of the branch against the push's rules:
- *   every path of every commit's tree (lib/shared/page/path.ts, and no two names of a tree equal ignoring case), no
+ *   every path of every commit's tree (lib/core/page/path.ts, and no two names of a tree equal ignoring case), no
  *   symlink or submodule, no file over the size a push allows.
  *
  * Memory holds, per object, its id, offset, CRC, type and size (about 60 bytes), plus a byte-bounded cache of
  * inflated objects for delta chains: never the pack. Long loops yield (TimeSlice). Web-standard only.
  */
-import { HttpError, refuse } from '../shared/errors.ts';
-import { R } from '../shared/refusals.ts';
-import { foldPathCase, pagePathProblem } from '../shared/page/path.ts';
+import { HttpError, refuse } from '../core/errors.ts';
+import { R } from '../core/refusals.ts';
+import { foldPathCase, pagePathProblem } from '../core/page/path.ts';
 import { TimeSlice } from '../util/time-slice.ts';
 import { LruCache } from './lru.ts';
 import { applyDelta, MAX_DELTA_DEPTH } from './object-reader.ts';

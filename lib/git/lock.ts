@@ -7,7 +7,7 @@
  * A holder is never forced out: it may still be writing, and only it knows when its writes are over.
  */
 
-import { LockTimeoutError } from '../shared/errors.ts';
+import { LockTimeoutError } from '../core/errors.ts';
 
 /** What a holder reports as it goes, for the lock's diagnostics. */
 export interface Progress {

@@ -19,7 +19,7 @@
  * Inflated objects are not kept here (the store caches what it decodes).
  */
 import type { StoreFs } from './fs.ts';
-import { CorruptObjectError, ObjectMissingError } from '../shared/errors.ts';
+import { CorruptObjectError, ObjectMissingError } from '../core/errors.ts';
 import { hexToBytes, inflate, toHex, webCodec, type ObjectCodec } from './objects.ts';
 import { LruCache } from './lru.ts';
 import { idxTable, openIdx, readAt, StaleIndex, TablePages, type IdTable, type PageMemo } from './id-table.ts';

@@ -1,4 +1,4 @@
-import { StoreError } from '../shared/errors.ts';
+import { StoreError } from '../core/errors.ts';
 import { TimeSlice } from '../util/time-slice.ts';
 import type { StoreFs } from './fs.ts';
 import { buildIdx, type IndexedPack } from './import.ts';

@@ -1,6 +1,6 @@
-import { StoreError, UnknownShaError, UnsafeNameError } from '../shared/errors.ts';
+import { StoreError, UnknownShaError, UnsafeNameError } from '../core/errors.ts';
 import { ownBytes } from '../util/bytes.ts';
-import { pagePathProblem, storedPathProblem } from '../shared/page/path.ts';
+import { pagePathProblem, storedPathProblem } from '../core/page/path.ts';
 import type { StoreFs } from './fs.ts';
 import { LruCache } from './lru.ts';
 import { ObjectReader, parseCommit, parseTree, type RawObject } from './object-reader.ts';

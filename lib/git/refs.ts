@@ -1,4 +1,4 @@
-import { ConcurrentUpdateError, RepoNotFoundError } from '../shared/errors.ts';
+import { ConcurrentUpdateError, RepoNotFoundError } from '../core/errors.ts';
 import { replacedName, type StoreFs } from './fs.ts';
 
 /**

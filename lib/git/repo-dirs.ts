@@ -1,5 +1,5 @@
-import { UnsafeNameError } from '../shared/errors.ts';
-import { isSafeRepoId } from '../shared/page/path.ts';
+import { UnsafeNameError } from '../core/errors.ts';
+import { isSafeRepoId } from '../core/page/path.ts';
 import type { StoreFs } from './fs.ts';
 import { REF } from './refs.ts';
 

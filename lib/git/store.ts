@@ -1,4 +1,4 @@
-import { LockTimeoutError, RepoBusyError } from '../shared/errors.ts';
+import { LockTimeoutError, RepoBusyError } from '../core/errors.ts';
 import { commitBatch, type CommitArgs, type CommitBatch, type PreparedCommit } from './commit-batch.ts';
 import type { StoreFs } from './fs.ts';
 import type { IndexedPack } from './import.ts';
@@ -56,7 +56,7 @@ export class GitStore {
   private readonly packs: PackStore;
   /**
    * With `recoverLater`: the repositories whose crash leftovers are still to clear (null: none are), and the
-   * clearing of each one under way or done. A repository's first writer waits for its own.
+   * clearings under way. A repository's first writer waits for its own.
    */
   private dueRecovery: Set<string> | null = null;
   private readonly recovering = new Map<string, Promise<void>>();
@@ -213,6 +213,7 @@ export class GitStore {
         .run(id, async () => ((await this.exists(id)) ? this.recover(id, true) : undefined), { owner: 'recovery', step: 'clear crash leftovers' })
         .then(
           () => {
+            this.recovering.delete(id);
             this.dueRecovery?.delete(id);
             if (this.dueRecovery?.size === 0) this.dueRecovery = null;
           },

@@ -28,8 +28,8 @@ import { DELIM, FLUSH, MAX_BAND_DATA, pktLine, sideBand } from './pkt-line.ts';
 import { INFINITE_DEPTH, MAIN_REF, type FetchRequest } from './upload-request.ts';
 import { checkCancelled, pieceStream, type StreamWatch } from '../framework/http/stream.ts';
 import { TimeSlice } from '../util/time-slice.ts';
-import { StoreError, refuse } from '../shared/errors.ts';
-import { R } from '../shared/refusals.ts';
+import { StoreError, refuse } from '../core/errors.ts';
+import { R } from '../core/refusals.ts';
 import { concatBytes } from '../util/bytes.ts';
 
 /** Where the answer's objects come from: the repository's store, its branch head, and which commits are on it. */

@@ -6,8 +6,8 @@
  */
 import { FLUSH, PktLineError, parsePktLines, pktLine, type Pkt } from './pkt-line.ts';
 import { concatBytes } from '../util/bytes.ts';
-import { HttpError } from '../shared/errors.ts';
-import { R } from '../shared/refusals.ts';
+import { HttpError } from '../core/errors.ts';
+import { R } from '../core/refusals.ts';
 
 /** What `agent=` names (the server's version). */
 export const AGENT = 'kr/0.1.0';

@@ -1,7 +1,7 @@
 import type { Deps } from '../framework/deps.ts';
 import { mapBounded } from '../util/bounded.ts';
-import { refuse } from '../shared/errors.ts';
-import { R } from '../shared/refusals.ts';
+import { refuse } from '../core/errors.ts';
+import { R } from '../core/refusals.ts';
 import { billingOf } from './billing.ts';
 import type { AdminRepo, AdminStats, AdminUser } from '../../schema/wire/hosted.ts';
 

@@ -1,7 +1,7 @@
 import type { Deps } from '../framework/deps.ts';
 import { Billing } from '../db/billing.ts';
-import { refuse } from '../shared/errors.ts';
-import { R } from '../shared/refusals.ts';
+import { refuse } from '../core/errors.ts';
+import { R } from '../core/refusals.ts';
 import { describeIssue } from '../framework/http/parse.ts';
 import { verifySignature } from './signature.ts';
 import { WebhookEvent, type BillingResponse } from '../../schema/wire/hosted.ts';

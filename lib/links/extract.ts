@@ -3,7 +3,7 @@
  * them: resolution depends on which pages exist at head, so it is done when asked (lib/links/index.ts).
  * Pure and web-standard: the server indexes pages with it, on Node and on Workers.
  *
- * What counts as a link, in the prose of the page (lib/shared/page/parse.ts `proseLines`: after the frontmatter,
+ * What counts as a link, in the prose of the page (lib/core/page/parse.ts `proseLines`: after the frontmatter,
  * outside fenced code blocks) and outside inline code spans (`` `[[x]]` ``):
  *  - `[[slug]]`, `[[slug|shown text]]`: a page by slug, resolved among the page types as the client resolves
  *    slugs. An anchor (`[[slug#heading]]`, `[[slug^block]]`) and a table's escaped pipe (`[[slug\|text]]`)
@@ -19,8 +19,8 @@
  * Each distinct target (as written, without shown text and anchor) counts once, at its first occurrence,
  * in document order; at most {@link MAX_LINKS_PER_PAGE} of them per page.
  */
-import { normalizeText, pageRefOfPath, proseLines, isValidSlug, type PageType } from '../shared/page/parse.ts';
-import { storedPathProblem } from '../shared/page/path.ts';
+import { normalizeText, pageRefOfPath, proseLines, isValidSlug, type PageType } from '../core/page/parse.ts';
+import { storedPathProblem } from '../core/page/path.ts';
 
 /** The distinct link targets of one page that are kept (the first ones, in document order). */
 export const MAX_LINKS_PER_PAGE = 1000;

@@ -13,10 +13,10 @@
  * SQLite (Workers).
  */
 import type { SqlDatabase as Database, Stmt } from '../db/sql.ts';
-import { PAGE_TYPES, pagePathFor, pageRefOfPath, parsePage, type PageType } from '../shared/page/parse.ts';
+import { PAGE_TYPES, pagePathFor, pageRefOfPath, parsePage, type PageType } from '../core/page/parse.ts';
 import { extractLinks, MAX_SCANNED_CHARS, type LinkRef } from './extract.ts';
 import type { IncomingLink, LinksResponse, OutgoingLink } from '../../schema/wire/links.ts';
-import { nextTurn } from '../shared/differ/budget.ts';
+import { nextTurn } from '../core/differ/budget.ts';
 
 /** Incoming links listed at most; `incoming_more` counts the rest. */
 export const MAX_INCOMING = 1000;

@@ -1,12 +1,12 @@
 import type { Clock } from '../util/clock.ts';
 import type { Stmt } from '../db/sql.ts';
-import { ConcurrentUpdateError, PathCaseError, RepoNotFoundError, UnknownShaError } from '../shared/errors.ts';
+import { ConcurrentUpdateError, PathCaseError, RepoNotFoundError, UnknownShaError } from '../core/errors.ts';
 import { deliveriesQueued, pushEventData, type EventLog } from '../events/event-log.ts';
 import type { WebhookStore } from '../events/webhook-store.ts';
-import { mergePagesAsync, type PageMerge } from '../shared/differ/merge.ts';
+import { mergePagesAsync, type PageMerge } from '../core/differ/merge.ts';
 import type { Progress } from '../git/lock.ts';
 import type { CommitMeta, FileWrite, GitStore, PathChange } from '../git/store.ts';
-import { foldPathCase } from '../shared/page/path.ts';
+import { foldPathCase } from '../core/page/path.ts';
 import { TimeSlice } from '../util/time-slice.ts';
 import type { PathStatus } from '../../schema/wire/events.ts';
 import type { HeadEntry, IndexedCommit, PageContents, PathIndex } from './path-index.ts';

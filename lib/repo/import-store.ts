@@ -1,5 +1,5 @@
-import { refuse } from '../shared/errors.ts';
-import { R } from '../shared/refusals.ts';
+import { refuse } from '../core/errors.ts';
+import { R } from '../core/refusals.ts';
 import { checkBundle, type ImportPlan, type IndexedPack, type ObjectInflater, type Spool } from '../git/import.ts';
 import { webCodec } from '../git/objects.ts';
 import type { GitStore } from '../git/store.ts';

@@ -1,7 +1,7 @@
 import type { SqlDatabase as Database, Stmt } from '../db/sql.ts';
 import type { CommitMeta, GitStore, PathChange } from '../git/store.ts';
-import { UnknownShaError } from '../shared/errors.ts';
-import { foldPathCase } from '../shared/page/path.ts';
+import { UnknownShaError } from '../core/errors.ts';
+import { foldPathCase } from '../core/page/path.ts';
 import { searchDocument, type SearchDocument } from '../search/document.ts';
 import { FullTextIndex, type TextStore } from '../search/fts.ts';
 import type { SearchOptions, SearchPage } from '../search/results.ts';
@@ -498,7 +498,7 @@ export class PathIndex {
   }
 
   /**
-   * Full-text search over the pages at head (lib/search/fts.ts; lib/shared/search-query.ts for `q`).
+   * Full-text search over the pages at head (lib/search/fts.ts; lib/core/search-query.ts for `q`).
    * SearchQueryError (400) for a query that cannot be searched.
    */
   search(repo: string, q: string, opts: SearchOptions): Promise<SearchPage> {

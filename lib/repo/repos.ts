@@ -69,7 +69,7 @@ export interface Repo {
   summary(): Promise<{ pageCount: number; lastCommit: IndexedCommit | null }>;
   /**
    * Full-text search over the pages at head, best first (lib/search/): `q` in the query language of
-   * lib/shared/search-query.ts (SearchQueryError, a 400, when it cannot be searched).
+   * lib/core/search-query.ts (SearchQueryError, a 400, when it cannot be searched).
    */
   search(q: string, opts: SearchOptions): Promise<SearchPage>;
   /** The links of the page at head (what it links to, what links to it: lib/links/), or null when there is no such page. */

@@ -13,7 +13,7 @@ export interface PushFile {
   parentSha?: string;
   /**
    * Section merge (docs/api.md, the push route's "Section merge"): a write whose `parentSha` is stale is merged three ways with the
-   * page at head instead of being a conflict, when it merges cleanly (lib/shared/differ/merge.ts).
+   * page at head instead of being a conflict, when it merges cleanly (lib/core/differ/merge.ts).
    */
   merge?: boolean;
 }

@@ -1,9 +1,9 @@
 /**
  * A page as the full-text index holds it: the frontmatter fields people search (title, tags, summary), its
- * type, the headings and the body, made from the page's bytes with lib/shared/page/parse.ts. Pure and cheap (one
+ * type, the headings and the body, made from the page's bytes with lib/core/page/parse.ts. Pure and cheap (one
  * parse, no regular expression over the whole text but the normalisation).
  */
-import { parsePage, typeOfPath } from '../shared/page/parse.ts';
+import { parsePage, typeOfPath } from '../core/page/parse.ts';
 
 export interface SearchDocument {
   /** Frontmatter `title` (a string), or null. */

@@ -11,8 +11,8 @@
 import type { SqlDatabase as Database, Stmt } from '../db/sql.ts';
 import type { SqlArgs } from '../db/sql.ts';
 import { normalizeField, searchDocument, tagKey, tagNeedle, type SearchDocument } from './document.ts';
-import { parseQuery } from '../shared/search-query.ts';
-import { nextTurn } from '../shared/differ/budget.ts';
+import { parseQuery } from '../core/search-query.ts';
+import { nextTurn } from '../core/differ/budget.ts';
 import { TimeSlice } from '../util/time-slice.ts';
 import {
   BM25_ARGS,
@@ -336,7 +336,7 @@ export class FullTextIndex {
   }
 
   /**
-   * Full-text search over the pages at head (lib/shared/search-query.ts for `q`, lib/search/results.ts for the
+   * Full-text search over the pages at head (lib/core/search-query.ts for `q`, lib/search/results.ts for the
    * ranking and the snippet), reading `repo`'s rows only. SearchQueryError (400) for a query that cannot be
    * searched. The results' last commits come from the index's own database.
    */

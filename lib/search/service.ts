@@ -8,7 +8,7 @@ import type { Identity } from '../auth/identity.ts';
 import type { Deps } from '../framework/deps.ts';
 import { limitQuery, offsetQuery } from '../framework/http/params.ts';
 import type { AppEnv } from '../framework/route.ts';
-import { parseQuery } from '../shared/search-query.ts';
+import { parseQuery } from '../core/search-query.ts';
 import type { Repo } from '../repo/repos.ts';
 import {
   compareHits,

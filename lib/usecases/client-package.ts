@@ -4,8 +4,8 @@
  * dist/client/. Where the bytes come from is the runtime's: the Node build reads dist/client/
  * (lib/runtime/node/client-files.ts), the Workers build its static assets (lib/runtime/workers/client-files.ts).
  */
-import { refuse } from '../shared/errors.ts';
-import { R } from '../shared/refusals.ts';
+import { refuse } from '../core/errors.ts';
+import { R } from '../core/refusals.ts';
 
 export const CLIENT_FILE_NAMES = ['kr.tgz', 'kr.mjs'] as const;
 export type ClientFileName = (typeof CLIENT_FILE_NAMES)[number];

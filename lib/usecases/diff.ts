@@ -11,12 +11,12 @@ import {
   type BlameTimeline,
   type ParsedPage,
   type SectionDiff,
-} from '../shared/differ/index.ts';
+} from '../core/differ/index.ts';
 import type { IndexedCommit } from '../repo/path-index.ts';
 import type { Repo } from '../repo/repos.ts';
 import { LruCache } from '../git/lru.ts';
-import { refuse } from '../shared/errors.ts';
-import { R } from '../shared/refusals.ts';
+import { refuse } from '../core/errors.ts';
+import { R } from '../core/refusals.ts';
 import type { Logger } from '../framework/log.ts';
 import { commitJson } from './shape.ts';
 import { utf8 } from '../util/bytes.ts';
@@ -173,7 +173,7 @@ function estimateSize(p: ParsedPage): number {
 }
 
 /**
- * The part of a page that blame reads (lib/shared/differ/blame.ts): its headings, in order, and whether it has a
+ * The part of a page that blame reads (lib/core/differ/blame.ts): its headings, in order, and whether it has a
  * preamble. Texts and bodies are dropped; a non-empty preamble is kept as one character.
  */
 function outlineOf(p: ParsedPage): ParsedPage {

@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import type { AppEnv } from '../framework/route.ts';
-import { HttpError, refuse } from '../shared/errors.ts';
-import { R } from '../shared/refusals.ts';
+import { HttpError, refuse } from '../core/errors.ts';
+import { R } from '../core/refusals.ts';
 import { readBody } from '../framework/http/body-limit.ts';
 import { gitRepoIdParam } from '../framework/http/params.ts';
 import { openRepo } from './open-repo.ts';

@@ -1,8 +1,8 @@
 import type { Identity, UserIdentity } from '../auth/identity.ts';
 import type { Role } from '../db/members.ts';
 import type { Deps } from '../framework/deps.ts';
-import { refuse } from '../shared/errors.ts';
-import { R } from '../shared/refusals.ts';
+import { refuse } from '../core/errors.ts';
+import { R } from '../core/refusals.ts';
 import { quotaError } from './quota.ts';
 import type { MemberChange } from '../../schema/wire/events.ts';
 

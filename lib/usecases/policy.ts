@@ -1,8 +1,8 @@
 import type { Context } from 'hono';
 import type { Identity, UserIdentity } from '../auth/identity.ts';
 import type { Role } from '../db/members.ts';
-import { refuse } from '../shared/errors.ts';
-import { R, type Refusal } from '../shared/refusals.ts';
+import { refuse } from '../core/errors.ts';
+import { R, type Refusal } from '../core/refusals.ts';
 import { roleIn } from './membership.ts';
 import type { AppEnv } from '../framework/route.ts';
 

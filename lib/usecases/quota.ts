@@ -1,7 +1,7 @@
 import type { UserIdentity } from '../auth/identity.ts';
 import type { Stmt } from '../db/sql.ts';
-import { refuseWith, type HttpError } from '../shared/errors.ts';
-import { R } from '../shared/refusals.ts';
+import { refuseWith, type HttpError } from '../core/errors.ts';
+import { R } from '../core/refusals.ts';
 
 /**
  * The quota seam. Repository creation (all three paths), joining and promotion to owner ask it first; the self-hosted build

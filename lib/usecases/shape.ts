@@ -1,7 +1,7 @@
 import type { IndexedCommit } from '../repo/path-index.ts';
 import { LABEL_MAX_CHARS, type Commit } from '../../schema/wire/common.ts';
-import { refuse } from '../shared/errors.ts';
-import { R } from '../shared/refusals.ts';
+import { refuse } from '../core/errors.ts';
+import { R } from '../core/refusals.ts';
 
 /** A PAT's or invite key's label: at most {@link LABEL_MAX_CHARS} characters (code points); absent = "". */
 export function checkLabel(label: string | undefined): string {

@@ -1,9 +1,9 @@
 import type { Identity } from '../auth/identity.ts';
 import type { Deps } from '../framework/deps.ts';
 import { PUSH_DETAIL_PATHS } from '../db/activity.ts';
-import { refuse } from '../shared/errors.ts';
-import { R } from '../shared/refusals.ts';
-import { pagePathProblem, storedPathProblem } from '../shared/page/path.ts';
+import { refuse } from '../core/errors.ts';
+import { R } from '../core/refusals.ts';
+import { pagePathProblem, storedPathProblem } from '../core/page/path.ts';
 import type { MergedWrite, PushFile as StoreFile, PushResult } from '../repo/types.ts';
 import type { PushRequest, PushResponse } from '../../schema/wire/sync.ts';
 import { toBase64 } from '../util/bytes.ts';

@@ -1,7 +1,7 @@
 import type { Deps } from '../framework/deps.ts';
 import type { Identity } from '../auth/identity.ts';
-import { refuse } from '../shared/errors.ts';
-import { R } from '../shared/refusals.ts';
+import { refuse } from '../core/errors.ts';
+import { R } from '../core/refusals.ts';
 import { checkWebhookUrl } from '../events/url.ts';
 import type { StreamGrant } from '../events/stream.ts';
 import { MAX_WEBHOOKS, type CreateWebhookRequest, type CreateWebhookResponse, type Delivery } from '../../schema/wire/webhooks.ts';

@@ -1,4 +1,4 @@
-import { nextTurn } from '../shared/differ/budget.ts';
+import { nextTurn } from '../core/differ/budget.ts';
 
 /**
  * Long loops on the event loop, in slices: a loop asks `due` as it goes and, when its slice is used up,

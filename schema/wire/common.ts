@@ -14,7 +14,7 @@ export type Commit = z.infer<typeof Commit>;
 export const LABEL_MAX_CHARS = 200;
 
 /**
- * Every JSON error body: the message, for people, and the refusal's stable code, for programs (lib/shared/refusals.ts);
+ * Every JSON error body: the message, for people, and the refusal's stable code, for programs (lib/core/refusals.ts);
  * some refusals add fields of their own.
  */
 export const ErrorBody = z

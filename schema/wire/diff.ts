@@ -3,7 +3,7 @@ import { Commit } from './common.ts';
 
 /**
  * Wire schemas of the diff and evolution endpoints (docs/api.md "History"), shared with the clients.
- * They mirror lib/shared/differ/types.ts, the producer's own types.
+ * They mirror lib/core/differ/types.ts, the producer's own types.
  */
 
 export const SectionStatus = z.enum(['added', 'removed', 'modified', 'unchanged', 'renamed']);

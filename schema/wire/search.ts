@@ -1,6 +1,6 @@
 /**
  * Full-text search (docs/api.md "Search"): `GET /v1/repos/:id/search` and `GET /v1/search`. The query
- * language is lib/shared/search-query.ts's; ranking and snippets are lib/search/results.ts's.
+ * language is lib/core/search-query.ts's; ranking and snippets are lib/search/results.ts's.
  */
 import * as z from 'zod';
 

@@ -6,7 +6,7 @@ import { createClient } from '@libsql/client';
 import { SignJWT, base64url } from 'jose';
 import { newIdpKey, startIdp, type IdpStandIn } from '../helpers/idp.ts';
 import { tempDir } from '../helpers/env.ts';
-import { stripRepoId } from '../../lib/shared/page/path.ts';
+import { stripRepoId } from '../../lib/core/page/path.ts';
 import { LEGACY_KEY, SESSION_SECRET, call, logProblems, spawnServer, type ServerProc } from './helpers/server-process.ts';
 import { HttpClient, rawExchange } from './helpers/http-client.ts';
 import { FUZZ_ROUTES, generate, type FuzzContext, type FuzzRequest } from './helpers/fuzz-gen.ts';

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { KeyedMutex } from '../../lib/git/lock.ts';
-import { LockTimeoutError, RepoBusyError, toHttpError } from '../../lib/shared/errors.ts';
+import { LockTimeoutError, RepoBusyError, toHttpError } from '../../lib/core/errors.ts';
 import { GitStore } from '../../lib/git/store.ts';
 import { nodeStoreFs } from '../../lib/runtime/node/store-fs.ts';
 import { openDatabaseFile } from '../../lib/runtime/node/open-db.ts';

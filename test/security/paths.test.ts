@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { foldPathCase, pagePathProblem } from '../../lib/shared/page/path.ts';
+import { foldPathCase, pagePathProblem } from '../../lib/core/page/path.ts';
 import { fsck, gitIn, tempDir } from '../helpers/env.ts';
 import { signIn, startIdpTestServer, type IdpTestServer } from '../helpers/idp.ts';
 import { krUser, show } from '../helpers/cli.ts';

@@ -2,7 +2,7 @@ import { defineRoute } from '../../../lib/framework/route.ts';
 import { authorizeUser } from '../../../lib/usecases/policy.ts';
 import { adminRepos } from '../../../lib/hosted/admin.ts';
 import { AdminReposResponse } from '../../../schema/wire/hosted.ts';
-import { R } from '../../../lib/shared/refusals.ts';
+import { R } from '../../../lib/core/refusals.ts';
 
 /** GET /v1/admin/repos — every repository with owners, member count and page count. Admins only; hosted build only. */
 export default defineRoute({

@@ -2,7 +2,7 @@ import { defineRoute } from '../../../lib/framework/route.ts';
 import { authorizeUser } from '../../../lib/usecases/policy.ts';
 import { adminStats } from '../../../lib/hosted/admin.ts';
 import { AdminStats } from '../../../schema/wire/hosted.ts';
-import { R } from '../../../lib/shared/refusals.ts';
+import { R } from '../../../lib/core/refusals.ts';
 
 /** GET /v1/admin/stats — users, repositories, subscribed users, pages at head. Admins only; hosted build only. */
 export default defineRoute({

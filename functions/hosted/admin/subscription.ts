@@ -3,7 +3,7 @@ import { authorizeUser } from '../../../lib/usecases/policy.ts';
 import { parseBody } from '../../../lib/framework/http/parse.ts';
 import { setSubscription } from '../../../lib/hosted/admin.ts';
 import { SetSubscriptionRequest } from '../../../schema/wire/hosted.ts';
-import { R } from '../../../lib/shared/refusals.ts';
+import { R } from '../../../lib/core/refusals.ts';
 
 /**
  * POST /v1/admin/users/:id/subscription — body `{"subscribed": bool}` → 204; 404 `user not found`.

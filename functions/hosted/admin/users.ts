@@ -2,7 +2,7 @@ import { defineRoute } from '../../../lib/framework/route.ts';
 import { authorizeUser } from '../../../lib/usecases/policy.ts';
 import { adminUsers } from '../../../lib/hosted/admin.ts';
 import { AdminUsersResponse } from '../../../schema/wire/hosted.ts';
-import { R } from '../../../lib/shared/refusals.ts';
+import { R } from '../../../lib/core/refusals.ts';
 
 /** GET /v1/admin/users — every user with plan and repositories owned, oldest first. Admins only; hosted build only. */
 export default defineRoute({

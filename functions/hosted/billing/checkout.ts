@@ -2,7 +2,7 @@ import { defineRoute } from '../../../lib/framework/route.ts';
 import { authorizeUser } from '../../../lib/usecases/policy.ts';
 import { checkoutUrl } from '../../../lib/hosted/billing.ts';
 import { CheckoutResponse } from '../../../schema/wire/hosted.ts';
-import { R } from '../../../lib/shared/refusals.ts';
+import { R } from '../../../lib/core/refusals.ts';
 
 /**
  * POST /v1/billing/checkout — where to pay: SERVICE_BILLING_CHECKOUT_URL with `client_reference_id=<user

@@ -2,7 +2,7 @@ import { defineRoute } from '../../../lib/framework/route.ts';
 import { authorizeUser } from '../../../lib/usecases/policy.ts';
 import { accountPlan } from '../../../lib/hosted/billing.ts';
 import { BillingResponse } from '../../../schema/wire/hosted.ts';
-import { R } from '../../../lib/shared/refusals.ts';
+import { R } from '../../../lib/core/refusals.ts';
 
 /** GET /v1/billing — the caller's plan, limits (null = no cap) and repositories owned. Hosted build only. */
 export default defineRoute({

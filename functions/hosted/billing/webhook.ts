@@ -2,7 +2,7 @@ import { defineRoute } from '../../../lib/framework/route.ts';
 import { handleWebhook } from '../../../lib/hosted/billing.ts';
 import { WebhookEvent } from '../../../schema/wire/hosted.ts';
 import { readBody } from '../../../lib/framework/http/body-limit.ts';
-import { R } from '../../../lib/shared/refusals.ts';
+import { R } from '../../../lib/core/refusals.ts';
 
 /**
  * POST /billing/webhook — the payment provider's subscription events, signed with

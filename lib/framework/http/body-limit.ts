@@ -41,8 +41,8 @@
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Identity } from '../../auth/identity.ts';
-import { HttpError } from '../../shared/errors.ts';
-import { R, type Refusal } from '../../shared/refusals.ts';
+import { HttpError } from '../../core/errors.ts';
+import { R, type Refusal } from '../../core/refusals.ts';
 
 /** Cap of routes whose body is small JSON: sign-in, PATs, repository creation, invite keys, join, billing webhook. */
 export const SMALL_BODY_BYTES = 64 * 1024;

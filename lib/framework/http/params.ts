@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
-import { storedPathProblem, stripRepoId } from '../../shared/page/path.ts';
-import { refuse } from '../../shared/errors.ts';
-import { R } from '../../shared/refusals.ts';
+import { storedPathProblem, stripRepoId } from '../../core/page/path.ts';
+import { refuse } from '../../core/errors.ts';
+import { R } from '../../core/refusals.ts';
 import type { AppEnv } from '../route.ts';
 
 /** The longest raw id a log line carries: the rest of a long one is cut (the id used is at most 64). */

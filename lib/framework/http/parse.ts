@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import type { z } from 'zod';
-import { refuse } from '../../shared/errors.ts';
-import { R } from '../../shared/refusals.ts';
+import { refuse } from '../../core/errors.ts';
+import { R } from '../../core/refusals.ts';
 import { readBody } from './body-limit.ts';
 
 /** Describes the first problem zod found, naming the field: `files[2].path: expected string`. */

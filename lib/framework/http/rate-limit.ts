@@ -10,8 +10,8 @@
  */
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Clock } from '../../util/clock.ts';
-import { refuse } from '../../shared/errors.ts';
-import { R } from '../../shared/refusals.ts';
+import { refuse } from '../../core/errors.ts';
+import { R } from '../../core/refusals.ts';
 
 const UNITS_PER_TOKEN = 60_000;
 

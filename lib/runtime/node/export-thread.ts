@@ -1,7 +1,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { bundleStream, type BundleProgress } from '../../git/bundle.ts';
 import { GitStore } from '../../git/store.ts';
-import { errorToWire } from '../../shared/errors.ts';
+import { errorToWire } from '../../core/errors.ts';
 import { nodeStoreFs } from './store-fs.ts';
 
 /**

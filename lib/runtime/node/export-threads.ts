@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { errorFromWire, type WireError } from '../../shared/errors.ts';
+import { errorFromWire, type WireError } from '../../core/errors.ts';
 import type { BundleProgress } from '../../git/bundle.ts';
 import type { StreamEnd, StreamWatch } from '../../framework/http/stream.ts';
 import type { FromThread, ToThread } from './export-thread.ts';

@@ -5,7 +5,7 @@ import type { Database } from './libsql.ts';
 import type { LibsqlDatabase } from './libsql.ts';
 import { openDerivedFile } from './open-db.ts';
 import { ReadPool } from './read-pool.ts';
-import { isSafeRepoId } from '../../shared/page/path.ts';
+import { isSafeRepoId } from '../../core/page/path.ts';
 import type { TextReader, TextStore } from '../../search/fts.ts';
 
 /**

@@ -5,7 +5,7 @@ import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { DELIVERY_TIMEOUT_MS, type WebhookResult, type WebhookSender } from '../../events/deliver.ts';
 import { NOT_ALLOWED, parseWebhookUrl, resolvedProblem, type HostResolver, type UrlPolicy } from '../../events/url.ts';
-import { HttpError } from '../../shared/errors.ts';
+import { HttpError } from '../../core/errors.ts';
 
 /**
  * Webhooks on Node: names resolved with the system resolver (node:dns, as every connection of the process

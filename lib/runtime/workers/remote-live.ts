@@ -1,4 +1,4 @@
-import { errorFromWire, type WireError } from '../../shared/errors.ts';
+import { errorFromWire, type WireError } from '../../core/errors.ts';
 import type { Live } from '../../events/live.ts';
 import type { StreamGrant } from '../../events/stream.ts';
 import type { GrantMatch } from '../../events/hub.ts';
@@ -10,7 +10,7 @@ import { callRepoObject, forwarding, STREAM_PARAMS_HEADER, type RepoNamespace, t
  * are held by its Durable Object (lib/runtime/workers/repo-object.ts), reached by native RPC — every Live method
  * but `stream` and `deleted` is the object's method of the same name (the constructor forwards them) — and, for
  * an event stream, by the object's `fetch`, whose response body is the stream itself, held open by the object.
- * Errors come back by their codes and are rebuilt as the same classes (lib/shared/errors.ts). The Worker has
+ * Errors come back by their codes and are rebuilt as the same classes (lib/core/errors.ts). The Worker has
  * authenticated and authorised the caller before any of these.
  */
 

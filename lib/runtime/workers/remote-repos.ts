@@ -2,7 +2,7 @@ import type { SqlDatabase, Stmt } from '../../db/sql.ts';
 import { ownerStmt } from '../../db/members.ts';
 import { repositoryRowsDeletion } from '../../db/repo-rows.ts';
 import type { Clock } from '../../util/clock.ts';
-import { errorFromWire, type WireError } from '../../shared/errors.ts';
+import { errorFromWire, type WireError } from '../../core/errors.ts';
 import { openSealedBody } from './sealed-body.ts';
 import type { Repo, RepoIndex, Repos, StreamOptions } from '../../repo/repos.ts';
 import type { FetchRequest } from '../../git/upload-request.ts';

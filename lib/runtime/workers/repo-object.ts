@@ -3,8 +3,8 @@ import { systemClock } from '../../util/clock.ts';
 import { DoSqlDatabase } from './do-sql.ts';
 import { migrate } from '../../db/migrate.ts';
 import { BUNDLED_MIGRATIONS } from './migrations.ts';
-import { errorToWire, LockTimeoutError, RepoBusyError, RepoNotFoundError, type WireError, refuse } from '../../shared/errors.ts';
-import { R } from '../../shared/refusals.ts';
+import { errorToWire, LockTimeoutError, RepoBusyError, RepoNotFoundError, type WireError, refuse } from '../../core/errors.ts';
+import { R } from '../../core/refusals.ts';
 import { DoFs } from './store-fs.ts';
 import { doImportRuntime } from './import-spool.ts';
 import type { ImportCheckOptions } from '../../repo/import-store.ts';
@@ -53,7 +53,7 @@ import {
  * The Worker calls its public methods directly on its stub, by native RPC (lib/runtime/workers/rpc.ts,
  * remote-repos.ts): the methods of Repo, RepoIndex (as `index…`) and Live, with the same names and arguments
  * but no repository id: the object holds one repository, the one its name (`ctx.id.name`) is the id of.
- * Each answers an Outcome: the value, or a named error by its code (lib/shared/errors.ts), which the Worker rebuilds as
+ * Each answers an Outcome: the value, or a named error by its code (lib/core/errors.ts), which the Worker rebuilds as
  * the same class; any other error is thrown, and the Worker answers 500. A pull's and an export's bodies, and
  * event streams, are answers to its `fetch` (a response body is cancelled here when the Worker's client goes
  * away; a stream returned by an RPC method is not), their refusals the error's wire form.

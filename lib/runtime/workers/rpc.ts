@@ -2,11 +2,11 @@
  * What crosses between the Worker and a repository's Durable Object (lib/runtime/workers/repo-object.ts), by
  * native RPC: the object's public methods, called directly on its stub. Their names and arguments are those of
  * the interfaces they serve (Repo, its RepoIndex, Live without its repository id), so no list of them is kept here: the types below are
- * made from those interfaces. Each returns an Outcome: the value, or the error by its code (lib/shared/errors.ts), which
+ * made from those interfaces. Each returns an Outcome: the value, or the error by its code (lib/core/errors.ts), which
  * the Worker rebuilds as the same class — never its HTTP form.
  */
 import type { GrantMatch } from '../../events/hub.ts';
-import { errorFromWire, type WireError } from '../../shared/errors.ts';
+import { errorFromWire, type WireError } from '../../core/errors.ts';
 import type { Repo, RepoIndex } from '../../repo/repos.ts';
 import type { Live } from '../../events/live.ts';
 import type { StreamGrant } from '../../events/stream.ts';
@@ -115,7 +115,7 @@ export function forwarding<T extends object, F>(target: T, forward: (name: strin
 
 /**
  * Calls `method` of the repository's object (its stub): its value, or the error it sent, rebuilt as the same
- * class (lib/shared/errors.ts).
+ * class (lib/core/errors.ts).
  */
 export async function callRepoObject<T>(stub: RepoStub, method: string, args: readonly unknown[]): Promise<T> {
   const r = await (stub as unknown as Record<string, (...a: unknown[]) => Promise<Outcome<T>>>)[method]!(...args);

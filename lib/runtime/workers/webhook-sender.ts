@@ -1,6 +1,6 @@
 import { DELIVERY_TIMEOUT_MS, type WebhookResult, type WebhookSender } from '../../events/deliver.ts';
 import { parseWebhookUrl, type UrlPolicy } from '../../events/url.ts';
-import { HttpError } from '../../shared/errors.ts';
+import { HttpError } from '../../core/errors.ts';
 
 /**
  * Webhook POSTs with the web platform's fetch: the hosted build's sender (the repository's Durable Object

@@ -3,7 +3,7 @@
  * web-standard module shared by the diff and evolution endpoints, the command-line client's local diff and
  * the agent tool server.
  *
- * How two pages compare (page parsing rules: lib/shared/page/parse.ts):
+ * How two pages compare (page parsing rules: lib/core/page/parse.ts):
  *  - Fallback. When either side has no frontmatter, or frontmatter that does not parse to a mapping, the
  *    structure is abandoned: `parse_fallback: true`, empty frontmatter lists, `sections: []`, and the
  *    whole-file diff in `preamble` (heading `_preamble`; `from`/`to` are the whole normalised texts with

@@ -3,7 +3,7 @@
  * error crosses the Durable Object boundary (`errorToWire` / `errorFromWire`: the hosted build's repository
  * object sends the code, message and fields; the Worker rebuilds the same class), and what the one mapping to
  * HTTP (`toHttpError`) reads. An error that maps to nothing is a 500 `internal error`, its details only in
- * the log. This `code` is not the `code` of an error body: that one is the refusal's (lib/shared/refusals.ts), which
+ * the log. This `code` is not the `code` of an error body: that one is the refusal's (lib/core/refusals.ts), which
  * an HttpError carries as `refusal`. This module imports only the catalogue of refusals: every layer may
  * throw these.
  */
@@ -43,7 +43,7 @@ export abstract class DomainError extends Error {
 export class HttpError extends DomainError {
   readonly code = 'http' as const;
   readonly status: number;
-  /** The refusal's code (lib/shared/refusals.ts): the error body's `code`. */
+  /** The refusal's code (lib/core/refusals.ts): the error body's `code`. */
   readonly refusal: string;
   readonly extra: Record<string, unknown> | undefined;
   /** Response headers that go with the error (`Retry-After` of a 503, `Connection: close` of a 408). */

@@ -2,10 +2,10 @@
  * The catalogue of refusals: every 4xx/5xx answer the service gives in JSON, each `{status, code, message}`.
  * A refusal's `code` is stable and snake_case, named for what happened; clients match on it, never on the
  * message, whose text is for people (the original client shows it as it is). Every JSON error body is
- * `{"error": <message>, "code": <code>, ...extra}` (lib/shared/errors.ts `HttpError.body`).
+ * `{"error": <message>, "code": <code>, ...extra}` (lib/core/errors.ts `HttpError.body`).
  *
  * Throwing one: `throw refuse(R.invalid_repo_id)`, or with the variable part of its message,
- * `throw refuse(R.unknown_sha, value)` (lib/shared/errors.ts). Route docs list the same entries (lib/framework/route.ts
+ * `throw refuse(R.unknown_sha, value)` (lib/core/errors.ts). Route docs list the same entries (lib/framework/route.ts
  * `RouteDoc.errors`), so the OpenAPI document and docs/api.md's table of codes come from here.
  *
  * One code per message: the only message with two statuses, `not a member of this repo`, has the one code
@@ -129,7 +129,7 @@ export const R = {
     (commit: string, path: string, n: number, max: number) => `file too large in ${commit}: ${path} (${n} bytes, at most ${max})`,
   ),
 
-  // Pages, pushes and history (lib/usecases/sync.ts, lib/differ, lib/shared/errors.ts's store errors)
+  // Pages, pushes and history (lib/usecases/sync.ts, lib/differ, lib/core/errors.ts's store errors)
   invalid_page_path: r(400, 'invalid_page_path', 'invalid page path: <path>', (path: string) => `invalid page path: ${path}`),
   unsafe_name: r(400, 'unsafe_name', '<what is unsafe>', free),
   page_not_found: r(404, 'page_not_found', 'page not found'),
@@ -146,7 +146,7 @@ export const R = {
   no_parent: r(400, 'no_parent', 'no parent commit for this path; pass ?from explicitly'),
   invalid_actions: r(400, 'invalid_actions', 'invalid actions: <value>', (value: string) => `invalid actions: ${value}`),
 
-  // Search (lib/shared/search-query.ts)
+  // Search (lib/core/search-query.ts)
   q_required: r(400, 'q_required', 'q required'),
   invalid_query: r(400, 'invalid_query', 'invalid query: <problem>', (problem: string) => `invalid query: ${problem}`),
 

@@ -1,7 +1,7 @@
 /**
  * Section merge (docs/api.md "Pages", the push route's "Section merge"): three versions of one file — *base* (the file at the
  * writer's parent commit), *theirs* (the file at head) and *ours* (the pushed text) — merged three ways on the
- * page structure the differ uses (lib/shared/page/parse.ts). Pure and web-standard: the server merges stale pushes
+ * page structure the differ uses (lib/core/page/parse.ts). Pure and web-standard: the server merges stale pushes
  * with it, and the clients use it to explain what a merge did.
  *
  * Rules, on pages (all three parse with frontmatter; an empty document is an empty page):
@@ -268,7 +268,7 @@ interface PageLayout {
 }
 
 /**
- * A page's layout, by the rules of lib/shared/page/parse.ts (the same frontmatter block and YAML, the same heading
+ * A page's layout, by the rules of lib/core/page/parse.ts (the same frontmatter block and YAML, the same heading
  * and fence rule); null when the text is not a page (no frontmatter block, or YAML that is not a mapping).
  */
 function* layoutOf(text: string, pace: MergePace): Steps<PageLayout | null> {
@@ -653,7 +653,7 @@ function yamlText(doc: Document): string {
 }
 
 /**
- * The key a YAML key node becomes in the parsed mapping, as lib/shared/page/parse.ts names it (`1`, `1.0` and `"1"`
+ * The key a YAML key node becomes in the parsed mapping, as lib/core/page/parse.ts names it (`1`, `1.0` and `"1"`
  * all "1"; `~`, `null` and an empty key all ""); null for a collection key.
  */
 function keyId(key: unknown): string | null {

@@ -57,7 +57,7 @@ export const isPageType = (value: unknown): value is PageType =>
 
 /**
  * A slug is one path segment, and every layout path it makes is a page path the server accepts for a write
- * (lib/shared/page/path.ts {@link pagePathProblem}, the server's own rule): `<slug>.md` in the wiki folders and
+ * (lib/core/page/path.ts {@link pagePathProblem}, the server's own rule): `<slug>.md` in the wiki folders and
  * `<slug>` in raw/sessions. So no `/`, `\\`, control character or character Windows forbids; not `.`, `..`,
  * `.git` in any spelling, a Windows device name (`CON`, `nul.txt`); not starting with `-`; not ending with
  * a space or period; Unicode NFC; the path at most 512 bytes. One rule: a slug is valid exactly when the
@@ -393,7 +393,7 @@ export function parseFrontmatterYaml(raw: string): YamlResult {
     return { ok: false, problem: 'too-large', error: `frontmatter larger than ${MAX_FRONTMATTER_BYTES} characters` };
   }
   if (BLANK_DOC.test(raw)) return { ok: true, value: {} };
-  // The common simple shape, without the YAML parser (same answer; lib/shared/page/simple-yaml.ts).
+  // The common simple shape, without the YAML parser (same answer; lib/core/page/simple-yaml.ts).
   const simple = parseSimpleFrontmatter(raw, MAX_FRONTMATTER_NODES);
   if (simple !== null) return { ok: true, value: simple };
   if (prescanDepth(raw) > MAX_FRONTMATTER_DEPTH) {
