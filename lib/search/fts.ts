@@ -179,7 +179,10 @@ export class FullTextIndex {
    */
   async catchUp(repo: string, readBlob: (blob: string) => Promise<Uint8Array>, paths?: readonly string[]): Promise<void> {
     const head = await this.meta.get<Row>('SELECT seq, sha FROM git_commits WHERE repo_id = ? ORDER BY seq DESC LIMIT 1', [repo]);
-    if (head !== undefined && (await this.levelWithHead(repo, head))) {
+    // The read side answers a repository this process has not written yet (every one at a restart) without
+    // opening its write connection; once written here, the write side's own check below is as cheap and
+    // saves a round trip to a read thread (a push's catch-up is never level: its commit moved head).
+    if (head !== undefined && !this.prepared.has(repo) && (await this.levelWithHead(repo, head))) {
       this.prepared.add(repo);
       return;
     }
