@@ -12,15 +12,16 @@
  * every start compiles. `node dist/server.mjs --write-code-cache` loads the bundle, writes the cache and
  * exits without starting the server (the Dockerfile's build step, run with the server's node flags).
  *
- * Once the cache is settled (used, or written), V8's young generation stays at the size it has then
- * (LEAN_V8_FLAGS: `--semi-space-growth-factor=1`), where V8 would double it up to 16 MiB a semi-space while
- * many objects survive. `--optimize-for-size` is not set: it makes every major collection a memory-reducing
- * one, which throws away compiled code, and the server then keeps recompiling what it runs most. 16 clients pushing 25 times each, the median of rounds 6–10 of one server's life: 641–716 ms with
- * both flags, 451–469 with neither, 374–405 with this one alone; its peak RSS over W1, W4, W7, W10 and W14 of
- * the benchmark rose from 230 to 369 MiB (docs/performance.md "Round 3: V8's flags"). Set on the command line
- * instead, a V8 flag costs every start 40 ms or so (node does not use its startup snapshot under other V8
- * flags), and it changes the flag hash a code cache is checked against: set before the cache was written,
- * every next start would reject it.
+ * Once the cache is settled (used, or written), V8 is told to favour memory over speed (LEAN_V8_FLAGS): its
+ * heap then grows in smaller steps and gives memory back sooner, and the young generation stays at its first
+ * size (1 MiB a semi-space, where V8 would double it up to 16 while many objects survive). It costs speed:
+ * every major collection then reduces memory, throwing compiled code away, and 16 clients pushing at once
+ * take about 1.6 times as long once the server's code is warm. With the second flag alone, a full
+ * `npm run bench` peaked at 450 instead of 230 MiB and a 100,000-page pull held the event loop for 236–255 ms
+ * instead of 46–81 (W9·health's target is 100 ms): docs/performance.md "Round 3: V8's flags". Set on the
+ * command line instead, the same flags cost every start
+ * 40 ms or so (node does not use its startup snapshot under other V8 flags), and it changes the flag hash a
+ * code cache is checked against: set before the cache was written, every next start would reject it.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -38,7 +39,7 @@ const sha1 = (data) => createHash('sha1').update(data).digest();
 const codeSha = sha1(code);
 const HEADER = 40;
 /** V8 flags set once the code cache is settled (see above). */
-const LEAN_V8_FLAGS = ['--semi-space-growth-factor=1'];
+const LEAN_V8_FLAGS = ['--optimize-for-size', '--semi-space-growth-factor=1'];
 
 function leanHeap() {
   for (const flag of LEAN_V8_FLAGS) setFlagsFromString(flag);
